@@ -1,0 +1,76 @@
+// Scenarios: TOML files describing model, data, training, cluster and the strategies to compare.
+// Every field is validated; errors carry "file:line:col: field message". Unknown keys are errors.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ddplab {
+
+struct ScenarioError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ModelConfig {
+  std::string type = "mlp";                              // only "mlp" for now
+  std::vector<int> layers{784, 1024, 1024, 1024, 10};    // input, hidden..., classes
+  std::size_t parameter_count() const;                   // sum of in*out + out over layers
+};
+
+struct DataConfig {
+  std::string dataset = "fashion-mnist";                 // "fashion-mnist" | "synthetic"
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  int synthetic_train = 4096;                            // sample counts for "synthetic"
+  int synthetic_test = 1024;
+};
+
+struct TrainConfig {
+  std::string backend = "cpu";                           // "cpu" (later "cuda")
+  int batch_size = 64;                                   // per rank
+  int epochs = 1;
+  int max_steps = 0;                                     // 0 = no limit (run the epochs)
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  std::uint64_t seed = 1;
+  int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
+};
+
+struct ClusterConfig {
+  int world_size = 4;                                    // ranks that `ddplab run` starts by default
+  std::string topology = "star";                         // only "star" for now
+  double link_bandwidth = 10e9 / 8;                      // bytes/s, host <-> switch, per direction
+  double link_latency = 2e-6;                            // seconds, per link
+  std::optional<double> compute_s;                       // per-step compute for simulation; else from the store
+  std::optional<double> optimizer_s;                     // per-step optimizer time for simulation; else from the store
+  std::vector<int> simulate_world{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+};
+
+struct StrategyConfig {
+  std::string name = "baseline";                         // label in the results store
+  std::string policy = "flat";                           // when/how gradients are synced: "flat"
+  std::string schedule = "native";                       // collective schedule: "native" | "ring"
+};
+
+struct Scenario {
+  std::string path;        // as given ("<string>" when parsed from text)
+  std::string name;        // file stem, or [scenario].name? -> file stem
+  std::string text;        // the TOML source, stored with each run
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  ClusterConfig cluster;
+  std::vector<StrategyConfig> strategies;  // at least one; defaults to one baseline when absent
+
+  nlohmann::json to_json() const;          // the full resolved config
+};
+
+Scenario load_scenario(const std::string& path);                          // throws ScenarioError
+Scenario parse_scenario(const std::string& text, const std::string& path); // throws ScenarioError
+
+}  // namespace ddplab

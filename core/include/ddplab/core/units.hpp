@@ -1,0 +1,18 @@
+// Unit-bearing values in scenarios: sizes ("25MiB"), rates ("10Gbit/s"), durations ("2us").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ddplab {
+
+// Each parser accepts "<number><unit>" with optional spaces between, and throws
+// std::invalid_argument with a message naming what was expected when the text is malformed.
+std::uint64_t parse_bytes(std::string_view text);   // B, KB, MB, GB (10^3), KiB, MiB, GiB (2^10); bare number = bytes
+double parse_bandwidth(std::string_view text);      // bytes/s: bit/s, kbit/s, Mbit/s, Gbit/s, B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s
+double parse_duration(std::string_view text);       // seconds: ns, us, ms, s, min, h
+
+std::string format_bytes(double bytes);              // "25.0 MiB"
+std::string format_duration(double seconds);         // "2.00 us", "13.4 ms"
+
+}  // namespace ddplab
