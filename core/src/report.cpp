@@ -1,1 +1,211 @@
-// placeholder: implemented by the owner of this file
+// Run comparison: an aligned terminal table, CSV for spreadsheets, JSON for scripts.
+#include "ddplab/core/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ddplab {
+namespace {
+
+using nlohmann::json;
+
+// "-" for an absent or non-finite value.
+std::string fixed(std::optional<double> v, int decimals, double scale = 1.0) {
+  if (!v || !std::isfinite(*v)) return "-";
+  return fmt::format("{:.{}f}", *v * scale, decimals);
+}
+
+// Shortest text that reads back to the same double; empty when absent.
+std::string exact(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "";
+  return fmt::format("{}", *v);
+}
+
+// RFC 4180: quote a field holding a comma, quote, CR or LF, doubling inner quotes.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+// A terminal cell stays on one line: control characters (newline, tab, ...) become spaces.
+std::string cell(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+// JSON has no NaN or infinity: they become null.
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json num(const std::optional<double>& v) { return v ? num(*v) : json(nullptr); }
+
+// Embedded JSON text (config, host info) is kept structured when it parses, as a string otherwise.
+json embedded(const std::string& text) {
+  if (text.empty()) return nullptr;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json(text) : j;
+}
+
+}  // namespace
+
+std::string report_table(const std::vector<RunSummary>& runs) {
+  struct Column {
+    const char* title;
+    bool right;  // numbers right-aligned, names left-aligned
+  };
+  const std::vector<Column> cols = {
+      {"id", true},         {"scenario", false},  {"strategy", false},  {"source", false},
+      {"backend", false},   {"world", true},      {"status", false},    {"steps", true},
+      {"samples/s", true},  {"step ms", true},    {"compute ms", true}, {"comm ms", true},
+      {"exposed ms", true}, {"MB/step", true},    {"final loss", true}, {"final acc", true},
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : runs) {
+    const auto& r = s.run;
+    rows.push_back({
+        std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
+        cell(r.info.backend), std::to_string(r.info.world_size), cell(r.status), std::to_string(s.steps),
+        s.steps ? fixed(s.samples_per_s, 1) : "-",
+        s.steps ? fixed(s.step_s, 2, 1e3) : "-",
+        s.steps ? fixed(s.compute_s, 2, 1e3) : "-",
+        s.steps ? fixed(s.comm_s, 2, 1e3) : "-",
+        s.steps ? fixed(s.exposed_comm_s, 2, 1e3) : "-",
+        s.steps ? fixed(s.bytes_per_step, 3, 1e-6) : "-",
+        fixed(s.final_loss, 4),
+        fixed(s.final_accuracy, 4),
+    });
+  }
+  std::vector<std::size_t> width(cols.size());
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    width[c] = std::string(cols[c].title).size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](auto cell) {
+    std::string out;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      if (c) out += "  ";
+      std::string text = cell(c);
+      std::string pad(width[c] - text.size(), ' ');
+      // The last column is not padded on the right: no trailing spaces.
+      out += cols[c].right ? pad + text : (c + 1 == cols.size() ? text : text + pad);
+    }
+    return out + '\n';
+  };
+  std::string out = line([&](std::size_t c) { return std::string(cols[c].title); });
+  out += line([&](std::size_t c) { return std::string(width[c], '-'); });
+  for (const auto& row : rows) out += line([&](std::size_t c) { return row[c]; });
+  return out;
+}
+
+std::string report_csv(const std::vector<RunSummary>& runs) {
+  // Raw units (seconds, bytes) at full precision: this is for further processing.
+  std::string out =
+      "id,scenario,strategy,source,backend,world_size,batch_size,status,version,started_at,ended_at,steps,"
+      "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy\n";
+  for (const auto& s : runs) {
+    const auto& r = s.run;
+    const std::vector<std::string> fields = {
+        std::to_string(r.id), r.info.scenario, r.info.strategy, r.info.source, r.info.backend,
+        std::to_string(r.info.world_size), std::to_string(r.info.batch_size), r.status, r.version,
+        r.started_at, r.ended_at, std::to_string(s.steps), exact(s.samples_per_s), exact(s.step_s),
+        exact(s.compute_s), exact(s.comm_s), exact(s.exposed_comm_s), exact(s.optimizer_s),
+        exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy),
+    };
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i) out += ',';
+      out += csv_field(fields[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string report_json(const Store& store, const std::vector<RunSummary>& runs) {
+  json all = json::array();
+  for (const auto& s : runs) {
+    const auto& r = s.run;
+    json run = {
+        {"id", r.id},
+        {"info",
+         {{"scenario", r.info.scenario},
+          {"strategy", r.info.strategy},
+          {"backend", r.info.backend},
+          {"world_size", r.info.world_size},
+          {"source", r.info.source},
+          {"batch_size", r.info.batch_size},
+          {"config", embedded(r.info.config_json)},
+          {"host_info", embedded(r.info.host_info)}}},
+        {"version", r.version},
+        {"started_at", r.started_at},
+        {"ended_at", r.ended_at.empty() ? json(nullptr) : json(r.ended_at)},
+        {"status", r.status},
+        {"summary",
+         {{"steps", s.steps},
+          {"samples_per_s", num(s.samples_per_s)},
+          {"step_s", num(s.step_s)},
+          {"compute_s", num(s.compute_s)},
+          {"comm_s", num(s.comm_s)},
+          {"exposed_comm_s", num(s.exposed_comm_s)},
+          {"optimizer_s", num(s.optimizer_s)},
+          {"bytes_per_step", num(s.bytes_per_step)},
+          {"final_loss", num(s.final_loss)},
+          {"final_accuracy", num(s.final_accuracy)}}},
+    };
+
+    // Steps collapsed over ranks: the mean loss (of ranks that report one) and the slowest rank's time.
+    struct Agg {
+      double loss_sum = 0;
+      int loss_n = 0, ranks = 0;
+      double step_s = 0;
+      std::int64_t samples = 0, bytes = 0;
+    };
+    std::map<std::int64_t, Agg> per_step;
+    for (const auto& m : store.steps(r.id)) {
+      auto& a = per_step[m.step];
+      if (std::isfinite(m.loss)) a.loss_sum += m.loss, ++a.loss_n;
+      a.step_s = a.ranks ? std::max(a.step_s, m.step_s) : m.step_s;
+      a.samples += m.samples;
+      a.bytes += m.bytes_sent;
+      ++a.ranks;
+    }
+    json steps = json::array();
+    for (const auto& [step, a] : per_step)
+      steps.push_back({{"step", step},
+                       {"ranks", a.ranks},
+                       {"loss", a.loss_n ? num(a.loss_sum / a.loss_n) : json(nullptr)},
+                       {"step_s", num(a.step_s)},
+                       {"samples", a.samples},
+                       {"bytes_sent", a.bytes}});
+    run["steps"] = std::move(steps);
+
+    json evals = json::array();
+    for (const auto& e : store.evaluations(r.id))
+      evals.push_back({{"step", e.step},
+                       {"wall_s", num(e.wall_s)},
+                       {"test_loss", num(e.test_loss)},
+                       {"test_accuracy", num(e.test_accuracy)},
+                       {"macro_precision", num(e.macro_precision)},
+                       {"macro_recall", num(e.macro_recall)}});
+    run["evaluations"] = std::move(evals);
+
+    json res = json::array();
+    for (const auto& x : store.resources(r.id))
+      res.push_back({{"rank", x.rank}, {"peak_rss_bytes", x.peak_rss_bytes}, {"cpu_s", num(x.cpu_s)}, {"wall_s", num(x.wall_s)}});
+    run["resources"] = std::move(res);
+
+    all.push_back(std::move(run));
+  }
+  // Invalid UTF-8 in a name must not make the export throw.
+  return all.dump(2, ' ', false, json::error_handler_t::replace) + '\n';
+}
+
+}  // namespace ddplab

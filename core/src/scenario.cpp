@@ -1,1 +1,434 @@
-// placeholder: implemented by the owner of this file
+// Scenario loading: TOML -> validated Scenario. Every error names file:line:col, the field,
+// the problem and the offending value, so a user can fix the file without reading code.
+#include "ddplab/core/scenario.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "ddplab/core/units.hpp"
+
+namespace ddplab {
+
+std::size_t ModelConfig::parameter_count() const {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i + 1 < layers.size(); ++i)
+    n += static_cast<std::size_t>(layers[i]) * static_cast<std::size_t>(layers[i + 1]) +
+         static_cast<std::size_t>(layers[i + 1]);
+  return n;
+}
+
+namespace {
+
+using Choices = std::initializer_list<std::string_view>;
+
+// ---- rendering values and positions for messages ----
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A value as the user would write it in TOML (strings double-quoted, floats keep their ".0").
+std::string show(const toml::node& n) {
+  if (auto s = n.as_string()) return quote(s->get());
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto f = n.as_floating_point()) {
+    const double v = f->get();
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::string t = fmt::format("{}", v);
+    if (t.find_first_of(".e") == std::string::npos) t += ".0";
+    return t;
+  }
+  if (auto a = n.as_array()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + show(*a->get(i));
+    return out + "]";
+  }
+  if (n.is_table()) return "a table";
+  std::ostringstream os;  // dates and times
+  n.visit([&](auto&& v) { os << v; });
+  return os.str();
+}
+
+// Edit distance counting a swap of neighbours as one edit (optimal string alignment), for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The known name the user most likely meant: a close spelling, or one that adds a prefix or
+// suffix to what was written ("bandwidth" -> "link_bandwidth").
+std::optional<std::string_view> closest(std::string_view key, Choices known) {
+  std::optional<std::string_view> best;
+  std::size_t best_d = SIZE_MAX;
+  for (std::string_view k : known) {
+    const std::size_t d = edit_distance(key, k);
+    const std::size_t limit = std::clamp<std::size_t>(std::max(key.size(), k.size()) / 3, 1, 3);
+    if (d <= limit && d < best_d) { best_d = d; best = k; }
+  }
+  if (best || key.size() < 3) return best;
+  for (std::string_view k : known)
+    if (k.ends_with(fmt::format("_{}", key)) || k.starts_with(fmt::format("{}_", key))) return k;
+  return std::nullopt;
+}
+
+std::string choice_list(Choices choices) {
+  std::string out;
+  for (std::string_view c : choices) out += (out.empty() ? "" : ", ") + quote(c);
+  return out;
+}
+
+// ---- the reader: walks tables, checks fields, throws ScenarioError with positions ----
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
+    throw ScenarioError(fmt::format("{}:{}:{}: {}", path_, where.begin.line, where.begin.column, message));
+  }
+  [[noreturn]] void fail(const toml::node& node, const std::string& field, std::string_view problem) const {
+    fail(node.source(), fmt::format("{} {}, got {}", field, problem, show(node)));
+  }
+
+  // Rejects keys of `table` outside `known`; reports the first one in the file.
+  void check_keys(const toml::table& table, const std::string& prefix, Choices known) const {
+    const toml::key* first = nullptr;
+    for (auto&& [key, value] : table) {
+      if (std::find(known.begin(), known.end(), key.str()) != known.end()) continue;
+      if (!first || key.source().begin < first->source().begin) first = &key;
+    }
+    if (!first) return;
+    std::string message = fmt::format("unknown key {}{}", prefix, first->str());
+    if (auto guess = closest(first->str(), known)) message += fmt::format(" (did you mean {}{}?)", prefix, *guess);
+    fail(first->source(), message);
+  }
+
+  // Integer in [min, INT_MAX]; `problem` describes the range ("must be a positive integer").
+  void read_int(const toml::table& t, const std::string& prefix, std::string_view key, int& out,
+                long long min, std::string_view problem) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto v = n->as_integer();
+    if (!v || v->get() < min || v->get() > INT_MAX) fail(*n, prefix + std::string(key), problem);
+    out = static_cast<int>(v->get());
+  }
+
+  // Integer or float accepted by `ok`.
+  void read_number(const toml::table& t, const std::string& prefix, std::string_view key, double& out,
+                   const std::function<bool(double)>& ok, std::string_view problem) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto v = n->value<double>();
+    if (!(n->is_integer() || n->is_floating_point()) || !v || !std::isfinite(*v) || !ok(*v))
+      fail(*n, prefix + std::string(key), problem);
+    out = *v;
+  }
+
+  void read_choice(const toml::table& t, const std::string& prefix, std::string_view key, std::string& out,
+                   Choices choices) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto s = n->as_string();
+    if (!s || std::find(choices.begin(), choices.end(), s->get()) == choices.end())
+      fail(*n, prefix + std::string(key), fmt::format("must be one of {}", choice_list(choices)));
+    out = s->get();
+  }
+
+  void read_string(const toml::table& t, const std::string& prefix, std::string_view key, std::string& out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto s = n->as_string();
+    if (!s || s->get().empty()) fail(*n, prefix + std::string(key), "must be a non-empty string");
+    out = s->get();
+  }
+
+  // A unit-bearing value: a string parsed by `parse` ("10Gbit/s") or a plain number in base units.
+  // Values that parse but are out of range (zero where `positive`) get their own message.
+  double read_unit(const toml::node& n, const std::string& field, double (*parse)(std::string_view),
+                   bool positive) const {
+    double v = 0;
+    try {
+      if (auto s = n.as_string()) {
+        v = parse(s->get());
+      } else if (n.is_integer() || n.is_floating_point()) {
+        v = *n.value<double>();
+        if (!std::isfinite(v) || v < 0) parse("-");  // let the parser phrase "expected a ..."
+      } else {
+        parse("-");
+      }
+    } catch (const std::invalid_argument& e) {
+      std::string_view what = e.what();
+      const auto got = what.rfind(", got ");  // replace the parser's quoting with ours
+      std::string_view expectation = what.substr(0, got);
+      if (expectation.starts_with("expected ")) expectation.remove_prefix(9);
+      fail(n, field, fmt::format("must be {}", expectation));
+    }
+    if (positive && v <= 0) fail(n, field, "must be greater than 0");
+    return v;
+  }
+
+  void read_unit(const toml::table& t, const std::string& prefix, std::string_view key, double& out,
+                 double (*parse)(std::string_view), bool positive) const {
+    if (const toml::node* n = t.get(key)) out = read_unit(*n, prefix + std::string(key), parse, positive);
+  }
+  void read_unit(const toml::table& t, const std::string& prefix, std::string_view key,
+                 std::optional<double>& out, double (*parse)(std::string_view), bool positive) const {
+    if (const toml::node* n = t.get(key)) out = read_unit(*n, prefix + std::string(key), parse, positive);
+  }
+
+  // Array of positive ints with at least `min_size` entries; `problem` describes the whole array.
+  void read_int_array(const toml::table& t, const std::string& prefix, std::string_view key, std::vector<int>& out,
+                      std::size_t min_size, std::string_view problem) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const std::string field = prefix + std::string(key);
+    const toml::array* a = n->as_array();
+    if (!a || a->size() < min_size) fail(*n, field, problem);
+    std::vector<int> values;
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      const auto v = e.as_integer();
+      if (!v || v->get() < 1 || v->get() > INT_MAX)
+        fail(e, fmt::format("{}[{}]", field, i), "must be a positive integer");
+      values.push_back(static_cast<int>(v->get()));
+    }
+    out = std::move(values);
+  }
+
+  // A section that must be a table when present; nullptr when absent.
+  const toml::table* section(const toml::table& root, std::string_view key) const {
+    const toml::node* n = root.get(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) fail(*n, std::string(key), fmt::format("must be a table ([{}])", key));
+    return n->as_table();
+  }
+
+ private:
+  std::string path_;
+};
+
+// ---- sections ----
+
+void read_model(const Reader& r, const toml::table& t, ModelConfig& m) {
+  const std::string p = "model.";
+  r.check_keys(t, p, {"type", "layers"});
+  r.read_choice(t, p, "type", m.type, {"mlp"});
+  r.read_int_array(t, p, "layers", m.layers, 2,
+                   "must be an array of at least 2 positive integers (input, hidden..., classes)");
+}
+
+void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
+  const std::string p = "data.";
+  r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test"});
+  r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
+  r.read_string(t, p, "path", d.path);
+  r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
+  r.read_int(t, p, "synthetic_test", d.synthetic_test, 1, "must be a positive integer");
+}
+
+void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
+  const std::string p = "train.";
+  r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "momentum", "weight_decay", "seed",
+                      "eval_every"});
+  // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
+  r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda"});
+  r.read_int(t, p, "batch_size", tr.batch_size, 1, "must be a positive integer");
+  r.read_int(t, p, "epochs", tr.epochs, 1, "must be a positive integer");
+  r.read_int(t, p, "max_steps", tr.max_steps, 0, "must be a non-negative integer (0 = no limit)");
+  r.read_number(t, p, "lr", tr.lr, [](double v) { return v > 0; }, "must be a number greater than 0");
+  r.read_number(t, p, "momentum", tr.momentum, [](double v) { return v >= 0 && v < 1; },
+                "must be a number in [0, 1)");
+  r.read_number(t, p, "weight_decay", tr.weight_decay, [](double v) { return v >= 0; },
+                "must be a non-negative number");
+  if (const toml::node* n = t.get("seed")) {
+    const auto v = n->as_integer();
+    if (!v || v->get() < 0) r.fail(*n, "train.seed", "must be a non-negative integer");
+    tr.seed = static_cast<std::uint64_t>(v->get());
+  }
+  r.read_int(t, p, "eval_every", tr.eval_every, 0, "must be a non-negative integer (0 = only at the end)");
+}
+
+void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
+  const std::string p = "cluster.";
+  r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
+                      "simulate_world"});
+  r.read_int(t, p, "world_size", c.world_size, 1, "must be a positive integer");
+  r.read_choice(t, p, "topology", c.topology, {"star"});
+  r.read_unit(t, p, "link_bandwidth", c.link_bandwidth, parse_bandwidth, true);
+  r.read_unit(t, p, "link_latency", c.link_latency, parse_duration, false);
+  r.read_unit(t, p, "compute_s", c.compute_s, parse_duration, true);
+  r.read_unit(t, p, "optimizer_s", c.optimizer_s, parse_duration, false);
+  r.read_int_array(t, p, "simulate_world", c.simulate_world, 1, "must be a non-empty array of positive integers");
+}
+
+void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyConfig>& out) {
+  const toml::array* a = n.as_array();
+  if (!a || a->empty()) r.fail(n, "strategy", "must be a non-empty array of tables ([[strategy]])");
+  out.clear();
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const toml::node& e = *a->get(i);
+    const std::string field = fmt::format("strategy[{}]", i);
+    const toml::table* t = e.as_table();
+    if (!t) r.fail(e, field, "must be a table");
+    const std::string p = field + ".";
+    StrategyConfig s;
+    r.check_keys(*t, p, {"name", "policy", "schedule"});
+    r.read_string(*t, p, "name", s.name);
+    r.read_choice(*t, p, "policy", s.policy, {"flat"});
+    r.read_choice(*t, p, "schedule", s.schedule, {"native", "ring"});
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      if (out[j].name != s.name) continue;
+      const toml::node* where = t->get("name");
+      r.fail(where ? where->source() : e.source(),
+             fmt::format("{}.name must be unique (strategy[{}] has the same name), got {}", field, j, quote(s.name)));
+    }
+    out.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& path) {
+  const Reader r(path);
+  Scenario sc;
+  sc.path = path;
+  sc.text = text;
+  sc.name = std::filesystem::path(path).stem().string();
+  sc.strategies = {StrategyConfig{}};
+
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(path));
+  } catch (const toml::parse_error& e) {
+    // toml++ says "Error while parsing <what>: <why>"; keep the detail, drop the capital "Error".
+    std::string_view d = e.description();
+    std::string message = d.starts_with("Error while ") ? fmt::format("TOML syntax error {}", d.substr(6))
+                                                        : fmt::format("TOML syntax error: {}", d);
+    r.fail(e.source(), message);
+  }
+
+  const Choices sections = {"name", "model", "data", "train", "cluster", "strategy"};
+  // Unknown top-level names: tables read as "[section]", the rest as keys.
+  const toml::key* first = nullptr;
+  for (auto&& [key, value] : root)
+    if (std::find(sections.begin(), sections.end(), key.str()) == sections.end() &&
+        (!first || key.source().begin < first->source().begin))
+      first = &key;
+  if (first) {
+    const toml::node& v = *root.get(first->str());
+    auto render = [&](std::string_view name, const toml::node* as) {
+      if (name == "strategy") return std::string("[[strategy]]");
+      if (name == "name" || !as || !(as->is_table() || as->is_array_of_tables())) return std::string(name);
+      return fmt::format(fmt::runtime(as->is_table() ? "[{}]" : "[[{}]]"), name);
+    };
+    const bool is_section = v.is_table() || v.is_array_of_tables();
+    std::string message = fmt::format("unknown {} {}", is_section ? "section" : "key", render(first->str(), &v));
+    if (auto guess = closest(first->str(), sections))
+      message += fmt::format(" (did you mean {}?)", render(*guess, is_section ? &v : nullptr));
+    r.fail(first->source(), message);
+  }
+
+  if (const toml::node* n = root.get("name")) {
+    const auto s = n->as_string();
+    if (!s || s->get().empty()) r.fail(*n, "name", "must be a non-empty string");
+    sc.name = s->get();
+  }
+  if (auto t = r.section(root, "model")) read_model(r, *t, sc.model);
+  if (auto t = r.section(root, "data")) read_data(r, *t, sc.data);
+  if (auto t = r.section(root, "train")) read_train(r, *t, sc.train);
+  if (auto t = r.section(root, "cluster")) read_cluster(r, *t, sc.cluster);
+  if (const toml::node* n = root.get("strategy")) read_strategies(r, *n, sc.strategies);
+  return sc;
+}
+
+Scenario load_scenario(const std::string& path) {
+  auto cannot_open = [&](int err) {
+    return ScenarioError(fmt::format("{}: cannot open scenario file ({})", path, std::strerror(err)));
+  };
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw cannot_open(errno);
+  std::string text;
+  char buf[1 << 14];
+  std::size_t got = 0;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;  // e.g. EISDIR when the path is a directory
+  std::fclose(f);
+  if (failed) throw cannot_open(err);
+  return parse_scenario(text, path);
+}
+
+nlohmann::json Scenario::to_json() const {
+  using nlohmann::json;
+  auto optional = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json strategies_json = json::array();
+  for (const StrategyConfig& s : strategies)
+    strategies_json.push_back({{"name", s.name}, {"policy", s.policy}, {"schedule", s.schedule}});
+  return {
+      {"name", name},
+      {"model", {{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},
+      {"data",
+       {{"dataset", data.dataset},
+        {"path", data.path},
+        {"synthetic_train", data.synthetic_train},
+        {"synthetic_test", data.synthetic_test}}},
+      {"train",
+       {{"backend", train.backend},
+        {"batch_size", train.batch_size},
+        {"epochs", train.epochs},
+        {"max_steps", train.max_steps},
+        {"lr", train.lr},
+        {"momentum", train.momentum},
+        {"weight_decay", train.weight_decay},
+        {"seed", train.seed},
+        {"eval_every", train.eval_every}}},
+      {"cluster",
+       {{"world_size", cluster.world_size},
+        {"topology", cluster.topology},
+        {"link_bandwidth", cluster.link_bandwidth},
+        {"link_latency", cluster.link_latency},
+        {"compute_s", optional(cluster.compute_s)},
+        {"optimizer_s", optional(cluster.optimizer_s)},
+        {"simulate_world", cluster.simulate_world}}},
+      {"strategies", strategies_json},
+  };
+}
+
+}  // namespace ddplab

@@ -1,0 +1,302 @@
+// Scenario loading: the shipped scenarios, defaults, and the exact error message of each invalid file.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ddplab/core/scenario.hpp"
+
+using namespace ddplab;
+
+namespace {
+
+const std::string kInvalid = std::string(DDPLAB_TEST_DATA) + "/invalid/";
+
+// The ScenarioError message of loading `path`, or "" when it loaded.
+std::string load_error(const std::string& path) {
+  try {
+    (void)load_scenario(path);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    (void)parse_scenario(text, "fake/inline.toml");
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// ---- shipped scenarios ----
+
+TEST(Scenario, DefaultTomlIsTheDemo) {
+  const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/default.toml");
+  EXPECT_EQ(s.name, "default");
+  EXPECT_EQ(s.model.type, "mlp");
+  EXPECT_EQ(s.model.layers, (std::vector<int>{784, 1024, 1024, 1024, 10}));
+  EXPECT_EQ(s.model.parameter_count(), 2913290u);
+  EXPECT_EQ(s.data.dataset, "fashion-mnist");
+  EXPECT_EQ(s.data.path, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(s.train.backend, "cpu");
+  EXPECT_EQ(s.train.batch_size, 64);
+  EXPECT_EQ(s.train.epochs, 1);
+  EXPECT_EQ(s.train.max_steps, 0);
+  EXPECT_EQ(s.train.lr, 0.05);
+  EXPECT_EQ(s.train.momentum, 0.9);
+  EXPECT_EQ(s.train.weight_decay, 0.0);
+  EXPECT_EQ(s.train.seed, 1u);
+  EXPECT_EQ(s.train.eval_every, 100);
+  EXPECT_EQ(s.cluster.world_size, 4);
+  EXPECT_EQ(s.cluster.topology, "star");
+  EXPECT_DOUBLE_EQ(s.cluster.link_bandwidth, 1.25e9);
+  EXPECT_DOUBLE_EQ(s.cluster.link_latency, 2e-6);
+  EXPECT_FALSE(s.cluster.compute_s.has_value());
+  EXPECT_FALSE(s.cluster.optimizer_s.has_value());
+  EXPECT_EQ(s.cluster.simulate_world, (std::vector<int>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}));
+  ASSERT_EQ(s.strategies.size(), 1u);
+  EXPECT_EQ(s.strategies[0].name, "baseline");
+  EXPECT_EQ(s.strategies[0].policy, "flat");
+  EXPECT_EQ(s.strategies[0].schedule, "native");
+  EXPECT_NE(s.text.find("[cluster]"), std::string::npos);  // the source travels with each run
+}
+
+TEST(Scenario, CiSmallTomlIsSmall) {
+  const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/ci-small.toml");
+  EXPECT_EQ(s.name, "ci-small");
+  EXPECT_EQ(s.data.dataset, "synthetic");
+  EXPECT_EQ(s.model.layers, (std::vector<int>{784, 64, 10}));
+  EXPECT_EQ(s.model.parameter_count(), 50890u);
+  EXPECT_EQ(s.cluster.world_size, 2);
+  EXPECT_EQ(s.train.max_steps, 20);
+  EXPECT_EQ(s.train.batch_size, 64);
+  EXPECT_EQ(s.cluster.simulate_world, (std::vector<int>{2, 4, 8}));
+  ASSERT_EQ(s.strategies.size(), 1u);
+  EXPECT_EQ(s.strategies[0].name, "baseline");
+}
+
+// ---- defaults and accepted forms ----
+
+TEST(Scenario, EmptyFileGivesDefaults) {
+  const Scenario s = parse_scenario("", "dir/empty.toml");
+  const Scenario d{};
+  EXPECT_EQ(s.path, "dir/empty.toml");
+  EXPECT_EQ(s.name, "empty");
+  EXPECT_EQ(s.model.layers, d.model.layers);
+  EXPECT_EQ(s.data.dataset, d.data.dataset);
+  EXPECT_EQ(s.train.batch_size, d.train.batch_size);
+  EXPECT_EQ(s.train.lr, d.train.lr);
+  EXPECT_EQ(s.cluster.world_size, d.cluster.world_size);
+  EXPECT_EQ(s.cluster.link_bandwidth, d.cluster.link_bandwidth);
+  EXPECT_EQ(s.cluster.simulate_world, d.cluster.simulate_world);
+  ASSERT_EQ(s.strategies.size(), 1u);  // one baseline when none is given
+  EXPECT_EQ(s.strategies[0].name, "baseline");
+  EXPECT_EQ(s.strategies[0].policy, "flat");
+  EXPECT_EQ(s.strategies[0].schedule, "native");
+}
+
+TEST(Scenario, AcceptsNameUnitsNumbersAndSeveralStrategies) {
+  const Scenario s = parse_scenario(R"(
+name = "sweep"
+[train]
+backend = "cuda"   # validated later by the runtime
+lr = 1             # an integer is a number too
+momentum = 0
+seed = 42
+[cluster]
+link_bandwidth = 1e9      # plain number: bytes/s
+link_latency = 0.000005   # plain number: seconds
+compute_s = "13ms"
+optimizer_s = "250 us"
+[[strategy]]
+name = "native"
+[[strategy]]
+name = "ring"
+schedule = "ring"
+)",
+                                    "x/y.toml");
+  EXPECT_EQ(s.name, "sweep");
+  EXPECT_EQ(s.train.backend, "cuda");
+  EXPECT_EQ(s.train.lr, 1.0);
+  EXPECT_EQ(s.train.momentum, 0.0);
+  EXPECT_EQ(s.train.seed, 42u);
+  EXPECT_EQ(s.cluster.link_bandwidth, 1e9);
+  EXPECT_EQ(s.cluster.link_latency, 5e-6);
+  ASSERT_TRUE(s.cluster.compute_s.has_value());
+  EXPECT_EQ(*s.cluster.compute_s, 0.013);
+  ASSERT_TRUE(s.cluster.optimizer_s.has_value());
+  EXPECT_DOUBLE_EQ(*s.cluster.optimizer_s, 250e-6);
+  ASSERT_EQ(s.strategies.size(), 2u);
+  EXPECT_EQ(s.strategies[0].name, "native");
+  EXPECT_EQ(s.strategies[0].schedule, "native");
+  EXPECT_EQ(s.strategies[1].name, "ring");
+  EXPECT_EQ(s.strategies[1].schedule, "ring");
+}
+
+TEST(Scenario, ParameterCount) {
+  ModelConfig m;
+  EXPECT_EQ(m.parameter_count(), 2913290u);  // 784-1024-1024-1024-10: 803,840 + 2 x 1,049,600 + 10,250
+  m.layers = {784, 10};
+  EXPECT_EQ(m.parameter_count(), 7850u);
+  m.layers = {2, 3, 4};
+  EXPECT_EQ(m.parameter_count(), 2u * 3 + 3 + 3 * 4 + 4);
+}
+
+TEST(Scenario, ToJsonHasTheResolvedConfig) {
+  const Scenario s = parse_scenario(R"(
+[cluster]
+compute_s = "13ms"
+[[strategy]]
+name = "a"
+[[strategy]]
+name = "b"
+schedule = "ring"
+)",
+                                    "j.toml");
+  // Through text and back, as the results store keeps it.
+  const nlohmann::json j = nlohmann::json::parse(s.to_json().dump());
+  EXPECT_EQ(j.at("name"), "j");
+  EXPECT_EQ(j.at("model").at("type"), "mlp");
+  EXPECT_EQ(j.at("model").at("layers").get<std::vector<int>>(), s.model.layers);
+  EXPECT_EQ(j.at("model").at("parameter_count").get<std::size_t>(), 2913290u);
+  EXPECT_EQ(j.at("data").at("dataset"), "fashion-mnist");
+  EXPECT_EQ(j.at("data").at("path"), s.data.path);
+  EXPECT_EQ(j.at("data").at("synthetic_train"), 4096);
+  EXPECT_EQ(j.at("train").at("backend"), "cpu");
+  EXPECT_EQ(j.at("train").at("batch_size"), 64);
+  EXPECT_EQ(j.at("train").at("epochs"), 1);
+  EXPECT_EQ(j.at("train").at("max_steps"), 0);
+  EXPECT_EQ(j.at("train").at("lr").get<double>(), 0.05);
+  EXPECT_EQ(j.at("train").at("momentum").get<double>(), 0.9);
+  EXPECT_EQ(j.at("train").at("weight_decay").get<double>(), 0.0);
+  EXPECT_EQ(j.at("train").at("seed").get<std::uint64_t>(), 1u);
+  EXPECT_EQ(j.at("train").at("eval_every"), 0);
+  EXPECT_EQ(j.at("cluster").at("world_size"), 4);
+  EXPECT_EQ(j.at("cluster").at("topology"), "star");
+  EXPECT_EQ(j.at("cluster").at("link_bandwidth").get<double>(), 1.25e9);
+  EXPECT_EQ(j.at("cluster").at("link_latency").get<double>(), 2e-6);
+  EXPECT_EQ(j.at("cluster").at("compute_s").get<double>(), 0.013);
+  EXPECT_TRUE(j.at("cluster").at("optimizer_s").is_null());
+  EXPECT_EQ(j.at("cluster").at("simulate_world").get<std::vector<int>>(), s.cluster.simulate_world);
+  ASSERT_EQ(j.at("strategies").size(), 2u);
+  EXPECT_EQ(j.at("strategies")[0].at("name"), "a");
+  EXPECT_EQ(j.at("strategies")[1].at("name"), "b");
+  EXPECT_EQ(j.at("strategies")[1].at("policy"), "flat");
+  EXPECT_EQ(j.at("strategies")[1].at("schedule"), "ring");
+}
+
+// ---- errors: each invalid file and its exact message ----
+
+struct InvalidCase {
+  const char* file;      // tests/scenario/data/invalid/<file>.toml
+  const char* expected;  // the message after "<path>:"
+};
+
+// Names the case by its file in test listings instead of dumping bytes.
+void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.file; }
+
+class ScenarioInvalid : public ::testing::TestWithParam<InvalidCase> {};
+
+TEST_P(ScenarioInvalid, ExactMessage) {
+  const std::string path = kInvalid + GetParam().file + ".toml";
+  EXPECT_EQ(load_error(path), path + ":" + GetParam().expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, ScenarioInvalid,
+    ::testing::Values(
+        InvalidCase{"syntax_error",
+                    "2:6: TOML syntax error while parsing key-value pair: expected value, saw '\\n'"},
+        InvalidCase{"duplicate_key",
+                    "3:6: TOML syntax error while parsing key-value pair: cannot redefine existing "
+                    "floating-point 'lr'"},
+        InvalidCase{"unknown_section", "1:2: unknown section [trian] (did you mean [train]?)"},
+        InvalidCase{"unknown_section_far", "1:2: unknown section [optimizer]"},
+        InvalidCase{"unknown_top_key", "1:1: unknown key nmae (did you mean name?)"},
+        InvalidCase{"unknown_key_model", "2:1: unknown key model.layer (did you mean model.layers?)"},
+        InvalidCase{"unknown_key_data",
+                    "3:1: unknown key data.synthetic_trian (did you mean data.synthetic_train?)"},
+        InvalidCase{"unknown_key_train", "3:1: unknown key train.batchsize (did you mean train.batch_size?)"},
+        InvalidCase{"unknown_key_cluster",
+                    "3:3: unknown key cluster.bandwidth (did you mean cluster.link_bandwidth?)"},
+        InvalidCase{"unknown_key_strategy",
+                    "3:1: unknown key strategy[0].shedule (did you mean strategy[0].schedule?)"},
+        InvalidCase{"wrong_type_batch", "2:14: train.batch_size must be a positive integer, got \"abc\""},
+        InvalidCase{"float_batch", "2:14: train.batch_size must be a positive integer, got 64.0"},
+        InvalidCase{"negative_batch", "2:14: train.batch_size must be a positive integer, got -64"},
+        InvalidCase{"huge_epochs", "2:10: train.epochs must be a positive integer, got 3000000000"},
+        InvalidCase{"zero_lr", "2:6: train.lr must be a number greater than 0, got 0"},
+        InvalidCase{"momentum_one", "2:12: train.momentum must be a number in [0, 1), got 1.0"},
+        InvalidCase{"negative_weight_decay", "2:16: train.weight_decay must be a non-negative number, got -0.5"},
+        InvalidCase{"negative_seed", "2:8: train.seed must be a non-negative integer, got -1"},
+        InvalidCase{"bad_backend", "2:11: train.backend must be one of \"cpu\", \"cuda\", got \"gpu\""},
+        InvalidCase{"bad_duration_unit",
+                    "2:16: cluster.link_latency must be a duration such as \"2us\", got \"2 sec\""},
+        InvalidCase{"bad_bandwidth_unit",
+                    "2:18: cluster.link_bandwidth must be a bandwidth such as \"10Gbit/s\", got \"10Gb\""},
+        InvalidCase{"zero_bandwidth", "2:18: cluster.link_bandwidth must be greater than 0, got \"0Gbit/s\""},
+        InvalidCase{"negative_latency", "2:16: cluster.link_latency must be a duration such as \"2us\", got -1"},
+        InvalidCase{"bool_compute", "2:13: cluster.compute_s must be a duration such as \"2us\", got true"},
+        InvalidCase{"layers_short",
+                    "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
+                    "classes), got [784]"},
+        InvalidCase{"layers_zero", "2:16: model.layers[1] must be a positive integer, got 0"},
+        InvalidCase{"layers_not_array",
+                    "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
+                    "classes), got \"784-10\""},
+        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", got \"cnn\""},
+        InvalidCase{"world_size_zero", "2:14: cluster.world_size must be a positive integer, got 0"},
+        InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
+        InvalidCase{"simulate_world_empty",
+                    "2:18: cluster.simulate_world must be a non-empty array of positive integers, got []"},
+        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", got \"fat-tree\""},
+        InvalidCase{"bad_dataset",
+                    "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
+        InvalidCase{"empty_path", "2:8: data.path must be a non-empty string, got \"\""},
+        InvalidCase{"duplicate_strategy",
+                    "8:8: strategy[2].name must be unique (strategy[0] has the same name), got \"a\""},
+        InvalidCase{"empty_strategy_name", "2:8: strategy[0].name must be a non-empty string, got \"\""},
+        InvalidCase{"bad_schedule",
+                    "3:12: strategy[0].schedule must be one of \"native\", \"ring\", got \"tree\""},
+        InvalidCase{"bad_policy", "3:10: strategy[0].policy must be one of \"flat\", got \"overlap\""},
+        InvalidCase{"strategy_table",
+                    "1:1: strategy must be a non-empty array of tables ([[strategy]]), got a table"},
+        InvalidCase{"section_not_table", "1:9: train must be a table ([train]), got 5"},
+        InvalidCase{"bad_name", "1:8: name must be a non-empty string, got 42"}),
+    [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.file); });
+
+TEST(ScenarioErrors, MissingFile) {
+  const std::string path = kInvalid + "does_not_exist.toml";
+  EXPECT_EQ(load_error(path), path + ": cannot open scenario file (No such file or directory)");
+}
+
+TEST(ScenarioErrors, DirectoryIsNotAFile) {
+  const std::string path = kInvalid;
+  EXPECT_EQ(load_error(path), path + ": cannot open scenario file (Is a directory)");
+}
+
+TEST(ScenarioErrors, InlineTextUsesTheGivenPath) {
+  EXPECT_EQ(parse_error("[train]\nlr = 0.1\n[train]\n"),
+            "fake/inline.toml:3:1: TOML syntax error while parsing table header: cannot redefine existing table "
+            "'train'");
+  EXPECT_EQ(parse_error("\n\n[[strategies]]\nname = \"a\"\n"),
+            "fake/inline.toml:3:3: unknown section [[strategies]] (did you mean [[strategy]]?)");
+  EXPECT_EQ(parse_error("modle = 3\n"), "fake/inline.toml:1:1: unknown key modle (did you mean model?)");
+  EXPECT_EQ(parse_error("[train]\nlr = nan\n"), "fake/inline.toml:2:6: train.lr must be a number greater than 0, got nan");
+  EXPECT_EQ(parse_error("[train]\nmomentum = \"0.9\"\n"),
+            "fake/inline.toml:2:12: train.momentum must be a number in [0, 1), got \"0.9\"");
+  EXPECT_EQ(parse_error("[cluster]\ncompute_s = \"0ms\"\n"),
+            "fake/inline.toml:2:13: cluster.compute_s must be greater than 0, got \"0ms\"");
+  EXPECT_EQ(parse_error("strategy = [5]\n"), "fake/inline.toml:1:13: strategy[0] must be a table, got 5");
+  EXPECT_EQ(parse_error("[[strategy]]\n[[strategy]]\n"),
+            "fake/inline.toml:2:1: strategy[1].name must be unique (strategy[0] has the same name), got \"baseline\"");
+}

@@ -1,0 +1,177 @@
+// Reports over a store: the aligned table, RFC 4180 CSV, and JSON that parses back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ddplab/core/report.hpp"
+#include "ddplab/core/store.hpp"
+#include "store_test_util.hpp"
+
+using namespace ddplab;
+using ddplab::test::sample_info;
+using ddplab::test::TempDir;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A strict RFC 4180 reader, to check that quoting round-trips.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') rows.back().back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else rows.back().back() += c;
+    } else if (c == '"') {
+      EXPECT_TRUE(rows.back().back().empty()) << "quote inside an unquoted field";
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().emplace_back();
+    } else if (c == '\n') {
+      rows.emplace_back(1);
+    } else if (c != '\r') {
+      rows.back().back() += c;
+    }
+  }
+  EXPECT_FALSE(quoted) << "unterminated quote";
+  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
+  return rows;
+}
+
+// Two runs: a measured one with losses and evaluations, and a simulated one without loss.
+struct Fixture {
+  TempDir dir;
+  Store store{dir.file("report.db")};
+  std::int64_t measured = 0, simulated = 0;
+
+  Fixture() {
+    RunInfo a = sample_info("ring");
+    a.scenario = "tricky, \"quoted\"\nname";
+    measured = store.begin_run(a);
+    for (int step = 0; step < 2; ++step)
+      for (int rank = 0; rank < 2; ++rank)
+        store.add_step(measured, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02 + 0.01 * rank, 32, 2'000'000,
+                                  1.0 + rank + step});
+    store.add_evaluation(measured, {1, 3.5, 0.6, 0.8125, 0.8, 0.79});
+    store.add_resources(measured, {0, 1 << 20, 1.5, 2.0});
+    store.finish_run(measured, "completed");
+
+    simulated = store.begin_run(sample_info("tree", "simulated"));
+    for (int rank = 0; rank < 2; ++rank)
+      store.add_step(simulated, {0, rank, 0.01, 0.01, 0.005, 0.001, 0.05, 32, 1'000'000,
+                                 std::numeric_limits<double>::quiet_NaN()});
+    store.flush();  // left running
+  }
+};
+
+}  // namespace
+
+TEST(Report, TableHasAlignedColumnsAndDashes) {
+  Fixture f;
+  auto table = report_table(f.store.summaries());
+  auto lines = lines_of(table);
+  ASSERT_EQ(lines.size(), 4u) << table;  // header, rule, two runs (the newline in the name became a space)
+  for (const char* title : {"id", "scenario", "strategy", "source", "backend", "world", "status", "steps",
+                            "samples/s", "step ms", "compute ms", "comm ms", "exposed ms", "MB/step",
+                            "final loss", "final acc"})
+    EXPECT_NE(lines[0].find(title), std::string::npos) << title;
+  EXPECT_EQ(lines[1].find_first_not_of("- "), std::string::npos);
+  // Right-aligned last column: every line ends at the same width.
+  for (const auto& l : lines) EXPECT_EQ(l.size(), lines[0].size()) << l;
+  // Measured run: step_s = mean(max(0.02,0.03), max(0.02,0.03)) = 30 ms, 2 MB/step, loss (2+3)/2, acc.
+  EXPECT_NE(lines[2].find("30.00"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("2.000"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("2.5000"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("0.8125"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("tricky, \"quoted\" name"), std::string::npos) << lines[2];
+  // Simulated run: no loss, no accuracy.
+  EXPECT_NE(lines[3].find("simulated"), std::string::npos);
+  EXPECT_NE(lines[3].find("running"), std::string::npos);
+  EXPECT_EQ(lines[3].substr(lines[3].size() - 1), "-");
+  EXPECT_NE(lines[3].find("-  "), std::string::npos);
+
+  auto empty = lines_of(report_table({}));
+  EXPECT_EQ(empty.size(), 2u);
+}
+
+TEST(Report, CsvQuotesPerRfc4180) {
+  Fixture f;
+  auto csv = report_csv(f.store.summaries());
+  auto rows = parse_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << csv;
+  const auto& header = rows[0];
+  for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
+  auto col = [&](const std::string& name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  EXPECT_EQ(rows[1][col("scenario")], "tricky, \"quoted\"\nname");
+  EXPECT_NE(csv.find("\"tricky, \"\"quoted\"\"\nname\""), std::string::npos) << csv;
+  EXPECT_EQ(rows[1][col("id")], std::to_string(f.measured));
+  EXPECT_EQ(rows[1][col("status")], "completed");
+  EXPECT_DOUBLE_EQ(std::stod(rows[1][col("step_s")]), 0.03);
+  EXPECT_DOUBLE_EQ(std::stod(rows[1][col("final_loss")]), 2.5);
+  EXPECT_DOUBLE_EQ(std::stod(rows[1][col("final_accuracy")]), 0.8125);
+  EXPECT_DOUBLE_EQ(std::stod(rows[1][col("bytes_per_step")]), 2e6);
+  EXPECT_EQ(rows[2][col("source")], "simulated");
+  EXPECT_EQ(rows[2][col("final_loss")], "");
+  EXPECT_EQ(rows[2][col("final_accuracy")], "");
+  EXPECT_EQ(rows[2][col("ended_at")], "");
+  // Plain fields stay unquoted.
+  EXPECT_EQ(csv.substr(0, 3), "id,");
+}
+
+TEST(Report, JsonParsesBackWithNullsForNan) {
+  Fixture f;
+  auto text = report_json(f.store, f.store.summaries());
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(text)) << text;
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+
+  const auto& m = j[0];
+  EXPECT_EQ(m["id"], f.measured);
+  EXPECT_EQ(m["info"]["scenario"], "tricky, \"quoted\"\nname");
+  EXPECT_EQ(m["info"]["config"]["model"], "mlp");  // embedded JSON stays structured
+  EXPECT_EQ(m["info"]["host_info"]["cores"], 8);
+  EXPECT_EQ(m["status"], "completed");
+  EXPECT_TRUE(m["ended_at"].is_string());
+  EXPECT_EQ(m["summary"]["steps"], 2);
+  EXPECT_DOUBLE_EQ(m["summary"]["final_loss"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(m["summary"]["final_accuracy"].get<double>(), 0.8125);
+  ASSERT_EQ(m["steps"].size(), 2u);
+  EXPECT_EQ(m["steps"][0]["step"], 0);
+  EXPECT_EQ(m["steps"][0]["ranks"], 2);
+  EXPECT_DOUBLE_EQ(m["steps"][0]["loss"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(m["steps"][1]["loss"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(m["steps"][1]["step_s"].get<double>(), 0.03);
+  EXPECT_EQ(m["steps"][1]["samples"], 64);
+  ASSERT_EQ(m["evaluations"].size(), 1u);
+  EXPECT_DOUBLE_EQ(m["evaluations"][0]["test_accuracy"].get<double>(), 0.8125);
+  ASSERT_EQ(m["resources"].size(), 1u);
+  EXPECT_EQ(m["resources"][0]["peak_rss_bytes"], 1 << 20);
+
+  const auto& s = j[1];
+  EXPECT_EQ(s["info"]["source"], "simulated");
+  EXPECT_TRUE(s["ended_at"].is_null());
+  EXPECT_TRUE(s["summary"]["final_loss"].is_null());
+  EXPECT_TRUE(s["summary"]["final_accuracy"].is_null());
+  ASSERT_EQ(s["steps"].size(), 1u);
+  EXPECT_TRUE(s["steps"][0]["loss"].is_null());
+  EXPECT_TRUE(s["evaluations"].empty());
+
+  EXPECT_EQ(nlohmann::json::parse(report_json(f.store, {})), nlohmann::json::array());
+}

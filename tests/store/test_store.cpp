@@ -1,0 +1,368 @@
+// Results store: schema, round trips, batching, summaries and the errors a user can meet.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <regex>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/core/version.hpp"
+#include "store_test_util.hpp"
+
+using namespace ddplab;
+using ddplab::test::RawDb;
+using ddplab::test::sample_info;
+using ddplab::test::TempDir;
+
+namespace {
+
+const std::regex kIsoUtc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
+
+// Expects fn to throw StoreError whose message contains every one of the pieces.
+template <class Fn>
+void expect_store_error(Fn fn, std::initializer_list<std::string> pieces) {
+  try {
+    fn();
+    ADD_FAILURE() << "no StoreError thrown";
+  } catch (const StoreError& e) {
+    std::string msg = e.what();
+    for (const auto& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+StepMetrics step_row(std::int64_t step, int rank, double step_s, std::int64_t bytes, double loss) {
+  StepMetrics m;
+  m.step = step;
+  m.rank = rank;
+  m.step_s = step_s;
+  m.bytes_sent = bytes;
+  m.loss = loss;
+  m.samples = 32;
+  return m;
+}
+
+}  // namespace
+
+TEST(Store, CreatesParentFolderAndWalSchema) {
+  TempDir dir;
+  const auto file = dir.file("nested/deeper/results.db");
+  { Store store(file); }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  RawDb raw(file);
+  EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM schema_version"), 1);
+  for (const char* table : {"runs", "steps", "evaluations", "resources"})
+    EXPECT_EQ(raw.integer(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='") + table + "'"), 1)
+        << table;
+  // Reopening an existing store keeps one version row.
+  { Store again(file); }
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM schema_version"), 1);
+}
+
+TEST(Store, RoundTripsEveryField) {
+  TempDir dir;
+  const auto file = dir.file("results.db");
+  std::int64_t id = 0;
+  RunInfo info = sample_info();
+  info.scenario = "scen, with \"quotes\"";
+  info.world_size = 4;
+  info.batch_size = 128;
+  StepMetrics m{7, 3, 0.125, 0.25, 0.0625, 0.03125, 0.5, 128, 1234567890123LL, 2.75};
+  Evaluation e{7, 12.5, 0.4, 0.875, 0.86, 0.85};
+  Resources r{3, 987654321, 10.5, 12.25};
+  {
+    Store store(file);
+    id = store.begin_run(info);
+    EXPECT_GT(id, 0);
+    store.add_step(id, m);
+    store.add_evaluation(id, e);
+    store.add_resources(id, r);
+    store.finish_run(id, "completed");
+  }
+  Store store(file);
+  auto row = store.run(id);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->id, id);
+  EXPECT_EQ(row->info.scenario, info.scenario);
+  EXPECT_EQ(row->info.strategy, info.strategy);
+  EXPECT_EQ(row->info.backend, info.backend);
+  EXPECT_EQ(row->info.world_size, 4);
+  EXPECT_EQ(row->info.source, "measured");
+  EXPECT_EQ(row->info.config_json, info.config_json);
+  EXPECT_EQ(row->info.host_info, info.host_info);
+  EXPECT_EQ(row->info.batch_size, 128);
+  EXPECT_EQ(row->version, ddplab::version());
+  EXPECT_EQ(row->status, "completed");
+  EXPECT_TRUE(std::regex_match(row->started_at, kIsoUtc)) << row->started_at;
+  EXPECT_TRUE(std::regex_match(row->ended_at, kIsoUtc)) << row->ended_at;
+  EXPECT_LE(row->started_at, row->ended_at);
+
+  auto steps = store.steps(id);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 7);
+  EXPECT_EQ(steps[0].rank, 3);
+  EXPECT_EQ(steps[0].compute_s, 0.125);
+  EXPECT_EQ(steps[0].comm_s, 0.25);
+  EXPECT_EQ(steps[0].exposed_comm_s, 0.0625);
+  EXPECT_EQ(steps[0].optimizer_s, 0.03125);
+  EXPECT_EQ(steps[0].step_s, 0.5);
+  EXPECT_EQ(steps[0].samples, 128);
+  EXPECT_EQ(steps[0].bytes_sent, 1234567890123LL);
+  EXPECT_EQ(steps[0].loss, 2.75);
+
+  auto evals = store.evaluations(id);
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].step, 7);
+  EXPECT_EQ(evals[0].wall_s, 12.5);
+  EXPECT_EQ(evals[0].test_loss, 0.4);
+  EXPECT_EQ(evals[0].test_accuracy, 0.875);
+  EXPECT_EQ(evals[0].macro_precision, 0.86);
+  EXPECT_EQ(evals[0].macro_recall, 0.85);
+
+  auto res = store.resources(id);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].rank, 3);
+  EXPECT_EQ(res[0].peak_rss_bytes, 987654321);
+  EXPECT_EQ(res[0].cpu_s, 10.5);
+  EXPECT_EQ(res[0].wall_s, 12.25);
+
+  EXPECT_FALSE(store.run(id + 100));
+  EXPECT_TRUE(store.steps(id + 100).empty());
+}
+
+TEST(Store, RunningRunHasNoEndAndOrderedReads) {
+  TempDir dir;
+  Store store(dir.file("r.db"));
+  auto id = store.begin_run(sample_info());
+  auto row = store.run(id);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->status, "running");
+  EXPECT_TRUE(row->ended_at.empty());
+  // Inserted out of order, read back by (step, rank).
+  for (int step : {2, 0, 1})
+    for (int rank : {1, 0}) store.add_step(id, step_row(step, rank, 0.1, 10, 1.0));
+  store.add_evaluation(id, {5, 0, 0, 0.5, 0, 0});
+  store.add_evaluation(id, {1, 0, 0, 0.1, 0, 0});
+  store.add_resources(id, {1, 0, 0, 0});
+  store.add_resources(id, {0, 0, 0, 0});
+  auto steps = store.steps(id);  // reads see this Store's pending rows
+  ASSERT_EQ(steps.size(), 6u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].step, static_cast<std::int64_t>(i / 2));
+    EXPECT_EQ(steps[i].rank, static_cast<int>(i % 2));
+  }
+  auto evals = store.evaluations(id);
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_EQ(evals[0].step, 1);
+  EXPECT_EQ(evals[1].step, 5);
+  auto res = store.resources(id);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].rank, 0);
+  EXPECT_EQ(res[1].rank, 1);
+}
+
+TEST(Store, BatchesRowsUntilThresholdOrFlush) {
+  TempDir dir;
+  const auto file = dir.file("b.db");
+  Store store(file, /*batch_rows=*/4);
+  auto id = store.begin_run(sample_info());
+  RawDb raw(file);
+  // begin_run is committed at once.
+  EXPECT_EQ(raw.text("SELECT status FROM runs WHERE id=" + std::to_string(id)), "running");
+  for (int i = 0; i < 3; ++i) store.add_step(id, step_row(i, 0, 0.1, 1, 1));
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 0);  // pending
+  store.add_evaluation(id, {0, 0, 0, 0, 0, 0});               // 4th row of any kind: one transaction
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 3);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM evaluations"), 1);
+  store.add_step(id, step_row(3, 0, 0.1, 1, 1));
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 3);
+  store.flush();
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 4);
+  store.add_resources(id, {0, 1, 1, 1});
+  store.finish_run(id, "failed");  // flushes first
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM resources"), 1);
+  EXPECT_EQ(raw.text("SELECT status FROM runs"), "failed");
+}
+
+TEST(Store, DestructorFlushesPendingRows) {
+  TempDir dir;
+  const auto file = dir.file("d.db");
+  std::int64_t id = 0;
+  {
+    Store store(file, 1000);
+    id = store.begin_run(sample_info());
+    for (int i = 0; i < 10; ++i) store.add_step(id, step_row(i, 0, 0.1, 1, 1));
+  }
+  Store store(file);
+  EXPECT_EQ(store.steps(id).size(), 10u);
+  EXPECT_EQ(store.run(id)->status, "running");
+}
+
+TEST(Store, NanLossIsNullAndReadsBackAsNan) {
+  TempDir dir;
+  const auto file = dir.file("nan.db");
+  std::int64_t id = 0;
+  {
+    Store store(file);
+    id = store.begin_run(sample_info("ring", "simulated"));
+    store.add_step(id, step_row(0, 0, 0.2, 100, std::numeric_limits<double>::quiet_NaN()));
+    store.add_step(id, step_row(0, 1, 0.3, 100, std::numeric_limits<double>::quiet_NaN()));
+    store.finish_run(id, "completed");
+  }
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps WHERE loss IS NULL"), 2);
+  Store store(file);
+  auto steps = store.steps(id);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_TRUE(std::isnan(steps[0].loss));
+  EXPECT_TRUE(std::isnan(steps[1].loss));
+  auto sum = store.summary(id);
+  EXPECT_FALSE(sum.final_loss);
+  EXPECT_FALSE(sum.final_accuracy);
+  EXPECT_DOUBLE_EQ(sum.step_s, 0.3);
+}
+
+// 2 ranks x 3 steps, every aggregate computed by hand.
+TEST(Store, SummaryMatchesHandComputedValues) {
+  TempDir dir;
+  Store store(dir.file("sum.db"));
+  auto id = store.begin_run(sample_info());
+  //                     step rank compute comm  exposed opt   step_s samples bytes loss
+  const StepMetrics rows[] = {
+      {0, 0, 0.06, 0.02, 0.01, 0.01, 0.10, 32, 1000, 3.0},
+      {0, 1, 0.08, 0.04, 0.03, 0.01, 0.15, 32, 2000, 3.2},
+      {1, 0, 0.10, 0.06, 0.05, 0.02, 0.20, 32, 3000, 2.0},
+      {1, 1, 0.04, 0.02, 0.01, 0.02, 0.10, 32, 4000, 2.4},
+      {2, 0, 0.12, 0.08, 0.07, 0.03, 0.30, 32, 5000, 1.0},
+      {2, 1, 0.20, 0.10, 0.09, 0.03, 0.40, 32, 6000, 2.0},
+  };
+  for (const auto& m : rows) store.add_step(id, m);
+  // Evaluations inserted with the last step first: the final one is the one with the largest step.
+  store.add_evaluation(id, {2, 9.0, 0.5, 0.7, 0.69, 0.68});
+  store.add_evaluation(id, {1, 5.0, 0.9, 0.5, 0.49, 0.48});
+  store.finish_run(id, "completed");
+
+  auto s = store.summary(id);
+  EXPECT_EQ(s.run.id, id);
+  EXPECT_EQ(s.run.status, "completed");
+  EXPECT_EQ(s.steps, 3);
+  // slowest per step: 0.15, 0.20, 0.40 -> sum 0.75, mean 0.25; samples 6 x 32 = 192.
+  EXPECT_NEAR(s.step_s, 0.25, 1e-12);
+  EXPECT_NEAR(s.samples_per_s, 192.0 / 0.75, 1e-9);
+  EXPECT_NEAR(s.compute_s, 0.60 / 6, 1e-12);
+  EXPECT_NEAR(s.comm_s, 0.32 / 6, 1e-12);
+  EXPECT_NEAR(s.exposed_comm_s, 0.26 / 6, 1e-12);
+  EXPECT_NEAR(s.optimizer_s, 0.12 / 6, 1e-12);
+  EXPECT_NEAR(s.bytes_per_step, 3500.0, 1e-9);
+  ASSERT_TRUE(s.final_loss);
+  EXPECT_NEAR(*s.final_loss, 1.5, 1e-12);
+  ASSERT_TRUE(s.final_accuracy);
+  EXPECT_NEAR(*s.final_accuracy, 0.7, 1e-12);
+
+  auto all = store.summaries();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_NEAR(all[0].samples_per_s, s.samples_per_s, 1e-12);
+}
+
+TEST(Store, SummaryOfEmptyRunAndUnknownRun) {
+  TempDir dir;
+  Store store(dir.file("e.db"));
+  auto id = store.begin_run(sample_info());
+  auto s = store.summary(id);
+  EXPECT_EQ(s.steps, 0);
+  EXPECT_EQ(s.samples_per_s, 0);
+  EXPECT_EQ(s.step_s, 0);
+  EXPECT_EQ(s.bytes_per_step, 0);
+  EXPECT_FALSE(s.final_loss);
+  EXPECT_FALSE(s.final_accuracy);
+  expect_store_error([&] { store.summary(id + 1); }, {store.path(), "no run"});
+}
+
+TEST(Store, SummariesOldestFirstAndLatestMeasured) {
+  TempDir dir;
+  Store store(dir.file("l.db"));
+  EXPECT_FALSE(store.latest_measured("default", "ring"));
+  auto a = store.begin_run(sample_info("ring"));
+  store.finish_run(a, "completed");
+  auto b = store.begin_run(sample_info("ring"));
+  store.finish_run(b, "completed");
+  auto c = store.begin_run(sample_info("ring"));  // still running: not eligible
+  auto d = store.begin_run(sample_info("ring", "simulated"));
+  store.finish_run(d, "completed");
+  auto e = store.begin_run(sample_info("ring"));
+  store.finish_run(e, "failed");
+  auto f = store.begin_run(sample_info("tree"));
+  store.finish_run(f, "completed");
+  EXPECT_EQ(store.latest_measured("default", "ring"), b);
+  EXPECT_EQ(store.latest_measured("default", "tree"), f);
+  EXPECT_FALSE(store.latest_measured("other", "ring"));
+  auto all = store.summaries();
+  ASSERT_EQ(all.size(), 6u);
+  const std::int64_t order[] = {a, b, c, d, e, f};
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].run.id, order[i]);
+  ASSERT_EQ(store.runs().size(), 6u);
+}
+
+TEST(Store, RefusesNewerSchemaVersion) {
+  TempDir dir;
+  const auto file = dir.file("future.db");
+  { Store store(file); }
+  {
+    RawDb raw(file);
+    raw.exec("UPDATE schema_version SET version = 99");
+  }
+  expect_store_error([&] { Store store(file); }, {file, "99", std::to_string(Store::kSchemaVersion)});
+  // Refusal leaves the file untouched.
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 99);
+}
+
+TEST(Store, RefusesFileThatIsNotADatabase) {
+  TempDir dir;
+  const auto file = dir.file("notes.db");
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < 200; ++i) out << "this is a text file, not a database\n";
+  }
+  expect_store_error([&] { Store store(file); }, {file, "not a database"});
+}
+
+TEST(Store, RejectsBadValuesWithPath) {
+  TempDir dir;
+  const auto file = dir.file("bad.db");
+  Store store(file, 2);
+  RunInfo info = sample_info();
+  info.source = "guessed";
+  expect_store_error([&] { store.begin_run(info); }, {file, "CHECK"});
+  auto id = store.begin_run(sample_info());
+  expect_store_error([&] { store.finish_run(id, "running"); }, {file, "completed"});
+  expect_store_error([&] { store.finish_run(id + 50, "completed"); }, {file, "no run"});
+  // Duplicate (run, step, rank): the batch fails as a whole and is dropped...
+  store.add_step(id, step_row(0, 0, 0.1, 1, 1));
+  expect_store_error([&] { store.add_step(id, step_row(0, 0, 0.1, 1, 1)); }, {file, "UNIQUE", "dropped"});
+  // ...and the run can still be marked failed afterwards.
+  store.add_step(id, step_row(1, 0, 0.1, 1, 1));
+  store.finish_run(id, "failed");
+  EXPECT_EQ(store.run(id)->status, "failed");
+  auto steps = store.steps(id);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 1);
+  // Rows for a run that does not exist break the foreign key.
+  store.add_step(id + 99, step_row(0, 0, 0.1, 1, 1));
+  expect_store_error([&] { store.flush(); }, {file, "FOREIGN KEY"});
+}
+
+TEST(Store, TwoConnectionsShareTheFile) {
+  TempDir dir;
+  const auto file = dir.file("shared.db");
+  Store writer(file, 2);
+  Store reader(file);
+  auto id = writer.begin_run(sample_info());
+  writer.add_step(id, step_row(0, 0, 0.1, 1, 1));
+  EXPECT_TRUE(reader.steps(id).empty());
+  writer.add_step(id, step_row(0, 1, 0.1, 1, 1));
+  EXPECT_EQ(reader.steps(id).size(), 2u);
+  EXPECT_EQ(reader.run(id)->status, "running");
+}
