@@ -1,0 +1,45 @@
+// What the GUI shows, read from the results store in one go.
+// The store is opened, read and closed again, so the GUI never holds a lock on a file
+// that `ddplab run` or `ddplab simulate` may be writing; F5 simply reads a fresh snapshot.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ddplab/core/store.hpp"
+
+namespace ddplab::gui {
+
+// Thrown when the file is missing or cannot be read as a ddplab store; what() is user-facing.
+struct LoadError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunRecord {
+  RunSummary summary;
+  // (step, mean loss over the ranks that reported a finite loss), ordered by step.
+  // Filled for measured runs only: simulated runs carry no loss (NaN).
+  std::vector<std::pair<std::int64_t, double>> mean_loss;
+
+  std::int64_t id() const { return summary.run.id; }
+  bool measured() const { return summary.run.info.source == "measured"; }
+  bool simulated() const { return summary.run.info.source == "simulated"; }
+};
+
+struct StoreSnapshot {
+  std::string path;
+  std::vector<RunRecord> runs;  // oldest first, as Store::summaries() returns them
+
+  const RunRecord* find(std::int64_t id) const;
+};
+
+// Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
+// with no finite loss at all are left out.
+std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps);
+
+// Reads every run of the store at `path`. A missing file is an error (Store would create it).
+StoreSnapshot load_snapshot(const std::string& path);
+
+}  // namespace ddplab::gui
