@@ -1,0 +1,41 @@
+// The communication interface the trainer and the plan executor use. MPI implements it now; NCCL later.
+// Point-to-point is enough to execute any schedule from strategies/; the collectives are the backend's own
+// ("native") implementations, the baseline every schedule is compared against.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace ddplab {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;
+
+  virtual void barrier() = 0;
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  virtual void allreduce_sum(float* data, std::size_t count) = 0;   // native collective, in place
+  virtual void allreduce_sum(double* data, std::size_t count) = 0;
+  virtual void allreduce_min(int* data, std::size_t count) = 0;
+  // Root receives size() * bytes, rank-ordered; others may pass nullptr.
+  virtual void gather(const void* send, std::size_t bytes, void* recv, int root) = 0;
+
+  // Non-blocking point-to-point; wait_all completes every posted request.
+  virtual void isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
+  virtual void irecv(void* data, std::size_t bytes, int peer, int tag) = 0;
+  virtual void wait_all() = 0;
+
+  // Ends every rank of the job at once: a failed rank must not leave the others waiting forever.
+  [[noreturn]] virtual void abort(int code) = 0;
+};
+
+// Joins the MPI job this process was started in (mpirun / srun). Owns MPI_Init/Finalize.
+std::unique_ptr<Communicator> make_mpi_communicator(int* argc, char*** argv);
+
+}  // namespace ddplab

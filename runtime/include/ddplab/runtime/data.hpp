@@ -1,0 +1,54 @@
+// Datasets in host memory (normalised float images, int32 labels) and rank-disjoint sampling.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ddplab {
+
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Dataset {
+  int features = 0;
+  int classes = 0;
+  std::vector<float> images;          // size() x features, row-major
+  std::vector<std::int32_t> labels;
+  std::size_t size() const { return labels.size(); }
+};
+
+// Fashion-MNIST's per-pixel mean and standard deviation over the training set (pixels scaled to [0, 1]).
+inline constexpr float kFashionMnistMean = 0.2860f;
+inline constexpr float kFashionMnistStd = 0.3530f;
+
+// Reads an IDX image file (magic 2051) and label file (magic 2049), gzip-compressed or not.
+// Malformed input (bad magic, truncated data, count mismatch, label out of range) throws DataError naming the file.
+Dataset load_idx(const std::string& images_path, const std::string& labels_path);
+// train = true: train-*-idx?-ubyte.gz, else t10k-*. Normalised with the constants above.
+Dataset load_fashion_mnist(const std::string& dir, bool train);
+
+// A learnable synthetic task for tests: `classes` Gaussian clusters in `features` dimensions.
+Dataset make_synthetic(int samples, int features, int classes, std::uint64_t seed);
+
+// Like torch.utils.data.DistributedSampler (shuffle, drop_last=False): each epoch a permutation seeded by
+// seed + epoch, padded by wrapping to a multiple of the world size; rank r takes every world-th index from r.
+class DistributedSampler {
+ public:
+  DistributedSampler(std::size_t dataset_size, int rank, int world_size, std::uint64_t seed, bool shuffle = true);
+  std::vector<std::size_t> indices(int epoch) const;  // the same length on every rank
+  std::size_t per_rank() const { return per_rank_; }
+
+ private:
+  std::size_t n_, per_rank_;
+  int rank_, world_;
+  std::uint64_t seed_;
+  bool shuffle_;
+};
+
+// Copies the samples at idx[first, first+count) into contiguous batch buffers.
+void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::size_t first, int count, float* images,
+                  std::int32_t* labels);
+
+}  // namespace ddplab

@@ -1,0 +1,72 @@
+// The compute interface the model and trainer are written against. The CPU backend implements it on
+// OpenBLAS; a CUDA backend implements the same calls on cuBLAS and kernels, so model and trainer code
+// never change. All pointers are device pointers of the backend; matrices are row-major.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ddplab {
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual std::string name() const = 0;
+
+  // Memory.
+  virtual float* alloc(std::size_t n) = 0;  // zero-initialised
+  virtual void free(float* p) = 0;
+  virtual std::int32_t* alloc_labels(std::size_t n) = 0;
+  virtual void free_labels(std::int32_t* p) = 0;
+  virtual void to_device(float* dst, const float* host, std::size_t n) = 0;
+  virtual void to_host(float* host, const float* src, std::size_t n) = 0;
+  virtual void labels_to_device(std::int32_t* dst, const std::int32_t* host, std::size_t n) = 0;
+  virtual void synchronize() = 0;  // wait until queued work is done (timing boundaries)
+
+  // C = alpha * op(A) * op(B) + beta * C, with op(A) M x K, op(B) K x N.
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                    const float* b, int ldb, float beta, float* c, int ldc) = 0;
+  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;       // y[i,:] += bias
+  virtual void bias_grad(const float* dy, float* db, int rows, int cols) = 0;       // db = sum_i dy[i,:]
+  virtual void relu(float* y, std::size_t n) = 0;                                   // in place
+  virtual void relu_backward(float* dx, const float* y, std::size_t n) = 0;         // dx *= (y > 0)
+  // Mean softmax cross-entropy over `rows`; writes d(loss)/d(logits) into dlogits when non-null.
+  virtual double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols,
+                              float* dlogits) = 0;
+  virtual void scale(float* x, std::size_t n, float alpha) = 0;                     // x *= alpha
+  // PyTorch SGD: g += wd*p; buf = first ? g : momentum*buf + g; p -= lr*buf.
+  virtual void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum,
+                            float weight_decay, bool first) = 0;
+};
+
+// "cpu" (OpenBLAS). Throws std::invalid_argument naming the known backends otherwise.
+std::unique_ptr<Ops> make_ops(const std::string& backend);
+
+// RAII device buffer.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Ops& ops, std::size_t n) : ops_(&ops), p_(ops.alloc(n)), n_(n) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    reset();
+    ops_ = o.ops_, p_ = o.p_, n_ = o.n_;
+    o.p_ = nullptr, o.n_ = 0;
+    return *this;
+  }
+  ~DeviceBuffer() { reset(); }
+  float* data() const { return p_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  void reset() {
+    if (p_) ops_->free(p_);
+    p_ = nullptr;
+  }
+  Ops* ops_ = nullptr;
+  float* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+}  // namespace ddplab

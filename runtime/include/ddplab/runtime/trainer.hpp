@@ -1,0 +1,21 @@
+// Data-parallel training of one scenario on this rank: every strategy of the scenario in turn, on the same
+// data and seed, measured per step and stored by rank 0.
+#pragma once
+#include <string>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/runtime/communicator.hpp"
+
+namespace ddplab {
+
+struct WorkerOptions {
+  std::string db_path = "results/ddplab.db";
+  bool progress = false;   // live progress line on rank 0 (the launcher sets it when it runs on a terminal)
+  int flush_every = 50;    // steps between gathers of per-rank metrics to rank 0
+};
+
+// Returns the process exit code: 0 when every strategy completed and the final parameters of all ranks are
+// bit-identical. Errors on any rank name the rank and step, mark the run failed and abort the job.
+int run_worker(const Scenario& scenario, Communicator& comm, const WorkerOptions& options);
+
+}  // namespace ddplab

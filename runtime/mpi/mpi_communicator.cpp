@@ -1,0 +1,102 @@
+// Communicator over Open MPI. MPI_THREAD_MULTIPLE is requested so a communication thread can drive
+// point-to-point operations while the compute thread runs (overlap policies).
+#include <mpi.h>
+
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ddplab/runtime/communicator.hpp"
+
+namespace ddplab {
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+}
+#define MPI_CHECK(call) check((call), #call)
+
+int as_int(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw std::length_error("message of " + std::to_string(n) + " elements exceeds MPI's int count");
+  return static_cast<int>(n);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(int* argc, char*** argv) {
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    // Errors come back as codes so we can name the rank and the operation before aborting.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+
+  void barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    MPI_CHECK(MPI_Bcast(data, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+  }
+  void allreduce_sum(float* data, std::size_t count) override {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  }
+  void allreduce_sum(double* data, std::size_t count) override {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  }
+  void allreduce_min(int* data, std::size_t count) override {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  }
+  void gather(const void* send, std::size_t bytes, void* recv, int root) override {
+    MPI_CHECK(MPI_Gather(send, as_int(bytes), MPI_BYTE, recv, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+  }
+  void isend(const void* data, std::size_t bytes, int peer, int tag) override {
+    requests_.emplace_back();
+    MPI_CHECK(MPI_Isend(data, as_int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &requests_.back()));
+  }
+  void irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    requests_.emplace_back();
+    MPI_CHECK(MPI_Irecv(data, as_int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &requests_.back()));
+  }
+  void wait_all() override {
+    if (requests_.empty()) return;
+    const int rc = MPI_Waitall(as_int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    MPI_CHECK(rc);
+  }
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  std::vector<MPI_Request> requests_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(int* argc, char*** argv) {
+  return std::make_unique<MpiCommunicator>(argc, argv);
+}
+
+}  // namespace ddplab

@@ -1,0 +1,339 @@
+#include "ddplab/runtime/trainer.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/core/version.hpp"
+#include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/evaluation.hpp"
+#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/ops.hpp"
+#include "ddplab/runtime/progress.hpp"
+#include "ddplab/runtime/schedule_executor.hpp"
+
+namespace ddplab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// An error that already names its rank and step.
+struct RankError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Test hooks, read from DDPLAB_FAULT: "exit:RANK:STEP" kills a rank mid-run (the others must not hang);
+// "perturb:RANK" changes one parameter of a rank before the final check (which must then fail loudly).
+struct Fault {
+  std::string kind;
+  int rank = -1;
+  std::int64_t step = -1;
+};
+Fault read_fault() {
+  Fault f;
+  const char* v = std::getenv("DDPLAB_FAULT");
+  if (!v) return f;
+  char kind[16] = {};
+  long long step = -1;
+  int rank = -1;
+  if (std::sscanf(v, "%15[a-z]:%d:%lld", kind, &rank, &step) >= 2) f = {kind, rank, step};
+  return f;
+}
+
+Resources resource_usage(int rank, Clock::time_point start) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  Resources r;
+  r.rank = rank;
+  r.peak_rss_bytes = static_cast<std::int64_t>(u.ru_maxrss) * 1024;
+  r.cpu_s = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  r.wall_s = seconds_since(start);
+  return r;
+}
+
+struct Data {
+  Dataset train, test;
+};
+
+Data load_data(const Scenario& s) {
+  Data d;
+  if (s.data.dataset == "synthetic") {
+    const int features = s.model.layers.front(), classes = s.model.layers.back();
+    d.train = make_synthetic(s.data.synthetic_train, features, classes, s.train.seed);
+    d.test = make_synthetic(s.data.synthetic_test, features, classes, s.train.seed + 1);
+  } else {
+    d.train = load_fashion_mnist(s.data.path, true);
+    d.test = load_fashion_mnist(s.data.path, false);
+  }
+  if (d.train.features != s.model.layers.front())
+    throw std::invalid_argument(fmt::format("{}: model.layers[0] is {} but dataset {} has {} features per sample", s.path,
+                                            s.model.layers.front(), s.data.dataset, d.train.features));
+  if (d.train.classes != s.model.layers.back())
+    throw std::invalid_argument(fmt::format("{}: the last of model.layers is {} but dataset {} has {} classes", s.path,
+                                            s.model.layers.back(), s.data.dataset, d.train.classes));
+  return d;
+}
+
+// The first sync policy: after backward, all gradients in one flat buffer go through one allreduce
+// (the backend's own, or a schedule from strategies/ over point-to-point), then are averaged.
+class FlatSync {
+ public:
+  FlatSync(const StrategyConfig& st, Communicator& comm, std::size_t count)
+      : comm_(comm), exec_(comm), native_(st.schedule == "native") {
+    if (!native_) schedule_ = make_schedule(st.schedule, comm.size(), count);
+    const double n = comm.size();
+    // For native collectives the wire traffic is the backend's business; we count the bus bytes of an
+    // optimal allreduce, 2(n-1)/n of the buffer, which is what nccl-tests' busbw assumes.
+    native_bytes_ = static_cast<std::uint64_t>(std::llround(2.0 * (n - 1) / n * static_cast<double>(count * sizeof(float))));
+  }
+  // Returns bytes this rank sent.
+  std::uint64_t sync(float* grads, std::size_t count) {
+    std::uint64_t bytes = 0;
+    if (comm_.size() > 1) {
+      if (native_) {
+        comm_.allreduce_sum(grads, count);
+        bytes = native_bytes_;
+      } else {
+        exec_.reset_counters();
+        exec_.run(*schedule_, grads);
+        bytes = exec_.bytes_sent();
+      }
+    }
+    const float inv = 1.0f / static_cast<float>(comm_.size());
+    for (std::size_t i = 0; i < count; ++i) grads[i] *= inv;
+    return bytes;
+  }
+
+ private:
+  Communicator& comm_;
+  ScheduleExecutor exec_;
+  bool native_;
+  std::optional<Schedule> schedule_;
+  std::uint64_t native_bytes_ = 0;
+};
+
+// Rank 0 collects every rank's step rows (all ranks run the same number of steps) and stores them.
+void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* store, std::int64_t run) {
+  const std::size_t bytes = mine.size() * sizeof(StepMetrics);
+  std::vector<StepMetrics> all(comm.rank() == 0 ? mine.size() * static_cast<std::size_t>(comm.size()) : 0);
+  comm.gather(mine.data(), bytes, all.data(), 0);
+  if (store)
+    for (const auto& m : all) store->add_step(run, m);
+  if (store) store->flush();
+  mine.clear();
+}
+
+// Every rank compares its parameters with rank 0's, bit for bit. Returns "" or a message naming the ranks.
+std::string check_identical(Communicator& comm, Ops& ops, Mlp& model, const Fault& fault) {
+  std::vector<float> mine(model.num_params()), root(model.num_params());
+  ops.to_host(mine.data(), model.params(), mine.size());
+  if (fault.kind == "perturb" && fault.rank == comm.rank()) mine[mine.size() / 2] += 1e-3f;
+  root = mine;
+  comm.broadcast(root.data(), root.size() * sizeof(float), 0);
+  long long first_diff = -1;
+  if (std::memcmp(mine.data(), root.data(), mine.size() * sizeof(float)) != 0)
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      if (std::memcmp(&mine[i], &root[i], sizeof(float)) != 0) {
+        first_diff = static_cast<long long>(i);
+        break;
+      }
+  std::vector<long long> diffs(static_cast<std::size_t>(comm.size()), -1);
+  comm.gather(&first_diff, sizeof first_diff, diffs.data(), 0);
+  std::string msg;
+  for (int r = 0; r < comm.size(); ++r)
+    if (diffs[static_cast<std::size_t>(r)] >= 0)
+      msg += fmt::format("{}parameters of rank {} differ from rank 0 (first at element {})", msg.empty() ? "" : "; ", r,
+                         diffs[static_cast<std::size_t>(r)]);
+  // Only rank 0 saw every rank's answer; all ranks must agree on the outcome.
+  int identical = msg.empty() ? 1 : 0;
+  comm.broadcast(&identical, sizeof identical, 0);
+  if (!identical && msg.empty()) msg = "parameters differ across ranks (named by rank 0)";
+  return msg;
+}
+
+// Where a rank is, so an error can name the run and step.
+struct Where {
+  std::int64_t run = -1;
+  std::int64_t step = -1;
+};
+
+struct StrategyOutcome {
+  bool ok = true;
+  std::string error;
+};
+
+StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, const Data& data, Communicator& comm,
+                               Store* store, const WorkerOptions& opt, const Fault& fault, Where& where) {
+  const int rank = comm.rank(), world = comm.size();
+  const auto& tr = sc.train;
+  auto ops = make_ops(tr.backend);
+  const int eval_batch = std::max(tr.batch_size, 500);
+  Mlp model(*ops, sc.model.layers, eval_batch);
+  if (rank == 0) model.init(tr.seed);
+  // Rank 0's initial parameters are everyone's, as in DDP's constructor.
+  std::vector<float> host(model.num_params());
+  ops->to_host(host.data(), model.params(), host.size());
+  comm.broadcast(host.data(), host.size() * sizeof(float), 0);
+  ops->to_device(model.params(), host.data(), host.size());
+
+  DistributedSampler sampler(data.train.size(), rank, world, tr.seed);
+  const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler.per_rank() + tr.batch_size - 1) / tr.batch_size);
+  std::int64_t total_steps = steps_per_epoch * tr.epochs;
+  if (tr.max_steps > 0) total_steps = std::min<std::int64_t>(total_steps, tr.max_steps);
+
+  std::int64_t run = -1;
+  if (store) {
+    nlohmann::json cfg = sc.to_json();
+    cfg["strategy"] = {{"name", st.name}, {"policy", st.policy}, {"schedule", st.schedule}};
+    cfg["world_size"] = world;
+    cfg["steps"] = total_steps;
+    run = store->begin_run({sc.name, st.name, ops->name(), world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
+  }
+  where.run = run;
+
+  FlatSync sync(st, comm, model.num_params());
+  DeviceBuffer momentum(*ops, model.num_params());
+  DeviceBuffer x(*ops, static_cast<std::size_t>(tr.batch_size) * data.train.features);
+  std::int32_t* y = ops->alloc_labels(static_cast<std::size_t>(tr.batch_size));
+  std::vector<float> batch_x(static_cast<std::size_t>(tr.batch_size) * data.train.features);
+  std::vector<std::int32_t> batch_y(static_cast<std::size_t>(tr.batch_size));
+  std::vector<StepMetrics> pending;
+  Progress progress(opt.progress && rank == 0, st.name, total_steps);
+  const auto start = Clock::now();
+  std::int64_t step = 0, samples_total = 0;
+  double last_loss = 0;
+
+  auto run_eval = [&](std::int64_t at_step) {
+    Evaluation e = evaluate(model, *ops, data.test, comm, eval_batch);
+    e.step = at_step;
+    e.wall_s = seconds_since(start);
+    if (store) store->add_evaluation(run, e);
+    return e;
+  };
+
+  for (int epoch = 0; epoch < tr.epochs && step < total_steps; ++epoch) {
+    const auto idx = sampler.indices(epoch);
+    for (std::size_t at = 0; at < idx.size() && step < total_steps; at += static_cast<std::size_t>(tr.batch_size)) {
+      if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
+        std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
+        std::_Exit(3);
+      }
+      const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tr.batch_size), idx.size() - at));
+      where.step = step;
+      StepMetrics m;
+      m.step = step;
+      m.rank = rank;
+      m.samples = b;
+      const auto t0 = Clock::now();
+      gather_batch(data.train, idx, at, b, batch_x.data(), batch_y.data());
+      ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
+      ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
+      const auto t1 = Clock::now();
+      model.forward(x.data(), b);
+      m.loss = model.backward(y);
+      ops->synchronize();
+      if (!std::isfinite(m.loss))
+        throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
+      const auto t2 = Clock::now();
+      m.bytes_sent = static_cast<std::int64_t>(sync.sync(model.grads(), model.num_params()));
+      const auto t3 = Clock::now();
+      ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), static_cast<float>(tr.lr),
+                        static_cast<float>(tr.momentum), static_cast<float>(tr.weight_decay), step == 0);
+      ops->synchronize();
+      const auto t4 = Clock::now();
+      m.compute_s = std::chrono::duration<double>(t2 - t1).count();
+      m.comm_s = std::chrono::duration<double>(t3 - t2).count();
+      m.exposed_comm_s = m.comm_s;  // nothing overlaps the flat allreduce
+      m.optimizer_s = std::chrono::duration<double>(t4 - t3).count();
+      m.step_s = std::chrono::duration<double>(t4 - t0).count();
+      pending.push_back(m);
+      last_loss = m.loss;
+      samples_total += static_cast<std::int64_t>(b) * world;
+      ++step;
+      progress.update(step, last_loss, samples_total);
+      if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
+      if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
+    }
+  }
+  ops->free_labels(y);
+  where.step = -1;
+  gather_steps(comm, pending, store, run);
+  progress.finish();
+  const Evaluation final_eval = run_eval(step);
+
+  Resources res = resource_usage(rank, start);
+  std::vector<Resources> all(static_cast<std::size_t>(world));
+  comm.gather(&res, sizeof res, all.data(), 0);
+  if (store)
+    for (const auto& r : all) store->add_resources(run, r);
+
+  StrategyOutcome out;
+  out.error = check_identical(comm, *ops, model, fault);
+  out.ok = out.error.empty();
+  if (store) store->finish_run(run, out.ok ? "completed" : "failed");
+  where.run = -1;
+  if (rank == 0) {
+    const double wall = seconds_since(start);
+    std::printf("%-12s %d ranks  %lld steps  %.1fs  %.0f samples/s  final loss %.4f  test acc %.4f%s\n", st.name.c_str(),
+                world, static_cast<long long>(step), wall, static_cast<double>(samples_total) / wall, last_loss,
+                final_eval.test_accuracy, out.ok ? "  params identical on all ranks" : "");
+    std::fflush(stdout);
+  }
+  return out;
+}
+
+// Keeps what was measured (flushed) and marks the unfinished run failed. Best effort: we are aborting.
+void fail_run(Store* store, const Where& where) {
+  if (!store || where.run < 0) return;
+  try {
+    store->finish_run(where.run, "failed");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: could not mark run %lld failed: %s\n", static_cast<long long>(where.run), e.what());
+  }
+}
+
+}  // namespace
+
+int run_worker(const Scenario& sc, Communicator& comm, const WorkerOptions& opt) {
+  const Fault fault = read_fault();
+  std::unique_ptr<Store> store;
+  Where where;
+  try {
+    if (comm.rank() == 0) store = std::make_unique<Store>(opt.db_path);
+    const Data data = load_data(sc);
+    int failures = 0;
+    for (const auto& st : sc.strategies) {
+      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where);
+      if (!out.ok) {
+        ++failures;
+        if (comm.rank() == 0) std::fprintf(stderr, "error: strategy %s: %s\n", st.name.c_str(), out.error.c_str());
+      }
+    }
+    return failures == 0 ? 0 : 2;
+  } catch (const RankError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    fail_run(store.get(), where);
+    std::fflush(stderr);
+    comm.abort(1);
+  } catch (const std::exception& e) {
+    const std::string at = where.step >= 0 ? fmt::format(" step {}", where.step) : std::string();
+    std::fprintf(stderr, "error: rank %d%s: %s\n", comm.rank(), at.c_str(), e.what());
+    fail_run(store.get(), where);
+    std::fflush(stderr);
+    comm.abort(1);
+  }
+  return 1;  // not reached: abort ends the process
+}
+
+}  // namespace ddplab

@@ -1,0 +1,38 @@
+#!/bin/bash
+# Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
+# perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
+# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies)
+set -u
+ddplab=$1 scenario=$2 np=$3 check=$4
+work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+db=$work/results.db
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
+
+case $check in
+identical)
+  "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "run exited $?"
+  grep -q "params identical on all ranks" "$work/out" || fail "no identity confirmation"
+  "$ddplab" report --db "$db" --csv >"$work/csv" || fail "report failed"
+  grep -q ",completed," "$work/csv" || fail "run not completed in the store"
+  ;;
+perturb)
+  victim=$((np - 1))
+  DDPLAB_FAULT="perturb:$victim" "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 && fail "run succeeded"
+  grep -q "parameters of rank $victim differ from rank 0" "$work/out" || fail "rank $victim not named"
+  "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
+  ;;
+rank-dies)
+  victim=$((np - 1))
+  start=$(date +%s)
+  DDPLAB_FAULT="exit:$victim:5" timeout 120 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1
+  rc=$?
+  [[ $rc -ne 0 ]] || fail "run succeeded"
+  [[ $rc -ne 124 ]] || fail "job hung after rank $victim died"
+  grep -q "rank $victim step 5" "$work/out" || fail "dying rank not named"
+  "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
+  echo "job ended $(( $(date +%s) - start ))s after start, exit $rc"
+  ;;
+*) echo "unknown check $check"; exit 2 ;;
+esac
+echo "PASS: $check with $np ranks"
