@@ -33,6 +33,9 @@ struct RecvOp {
 
 // One step of a rank: all sends and receives may be in flight together; the step ends when all
 // complete, and reductions are applied then. Steps of a rank run in order.
+// Rules every schedule keeps (the executors and tests rely on them): all ranks have the same number of
+// steps (idle ranks get empty steps), a message of step k is received in step k of the peer, and there is
+// at most one send per (rank, peer) per step.
 struct ScheduleStep {
   std::vector<SendOp> sends;
   std::vector<RecvOp> recvs;
@@ -49,11 +52,32 @@ struct Schedule {
   std::size_t bytes_sent(int rank, std::size_t elem_bytes) const;
 };
 
+// What a schedule is built for. Shards: for reduce_scatter and all_gather, rank r owns
+// chunk_of(count, world_size, r) (the result of reduce_scatter, the input of all_gather).
+struct ScheduleParams {
+  int world_size = 1;
+  std::size_t count = 0;      // elements
+  int ranks_per_node = 1;     // consecutive ranks share a node (hierarchical schedules); divides world_size or not
+};
+
 // Ring allreduce: n-1 reduce-scatter steps then n-1 all-gather steps between neighbours,
 // each moving one of n chunks. Any world size and any count (chunks may be empty).
 Schedule ring_allreduce(int world_size, std::size_t count);
 
-// Throws std::invalid_argument naming the known schedules when `name` is not one.
+// The registered schedules. Adding one = one file defining its builder + one line in schedules.cpp + one test.
+struct ScheduleInfo {
+  std::string name;        // "ring"
+  std::string collective;  // "allreduce" | "reduce_scatter" | "all_gather"
+  std::string summary;     // one line for --help and docs
+  Schedule (*build)(const ScheduleParams&);
+};
+const std::vector<ScheduleInfo>& schedules();
+// The names of the allreduce schedules plus "native" (the backend's own collective, not a Schedule).
+std::vector<std::string> allreduce_schedule_names();
+
+// Throws std::invalid_argument naming the known schedules when `name` is not a registered one
+// (or not of the given collective).
+Schedule make_schedule(const std::string& name, const ScheduleParams& params, const std::string& collective = "allreduce");
 Schedule make_schedule(const std::string& name, int world_size, std::size_t count);
 
 }  // namespace ddplab

@@ -1,21 +1,10 @@
-#include "ddplab/strategies/schedule.hpp"
-
+// Ring allreduce, as in Baidu's ring-allreduce and NCCL's ring algorithm: bandwidth-optimal
+// (each rank sends 2(n-1)/n of the buffer), latency linear in n.
 #include <stdexcept>
 
+#include "ddplab/strategies/schedule.hpp"
+
 namespace ddplab {
-
-Chunk chunk_of(std::size_t count, int parts, int i) {
-  const std::size_t p = static_cast<std::size_t>(parts), idx = static_cast<std::size_t>(i);
-  const std::size_t base = count / p, extra = count % p;
-  return {idx * base + std::min(idx, extra), base + (idx < extra ? 1 : 0)};
-}
-
-std::size_t Schedule::bytes_sent(int rank, std::size_t elem_bytes) const {
-  std::size_t elems = 0;
-  for (const auto& step : ranks.at(static_cast<std::size_t>(rank)))
-    for (const auto& s : step.sends) elems += s.chunk.count;
-  return elems * elem_bytes;
-}
 
 Schedule ring_allreduce(int n, std::size_t count) {
   if (n < 1) throw std::invalid_argument("ring_allreduce: world size must be >= 1");
@@ -35,11 +24,6 @@ Schedule ring_allreduce(int n, std::size_t count) {
                        {{prev, chunk_of(count, n, mod(r - k)), RecvMode::Copy}}});
   }
   return s;
-}
-
-Schedule make_schedule(const std::string& name, int world_size, std::size_t count) {
-  if (name == "ring") return ring_allreduce(world_size, count);
-  throw std::invalid_argument("unknown schedule \"" + name + "\" (known: ring, native)");
 }
 
 }  // namespace ddplab

@@ -1,0 +1,77 @@
+// Codecs: how a bucket travels on the wire. A codec turns one bucket's gradients into a sequence of
+// collectives on typed buffers with local work in between (a cast, a top-k selection, PowerSGD's matrix
+// products), and keeps its error-feedback state per bucket.
+//
+// plan() describes the collectives without data, so the simulator can replay them; run() does the real
+// work and calls back into the executor for each collective, in the order plan() announced.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ddplab {
+
+enum class ElemType { F32, F16, BF16, IndexValue };  // IndexValue: {uint32 index, float value}, 8 bytes
+std::size_t elem_bytes(ElemType t);
+const char* elem_name(ElemType t);
+
+// One parameter tensor inside a bucket: where it sits (in elements from the bucket's start) and its shape.
+// A vector (bias) has rows = count, cols = 1.
+struct TensorSlice {
+  std::size_t offset = 0;
+  std::size_t rows = 0, cols = 1;
+  std::size_t count() const { return rows * cols; }
+};
+
+struct BucketLayout {
+  int id = 0;                        // stable across steps: codec state is keyed by it
+  std::size_t count = 0;             // elements in the bucket
+  std::vector<TensorSlice> tensors;  // in buffer order, covering [0, count)
+};
+
+// One collective a codec needs. "allreduce" sums `count` elements of `type` over all ranks;
+// "all_gather" concatenates every rank's `count` elements, rank-ordered.
+struct CollectiveCall {
+  std::string collective;  // "allreduce" | "all_gather"
+  ElemType type = ElemType::F32;
+  std::size_t count = 0;   // elements contributed per rank
+  double flops_before = 0; // local work before this collective (encode, matrix products), for the simulator
+  std::string label;       // "fp16", "powersgd.P", ...
+};
+
+// The executor side: run the collective in place over `buf` (count elements per rank of call.type;
+// for all_gather, buf holds world * count elements and this rank's contribution is at rank * count).
+using CollectiveFn = std::function<void(const CollectiveCall& call, void* buf)>;
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  virtual std::string name() const = 0;
+  // The collectives run() will issue for this bucket at this step, with their sizes. Same on every rank.
+  virtual std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const = 0;
+  // Replaces grad (bucket.count floats, this rank's gradients) with the average over ranks as the codec
+  // reconstructs it; updates error feedback. flops_after: local work after the last collective.
+  virtual void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) = 0;
+  // Bytes this rank puts on the wire per element of its own payload is plan()'s business; this is the
+  // total payload per rank for one bucket (sum over calls of count * elem_bytes), for reports.
+  std::size_t wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const;
+};
+
+// Options of a codec, from the scenario's [[strategy]] entry (values as text, validated by the factory).
+using CodecOptions = std::map<std::string, std::string>;
+
+struct CodecInfo {
+  std::string name;     // "none", "fp16", "bf16", "topk", "powersgd"
+  std::string summary;  // one line
+  std::vector<std::string> options;  // accepted option keys
+  std::unique_ptr<Codec> (*make)(const CodecOptions&, std::uint64_t seed);
+};
+const std::vector<CodecInfo>& codecs();
+// Throws std::invalid_argument naming the codec and the bad option (or the known codecs).
+std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& options, std::uint64_t seed);
+
+}  // namespace ddplab
