@@ -1,0 +1,40 @@
+// `ddplab report`: compare the runs in a results store, or export them.
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "ddplab/core/report.hpp"
+#include "ddplab/core/store.hpp"
+
+namespace ddplab::cli {
+
+void add_report(CLI::App& app) {
+  struct Args {
+    std::string db = kDefaultDb, out;
+    bool csv = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
+  cmd->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
+  auto* csv = cmd->add_flag("--csv", a->csv, "CSV, one row per run");
+  cmd->add_flag("--json", a->json, "JSON, runs with their summaries and evaluations")->excludes(csv);
+  cmd->add_option("-o,--output", a->out, "Write to this file instead of standard output");
+  cmd->callback([a] {
+    if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
+    Store store(a->db);
+    const auto runs = store.summaries();
+    const std::string text = a->csv ? report_csv(runs) : a->json ? report_json(store, runs) : report_table(runs);
+    if (a->out.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else {
+      std::ofstream f(a->out);
+      if (!(f << text)) throw std::runtime_error(a->out + ": cannot write");
+      std::fprintf(stderr, "wrote %zu runs to %s\n", runs.size(), a->out.c_str());
+    }
+  });
+}
+
+}  // namespace ddplab::cli

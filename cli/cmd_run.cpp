@@ -1,0 +1,76 @@
+// `ddplab run`: measured data-parallel training over MPI.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/core/store.hpp"
+#include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/trainer.hpp"
+#include "launch.hpp"
+
+namespace ddplab::cli {
+
+namespace {
+std::int64_t last_run_id(const std::string& db) {
+  Store store(db);
+  std::int64_t id = 0;
+  for (const auto& r : store.runs()) id = std::max(id, r.id);
+  return id;
+}
+}  // namespace
+
+int run_scenario(const RunRequest& req) {
+  Scenario sc = load_scenario(req.scenario);
+  if (req.max_steps) sc.train.max_steps = *req.max_steps;
+  if (under_mpi_launcher()) {
+    int argc = 0;
+    char** argv = nullptr;
+    auto comm = make_mpi_communicator(&argc, &argv);
+    WorkerOptions opt;
+    opt.db_path = req.db;
+    opt.progress = req.progress;
+    return run_worker(sc, *comm, opt);
+  }
+  const int np = req.np.value_or(sc.cluster.world_size);
+  if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
+  const std::int64_t before = last_run_id(req.db);
+  std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
+  if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
+  if (isatty(STDERR_FILENO)) args.push_back("--progress");
+  const LaunchPlan plan = plan_launch(np, args);
+  std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
+  const int rc = execute(plan);
+  if (rc != 0) {
+    // A rank that died was killed with the rest of the job; whatever run it left "running" failed.
+    Store store(req.db);
+    for (const auto& r : store.runs())
+      if (r.id > before && r.status == "running") {
+        store.finish_run(r.id, "failed");
+        std::fprintf(stderr, "ddplab: run %lld (%s) marked failed\n", static_cast<long long>(r.id), r.info.strategy.c_str());
+      }
+    std::fprintf(stderr, "error: the MPI job failed (mpirun exit %d); measurements flushed so far are kept in %s\n", rc,
+                 req.db.c_str());
+  }
+  return rc;
+}
+
+void add_run(CLI::App& app) {
+  auto req = std::make_shared<RunRequest>();
+  auto* cmd = app.add_subcommand("run", "Train a scenario's strategies on real data over MPI and store the measurements");
+  cmd->add_option("scenario", req->scenario, "Scenario TOML file (e.g. scenarios/default.toml)")->required();
+  cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)");
+  cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
+  cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps)");
+  cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")
+      ->group("");  // internal: passed by the launcher to the ranks
+  cmd->footer(
+      "On one machine this starts `mpirun -np N` of itself (adding --allow-run-as-root as root and --oversubscribe\n"
+      "when N exceeds the cores). Under mpirun or srun it joins the job directly.");
+  cmd->callback([req] { g_exit_code = run_scenario(*req); });
+}
+
+}  // namespace ddplab::cli

@@ -1,0 +1,74 @@
+// `ddplab simulate`: replay a scenario's strategies on a SimGrid model of larger clusters.
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/core/store.hpp"
+#include "ddplab/core/units.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab::cli {
+
+int simulate_scenario(const SimulateRequest& req) {
+  const Scenario sc = load_scenario(req.scenario);
+  const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
+  for (int w : worlds)
+    if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
+  Store store(req.db);
+  SimOptions opt;
+  opt.network_model = req.network_model;
+  const bool tty = isatty(STDERR_FILENO);
+  bool found = false;
+  for (const auto& st : sc.strategies) {
+    if (!req.strategy.empty() && st.name != req.strategy) continue;
+    found = true;
+    const ComputeSource src = compute_source(sc, st, store);
+    const std::size_t grad_bytes = sc.model.parameter_count() * kGradientElemBytes;
+    std::printf("%s / %s: compute %s + optimizer %s per step (%s); allreduce of %s per step (schedule %s)\n",
+                sc.name.c_str(), st.name.c_str(), format_duration(src.compute_s).c_str(),
+                format_duration(src.optimizer_s).c_str(), src.origin.c_str(), format_bytes(static_cast<double>(grad_bytes)).c_str(),
+                st.schedule == "native" ? "native, replayed as ring" : st.schedule.c_str());
+    std::printf("network: %s, star, %.1f Gbit/s and %s per link, %s\n", opt.network_model.c_str(),
+                sc.cluster.link_bandwidth * 8 / 1e9, format_duration(sc.cluster.link_latency).c_str(),
+                "one rank per host");
+    auto progress = [tty](int done, int total) {
+      if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
+    };
+    const auto points = simulate_sweep(sc, st, worlds, store, opt, progress);
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    std::printf("%7s %10s %10s %10s %12s %10s %10s %8s\n", "world", "step_ms", "compute_ms", "comm_ms", "samples/s",
+                "efficiency", "sim_wall_s", "run");
+    for (const auto& p : points)
+      std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %10.2f %8lld\n", p.world_size, p.result.step_s * 1e3,
+                  p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.samples_per_s, p.efficiency * 100, p.result.wall_s,
+                  static_cast<long long>(p.run_id));
+    std::fflush(stdout);
+  }
+  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  return 0;
+}
+
+void add_simulate(CLI::App& app) {
+  auto req = std::make_shared<SimulateRequest>();
+  auto* cmd = app.add_subcommand("simulate", "Predict step time and scaling at larger world sizes with SimGrid");
+  cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
+  cmd->add_option("--world", req->worlds, "World sizes, e.g. 2,4,8,...,1024 (default: cluster.simulate_world)")
+      ->delimiter(',');
+  cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
+  cmd->add_option("--strategy", req->strategy, "Only this strategy (default: all of the scenario's)");
+  cmd->add_option("--network-model", req->network_model, "SimGrid network model")
+      ->check(CLI::IsMember({"LV08", "CM02"}))
+      ->capture_default_str();
+  cmd->footer(
+      "Compute time per step comes from the latest measured run of the same scenario and strategy in the store,\n"
+      "or from [cluster].compute_s in the scenario. Each allreduce is replayed message by message.");
+  cmd->callback([req] { g_exit_code = simulate_scenario(*req); });
+}
+
+}  // namespace ddplab::cli

@@ -1,0 +1,40 @@
+// The ddplab subcommands. Each returns the process exit code.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace ddplab::cli {
+
+inline const char* kDefaultDb = "results/ddplab.db";
+inline int g_exit_code = 0;  // set by the subcommand that ran
+
+void add_run(CLI::App& app);
+void add_simulate(CLI::App& app);
+void add_report(CLI::App& app);
+void add_demo(CLI::App& app);
+
+// Shared by run and demo.
+struct RunRequest {
+  std::string scenario;
+  std::string db = kDefaultDb;
+  std::optional<int> np;
+  std::optional<int> max_steps;
+  bool progress = false;  // set on the worker command line by the launcher
+};
+int run_scenario(const RunRequest& req);
+
+struct SimulateRequest {
+  std::string scenario;
+  std::string db = kDefaultDb;
+  std::vector<int> worlds;  // empty: the scenario's cluster.simulate_world
+  std::string strategy;     // empty: every strategy of the scenario
+  std::string network_model = "LV08";
+};
+int simulate_scenario(const SimulateRequest& req);
+
+}  // namespace ddplab::cli

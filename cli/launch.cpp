@@ -1,0 +1,74 @@
+#include "launch.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace ddplab::cli {
+
+bool under_mpi_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+         (std::getenv("SLURM_PROCID") != nullptr && std::getenv("PMI_RANK") != nullptr);
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error(std::string("cannot resolve /proc/self/exe: ") + std::strerror(errno));
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args) {
+  LaunchPlan p;
+  const char* mpirun = std::getenv("DDPLAB_MPIRUN");
+  p.argv = {mpirun ? mpirun : "mpirun", "-np", std::to_string(np)};
+  if (geteuid() == 0) p.argv.push_back("--allow-run-as-root");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (static_cast<unsigned>(np) > cores) {
+    p.argv.push_back("--oversubscribe");
+    p.oversubscribed = true;
+  }
+  // Ranks share the cores: pinning each to one core would stack oversubscribed ranks; let the OS spread them.
+  for (const char* arg : {"--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
+    p.argv.push_back(arg);
+  p.argv.push_back(self_executable());
+  p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
+  return p;
+}
+
+int execute(const LaunchPlan& plan) {
+  std::vector<char*> argv;
+  for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (rc != 0)
+    throw std::runtime_error("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
+                             " (install openmpi-bin, or run scripts/setup.sh)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !a.empty() && a.find_first_of(" \t\"'$\\") == std::string::npos;
+    out += plain ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+}  // namespace ddplab::cli

@@ -1,0 +1,27 @@
+// Starting and joining MPI jobs: `ddplab run` on one machine spawns `mpirun -np N` of itself;
+// under mpirun or srun it joins the job directly.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ddplab::cli {
+
+// True when this process was started by mpirun (OMPI_COMM_WORLD_SIZE) or srun (SLURM_PROCID + PMI).
+bool under_mpi_launcher();
+
+struct LaunchPlan {
+  std::vector<std::string> argv;  // mpirun ... <this executable> <args>
+  bool oversubscribed = false;
+};
+
+// mpirun -np N, with --allow-run-as-root when root, --oversubscribe when N exceeds the cores, and one BLAS
+// thread per rank; runs `self_args` (the ddplab subcommand and its arguments) on every rank.
+LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args);
+
+// Runs the plan, waits, and returns mpirun's exit status (128 + signal when killed).
+int execute(const LaunchPlan& plan);
+
+std::string self_executable();
+std::string shell_join(const std::vector<std::string>& argv);
+
+}  // namespace ddplab::cli

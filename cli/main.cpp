@@ -1,0 +1,27 @@
+// The ddplab command: run, simulate, report, demo.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "ddplab/core/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ddplab: measure, simulate and compare gradient-sync strategies for data-parallel training"};
+  app.set_version_flag("--version", std::string("ddplab ") + ddplab::version());
+  app.require_subcommand(1);
+  ddplab::cli::add_run(app);
+  ddplab::cli::add_simulate(app);
+  ddplab::cli::add_report(app);
+  ddplab::cli::add_demo(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return ddplab::cli::g_exit_code;
+}
