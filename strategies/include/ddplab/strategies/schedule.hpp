@@ -64,6 +64,22 @@ struct ScheduleParams {
 // each moving one of n chunks. Any world size and any count (chunks may be empty).
 Schedule ring_allreduce(int world_size, std::size_t count);
 
+// Rabenseifner's recursive halving / doubling allreduce: 2 log2 p steps (p = largest power of two <= n),
+// 2 more when n is not a power of two (the extra ranks fold into a partner before and are served after).
+Schedule halving_doubling_allreduce(int world_size, std::size_t count);
+// NCCL-style double binary tree: two complementary trees, each reducing then broadcasting half the buffer,
+// pipelined in `pipeline_chunks` chunks per half (0: chosen from count, 32Ki-element chunks, 1 to 8).
+Schedule double_binary_tree_allreduce(int world_size, std::size_t count, int pipeline_chunks = 0);
+// Intra-node ring reduce-scatter, cross-node ring allreduce per chunk, intra-node ring all-gather, with
+// `ranks_per_node` consecutive ranks per node (the last node may have fewer).
+Schedule hierarchical_allreduce(int world_size, std::size_t count, int ranks_per_node);
+// All-to-all reduce-scatter then all-gather: 2 steps, n-1 messages in flight per rank per step.
+Schedule direct_allreduce(int world_size, std::size_t count);
+// Ring reduce-scatter (rank r ends with the sum of chunk_of(count, n, r); the rest of its buffer is
+// unspecified) and ring all-gather (rank r starts with chunk r), n-1 steps each.
+Schedule ring_reduce_scatter(int world_size, std::size_t count);
+Schedule ring_all_gather(int world_size, std::size_t count);
+
 // The registered schedules. Adding one = one file defining its builder + one line in schedules.cpp + one test.
 struct ScheduleInfo {
   std::string name;        // "ring"
@@ -72,6 +88,8 @@ struct ScheduleInfo {
   Schedule (*build)(const ScheduleParams&);
 };
 const std::vector<ScheduleInfo>& schedules();
+// True for "native" and for a registered schedule of that name and collective.
+bool has_schedule(const std::string& name, const std::string& collective);
 // The names of the allreduce schedules plus "native" (the backend's own collective, not a Schedule).
 std::vector<std::string> allreduce_schedule_names();
 
