@@ -1,0 +1,78 @@
+// The dense codecs: `none` (float32 allreduce) and `fp16` / `bf16` (allreduce in half precision), the
+// latter two following PyTorch's fp16_compress_hook / bf16_compress_hook, except that the division by the
+// world size happens in float before the cast (one rounding, and no overflow for |g| > 65504 that the
+// average brings back in range). No error feedback, as in PyTorch.
+#include <vector>
+
+#include "codecs/codec_impl.hpp"
+#include "ddplab/strategies/half.hpp"
+
+namespace ddplab::codec_detail {
+namespace {
+
+void require_no_options(const std::string& codec, const CodecOptions& options) {
+  // make_codec already rejects unknown keys; this guards direct calls through CodecInfo::make.
+  if (!options.empty())
+    throw std::invalid_argument("codec " + codec + ": unknown option \"" + options.begin()->first + "\" (it takes no options)");
+}
+
+class NoneCodec final : public Codec {
+ public:
+  std::string name() const override { return "none"; }
+  std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
+    if (bucket.count == 0) return {};
+    return {{"allreduce", ElemType::F32, bucket.count, 0.0, "none"}};
+  }
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override {
+    const auto calls = plan(bucket, world_size, step);
+    if (calls.empty()) return;
+    collective(calls[0], grad);
+    const float w = static_cast<float>(world_size);
+    for (std::size_t i = 0; i < bucket.count; ++i) grad[i] /= w;
+  }
+};
+
+// fp16 and bf16 differ only in the element type and its conversions.
+class CastCodec final : public Codec {
+ public:
+  explicit CastCodec(ElemType type) : type_(type) {}
+  std::string name() const override { return type_ == ElemType::F16 ? "fp16" : "bf16"; }
+  std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
+    if (bucket.count == 0) return {};
+    // Local work before the allreduce: one divide and one cast per element.
+    return {{"allreduce", type_, bucket.count, 2.0 * static_cast<double>(bucket.count), name()}};
+  }
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override {
+    const auto calls = plan(bucket, world_size, step);
+    if (calls.empty()) return;
+    const float w = static_cast<float>(world_size);
+    std::vector<std::uint16_t> wire(bucket.count);
+    const bool f16 = type_ == ElemType::F16;
+    for (std::size_t i = 0; i < bucket.count; ++i) wire[i] = f16 ? float_to_f16(grad[i] / w) : float_to_bf16(grad[i] / w);
+    collective(calls[0], wire.data());
+    if (f16)
+      f16_to_floats(wire.data(), grad, bucket.count);
+    else
+      bf16_to_floats(wire.data(), grad, bucket.count);
+  }
+
+ private:
+  ElemType type_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_none(const CodecOptions& options, std::uint64_t) {
+  require_no_options("none", options);
+  return std::make_unique<NoneCodec>();
+}
+std::unique_ptr<Codec> make_fp16(const CodecOptions& options, std::uint64_t) {
+  require_no_options("fp16", options);
+  return std::make_unique<CastCodec>(ElemType::F16);
+}
+std::unique_ptr<Codec> make_bf16(const CodecOptions& options, std::uint64_t) {
+  require_no_options("bf16", options);
+  return std::make_unique<CastCodec>(ElemType::BF16);
+}
+
+}  // namespace ddplab::codec_detail

@@ -1,0 +1,192 @@
+// PowerSGD (Vogels et al. 2019) with the semantics of PyTorch's PowerSGDState / powerSGD_hook:
+//  - before start_iter: plain float32 allreduce of the bucket, averaged; the codec state is not touched;
+//  - then, per bucket: add the residual (error feedback) and keep a copy of that input;
+//    tensors not worth compressing (vectors, or rows*cols <= min_compression_rate * (rows+cols)*r, with
+//    r = min(rows, cols, rank)) travel in one float32 allreduce and are averaged;
+//    for each compressed matrix M: orthogonalize Q (random standard normal on the first compressed step,
+//    or at every step without warm start; else the previous step's Q), P = M Q, allreduce all P's,
+//    orthogonalize each P, Q = M^T P, allreduce all Q's, Q /= world, M_hat = P Q^T;
+//  - residual = input - output over the whole bucket, as PyTorch's `input_tensor_cp - input_tensor`
+//    (so uncompressed tensors keep local - average, which sums to zero over ranks).
+#include <algorithm>
+#include <stdexcept>
+
+#include "codecs/codec_impl.hpp"
+
+namespace ddplab::codec_detail {
+
+PowerSgdCodec::Split PowerSgdCodec::split(const BucketLayout& bucket) const {
+  Split s;
+  for (std::size_t t = 0; t < bucket.tensors.size(); ++t) {
+    const TensorSlice& ts = bucket.tensors[t];
+    if (ts.offset + ts.count() > bucket.count)
+      throw std::invalid_argument("powersgd: tensor " + std::to_string(t) + " of bucket " + std::to_string(bucket.id) +
+                                  " lies outside the bucket");
+    const std::size_t r = std::min({ts.rows, ts.cols, o_.rank});
+    // PyTorch's _should_compress: compressed_size * min_compression_rate < uncompressed_size (strict).
+    const bool compress = ts.cols > 1 && r > 0 &&
+                          static_cast<double>((ts.rows + ts.cols) * r) * o_.min_compression_rate < static_cast<double>(ts.count());
+    if (compress) {
+      s.compressed.push_back(t);
+      s.ranks.push_back(r);
+      s.p_count += ts.rows * r;
+      s.q_count += ts.cols * r;
+    } else {
+      s.uncompressed.push_back(t);
+      s.uncompressed_count += ts.count();
+    }
+  }
+  return s;
+}
+
+std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int, std::int64_t step) const {
+  if (bucket.count == 0) return {};
+  if (step < o_.start_iter) return {{"allreduce", ElemType::F32, bucket.count, 0.0, "powersgd.allreduce"}};
+  const Split s = split(bucket);
+  std::vector<CollectiveCall> calls;
+  double pending = o_.error_feedback ? static_cast<double>(bucket.count) : 0.0;  // residual add
+  if (s.uncompressed_count > 0) {
+    calls.push_back({"allreduce", ElemType::F32, s.uncompressed_count, pending, "powersgd.uncompressed"});
+    pending = 0.0;
+  }
+  if (s.compressed.empty()) return calls;
+  double p_flops = pending, q_flops = 0.0;
+  for (std::size_t i = 0; i < s.compressed.size(); ++i) {
+    const TensorSlice& ts = bucket.tensors[s.compressed[i]];
+    const std::size_t r = s.ranks[i];
+    const double product = 2.0 * static_cast<double>(ts.rows) * static_cast<double>(ts.cols) * static_cast<double>(r);
+    p_flops += orthogonalize_flops(ts.cols, r) + product;  // orthogonalize Q, P = M Q
+    q_flops += orthogonalize_flops(ts.rows, r) + product;  // orthogonalize P, Q = M^T P
+  }
+  calls.push_back({"allreduce", ElemType::F32, s.p_count, p_flops, "powersgd.P"});
+  calls.push_back({"allreduce", ElemType::F32, s.q_count, q_flops, "powersgd.Q"});
+  return calls;
+}
+
+void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+  const std::vector<CollectiveCall> calls = plan(bucket, world_size, step);
+  if (calls.empty()) return;
+  const std::size_t n = bucket.count;
+  const float w = static_cast<float>(world_size);
+  if (step < o_.start_iter) {
+    collective(calls[0], grad);
+    for (std::size_t i = 0; i < n; ++i) grad[i] /= w;
+    return;
+  }
+
+  State& st = state_[bucket.id];
+  std::vector<float> input;  // gradient + residual, to compute the new residual at the end
+  if (o_.error_feedback) {
+    if (st.residual.size() != n) st.residual.assign(n, 0.0f);  // first compressed step, or a new shape
+    for (std::size_t i = 0; i < n; ++i) grad[i] += st.residual[i];
+    input.assign(grad, grad + n);
+  }
+
+  const Split s = split(bucket);
+  std::size_t next_call = 0;
+
+  // Uncompressed tensors: one contiguous float32 allreduce, averaged.
+  if (s.uncompressed_count > 0) {
+    std::vector<float> flat;
+    flat.reserve(s.uncompressed_count);
+    for (std::size_t t : s.uncompressed) {
+      const TensorSlice& ts = bucket.tensors[t];
+      flat.insert(flat.end(), grad + ts.offset, grad + ts.offset + ts.count());
+    }
+    collective(calls[next_call++], flat.data());
+    std::size_t at = 0;
+    for (std::size_t t : s.uncompressed) {
+      const TensorSlice& ts = bucket.tensors[t];
+      for (std::size_t i = 0; i < ts.count(); ++i) grad[ts.offset + i] = flat[at++] / w;
+    }
+  }
+
+  if (!s.compressed.empty()) {
+    // Q: reuse the previous step's (warm start) or draw it, from a seed every rank shares.
+    if (!o_.warm_start || st.q.size() != s.q_count) {
+      st.q.resize(s.q_count);
+      const std::uint64_t id = static_cast<std::uint64_t>(static_cast<std::int64_t>(bucket.id));
+      fill_standard_normal(st.q.data(), s.q_count, mix_seed(mix_seed(seed_, id), static_cast<std::uint64_t>(step)));
+    }
+    std::vector<float> p(s.p_count);
+    std::size_t po = 0, qo = 0;
+    for (std::size_t i = 0; i < s.compressed.size(); ++i) {
+      const TensorSlice& ts = bucket.tensors[s.compressed[i]];
+      const std::size_t r = s.ranks[i];
+      orthogonalize(st.q.data() + qo, ts.cols, r, o_.orthogonalization_epsilon);
+      matmul(grad + ts.offset, st.q.data() + qo, p.data() + po, ts.rows, ts.cols, r);
+      po += ts.rows * r;
+      qo += ts.cols * r;
+    }
+    collective(calls[next_call++], p.data());  // the sum of P's; no need to average before orthogonalizing
+
+    po = qo = 0;
+    for (std::size_t i = 0; i < s.compressed.size(); ++i) {
+      const TensorSlice& ts = bucket.tensors[s.compressed[i]];
+      const std::size_t r = s.ranks[i];
+      orthogonalize(p.data() + po, ts.rows, r, o_.orthogonalization_epsilon);
+      matmul_tn(grad + ts.offset, p.data() + po, st.q.data() + qo, ts.rows, ts.cols, r);
+      po += ts.rows * r;
+      qo += ts.cols * r;
+    }
+    collective(calls[next_call++], st.q.data());
+    for (float& v : st.q) v /= w;
+
+    po = qo = 0;
+    for (std::size_t i = 0; i < s.compressed.size(); ++i) {
+      const TensorSlice& ts = bucket.tensors[s.compressed[i]];
+      const std::size_t r = s.ranks[i];
+      matmul_nt(p.data() + po, st.q.data() + qo, grad + ts.offset, ts.rows, ts.cols, r);
+      po += ts.rows * r;
+      qo += ts.cols * r;
+    }
+    if (!o_.warm_start) st.q.clear();
+  }
+
+  if (o_.error_feedback)
+    for (std::size_t i = 0; i < n; ++i) st.residual[i] = input[i] - grad[i];
+}
+
+const std::vector<float>* PowerSgdCodec::residual(int bucket_id) const {
+  const auto it = state_.find(bucket_id);
+  return it == state_.end() || it->second.residual.empty() ? nullptr : &it->second.residual;
+}
+
+const std::vector<float>* PowerSgdCodec::q_memory(int bucket_id) const {
+  const auto it = state_.find(bucket_id);
+  return it == state_.end() || it->second.q.empty() ? nullptr : &it->second.q;
+}
+
+std::unique_ptr<Codec> make_powersgd(const CodecOptions& options, std::uint64_t seed) {
+  const std::string c = "powersgd";
+  PowerSgdOptions o;
+  for (const auto& [key, value] : options) {
+    if (key == "rank") {
+      const long long v = parse_integer(c, key, value, "an integer >= 1");
+      if (v < 1) bad_option(c, key, "an integer >= 1", value);
+      o.rank = static_cast<std::size_t>(v);
+    } else if (key == "start_iter") {
+      const long long v = parse_integer(c, key, value, "an integer >= 0");
+      if (v < 0) bad_option(c, key, "an integer >= 0", value);
+      o.start_iter = v;
+    } else if (key == "min_compression_rate") {
+      o.min_compression_rate = parse_number(c, key, value, "a number >= 0");
+      if (o.min_compression_rate < 0) bad_option(c, key, "a number >= 0", value);
+    } else if (key == "warm_start") {
+      o.warm_start = parse_bool(c, key, value);
+    } else if (key == "error_feedback") {
+      o.error_feedback = parse_bool(c, key, value);
+    } else if (key == "orthogonalization_epsilon") {
+      const double e = parse_number(c, key, value, "a number >= 0");
+      if (e < 0) bad_option(c, key, "a number >= 0", value);
+      o.orthogonalization_epsilon = static_cast<float>(e);
+    } else {
+      throw std::invalid_argument("codec powersgd: unknown option \"" + key +
+                                  "\" (known: rank, start_iter, min_compression_rate, warm_start, error_feedback, "
+                                  "orthogonalization_epsilon)");
+    }
+  }
+  return std::make_unique<PowerSgdCodec>(o, seed);
+}
+
+}  // namespace ddplab::codec_detail

@@ -1,0 +1,110 @@
+// Top-k sparsification with error feedback: each rank sends its k largest-magnitude entries (of gradient
+// plus residual) as (index, value) pairs through one all-gather; every rank adds all pairs, in rank order,
+// into a zeroed dense buffer and divides by the world size, so all ranks get the same bits.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include "codecs/codec_impl.hpp"
+
+namespace ddplab::codec_detail {
+
+std::size_t topk_count(double ratio, std::size_t count) {
+  if (count == 0) return 0;
+  const double x = ratio * static_cast<double>(count);
+  // 0.07 * 100 is 7.000000000000001 in double: treat values that close to an integer as that integer.
+  const double nearest = std::round(x);
+  const double k = std::abs(x - nearest) <= 1e-9 * std::max(1.0, x) ? nearest : std::ceil(x);
+  return std::clamp<std::size_t>(static_cast<std::size_t>(k), 1, count);
+}
+
+std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::size_t k) {
+  if (count > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("topk: bucket too large for 32-bit indices");
+  k = std::min(k, count);
+  std::vector<std::uint32_t> idx(count);
+  std::iota(idx.begin(), idx.end(), 0u);
+  // A strict total order: NaN first, then larger |v|, then lower index. Deterministic whatever the algorithm.
+  const auto before = [v](std::uint32_t a, std::uint32_t b) {
+    const bool na = std::isnan(v[a]), nb = std::isnan(v[b]);
+    if (na != nb) return na;
+    if (!na) {
+      const float ma = std::abs(v[a]), mb = std::abs(v[b]);
+      if (ma != mb) return ma > mb;
+    }
+    return a < b;
+  };
+  if (k < count) std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), before);
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int, std::int64_t) const {
+  if (bucket.count == 0) return {};
+  const double n = static_cast<double>(bucket.count);
+  // Local work: the residual add, then a selection pass (abs + compare) over the bucket.
+  const double flops = (error_feedback_ ? n : 0.0) + 2.0 * n;
+  return {{"all_gather", ElemType::IndexValue, topk_count(ratio_, bucket.count), flops, "topk"}};
+}
+
+void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+  const auto calls = plan(bucket, world_size, step);
+  if (calls.empty()) return;
+  const std::size_t n = bucket.count, k = calls[0].count, world = static_cast<std::size_t>(world_size);
+
+  // acc = grad + residual, in place in grad.
+  std::vector<float>* residual = nullptr;
+  if (error_feedback_) {
+    residual = &residual_[bucket.id];
+    if (residual->size() != n) residual->assign(n, 0.0f);  // first step, or the bucket changed shape
+    for (std::size_t i = 0; i < n; ++i) grad[i] += (*residual)[i];
+  }
+  const std::vector<std::uint32_t> selected = topk_select(grad, n, k);
+
+  // The codec does not know its rank, so its k pairs go into every rank's slot: the all-gather overwrites
+  // the other slots, and this rank's slot (rank * k) holds its pairs whatever the rank.
+  std::vector<IndexValue> wire(world * k);
+  for (std::size_t j = 0; j < k; ++j) wire[j] = {selected[j], grad[selected[j]]};
+  for (std::size_t r = 1; r < world; ++r) std::copy_n(wire.begin(), k, wire.begin() + static_cast<std::ptrdiff_t>(r * k));
+
+  // The residual keeps what was not sent.
+  if (residual) {
+    std::copy_n(grad, n, residual->begin());
+    for (std::uint32_t i : selected) (*residual)[i] = 0.0f;
+  }
+
+  collective(calls[0], wire.data());
+
+  // Decode: sum every rank's pairs in rank order, then average.
+  std::fill_n(grad, n, 0.0f);
+  for (const IndexValue& p : wire) {
+    if (p.index >= n) throw std::runtime_error("topk: received index " + std::to_string(p.index) + " outside the bucket");
+    grad[p.index] += p.value;
+  }
+  const float w = static_cast<float>(world_size);
+  for (std::size_t i = 0; i < n; ++i) grad[i] /= w;
+}
+
+const std::vector<float>* TopkCodec::residual(int bucket_id) const {
+  const auto it = residual_.find(bucket_id);
+  return it == residual_.end() ? nullptr : &it->second;
+}
+
+std::unique_ptr<Codec> make_topk(const CodecOptions& options, std::uint64_t) {
+  double ratio = 0.01;
+  bool error_feedback = true;
+  std::string text;
+  if (find_option(options, "ratio", text)) {
+    ratio = parse_number("topk", "ratio", text, "in (0, 1]");
+    if (!(ratio > 0.0 && ratio <= 1.0)) bad_option("topk", "ratio", "in (0, 1]", text);
+  }
+  if (find_option(options, "error_feedback", text)) error_feedback = parse_bool("topk", "error_feedback", text);
+  for (const auto& [key, value] : options)
+    if (key != "ratio" && key != "error_feedback")
+      throw std::invalid_argument("codec topk: unknown option \"" + key + "\" (known: ratio, error_feedback)");
+  return std::make_unique<TopkCodec>(ratio, error_feedback);
+}
+
+}  // namespace ddplab::codec_detail
