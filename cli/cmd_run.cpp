@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "launch.hpp"
@@ -24,7 +25,7 @@ std::int64_t last_run_id(const std::string& db) {
 }  // namespace
 
 int run_scenario(const RunRequest& req) {
-  Scenario sc = load_scenario(req.scenario);
+  Scenario sc = load_validated_scenario(req.scenario);
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (under_mpi_launcher()) {
     int argc = 0;

@@ -140,6 +140,17 @@ class Reader {
     fail(first->source(), message);
   }
 
+  std::string position(const toml::source_region& where) const {
+    return fmt::format("{}:{}:{}", path_, where.begin.line, where.begin.column);
+  }
+
+  // A size with units ("25MiB") or a plain number of bytes; must be positive.
+  void read_size(const toml::table& t, const std::string& prefix, std::string_view key, std::uint64_t& out) const {
+    if (const toml::node* n = t.get(key))
+      out = static_cast<std::uint64_t>(read_unit(*n, prefix + std::string(key), parse_bytes_as_double, true));
+  }
+  static double parse_bytes_as_double(std::string_view text) { return static_cast<double>(parse_bytes(text)); }
+
   // Integer in [min, INT_MAX]; `problem` describes the range ("must be a positive integer").
   void read_int(const toml::table& t, const std::string& prefix, std::string_view key, int& out,
                 long long min, std::string_view problem) const {
@@ -309,10 +320,30 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
     if (!t) r.fail(e, field, "must be a table");
     const std::string p = field + ".";
     StrategyConfig s;
-    r.check_keys(*t, p, {"name", "policy", "schedule"});
+    r.check_keys(*t, p, {"name", "policy", "schedule", "bucket_cap", "first_bucket_cap", "codec", "codec_options",
+                         "accumulate_steps", "local_sgd_period", "local_sgd_warmup", "ps_servers"});
     r.read_string(*t, p, "name", s.name);
-    r.read_choice(*t, p, "policy", s.policy, {"flat"});
-    r.read_choice(*t, p, "schedule", s.schedule, {"native", "ring"});
+    r.read_string(*t, p, "policy", s.policy);
+    r.read_string(*t, p, "schedule", s.schedule);
+    r.read_string(*t, p, "codec", s.codec);
+    r.read_size(*t, p, "bucket_cap", s.bucket_cap);
+    r.read_size(*t, p, "first_bucket_cap", s.first_bucket_cap);
+    r.read_int(*t, p, "accumulate_steps", s.accumulate_steps, 1, "must be a positive integer");
+    r.read_int(*t, p, "local_sgd_period", s.local_sgd_period, 1, "must be a positive integer");
+    r.read_int(*t, p, "local_sgd_warmup", s.local_sgd_warmup, 0, "must be a non-negative integer");
+    r.read_int(*t, p, "ps_servers", s.ps_servers, 0, "must be a non-negative integer (0 = co-located servers)");
+    if (const toml::node* n = t->get("codec_options")) {
+      const toml::table* opts = n->as_table();
+      if (!opts) r.fail(*n, p + "codec_options", "must be a table such as { ratio = 0.01 }");
+      for (auto&& [key, value] : *opts) {
+        const std::string field = p + "codec_options." + std::string(key.str());
+        if (!(value.is_string() || value.is_integer() || value.is_floating_point() || value.is_boolean()))
+          r.fail(value, field, "must be a string, number or boolean");
+        s.codec_options[std::string(key.str())] = value.is_string() ? value.as_string()->get() : show(value);
+        s.where["codec_options." + std::string(key.str())] = r.position(value.source());
+      }
+    }
+    for (auto&& [key, value] : *t) s.where[std::string(key.str())] = r.position(value.source());
     for (std::size_t j = 0; j < out.size(); ++j) {
       if (out[j].name != s.name) continue;
       const toml::node* where = t->get("name");
@@ -324,6 +355,20 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
 }
 
 }  // namespace
+
+nlohmann::json StrategyConfig::to_json() const {
+  return {{"name", name},
+          {"policy", policy},
+          {"schedule", schedule},
+          {"bucket_cap", bucket_cap},
+          {"first_bucket_cap", first_bucket_cap},
+          {"codec", codec},
+          {"codec_options", codec_options},
+          {"accumulate_steps", accumulate_steps},
+          {"local_sgd_period", local_sgd_period},
+          {"local_sgd_warmup", local_sgd_warmup},
+          {"ps_servers", ps_servers}};
+}
 
 Scenario parse_scenario(const std::string& text, const std::string& path) {
   const Reader r(path);
@@ -400,7 +445,7 @@ nlohmann::json Scenario::to_json() const {
   auto optional = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json strategies_json = json::array();
   for (const StrategyConfig& s : strategies)
-    strategies_json.push_back({{"name", s.name}, {"policy", s.policy}, {"schedule", s.schedule}});
+    strategies_json.push_back(s.to_json());
   return {
       {"name", name},
       {"model", {{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},

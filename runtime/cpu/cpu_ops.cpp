@@ -49,8 +49,8 @@ class CpuOps final : public Ops {
       for (int j = 0; j < cols; ++j) row[j] += bias[j];
     }
   }
-  void bias_grad(const float* dy, float* db, int rows, int cols) override {
-    std::fill(db, db + cols, 0.0f);
+  void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate) override {
+    if (!accumulate) std::fill(db, db + cols, 0.0f);
     for (int i = 0; i < rows; ++i) {
       const float* row = dy + static_cast<std::size_t>(i) * cols;
       for (int j = 0; j < cols; ++j) db[j] += row[j];

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/strategies/half.hpp"
+#include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
 namespace {
@@ -28,6 +30,10 @@ int as_int(std::size_t n) {
   return static_cast<int>(n);
 }
 
+// MPI has no half-precision sum: user-defined reductions that add in float and round back, like NCCL's.
+void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) { sum_into(ElemType::F16, inout, in, static_cast<std::size_t>(*len)); }
+void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) { sum_into(ElemType::BF16, inout, in, static_cast<std::size_t>(*len)); }
+
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : fallback;
@@ -43,11 +49,17 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
+    MPI_Op_create(&sum_f16, 1, &op_f16_);
+    MPI_Op_create(&sum_bf16, 1, &op_bf16_);
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized) {
+      MPI_Op_free(&op_f16_);
+      MPI_Op_free(&op_bf16_);
+      MPI_Finalize();
+    }
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -65,6 +77,43 @@ class MpiCommunicator final : public Communicator {
   }
   void allreduce_min(int* data, std::size_t count) override {
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  }
+  void allreduce_sum(void* data, std::size_t count, ElemType type) override {
+    switch (type) {
+      case ElemType::F32:
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+        return;
+      case ElemType::F16:
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_f16_, MPI_COMM_WORLD));
+        return;
+      case ElemType::BF16:
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_bf16_, MPI_COMM_WORLD));
+        return;
+      case ElemType::IndexValue:
+        break;
+    }
+    throw std::invalid_argument(std::string("allreduce of ") + elem_name(type) + " is not a sum");
+  }
+  void all_gather(void* data, std::size_t bytes_per_rank) override {
+    MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, as_int(bytes_per_rank), MPI_BYTE, MPI_COMM_WORLD));
+  }
+  void reduce_scatter_sum(float* data, std::size_t count) override {
+    std::vector<int> counts(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) counts[static_cast<std::size_t>(r)] = as_int(chunk_of(count, size_, r).count);
+    // MPI delivers the shard at the start of the receive buffer; move it to its place in ours.
+    const Chunk mine = chunk_of(count, size_, rank_);
+    std::vector<float> shard(mine.count);
+    MPI_CHECK(MPI_Reduce_scatter(data, shard.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    std::copy(shard.begin(), shard.end(), data + mine.offset);
+  }
+  void all_gather_shards(float* data, std::size_t count) override {
+    std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      const Chunk c = chunk_of(count, size_, r);
+      counts[static_cast<std::size_t>(r)] = as_int(c.count);
+      displs[static_cast<std::size_t>(r)] = as_int(c.offset);
+    }
+    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts.data(), displs.data(), MPI_FLOAT, MPI_COMM_WORLD));
   }
   void gather(const void* send, std::size_t bytes, void* recv, int root) override {
     MPI_CHECK(MPI_Gather(send, as_int(bytes), MPI_BYTE, recv, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
@@ -91,6 +140,7 @@ class MpiCommunicator final : public Communicator {
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::vector<MPI_Request> requests_;
+  MPI_Op op_f16_ = MPI_OP_NULL, op_bf16_ = MPI_OP_NULL;
 };
 
 }  // namespace

@@ -63,28 +63,58 @@ double Mlp::loss(const std::int32_t* labels) {
   return ops_.softmax_xent(acts_.back().data(), labels, batch_, classes(), nullptr);
 }
 
+double Mlp::loss_grad(const std::int32_t* labels) {
+  delta_ = delta_a_.data();
+  next_ = delta_b_.data();
+  return ops_.softmax_xent(acts_.back().data(), labels, batch_, classes(), delta_);
+}
+
+void Mlp::backward_layer(int l, bool accumulate) {
+  const int fan_in = layers_[static_cast<std::size_t>(l)], fan_out = layers_[static_cast<std::size_t>(l) + 1];
+  const float* x = l == 0 ? input_ : acts_[static_cast<std::size_t>(l) - 1].data();
+  const ParamInfo& w = info_[2 * static_cast<std::size_t>(l)];
+  const ParamInfo& b = info_[2 * static_cast<std::size_t>(l) + 1];
+  // dW = dY^T X (out x in), db = column sums of dY.
+  ops_.gemm(true, false, fan_out, fan_in, batch_, 1.0f, delta_, fan_out, x, fan_in, accumulate ? 1.0f : 0.0f,
+            grads() + w.offset, fan_in);
+  ops_.bias_grad(delta_, grads() + b.offset, batch_, fan_out, accumulate);
+  if (l == 0) return;  // no gradient needed for the input
+  // dX = dY W, then through the previous layer's ReLU.
+  ops_.gemm(false, false, batch_, fan_in, fan_out, 1.0f, delta_, fan_out, params() + w.offset, fan_in, 0.0f, next_,
+            fan_in);
+  ops_.relu_backward(next_, acts_[static_cast<std::size_t>(l) - 1].data(), static_cast<std::size_t>(batch_) * fan_in);
+  std::swap(delta_, next_);
+}
+
 double Mlp::backward(const std::int32_t* labels, const GradReadyFn& on_ready) {
-  float* delta = delta_a_.data();
-  float* next = delta_b_.data();
-  const double loss = ops_.softmax_xent(acts_.back().data(), labels, batch_, classes(), delta);
-  for (int l = static_cast<int>(layers_.size()) - 2; l >= 0; --l) {
-    const int fan_in = layers_[l], fan_out = layers_[l + 1];
-    const float* x = l == 0 ? input_ : acts_[l - 1].data();
-    const ParamInfo& w = info_[2 * l];
-    const ParamInfo& b = info_[2 * l + 1];
-    // dW = dY^T X (out x in), db = column sums of dY.
-    ops_.gemm(true, false, fan_out, fan_in, batch_, 1.0f, delta, fan_out, x, fan_in, 0.0f, grads() + w.offset, fan_in);
-    if (on_ready) on_ready(2 * l);
-    ops_.bias_grad(delta, grads() + b.offset, batch_, fan_out);
-    if (on_ready) on_ready(2 * l + 1);
-    if (l == 0) break;  // no gradient needed for the input
-    // dX = dY W, then through the previous layer's ReLU.
-    ops_.gemm(false, false, batch_, fan_in, fan_out, 1.0f, delta, fan_out, params() + w.offset, fan_in, 0.0f, next,
-              fan_in);
-    ops_.relu_backward(next, acts_[l - 1].data(), static_cast<std::size_t>(batch_) * fan_in);
-    std::swap(delta, next);
+  const double loss = loss_grad(labels);
+  for (int l = num_layers() - 1; l >= 0; --l) {
+    backward_layer(l);
+    if (on_ready) {
+      on_ready(2 * l);
+      on_ready(2 * l + 1);
+    }
   }
   return loss;
+}
+
+void Mlp::set_offsets(const std::vector<std::size_t>& offsets) {
+  if (offsets.size() != info_.size())
+    throw std::invalid_argument("Mlp::set_offsets: " + std::to_string(offsets.size()) + " offsets for " +
+                                std::to_string(info_.size()) + " parameters");
+  std::vector<float> before(num_params()), after(num_params());
+  ops_.to_host(before.data(), params(), before.size());
+  std::vector<bool> covered(num_params(), false);
+  for (std::size_t i = 0; i < info_.size(); ++i) {
+    if (offsets[i] + info_[i].count > num_params()) throw std::invalid_argument("Mlp::set_offsets: parameter out of range");
+    for (std::size_t k = 0; k < info_[i].count; ++k) {
+      if (covered[offsets[i] + k]) throw std::invalid_argument("Mlp::set_offsets: parameters overlap");
+      covered[offsets[i] + k] = true;
+      after[offsets[i] + k] = before[info_[i].offset + k];
+    }
+    info_[i].offset = offsets[i];
+  }
+  ops_.to_device(params(), after.data(), after.size());
 }
 
 }  // namespace ddplab

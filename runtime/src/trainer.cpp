@@ -20,7 +20,8 @@
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/progress.hpp"
-#include "ddplab/runtime/schedule_executor.hpp"
+#include "ddplab/runtime/plan_executor.hpp"
+#include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
 namespace {
@@ -84,44 +85,6 @@ Data load_data(const Scenario& s) {
                                             s.model.layers.back(), s.data.dataset, d.train.classes));
   return d;
 }
-
-// The first sync policy: after backward, all gradients in one flat buffer go through one allreduce
-// (the backend's own, or a schedule from strategies/ over point-to-point), then are averaged.
-class FlatSync {
- public:
-  FlatSync(const StrategyConfig& st, Communicator& comm, std::size_t count)
-      : comm_(comm), exec_(comm), native_(st.schedule == "native") {
-    if (!native_) schedule_ = make_schedule(st.schedule, comm.size(), count);
-    const double n = comm.size();
-    // For native collectives the wire traffic is the backend's business; we count the bus bytes of an
-    // optimal allreduce, 2(n-1)/n of the buffer, which is what nccl-tests' busbw assumes.
-    native_bytes_ = static_cast<std::uint64_t>(std::llround(2.0 * (n - 1) / n * static_cast<double>(count * sizeof(float))));
-  }
-  // Returns bytes this rank sent.
-  std::uint64_t sync(float* grads, std::size_t count) {
-    std::uint64_t bytes = 0;
-    if (comm_.size() > 1) {
-      if (native_) {
-        comm_.allreduce_sum(grads, count);
-        bytes = native_bytes_;
-      } else {
-        exec_.reset_counters();
-        exec_.run(*schedule_, grads);
-        bytes = exec_.bytes_sent();
-      }
-    }
-    const float inv = 1.0f / static_cast<float>(comm_.size());
-    for (std::size_t i = 0; i < count; ++i) grads[i] *= inv;
-    return bytes;
-  }
-
- private:
-  Communicator& comm_;
-  ScheduleExecutor exec_;
-  bool native_;
-  std::optional<Schedule> schedule_;
-  std::uint64_t native_bytes_ = 0;
-};
 
 // Rank 0 collects every rank's step rows (all ranks run the same number of steps) and stores them.
 void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* store, std::int64_t run) {
@@ -195,15 +158,22 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   std::int64_t run = -1;
   if (store) {
     nlohmann::json cfg = sc.to_json();
-    cfg["strategy"] = {{"name", st.name}, {"policy", st.policy}, {"schedule", st.schedule}};
+    cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
     run = store->begin_run({sc.name, st.name, ops->name(), world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
   }
   where.run = run;
 
-  FlatSync sync(st, comm, model.num_params());
-  DeviceBuffer momentum(*ops, model.num_params());
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  StrategyContext ctx;
+  ctx.world_size = world;
+  ctx.ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
+  ctx.batch_size = tr.batch_size;
+  ctx.seed = tr.seed;
+  Strategy strategy(st, ModelSpec::mlp(sc.model.layers), ctx);
+  PlanExecutor executor(comm, *ops, model, strategy,
+                        {static_cast<float>(tr.lr), static_cast<float>(tr.momentum), static_cast<float>(tr.weight_decay)});
   DeviceBuffer x(*ops, static_cast<std::size_t>(tr.batch_size) * data.train.features);
   std::int32_t* y = ops->alloc_labels(static_cast<std::size_t>(tr.batch_size));
   std::vector<float> batch_x(static_cast<std::size_t>(tr.batch_size) * data.train.features);
@@ -239,24 +209,16 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       gather_batch(data.train, idx, at, b, batch_x.data(), batch_y.data());
       ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
       ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
-      const auto t1 = Clock::now();
-      model.forward(x.data(), b);
-      m.loss = model.backward(y);
-      ops->synchronize();
+      const StepRecord rec = executor.run_step(step, x.data(), y, b);
+      m.loss = rec.loss;
       if (!std::isfinite(m.loss))
         throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
-      const auto t2 = Clock::now();
-      m.bytes_sent = static_cast<std::int64_t>(sync.sync(model.grads(), model.num_params()));
-      const auto t3 = Clock::now();
-      ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), static_cast<float>(tr.lr),
-                        static_cast<float>(tr.momentum), static_cast<float>(tr.weight_decay), step == 0);
-      ops->synchronize();
-      const auto t4 = Clock::now();
-      m.compute_s = std::chrono::duration<double>(t2 - t1).count();
-      m.comm_s = std::chrono::duration<double>(t3 - t2).count();
-      m.exposed_comm_s = m.comm_s;  // nothing overlaps the flat allreduce
-      m.optimizer_s = std::chrono::duration<double>(t4 - t3).count();
-      m.step_s = std::chrono::duration<double>(t4 - t0).count();
+      m.compute_s = rec.compute_s;
+      m.comm_s = rec.comm_s;
+      m.exposed_comm_s = rec.exposed_comm_s;
+      m.optimizer_s = rec.optimizer_s;
+      m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
+      m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
       pending.push_back(m);
       last_loss = m.loss;
       samples_total += static_cast<std::int64_t>(b) * world;
@@ -268,6 +230,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   }
   ops->free_labels(y);
   where.step = -1;
+  // Local SGD ends on the average of the ranks' models, so that they agree.
+  if (st.policy == "local_sgd") executor.average_parameters();
   gather_steps(comm, pending, store, run);
   progress.finish();
   const Evaluation final_eval = run_eval(step);

@@ -6,6 +6,7 @@
 
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
+#include "ddplab/strategies/half.hpp"
 
 namespace ddplab {
 namespace {
@@ -56,6 +57,50 @@ TEST(MpiCollectives, EveryAllreduceScheduleOverPointToPointEqualsReferenceSum) {
       EXPECT_EQ(exec.bytes_sent(), s.bytes_sent(c.rank(), sizeof(float)));
     }
   }
+}
+
+TEST(MpiCollectives, ReduceScatterThenAllGatherSchedulesEqualReferenceSum) {
+  Communicator& c = *g_comm;
+  for (const ScheduleInfo& info : schedules()) {
+    if (info.collective != "reduce_scatter") continue;
+    for (std::size_t count : {1u, 5u, 1001u, 262147u}) {
+      std::vector<float> buf(count);
+      for (std::size_t i = 0; i < count; ++i) buf[i] = value(c.rank(), i);
+      const std::vector<float> ref = reference(c.size(), count);
+      const Schedule rs = make_schedule(info.name, ScheduleParams{c.size(), count, 2}, "reduce_scatter");
+      ScheduleExecutor e1(c);
+      e1.run(rs, buf.data());
+      EXPECT_EQ(e1.bytes_sent(), rs.bytes_sent(c.rank(), sizeof(float)));
+      const Chunk mine = chunk_of(count, c.size(), c.rank());
+      for (std::size_t i = 0; i < count; ++i) {
+        if (i >= mine.offset && i < mine.offset + mine.count) ASSERT_EQ(buf[i], ref[i]) << info.name << " " << count;
+        else buf[i] = -12345.0f;  // outside the shard the content is unspecified: make it garbage
+      }
+      const Schedule ag = make_schedule(info.name, ScheduleParams{c.size(), count, 2}, "all_gather");
+      ScheduleExecutor e2(c);
+      e2.run(ag, buf.data());
+      EXPECT_EQ(e2.bytes_sent(), ag.bytes_sent(c.rank(), sizeof(float)));
+      EXPECT_EQ(buf, ref) << info.name << " count " << count;
+    }
+  }
+}
+
+TEST(MpiCollectives, NativeShardCollectivesAndHalfPrecisionAllreduce) {
+  Communicator& c = *g_comm;
+  const std::size_t count = 1001;
+  std::vector<float> buf(count);
+  for (std::size_t i = 0; i < count; ++i) buf[i] = value(c.rank(), i);
+  const std::vector<float> ref = reference(c.size(), count);
+  c.reduce_scatter_sum(buf.data(), count);
+  const Chunk mine = chunk_of(count, c.size(), c.rank());
+  for (std::size_t i = mine.offset; i < mine.offset + mine.count; ++i) ASSERT_EQ(buf[i], ref[i]);
+  c.all_gather_shards(buf.data(), count);
+  EXPECT_EQ(buf, ref);
+  // Small integers are exact in fp16, so the half sum must equal the float reference.
+  std::vector<std::uint16_t> half(count);
+  for (std::size_t i = 0; i < count; ++i) half[i] = float_to_f16(value(c.rank(), i));
+  c.allreduce_sum(half.data(), count, ElemType::F16);
+  for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(f16_to_float(half[i]), ref[i]) << i;
 }
 
 TEST(MpiCollectives, BroadcastAndGather) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -51,10 +52,23 @@ struct ClusterConfig {
   std::vector<int> simulate_world{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 };
 
+// A gradient-sync strategy. core checks types and ranges; the names (policy, schedule, codec) and the codec's
+// options are checked against the registries in strategies/ (validate_strategies), which cite `where`.
 struct StrategyConfig {
   std::string name = "baseline";                         // label in the results store
-  std::string policy = "flat";                           // when/how gradients are synced: "flat"
-  std::string schedule = "native";                       // collective schedule: "native" | "ring"
+  std::string policy = "flat";                           // when gradients are synced: flat, bucketed, overlap, ...
+  std::string schedule = "native";                       // allreduce schedule: "native" (the backend's own) or a registered one
+  std::uint64_t bucket_cap = 25ull << 20;                // bytes per bucket (bucketed / overlap), as PyTorch DDP
+  std::uint64_t first_bucket_cap = 1ull << 20;           // the first bucket is smaller so comm starts early
+  std::string codec = "none";                            // wire encoding: none, fp16, bf16, topk, powersgd
+  std::map<std::string, std::string> codec_options;      // codec_options = { ratio = 0.01 }, values as text
+  int accumulate_steps = 1;                              // K: sync every K micro-steps (no comm in between)
+  int local_sgd_period = 1;                              // H: local SGD averages parameters every H steps
+  int local_sgd_warmup = 0;                              // steps of plain gradient sync before local SGD starts
+  int ps_servers = 0;                                    // parameter server: dedicated server ranks (0 = co-located)
+  std::map<std::string, std::string> where;              // field -> "path:line:col" of its value, for later errors
+
+  nlohmann::json to_json() const;                        // every field but `where`
 };
 
 struct Scenario {

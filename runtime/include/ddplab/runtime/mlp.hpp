@@ -34,6 +34,17 @@ class Mlp {
   // Loss only (evaluation), no gradients.
   double loss(const std::int32_t* labels);
 
+  // Backward one layer at a time, so a plan can interleave other work: loss_grad() first, then
+  // backward_layer(l) for l from the last layer down to 0. With accumulate, gradients are added to what
+  // grads() holds (gradient accumulation over micro-steps) instead of replacing it.
+  double loss_grad(const std::int32_t* labels);
+  void backward_layer(int layer, bool accumulate = false);
+  int num_layers() const { return static_cast<int>(layers_.size()) - 1; }
+
+  // Moves every parameter (and where its gradient goes) to new offsets in the flat buffers, e.g. so that
+  // each bucket of a strategy is one contiguous range. offsets[i] is parameter i's new first element.
+  void set_offsets(const std::vector<std::size_t>& offsets);
+
   float* params() { return params_.data(); }
   float* grads() { return grads_.data(); }
   std::size_t num_params() const { return params_.size(); }
@@ -51,6 +62,8 @@ class Mlp {
   std::vector<ParamInfo> info_;           // 2 per layer: weight, bias
   std::vector<DeviceBuffer> acts_;        // output of each layer (post-ReLU for hidden layers)
   DeviceBuffer delta_a_, delta_b_;        // backward scratch: d(loss)/d(layer output)
+  float* delta_ = nullptr;                // d(loss)/d(output of the layer backward_layer handles next)
+  float* next_ = nullptr;
 };
 
 }  // namespace ddplab

@@ -28,7 +28,8 @@ class Ops {
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                     const float* b, int ldb, float beta, float* c, int ldc) = 0;
   virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;       // y[i,:] += bias
-  virtual void bias_grad(const float* dy, float* db, int rows, int cols) = 0;       // db = sum_i dy[i,:]
+  // db = sum_i dy[i,:], or db += that with accumulate.
+  virtual void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate = false) = 0;
   virtual void relu(float* y, std::size_t n) = 0;                                   // in place
   virtual void relu_backward(float* dx, const float* y, std::size_t n) = 0;         // dx *= (y > 0)
   // Mean softmax cross-entropy over `rows`; writes d(loss)/d(logits) into dlogits when non-null.

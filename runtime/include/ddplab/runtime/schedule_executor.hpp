@@ -13,15 +13,15 @@ namespace ddplab {
 class ScheduleExecutor {
  public:
   explicit ScheduleExecutor(Communicator& comm) : comm_(comm) {}
-  // In place over buf (schedule.count floats). Sum reduction.
-  void run(const Schedule& schedule, float* buf);
+  // In place over buf (schedule.count elements of `type`). Reductions are sums in that type.
+  void run(const Schedule& schedule, void* buf, ElemType type = ElemType::F32);
   const std::map<int, std::uint64_t>& bytes_to_peer() const { return bytes_to_peer_; }
   std::uint64_t bytes_sent() const;
   void reset_counters() { bytes_to_peer_.clear(); }
 
  private:
   Communicator& comm_;
-  std::vector<float> scratch_;
+  std::vector<unsigned char> scratch_;
   std::map<int, std::uint64_t> bytes_to_peer_;
 };
 

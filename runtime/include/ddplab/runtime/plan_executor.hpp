@@ -1,0 +1,96 @@
+// Executes a strategy's step plan on this rank with real tensors: compute ops on the calling thread, comm
+// ops on a communication thread, each op starting once its dependencies are done. So a bucket's collective
+// runs while backward goes on, and each optimizer update waits only for its own bucket.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/ops.hpp"
+#include "ddplab/runtime/schedule_executor.hpp"
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab {
+
+struct OptimizerConfig {
+  float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
+};
+
+// One op as it ran: times in seconds since the step began, and bytes this rank sent.
+struct OpRecord {
+  OpKind kind;
+  int index;
+  double start_s = 0, end_s = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct StepRecord {
+  double compute_s = 0;        // forward + backward
+  double comm_s = 0;           // comm ops in flight (they run one at a time on the comm thread)
+  double exposed_comm_s = 0;   // time the compute thread waited for comm
+  double optimizer_s = 0;
+  double step_s = 0;
+  std::uint64_t bytes_sent = 0;
+  double loss = 0;
+  std::vector<OpRecord> ops;
+  std::map<int, std::uint64_t> bytes_to_peer;  // this step, by destination rank
+};
+
+class PlanExecutor {
+ public:
+  PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt);
+  ~PlanExecutor();
+  PlanExecutor(const PlanExecutor&) = delete;
+  PlanExecutor& operator=(const PlanExecutor&) = delete;
+
+  // Runs micro-step `step` on a batch already on the device. Rebuilds buckets after the first sync step
+  // from the gradient-ready order seen (moving parameters and optimizer state to the new layout).
+  StepRecord run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch);
+
+  // Averages the parameters over ranks with the strategy's schedule (local SGD's final average).
+  void average_parameters();
+
+ private:
+  void comm_loop();
+  void run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out);
+  void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
+  void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
+  void apply_layout();
+
+  Communicator& comm_;
+  Ops& ops_;
+  Mlp& model_;
+  Strategy& strategy_;
+  OptimizerConfig opt_;
+  ScheduleExecutor exec_;
+  DeviceBuffer momentum_;
+  std::vector<int> observed_order_;
+  bool first_sync_done_ = false;
+  int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
+  const float* x_ = nullptr;
+  const std::int32_t* y_ = nullptr;
+  int batch_ = 0;
+  std::int64_t step_ = 0;
+
+  // Shared with the comm thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<const PlanOp*> queue_;
+  std::vector<char> done_;
+  std::vector<OpRecord>* records_ = nullptr;
+  StepRecord* step_rec_ = nullptr;
+  std::exception_ptr comm_error_;
+  bool stop_ = false;
+  std::chrono::steady_clock::time_point t0_;
+  std::thread thread_;
+};
+
+}  // namespace ddplab

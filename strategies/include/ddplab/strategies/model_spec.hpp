@@ -1,0 +1,36 @@
+// What a strategy needs to know of a model: its parameter tensors (in parameter order, with shapes) and
+// the per-layer compute, so that buckets, codecs and the simulator can be planned without the model code.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ddplab {
+
+struct ParamSpec {
+  std::string name;        // "layers.2.weight"
+  std::size_t rows = 0;    // a matrix's rows (out features); a vector's length
+  std::size_t cols = 1;    // a matrix's columns (in features); 1 for a vector
+  int layer = 0;           // the layer whose backward produces its gradient
+  std::size_t count() const { return rows * cols; }
+};
+
+struct LayerSpec {
+  double forward_flops = 0;   // per sample
+  double backward_flops = 0;  // per sample
+};
+
+struct ModelSpec {
+  std::vector<ParamSpec> params;  // parameter order (PyTorch's model.parameters())
+  std::vector<LayerSpec> layers;
+
+  std::size_t parameter_count() const;
+  // The gradient-ready order backward is expected to produce: layers last to first, and within a layer
+  // in parameter order. The runtime reports the order it really observed, and buckets are rebuilt from it.
+  std::vector<int> expected_ready_order() const;
+
+  // Linear + ReLU layers of the given widths: weight (out x in) and bias (out) per layer.
+  static ModelSpec mlp(const std::vector<int>& widths);
+};
+
+}  // namespace ddplab

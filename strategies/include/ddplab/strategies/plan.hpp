@@ -1,0 +1,46 @@
+// The step plan: what a strategy does in one (micro-)step, as a DAG of ops over two streams per rank.
+// Compute ops run in order on the compute stream; comm ops run in order on the comm stream; an op starts
+// once its dependencies are done. The runtime executes it with real tensors (a communication thread), the
+// simulator as SimGrid activities, so both move the same bytes between the same ranks.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ddplab/strategies/codec.hpp"
+
+namespace ddplab {
+
+enum class OpKind {
+  Forward,         // compute: forward and loss of the micro-batch
+  Backward,        // compute: backward of layer `index`, producing its parameters' gradients
+  SyncGrads,       // comm: bucket `index` gradients become their average over ranks (codec calls on a schedule)
+  Optimizer,       // compute: optimizer update of the parameters of bucket `index`
+  SyncParams,      // comm: bucket `index` parameters become their average over ranks (local SGD)
+  ReduceScatter,   // comm: bucket `index` gradients reduce-scattered; rank r keeps the sum of shard r
+  ShardOptimizer,  // compute: optimizer update of this rank's shard of bucket `index` (ZeRO-1, servers)
+  AllGather,       // comm: bucket `index` parameter shards all-gathered to every rank
+};
+const char* op_name(OpKind k);
+bool is_comm(OpKind k);
+
+struct PlanOp {
+  int id = 0;                          // index in StepPlan::ops
+  OpKind kind = OpKind::Forward;
+  int index = 0;                       // layer (Backward) or bucket (the rest); -1 = not applicable
+  std::vector<int> deps;               // ids of ops that must finish first (always earlier in the list)
+  double flops = 0;                    // compute ops: work estimate for the whole micro-batch
+  std::vector<CollectiveCall> calls;   // comm ops: what goes on the wire, in order
+  std::string schedule;                // comm ops: the schedule each call runs on ("native" = the backend's)
+};
+
+struct StepPlan {
+  std::int64_t step = 0;       // micro-step number
+  bool sync = true;            // false: gradients only accumulate this micro-step (no comm, no optimizer)
+  std::vector<PlanOp> ops;     // topologically ordered
+  nlohmann::json to_json() const;
+};
+
+}  // namespace ddplab

@@ -1,0 +1,81 @@
+// A strategy: a scenario's [[strategy]] entry made concrete for one model and world size. It owns the
+// bucketing and the codec state, and emits the step plan that the runtime and the simulator execute.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/strategies/bucketing.hpp"
+#include "ddplab/strategies/codec.hpp"
+#include "ddplab/strategies/model_spec.hpp"
+#include "ddplab/strategies/plan.hpp"
+
+namespace ddplab {
+
+struct StrategyContext {
+  int world_size = 1;
+  int ranks_per_node = 1;
+  int batch_size = 1;       // per rank per micro-step, for the compute estimates
+  std::uint64_t seed = 1;   // codec randomness (PowerSGD's initial Q), identical on every rank
+};
+
+class Strategy;
+
+// A sync policy: one file under src/policies/, one line in policies.cpp.
+struct PolicyInfo {
+  std::string name;
+  std::string summary;
+  bool bucketed;          // buckets follow the caps (else one bucket holds every gradient)
+  bool sharded;           // optimizer state is sharded over ranks (ReduceScatter / ShardOptimizer / AllGather)
+  void (*build)(const Strategy& strategy, std::int64_t step, StepPlan& plan);  // the ops of one sync step
+};
+const std::vector<PolicyInfo>& policies();
+
+// Checks every [[strategy]] of the scenario against the registries (policy, schedule, codec and its
+// options, combinations). Throws ScenarioError citing the file:line:col of the offending value.
+void validate_strategies(const Scenario& scenario);
+// load_scenario + validate_strategies.
+Scenario load_validated_scenario(const std::string& path);
+
+class Strategy {
+ public:
+  Strategy(const StrategyConfig& config, const ModelSpec& model, const StrategyContext& ctx);
+
+  const StrategyConfig& config() const { return config_; }
+  const ModelSpec& model() const { return model_; }
+  const StrategyContext& context() const { return ctx_; }
+  const PolicyInfo& policy() const { return *policy_; }
+  const Bucketing& bucketing() const { return bucketing_; }
+  Codec& codec() const { return *codec_; }
+
+  // The plan of micro-step `step`. Micro-steps that only accumulate (accumulate_steps > 1) have sync = false.
+  StepPlan plan(std::int64_t step) const;
+  bool is_sync_step(std::int64_t step) const;
+
+  // DDP rebuilds its buckets once, from the gradient-ready order seen in the first step. Returns true when
+  // the layout changed (the runtime must then move parameters and optimizer state to the new offsets).
+  bool observe_ready_order(const std::vector<int>& order);
+  bool rebuilt() const { return rebuilt_; }
+
+  // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
+  // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids
+  // indexed by layer.
+  std::vector<int> add_compute_pass(StepPlan& plan, std::int64_t step) const;
+  int add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> deps) const;
+  // The Backward op after which every gradient of bucket b is ready.
+  int ready_op(const std::vector<int>& backward_ids, int bucket) const;
+
+ private:
+  StrategyConfig config_;
+  ModelSpec model_;
+  StrategyContext ctx_;
+  const PolicyInfo* policy_ = nullptr;
+  Bucketing bucketing_;
+  std::unique_ptr<Codec> codec_;
+  bool rebuilt_ = false;
+  void bucketize(const std::vector<int>& order);
+};
+
+}  // namespace ddplab

@@ -1,0 +1,54 @@
+#include "ddplab/strategies/bucketing.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace ddplab {
+
+std::vector<int> reverse_parameter_order(const ModelSpec& model) {
+  std::vector<int> order;
+  for (int i = static_cast<int>(model.params.size()) - 1; i >= 0; --i) order.push_back(i);
+  return order;
+}
+
+Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, std::uint64_t cap_bytes,
+                       std::uint64_t first_cap_bytes, std::size_t elem_bytes) {
+  const std::size_t n = model.params.size();
+  std::vector<bool> seen(n, false);
+  if (order.size() != n) throw std::invalid_argument("bucket order names " + std::to_string(order.size()) +
+                                                     " parameters, the model has " + std::to_string(n));
+  for (int p : order) {
+    if (p < 0 || static_cast<std::size_t>(p) >= n || seen[static_cast<std::size_t>(p)])
+      throw std::invalid_argument("bucket order is not a permutation of the parameters (at " + std::to_string(p) + ")");
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  Bucketing b;
+  b.grad_offset.assign(n, 0);
+  b.bucket_of.assign(n, 0);
+  Bucket current;
+  auto close = [&] {
+    if (current.params.empty()) return;
+    current.id = static_cast<int>(b.buckets.size());
+    current.layout.id = current.id;
+    current.layout.count = current.count;
+    b.buckets.push_back(std::move(current));
+    current = Bucket{};
+    current.offset = b.total;
+  };
+  for (int p : order) {
+    const ParamSpec& ps = model.params[static_cast<std::size_t>(p)];
+    b.grad_offset[static_cast<std::size_t>(p)] = b.total;
+    b.bucket_of[static_cast<std::size_t>(p)] = static_cast<int>(b.buckets.size());
+    current.layout.tensors.push_back({current.count, ps.rows, ps.cols});
+    current.params.push_back(p);
+    current.count += ps.count();
+    b.total += ps.count();
+    // Like DDP, a bucket closes once it holds at least its cap; the first one has its own, smaller cap.
+    const std::uint64_t cap = b.buckets.empty() ? first_cap_bytes : cap_bytes;
+    if (cap > 0 && current.count * elem_bytes >= cap) close();
+  }
+  close();
+  return b;
+}
+
+}  // namespace ddplab

@@ -1,0 +1,37 @@
+#include "ddplab/strategies/model_spec.hpp"
+
+#include <stdexcept>
+
+namespace ddplab {
+
+std::size_t ModelSpec::parameter_count() const {
+  std::size_t n = 0;
+  for (const auto& p : params) n += p.count();
+  return n;
+}
+
+std::vector<int> ModelSpec::expected_ready_order() const {
+  std::vector<int> order;
+  for (int l = static_cast<int>(layers.size()) - 1; l >= 0; --l)
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].layer == l) order.push_back(static_cast<int>(i));
+  return order;
+}
+
+ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
+  if (widths.size() < 2) throw std::invalid_argument("an MLP needs at least an input and an output width");
+  ModelSpec m;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    const auto in = static_cast<std::size_t>(widths[l]), out = static_cast<std::size_t>(widths[l + 1]);
+    const int layer = static_cast<int>(l);
+    m.params.push_back({"layers." + std::to_string(l) + ".weight", out, in, layer});
+    m.params.push_back({"layers." + std::to_string(l) + ".bias", out, 1, layer});
+    // Forward: one multiply-add per weight (2 FLOPs) plus bias and ReLU; backward: twice the GEMM work
+    // (input and weight gradients), except the first layer, which needs no input gradient.
+    const double gemm = 2.0 * static_cast<double>(in * out);
+    m.layers.push_back({gemm + 2.0 * static_cast<double>(out), (l == 0 ? 1.0 : 2.0) * gemm + static_cast<double>(out)});
+  }
+  return m;
+}
+
+}  // namespace ddplab

@@ -1,0 +1,89 @@
+// The policy registry and the validation of [[strategy]] entries against every registry.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ddplab/strategies/schedule.hpp"
+#include "ddplab/strategies/strategy.hpp"
+#include "policies/policies.hpp"
+
+namespace ddplab {
+
+const std::vector<PolicyInfo>& policies() {
+  static const std::vector<PolicyInfo> all = {
+      {"flat", "one allreduce of every gradient after backward", false, false, build_after_backward},
+      {"bucketed", "one collective per bucket, after backward", true, false, build_after_backward},
+      {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, false, build_overlap},
+      {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, false, build_local_sgd},
+      {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, true, build_zero1},
+  };
+  return all;
+}
+
+namespace {
+
+std::string names(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "\"" : ", \"") + s + "\"";
+  return out;
+}
+
+struct Checker {
+  const Scenario& sc;
+  const StrategyConfig& s;
+  std::size_t i;
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    const auto it = s.where.find(field);
+    const std::string at = it != s.where.end() ? it->second : sc.path;
+    throw ScenarioError(fmt::format("{}: strategy[{}].{} {}", at, i, field, problem));
+  }
+};
+
+}  // namespace
+
+void validate_strategies(const Scenario& sc) {
+  for (std::size_t i = 0; i < sc.strategies.size(); ++i) {
+    const StrategyConfig& s = sc.strategies[i];
+    const Checker check{sc, s, i};
+    const PolicyInfo* policy = nullptr;
+    std::vector<std::string> known;
+    for (const auto& p : policies()) {
+      known.push_back(p.name);
+      if (p.name == s.policy) policy = &p;
+    }
+    if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
+    if (!has_schedule(s.schedule, "allreduce"))
+      check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
+    if (policy->sharded) {
+      for (const char* c : {"reduce_scatter", "all_gather"})
+        if (!has_schedule(s.schedule, c))
+          check.fail("schedule", fmt::format("has no {} variant, which policy \"{}\" needs, got \"{}\"", c, s.policy, s.schedule));
+      if (s.codec != "none")
+        check.fail("codec", fmt::format("must be \"none\" with policy \"{}\" (its shards travel uncompressed), got \"{}\"",
+                                        s.policy, s.codec));
+    }
+    std::vector<std::string> codec_names;
+    for (const auto& c : codecs()) codec_names.push_back(c.name);
+    if (std::find(codec_names.begin(), codec_names.end(), s.codec) == codec_names.end())
+      check.fail("codec", fmt::format("must be one of {}, got \"{}\"", names(codec_names), s.codec));
+    try {
+      make_codec(s.codec, s.codec_options, sc.train.seed);
+    } catch (const std::invalid_argument& e) {
+      // Point at the option the message names, if any.
+      const std::string what = e.what();
+      std::string field = "codec_options";
+      for (const auto& [key, value] : s.codec_options)
+        if (what.find("\"" + key + "\"") != std::string::npos || what.find(" " + key + " ") != std::string::npos)
+          field = "codec_options." + key;
+      check.fail(field, what);
+    }
+  }
+}
+
+Scenario load_validated_scenario(const std::string& path) {
+  Scenario sc = load_scenario(path);
+  validate_strategies(sc);
+  return sc;
+}
+
+}  // namespace ddplab

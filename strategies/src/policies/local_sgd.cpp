@@ -1,0 +1,22 @@
+// local_sgd: periodic model averaging (PyTorch's PostLocalSGDOptimizer). During the first
+// local_sgd_warmup steps gradients are synchronised as with overlap; after that each rank steps on its own
+// gradients and every local_sgd_period steps the parameters are averaged over ranks.
+#include "policies.hpp"
+
+namespace ddplab {
+
+void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
+  const StrategyConfig& c = s.config();
+  const std::int64_t opt_step = step / c.accumulate_steps;
+  if (opt_step < c.local_sgd_warmup) return build_overlap(s, step, plan);
+  const std::vector<int> backward = s.add_compute_pass(plan, step);
+  const bool average = (opt_step - c.local_sgd_warmup + 1) % c.local_sgd_period == 0;
+  std::vector<int> updates;
+  for (const Bucket& b : s.bucketing().buckets)
+    updates.push_back(s.add_op(plan, OpKind::Optimizer, b.id, {s.ready_op(backward, b.id)}));
+  if (average)
+    for (const Bucket& b : s.bucketing().buckets)
+      s.add_op(plan, OpKind::SyncParams, b.id, {updates[static_cast<std::size_t>(b.id)]});
+}
+
+}  // namespace ddplab

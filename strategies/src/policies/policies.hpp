@@ -1,0 +1,12 @@
+// The policies' plan builders (one file each) and the registry in policies.cpp.
+#pragma once
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab {
+
+void build_after_backward(const Strategy& s, std::int64_t step, StepPlan& plan);
+void build_overlap(const Strategy& s, std::int64_t step, StepPlan& plan);
+void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan);
+void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan);
+
+}  // namespace ddplab

@@ -1,0 +1,165 @@
+// Bucketing (as PyTorch DDP assigns buckets), the plan of each policy, and [[strategy]] validation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab {
+namespace {
+
+const ModelSpec kMlp = ModelSpec::mlp({784, 1024, 1024, 1024, 10});
+
+std::vector<int> params_of(const Bucketing& b, int bucket) { return b.buckets.at(static_cast<std::size_t>(bucket)).params; }
+
+TEST(Bucketing, DefaultCapsGiveDdpsAssignmentInReverseParameterOrder) {
+  // Parameters: 0 w0 (784x1024), 1 b0, 2 w1 (1024x1024, 4 MiB), 3 b1, 4 w2, 5 b2, 6 w3 (1024x10), 7 b3.
+  const Bucketing b = make_buckets(kMlp, reverse_parameter_order(kMlp), 25u << 20, 1u << 20);
+  ASSERT_EQ(b.buckets.size(), 2u);
+  // The first bucket closes once it reaches 1 MiB: b3, w3, b2 are small, w2 takes it past the cap.
+  EXPECT_EQ(params_of(b, 0), (std::vector<int>{7, 6, 5, 4}));
+  EXPECT_EQ(params_of(b, 1), (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_EQ(b.buckets[0].count, 10u + 10240u + 1024u + 1048576u);
+  EXPECT_EQ(b.buckets[1].offset, b.buckets[0].count);
+  EXPECT_EQ(b.total, kMlp.parameter_count());
+  // Gradient-as-bucket-view: parameters sit back to back in bucket order.
+  EXPECT_EQ(b.grad_offset[7], 0u);
+  EXPECT_EQ(b.grad_offset[6], 10u);
+  EXPECT_EQ(b.grad_offset[0], b.buckets[1].offset + 1024u + 1048576u + 1024u);
+  // Tensor shapes travel with the bucket, for codecs.
+  EXPECT_EQ(b.buckets[0].layout.tensors[1].rows, 10u);
+  EXPECT_EQ(b.buckets[0].layout.tensors[1].cols, 1024u);
+}
+
+TEST(Bucketing, CapsSmallerThanATensorGiveOneTensorPerBucketAndZeroMeansOneBucket) {
+  const Bucketing small = make_buckets(kMlp, reverse_parameter_order(kMlp), 1, 1);
+  EXPECT_EQ(small.buckets.size(), kMlp.params.size());
+  const Bucketing one = make_buckets(kMlp, reverse_parameter_order(kMlp), 0, 0);
+  EXPECT_EQ(one.buckets.size(), 1u);
+  EXPECT_THROW(make_buckets(kMlp, {0, 1, 2}, 1, 1), std::invalid_argument);
+  EXPECT_THROW(make_buckets(kMlp, {0, 0, 2, 3, 4, 5, 6, 7}, 1, 1), std::invalid_argument);
+}
+
+TEST(Strategy, BucketsAreRebuiltFromTheObservedReadyOrder) {
+  StrategyConfig c;
+  c.policy = "overlap";
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  // Backward produces each layer's weight, then its bias.
+  const std::vector<int> observed{6, 7, 4, 5, 2, 3, 0, 1};
+  EXPECT_TRUE(s.observe_ready_order(observed));
+  EXPECT_EQ(params_of(s.bucketing(), 0), (std::vector<int>{6, 7, 4}));
+  EXPECT_EQ(params_of(s.bucketing(), 1), (std::vector<int>{5, 2, 3, 0, 1}));
+  EXPECT_FALSE(s.observe_ready_order(observed));
+}
+
+std::vector<std::string> kinds(const StepPlan& p) {
+  std::vector<std::string> out;
+  for (const auto& op : p.ops) out.push_back(std::string(op_name(op.kind)) + (op.index >= 0 ? std::to_string(op.index) : ""));
+  return out;
+}
+
+TEST(Policies, FlatSyncsOneBucketAfterBackward) {
+  StrategyConfig c;  // flat, native
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  const StepPlan p = s.plan(0);
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
+                                                 "sync_grads0", "optimizer0"}));
+  EXPECT_EQ(p.ops[5].deps, std::vector<int>{4});
+  ASSERT_EQ(p.ops[5].calls.size(), 1u);
+  EXPECT_EQ(p.ops[5].calls[0].count, kMlp.parameter_count());
+  EXPECT_EQ(p.ops[5].schedule, "native");
+  // Forward FLOPs: 2 per weight per sample plus bias and ReLU.
+  EXPECT_NEAR(p.ops[0].flops, 64.0 * (2.0 * (784 * 1024 + 2 * 1024 * 1024 + 1024 * 10) + 2.0 * (3 * 1024 + 10)), 1.0);
+}
+
+TEST(Policies, OverlapStartsEachBucketWhenItsLastGradientIsReady) {
+  StrategyConfig c;
+  c.policy = "overlap";
+  c.schedule = "ring";
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  const StepPlan p = s.plan(0);
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
+                                                 "sync_grads0", "sync_grads1", "optimizer0", "optimizer1"}));
+  EXPECT_EQ(p.ops[5].deps, std::vector<int>{2});  // bucket 0 = layers 3 and 2: ready after backward2
+  EXPECT_EQ(p.ops[6].deps, std::vector<int>{4});
+  EXPECT_EQ(p.ops[7].deps, std::vector<int>{5});  // each optimizer waits only for its own bucket
+  EXPECT_EQ(p.ops[8].deps, std::vector<int>{6});
+  EXPECT_NO_THROW(p.to_json().dump());
+}
+
+TEST(Policies, AccumulationSyncsEveryKthMicroStepOnly) {
+  StrategyConfig c;
+  c.policy = "overlap";
+  c.accumulate_steps = 3;
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  for (int step = 0; step < 6; ++step) {
+    const StepPlan p = s.plan(step);
+    const bool comm = std::any_of(p.ops.begin(), p.ops.end(), [](const PlanOp& o) { return is_comm(o.kind); });
+    EXPECT_EQ(p.sync, step % 3 == 2) << step;
+    EXPECT_EQ(comm, step % 3 == 2) << step;
+  }
+}
+
+TEST(Policies, LocalSgdWarmsUpThenAveragesParametersEveryPeriod) {
+  StrategyConfig c;
+  c.policy = "local_sgd";
+  c.local_sgd_warmup = 2;
+  c.local_sgd_period = 3;
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  auto count = [](const StepPlan& p, OpKind k) {
+    return std::count_if(p.ops.begin(), p.ops.end(), [&](const PlanOp& o) { return o.kind == k; });
+  };
+  for (int step = 0; step < 2; ++step) EXPECT_EQ(count(s.plan(step), OpKind::SyncGrads), 2) << step;
+  for (int step = 2; step < 9; ++step) {
+    const StepPlan p = s.plan(step);
+    EXPECT_EQ(count(p, OpKind::SyncGrads), 0) << step;
+    EXPECT_EQ(count(p, OpKind::SyncParams), (step - 2 + 1) % 3 == 0 ? 2 : 0) << step;
+  }
+}
+
+TEST(Policies, Zero1ReduceScattersUpdatesItsShardAndAllGathers) {
+  StrategyConfig c;
+  c.policy = "zero1";
+  c.schedule = "ring";
+  Strategy s(c, kMlp, {4, 1, 64, 1});
+  const StepPlan p = s.plan(0);
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
+                                                 "reduce_scatter0", "reduce_scatter1", "shard_optimizer0",
+                                                 "shard_optimizer1", "all_gather0", "all_gather1"}));
+  EXPECT_EQ(p.ops[9].deps, std::vector<int>{7});
+  EXPECT_EQ(p.ops[5].calls[0].collective, "reduce_scatter");
+}
+
+Scenario parse(const std::string& strategy) { return parse_scenario("[[strategy]]\n" + strategy, "x.toml"); }
+
+std::string validation_error(const Scenario& sc) {
+  try {
+    validate_strategies(sc);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
+  const std::string dir = std::string(DDPLAB_SOURCE_DIR) + "/tests/strategies/data/";
+  const std::string bad_schedule = validation_error(load_scenario(dir + "bad_schedule.toml"));
+  EXPECT_EQ(bad_schedule.substr(0, bad_schedule.find(" must")), dir + "bad_schedule.toml:3:12: strategy[0].schedule");
+  EXPECT_NE(bad_schedule.find("\"halving_doubling\""), std::string::npos) << bad_schedule;
+  EXPECT_NE(bad_schedule.find("got \"tree\""), std::string::npos) << bad_schedule;
+  EXPECT_EQ(validation_error(load_scenario(dir + "bad_policy.toml")),
+            dir + "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
+                  "\"local_sgd\", \"zero1\", got \"sometimes\"");
+  EXPECT_EQ(validation_error(parse("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
+  const std::string opt = validation_error(parse("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
+  EXPECT_EQ(opt.substr(0, opt.find(' ')), "x.toml:3:27:") << opt;
+  EXPECT_NE(opt.find("ratio"), std::string::npos) << opt;
+  EXPECT_NE(validation_error(parse("policy = \"zero1\"\ncodec = \"fp16\"\n")).find("must be \"none\" with policy"),
+            std::string::npos);
+  EXPECT_EQ(validation_error(parse("policy = \"overlap\"\nschedule = \"ring\"\ncodec = \"powersgd\"\n")), "");
+}
+
+}  // namespace
+}  // namespace ddplab
