@@ -67,46 +67,31 @@ void PlanExecutor::comm_loop() {
 void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes) {
   const int n = comm_.size();
   if (n == 1) return;  // every collective of one rank is the identity
-  const std::size_t eb = elem_bytes(call.type);
-  const bool native = schedule == "native";
-  // Nominal wire bytes of the backend's own algorithms (nccl-tests' bus bytes); schedules count exactly.
-  const double nd = n, total = static_cast<double>(call.count * eb);
-  if (call.collective == "allreduce") {
-    if (native) {
+  if (schedule == "native") {
+    // The backend's own collective. Its wire bytes are nominal: those of a bandwidth-optimal algorithm
+    // (nccl-tests' bus bytes). Schedules below count their bytes exactly.
+    const double nd = n, total = static_cast<double>(call.count * elem_bytes(call.type));
+    double factor = 0;
+    if (call.collective == "allreduce") {
       comm_.allreduce_sum(buf, call.count, call.type);
-      bytes += static_cast<std::uint64_t>(std::llround(2.0 * (nd - 1) / nd * total));
-      return;
-    }
-  } else if (call.collective == "all_gather") {
-    if (native) {
-      comm_.all_gather(buf, call.count * eb);
-      bytes += static_cast<std::uint64_t>(std::llround((nd - 1) * total));
-      return;
-    }
-  } else if (call.collective == "reduce_scatter") {
-    if (native) {
+      factor = 2.0 * (nd - 1) / nd;
+    } else if (call.collective == "all_gather") {
+      comm_.all_gather(buf, call.count * elem_bytes(call.type));
+      factor = nd - 1;
+    } else if (call.collective == "reduce_scatter") {
       comm_.reduce_scatter_sum(static_cast<float*>(buf), call.count);
-      bytes += static_cast<std::uint64_t>(std::llround((nd - 1) / nd * total));
-      return;
-    }
-  } else if (call.collective == "all_gather_shards") {
-    if (native) {
+      factor = (nd - 1) / nd;
+    } else if (call.collective == "all_gather_shards") {
       comm_.all_gather_shards(static_cast<float*>(buf), call.count);
-      bytes += static_cast<std::uint64_t>(std::llround((nd - 1) / nd * total));
-      return;
+      factor = (nd - 1) / nd;
+    } else {
+      throw std::invalid_argument("plan names an unknown collective \"" + call.collective + "\"");
     }
-  } else {
-    throw std::invalid_argument("plan names an unknown collective \"" + call.collective + "\"");
+    bytes += static_cast<std::uint64_t>(std::llround(factor * total));
+    return;
   }
-  // A schedule from strategies/, over point-to-point. The codec's all_gather concatenates equal parts, which
-  // is the all_gather of n * count elements with rank r owning part r.
-  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
-  const std::string collective = call.collective == "allreduce" ? "allreduce" : gather ? "all_gather" : "reduce_scatter";
-  const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
-  const ScheduleParams params{n, count, strategy_.context().ranks_per_node};
-  // Schedules without an all-gather variant (halving_doubling, ...) gather sparse payloads around a ring.
-  const std::string name = gather && !has_schedule(schedule, "all_gather") ? "ring" : schedule;
-  const Schedule s = make_schedule(name, params, collective);
+  // A schedule from strategies/, over point-to-point.
+  const Schedule s = schedule_for_call(call, schedule, n, strategy_.context().ranks_per_node);
   const std::uint64_t before = exec_.bytes_sent();
   exec_.run(s, buf, call.type);
   bytes += exec_.bytes_sent() - before;

@@ -1,5 +1,7 @@
 #include "ddplab/strategies/plan.hpp"
 
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 namespace ddplab {
@@ -20,6 +22,21 @@ const char* op_name(OpKind k) {
 
 bool is_comm(OpKind k) {
   return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather;
+}
+
+Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
+                           const std::string& native_as) {
+  const std::string name = schedule == "native" ? native_as : schedule;
+  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
+  std::string collective;
+  if (call.collective == "allreduce") collective = "allreduce";
+  else if (call.collective == "reduce_scatter") collective = "reduce_scatter";
+  else if (gather) collective = "all_gather";
+  else throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
+  // The codec's all_gather concatenates equal parts: the all-gather of n * count elements, rank r owning part r.
+  const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
+  const std::string chosen = gather && !has_schedule(name, "all_gather") ? "ring" : name;
+  return make_schedule(chosen, ScheduleParams{n, count, ranks_per_node}, collective);
 }
 
 nlohmann::json StepPlan::to_json() const {

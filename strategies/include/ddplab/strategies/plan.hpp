@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ddplab/strategies/codec.hpp"
+#include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
 
@@ -35,6 +36,14 @@ struct PlanOp {
   std::vector<CollectiveCall> calls;   // comm ops: what goes on the wire, in order
   std::string schedule;                // comm ops: the schedule each call runs on ("native" = the backend's)
 };
+
+// The Schedule that carries one collective call of a plan, shared by both executors so they move the same
+// bytes: allreduce and reduce_scatter use the named schedule; all_gather (equal parts per rank, count each)
+// and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
+// Schedule in the runtime (the backend's own collective runs); pass native_as = "ring" to get the one the
+// simulator replays in its place. Elements are of call.type.
+Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int world_size, int ranks_per_node,
+                           const std::string& native_as = "ring");
 
 struct StepPlan {
   std::int64_t step = 0;       // micro-step number
