@@ -48,7 +48,12 @@ class CastCodec final : public Codec {
     const float w = static_cast<float>(world_size);
     std::vector<std::uint16_t> wire(bucket.count);
     const bool f16 = type_ == ElemType::F16;
-    for (std::size_t i = 0; i < bucket.count; ++i) wire[i] = f16 ? float_to_f16(grad[i] / w) : float_to_bf16(grad[i] / w);
+    // grad is overwritten by the decoded average below, so it can hold the scaled values meanwhile.
+    for (std::size_t i = 0; i < bucket.count; ++i) grad[i] /= w;
+    if (f16)
+      floats_to_f16(grad, wire.data(), bucket.count);
+    else
+      floats_to_bf16(grad, wire.data(), bucket.count);
     collective(calls[0], wire.data());
     if (f16)
       f16_to_floats(wire.data(), grad, bucket.count);

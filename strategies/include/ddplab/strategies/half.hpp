@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "ddplab/strategies/codec.hpp"
 
@@ -68,6 +71,37 @@ inline std::uint16_t float_to_bf16(float f) {
 
 inline float bf16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
+// ---- F16C fast paths (x86): the hardware conversions round to nearest even exactly like the scalar code,
+// so results are bit-identical either way; picked at run time so the build needs no -mf16c. ----
+#if defined(__x86_64__) && defined(__GNUC__)
+inline bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_sum(std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a + i), _mm256_cvtps_ph(_mm256_add_ps(x, y), _MM_FROUND_TO_NEAREST_INT));
+  }
+  return i;  // elements done
+}
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_from_floats(const float* in, std::uint16_t* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  return i;
+}
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_to_floats(const std::uint16_t* in, float* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  return i;
+}
+#define DDPLAB_HAVE_F16C_PATH 1
+#endif
+
 // ---- sums, as the executor reduces them ----
 
 inline std::uint16_t f16_add(std::uint16_t a, std::uint16_t b) { return float_to_f16(f16_to_float(a) + f16_to_float(b)); }
@@ -86,7 +120,11 @@ inline void sum_into(ElemType type, void* acc, const void* in, std::size_t n) {
     case ElemType::F16: {
       std::uint16_t* a = static_cast<std::uint16_t*>(acc);
       const std::uint16_t* b = static_cast<const std::uint16_t*>(in);
-      for (std::size_t i = 0; i < n; ++i) a[i] = f16_add(a[i], b[i]);
+      std::size_t i = 0;
+#ifdef DDPLAB_HAVE_F16C_PATH
+      if (have_f16c()) i = f16c_sum(a, b, n);
+#endif
+      for (; i < n; ++i) a[i] = f16_add(a[i], b[i]);
       return;
     }
     case ElemType::BF16: {
@@ -102,10 +140,18 @@ inline void sum_into(ElemType type, void* acc, const void* in, std::size_t n) {
 
 // Array conversions, for the codecs and for executors that stage half buffers.
 inline void floats_to_f16(const float* in, std::uint16_t* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = float_to_f16(in[i]);
+  std::size_t i = 0;
+#ifdef DDPLAB_HAVE_F16C_PATH
+  if (have_f16c()) i = f16c_from_floats(in, out, n);
+#endif
+  for (; i < n; ++i) out[i] = float_to_f16(in[i]);
 }
 inline void f16_to_floats(const std::uint16_t* in, float* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_float(in[i]);
+  std::size_t i = 0;
+#ifdef DDPLAB_HAVE_F16C_PATH
+  if (have_f16c()) i = f16c_to_floats(in, out, n);
+#endif
+  for (; i < n; ++i) out[i] = f16_to_float(in[i]);
 }
 inline void floats_to_bf16(const float* in, std::uint16_t* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = float_to_bf16(in[i]);
