@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -10,16 +11,32 @@
 #include "commands.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/core/trace.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/simulator.hpp"
 
 namespace ddplab::cli {
 
-int simulate_scenario(const SimulateRequest& req) {
+namespace {
+
+// With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
+int simulate_traced(const SimulateRequest& req, const std::string& trace_path) {
   const Scenario sc = load_scenario(req.scenario);
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
   for (int w : worlds)
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
+  if (!trace_path.empty()) {
+    if (worlds.size() != 1)
+      throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",
+                                              worlds.size()));
+    if (req.strategy.empty() && sc.strategies.size() > 1)
+      throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: pick one of the {} strategies with --strategy",
+                                              sc.strategies.size()));
+    // Fail before a long simulation rather than after it.
+    const auto dir = std::filesystem::path(trace_path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw std::invalid_argument(fmt::format("--trace {}: directory {} does not exist", trace_path, dir.string()));
+  }
   Store store(req.db);
   SimOptions opt;
   opt.network_model = req.network_model;
@@ -48,14 +65,27 @@ int simulate_scenario(const SimulateRequest& req) {
       std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %10.2f %8lld\n", p.world_size, p.result.step_s * 1e3,
                   p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.samples_per_s, p.efficiency * 100, p.result.wall_s,
                   static_cast<long long>(p.run_id));
+    if (!trace_path.empty()) {
+      const SimStepResult& r = points.front().result;
+      write_chrome_trace(trace_path, trace_events(r),
+                         {{"scenario", sc.name}, {"strategy", st.name}, {"world_size", r.world_size},
+                          {"step", r.step}, {"source", "simulated"}, {"network_model", opt.network_model},
+                          {"run", points.front().run_id}});
+      std::printf("trace of world size %d written to %s\n", r.world_size, trace_path.c_str());
+    }
     std::fflush(stdout);
   }
   if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   return 0;
 }
 
+}  // namespace
+
+int simulate_scenario(const SimulateRequest& req) { return simulate_traced(req, ""); }
+
 void add_simulate(CLI::App& app) {
   auto req = std::make_shared<SimulateRequest>();
+  auto trace = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("simulate", "Predict step time and scaling at larger world sizes with SimGrid");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
   cmd->add_option("--world", req->worlds, "World sizes, e.g. 2,4,8,...,1024 (default: cluster.simulate_world)")
@@ -65,10 +95,14 @@ void add_simulate(CLI::App& app) {
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")
       ->check(CLI::IsMember({"LV08", "CM02"}))
       ->capture_default_str();
+  cmd->add_option("--trace", *trace,
+                  "Write the simulated step's timeline (Chrome trace JSON, opens in Perfetto) to FILE; needs one --world N")
+      ->option_text("FILE");
   cmd->footer(
       "Compute time per step comes from the latest measured run of the same scenario and strategy in the store,\n"
-      "or from [cluster].compute_s in the scenario. Each allreduce is replayed message by message.");
-  cmd->callback([req] { g_exit_code = simulate_scenario(*req); });
+      "or from [cluster].compute_s in the scenario. The strategy's step plan is replayed: compute as timed work,\n"
+      "every collective message by message.");
+  cmd->callback([req, trace] { g_exit_code = simulate_traced(*req, *trace); });
 }
 
 }  // namespace ddplab::cli

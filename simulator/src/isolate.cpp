@@ -134,18 +134,24 @@ nlohmann::json run_in_child(const std::string& what, const std::function<nlohman
 
 nlohmann::json result_to_json(const SimStepResult& r) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& t : r.ranks) ranks.push_back({t.compute_s, t.comm_s, t.exposed_comm_s, t.optimizer_s, t.step_s});
+  for (const auto& t : r.ranks) {
+    nlohmann::json trace = nlohmann::json::array();
+    for (const auto& op : t.trace) trace.push_back({op.stream, op.name, op.start_s, op.end_s, op.bytes});
+    ranks.push_back({t.compute_s, t.comm_s, t.exposed_comm_s, t.optimizer_s, t.step_s, std::move(trace)});
+  }
   nlohmann::json between = nlohmann::json::array();
   for (const auto& [pair, bytes] : r.bytes_between) between.push_back({pair.first, pair.second, bytes});
-  return {{"world_size", r.world_size}, {"step_s", r.step_s},       {"compute_s", r.compute_s},
-          {"comm_s", r.comm_s},         {"exposed_comm_s", r.exposed_comm_s}, {"optimizer_s", r.optimizer_s},
-          {"bytes_sent", r.bytes_sent}, {"bytes_between", between}, {"wall_s", r.wall_s},
-          {"comms", r.comms},           {"ranks", ranks},           {"schedule", r.schedule}};
+  return {{"world_size", r.world_size}, {"step", r.step},           {"step_s", r.step_s},
+          {"compute_s", r.compute_s},   {"comm_s", r.comm_s},       {"exposed_comm_s", r.exposed_comm_s},
+          {"optimizer_s", r.optimizer_s}, {"bytes_sent", r.bytes_sent}, {"bytes_between", between},
+          {"wall_s", r.wall_s},         {"comms", r.comms},         {"ranks", ranks},
+          {"schedule", r.schedule}};
 }
 
 SimStepResult result_from_json(const nlohmann::json& j) {
   SimStepResult r;
   r.world_size = j.at("world_size").get<int>();
+  r.step = j.at("step").get<std::int64_t>();
   r.step_s = j.at("step_s").get<double>();
   r.compute_s = j.at("compute_s").get<double>();
   r.comm_s = j.at("comm_s").get<double>();
@@ -156,9 +162,17 @@ SimStepResult result_from_json(const nlohmann::json& j) {
     r.bytes_between[{e.at(0).get<int>(), e.at(1).get<int>()}] = e.at(2).get<std::uint64_t>();
   r.wall_s = j.at("wall_s").get<double>();
   r.comms = j.at("comms").get<std::uint64_t>();
-  for (const auto& t : j.at("ranks"))
-    r.ranks.push_back({t.at(0).get<double>(), t.at(1).get<double>(), t.at(2).get<double>(), t.at(3).get<double>(),
-                       t.at(4).get<double>()});
+  for (const auto& t : j.at("ranks")) {
+    SimRankTimes& times = r.ranks.emplace_back();
+    times.compute_s = t.at(0).get<double>();
+    times.comm_s = t.at(1).get<double>();
+    times.exposed_comm_s = t.at(2).get<double>();
+    times.optimizer_s = t.at(3).get<double>();
+    times.step_s = t.at(4).get<double>();
+    for (const auto& op : t.at(5))
+      times.trace.push_back({op.at(0).get<std::string>(), op.at(1).get<std::string>(), op.at(2).get<double>(),
+                             op.at(3).get<double>(), op.at(4).get<std::uint64_t>()});
+  }
   r.schedule = j.at("schedule").get<std::string>();
   return r;
 }

@@ -1,26 +1,49 @@
-// Internal: replay of a Schedule (and of a baseline DDP step around it) as SimGrid activities.
+// Internal: replay of a Schedule as SimGrid comms, message by message. Used on its own (simulate_schedule)
+// and for every collective call of a step plan (plan_replay.hpp).
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+
+#include <simgrid/s4u.hpp>
 
 #include "ddplab/simulator/simulator.hpp"
 
 namespace ddplab::sim {
 
-// What one simulation runs: per rank, Exec(compute_s), the schedule, Exec(optimizer_s).
-struct SimJob {
-  ClusterConfig cluster;
-  const Schedule* schedule = nullptr;  // world size = schedule->world_size
-  std::size_t elem_bytes = kGradientElemBytes;
-  double compute_s = 0, optimizer_s = 0;
-  SimOptions options;
+// What one rank sent, summed over every schedule it replayed.
+struct SendTally {
+  std::uint64_t bytes = 0, messages = 0;
+  std::map<int, std::uint64_t> to_peer;  // dst -> bytes
 };
+
+// One rank's mailboxes, one per ordered pair ("r3->r4"), looked up once. Messages between a pair match in
+// FIFO order and every rank replays the same schedules in the same order, so the k-th send of a pair meets
+// the k-th receive of that pair, across schedules too.
+class RankMailboxes {
+ public:
+  explicit RankMailboxes(int rank) : rank_(rank) {}
+  simgrid::s4u::Mailbox* to(int dst);
+  simgrid::s4u::Mailbox* from(int src);
+
+ private:
+  int rank_;
+  std::unordered_map<int, simgrid::s4u::Mailbox*> out_, in_;
+};
+
+// Rank `rank`'s part of a schedule: per step, start every send and receive, then wait for all of them.
+// A zero-byte chunk is still a message, so steps and messages match the runtime's. Returns bytes sent.
+std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
+                              SendTally& tally);
 
 // Throws std::invalid_argument when the schedule cannot run: peers out of range, a rank sending to
 // itself, or sends and receives between a pair that do not match in number (it would deadlock).
 void validate_schedule(const Schedule& schedule);
 
-// Builds the engine and platform, runs the job and collects the result (wall_s left 0).
+// Builds the engine and star platform and replays the schedule alone (one actor per rank); wall_s left 0.
 // Creates SimGrid's engine: call it at most once per process, i.e. inside run_in_child.
-SimStepResult run_simulation(const SimJob& job);
+SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedule& schedule, std::size_t elem_bytes,
+                                      const SimOptions& options);
 
 }  // namespace ddplab::sim

@@ -73,7 +73,9 @@ TEST(SimulatorReplay, EveryRegisteredScheduleReplays) {
       const auto r = simulate_schedule(star(), s, 4, alpha_beta());
       for (int rank = 0; rank < n; ++rank)
         EXPECT_EQ(r.bytes_sent[static_cast<std::size_t>(rank)], s.bytes_sent(rank, 4)) << info.name << " n=" << n;
-      if (n > 1) EXPECT_GT(r.step_s, 0.0) << info.name << " n=" << n;
+      if (n > 1) {
+        EXPECT_GT(r.step_s, 0.0) << info.name << " n=" << n;
+      }
     }
   }
 }
@@ -142,7 +144,8 @@ TEST(SimulatorIsolation, ResultSurvivesTheRoundTrip) {
   r.step_s = 0.1 + 1e-12;
   r.bytes_sent = {1, 2};
   r.bytes_between[{0, 1}] = 1;
-  r.ranks = {{0.1, 0.2, 0.2, 0.3, 0.6}, {}};
+  r.step = 1999;
+  r.ranks = {{0.1, 0.2, 0.2, 0.3, 0.6, {{"comm", "sync_grads 0", 0.1, 0.3, 4096}}}, {}};
   r.schedule = "ring";
   const auto j = sim::run_in_child("world size 2", [&] { return sim::result_to_json(r); }, false);
   const auto back = sim::result_from_json(j);
@@ -150,6 +153,13 @@ TEST(SimulatorIsolation, ResultSurvivesTheRoundTrip) {
   EXPECT_EQ(back.bytes_between, r.bytes_between);
   EXPECT_EQ(back.ranks[0].step_s, 0.6);
   EXPECT_EQ(back.schedule, "ring");
+  EXPECT_EQ(back.step, 1999);
+  ASSERT_EQ(back.ranks[0].trace.size(), 1u);
+  EXPECT_EQ(back.ranks[0].trace[0].name, "sync_grads 0");
+  EXPECT_EQ(back.ranks[0].trace[0].stream, "comm");
+  EXPECT_EQ(back.ranks[0].trace[0].end_s, 0.3);
+  EXPECT_EQ(back.ranks[0].trace[0].bytes, 4096u);
+  EXPECT_TRUE(back.ranks[1].trace.empty());
 }
 
 }  // namespace

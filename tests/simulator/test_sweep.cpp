@@ -72,8 +72,13 @@ TEST(SimulatorStep, StepIsComputePlusCommPlusOptimizer) {
 TEST(SimulatorStep, RejectsUnsupportedStrategies) {
   const Scenario sc = scenario();
   StrategyConfig st;
-  st.policy = "local_sgd";
+  st.policy = "nope";
   EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
+  st = StrategyConfig{};
+  st.codec = "nope";
+  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
+  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.step = -1}), std::invalid_argument);
+  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.ranks_per_node = 0}), std::invalid_argument);
   st = StrategyConfig{};
   st.schedule = "nope";
   EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
@@ -173,6 +178,8 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
     EXPECT_EQ(config.at("world_size").get<int>(), p.world_size);
     EXPECT_EQ(config.at("simulation").at("compute_origin").get<std::string>(), "scenario [cluster].compute_s");
     EXPECT_EQ(config.at("simulation").at("network_model").get<std::string>(), "CM02");
+    EXPECT_EQ(config.at("simulation").at("step").get<std::int64_t>(), representative_step(sc.strategies[0]));
+    EXPECT_EQ(config.at("strategy").at("policy").get<std::string>(), "flat");
     const auto steps = store.steps(run.id);
     ASSERT_EQ(steps.size(), static_cast<std::size_t>(p.world_size));
     for (const auto& m : steps) {

@@ -1,5 +1,5 @@
-// Simulator: executes the same collective Schedule the runtime runs, as SimGrid 3.32 S4U activities on a
-// modelled cluster, so that a step can be predicted for world sizes larger than the hardware at hand.
+// Simulator: executes the same step plan (and collective Schedules) the runtime runs, as SimGrid 3.32 S4U
+// activities on a modelled cluster, so that a step can be predicted for world sizes larger than the hardware at hand.
 //
 // Every simulation runs in a forked child process: SimGrid's engine cannot be re-created in one process
 // (3.32 keeps the clock and refuses model changes on a second Engine), so this header never exposes SimGrid
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/trace.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -29,14 +30,29 @@ struct SimOptions {
   double time_precision_s = 0;
 };
 
-// Times of one rank in one simulated step, in simulated seconds.
+// One op of the plan as one rank ran it, in simulated seconds since the step began.
+struct SimOpRecord {
+  std::string stream;  // "compute" | "comm"
+  std::string name;    // op kind and index: "forward", "backward 2", "sync_grads 0"
+  double start_s = 0, end_s = 0;
+  std::uint64_t bytes = 0;  // comm ops: bytes this rank sent
+};
+
+// Times of one rank in one simulated step, in simulated seconds, defined as the runtime's StepRecord:
+// compute_s = forward + backward op time, comm_s = sum of comm op durations, exposed_comm_s = time the
+// compute stream waited for comm ops (including at the end of the step), optimizer_s = optimizer ops,
+// step_s = until both streams are done. The compute stream is always either working or waiting, so
+// step_s == compute_s + optimizer_s + exposed_comm_s. (simulate_schedule: comm only, no trace.)
 struct SimRankTimes {
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0, step_s = 0;
+  std::vector<SimOpRecord> trace;  // every op of the plan, in plan order
 };
 
 struct SimStepResult {
   int world_size = 0;
-  // The slowest rank's times (the rank whose step ended last); compute_s + comm_s + optimizer_s == step_s.
+  std::int64_t step = 0;  // the micro-step simulated (0 for simulate_schedule)
+  // The slowest rank's times (the rank whose step ended last). Without overlap (policy flat) the streams
+  // take turns, so compute_s + comm_s + optimizer_s == step_s.
   double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
   std::vector<std::uint64_t> bytes_sent;                   // per rank
   std::map<std::pair<int, int>, std::uint64_t> bytes_between;  // (src, dst) -> bytes
@@ -49,13 +65,31 @@ struct SimStepResult {
 // Elements of the flat gradient buffer are float32.
 inline constexpr std::size_t kGradientElemBytes = 4;
 
-// Simulates one baseline-policy ("flat") DDP step for the given world size, in a child process:
-// Exec(compute_s), then the allreduce of the flat gradient buffer with the strategy's schedule, then
-// Exec(optimizer_s). Schedule "native" is replayed as "ring" (MPI's own algorithm is unknown here).
-// Throws std::invalid_argument for an unsupported policy, schedule or topology, std::runtime_error when
-// the simulation fails (the message names the world size).
+// Which (micro-)step of the strategy to simulate, and how ranks share nodes (hierarchical schedules).
+struct SimStepSpec {
+  std::int64_t step = 0;
+  int ranks_per_node = 1;
+};
+
+// Simulates micro-step `spec.step` of the strategy at this world size, in a child process: the same
+// StepPlan the runtime executes (Strategy built from the scenario's model, batch size and seed), with a
+// compute and a comm actor per rank, each walking its ops in plan order, each op waiting for its deps.
+// Forward/Backward last compute_s split by their FLOPs; Optimizer/ShardOptimizer optimizer_s split by
+// element counts; codec work runs at the rate compute_s implies; every collective call is replayed
+// message by message on schedule_for_call(call, schedule, n, ranks_per_node, "ring") ("native" replays
+// as ring). For step >= accumulate_steps the buckets are first rebuilt from the expected ready order, as
+// the runtime does after its first sync step. Throws std::invalid_argument for an unsupported strategy,
+// schedule or topology, std::runtime_error when the simulation fails (the message names the world size).
 SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s, double optimizer_s,
-                            const SimOptions& = {});
+                            const SimOptions& = {}, const SimStepSpec& = {});
+
+// The micro-step a sweep simulates: the last micro-step of optimizer step 1 (buckets rebuilt, accumulation
+// window complete), moved later where the strategy changes with time: past PowerSGD's start_iter (default
+// 1000) so compression shows, and onto a local SGD step that averages parameters (past its warmup).
+std::int64_t representative_step(const StrategyConfig&);
+
+// The simulated step's ops as trace events (one process per rank, compute and comm tracks).
+std::vector<TraceEvent> trace_events(const SimStepResult&);
 
 // Simulates just one Schedule on the cluster's platform (world size = schedule.world_size), in a child
 // process. step_s = comm_s = the collective time (max over ranks of end - start); byte records as above.
@@ -79,8 +113,9 @@ struct ComputeSource {
 // (optimizer_s defaults to 0); otherwise std::runtime_error explaining both options.
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&);
 
-// Runs simulate_step for each world size and writes each as a completed run (source "simulated",
-// backend "simgrid", one step row per rank). Points already written stay when a later one fails
+// Runs simulate_step(representative_step(strategy)) for each world size and writes each as a completed
+// run (source "simulated", backend "simgrid", one step row per rank; the step simulated is in config_json's
+// simulation.step). Points already written stay when a later one fails
 // (the exception propagates). progress(done, total) is called after each point when given.
 std::vector<SweepPoint> simulate_sweep(const Scenario&, const StrategyConfig&, const std::vector<int>& worlds, Store&,
                                        const SimOptions& = {}, std::function<void(int, int)> progress = {});

@@ -1,0 +1,30 @@
+// Internal: replay of a strategy's StepPlan as SimGrid activities, the simulator's half of "one plan, two
+// executors". The runtime's PlanExecutor runs compute ops on the main thread and comm ops in order on a
+// comm thread; here each rank gets a compute actor and a comm actor on its host that do the same.
+#pragma once
+#include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab::sim {
+
+struct PlanJob {
+  ClusterConfig cluster;
+  SimOptions options;
+  const Strategy* strategy = nullptr;  // its bucketing is the one the plan refers to
+  const StepPlan* plan = nullptr;
+  double compute_s = 0, optimizer_s = 0;  // measured per (micro-)step, the whole model
+};
+
+// How long each op lasts on an idle host, from the measured times (see simulator.hpp).
+struct OpCosts {
+  double fb_flops = 0;        // forward + backward FLOPs of the plan (0 for a plan without compute)
+  double seconds_per_flop = 0;  // compute_s / fb_flops: the rate the measurement implies, for codec work
+  double compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const;
+};
+OpCosts op_costs(const StepPlan& plan, double compute_s);
+
+// Builds the engine and platform, runs the plan on every rank and collects the result (wall_s left 0).
+// Creates SimGrid's engine: call it at most once per process, i.e. inside run_in_child.
+SimStepResult run_plan_simulation(const PlanJob& job);
+
+}  // namespace ddplab::sim

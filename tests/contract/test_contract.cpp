@@ -1,0 +1,172 @@
+// Run under mpirun. The contract of "one plan, two executors": for a strategy, world size and step, the
+// runtime (PlanExecutor over MPI, real tensors) and the simulator (SimGrid replay of the same plan) send
+// exactly the same bytes from each rank to each peer, and the same bytes in each op of the plan.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/plan_executor.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab {
+namespace {
+
+Communicator* g_comm = nullptr;
+constexpr int kSteps = 3;  // steps 0..2: the first sync step, the bucket rebuild after it, and one more
+constexpr int kBatch = 16;
+
+struct Case {
+  std::string label;
+  StrategyConfig config;
+  int ranks_per_node = 1;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }  // gtest names the case in failures
+
+Case make_case(std::string label, std::string policy, std::string schedule, std::string codec = "none",
+               CodecOptions options = {}) {
+  Case c;
+  c.label = std::move(label);
+  c.config.name = c.label;
+  c.config.policy = std::move(policy);
+  c.config.schedule = std::move(schedule);
+  c.config.codec = std::move(codec);
+  c.config.codec_options = std::move(options);
+  // Caps small enough for several buckets on the small MLP, so the rebuild after step 0 changes them.
+  c.config.bucket_cap = 100000;
+  c.config.first_bucket_cap = 20000;
+  return c;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  v.push_back(make_case("overlap_ring", "overlap", "ring"));
+  Case hd = make_case("bucketed_halving_doubling", "bucketed", "halving_doubling");
+  hd.config.bucket_cap = 30000;
+  hd.config.first_bucket_cap = 5000;
+  v.push_back(hd);
+  v.push_back(make_case("overlap_double_binary_tree", "overlap", "double_binary_tree"));
+  Case hier = make_case("overlap_hierarchical_2_per_node", "overlap", "hierarchical");
+  hier.ranks_per_node = 2;
+  v.push_back(hier);
+  v.push_back(make_case("overlap_fp16", "overlap", "ring", "fp16"));
+  v.push_back(make_case("overlap_topk", "overlap", "ring", "topk", {{"ratio", "0.1"}}));
+  v.push_back(make_case("overlap_powersgd", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "0"}}));
+  v.push_back(make_case("zero1_ring", "zero1", "ring"));
+  Case local = make_case("local_sgd_direct", "local_sgd", "direct");
+  local.config.local_sgd_period = 1;  // averages at every step
+  v.push_back(local);
+  Case acc = make_case("accumulate_2_ring", "overlap", "ring");
+  acc.config.accumulate_steps = 2;
+  v.push_back(acc);
+  return v;
+}
+
+Scenario scenario() {
+  Scenario s;
+  s.name = "contract";
+  s.model.layers = {784, 64, 32, 10};
+  s.train.batch_size = kBatch;
+  s.train.seed = 7;
+  return s;
+}
+
+// What one rank sent at one step: bytes per peer (world entries) then bytes per plan op.
+using Sent = std::vector<std::uint64_t>;
+
+std::vector<Sent> run_runtime(const Scenario& sc, const Case& c) {
+  Communicator& comm = *g_comm;
+  const int n = comm.size(), features = sc.model.layers.front(), classes = sc.model.layers.back();
+  auto ops = make_ops("cpu");
+  Mlp model(*ops, sc.model.layers, kBatch);
+  model.init(sc.train.seed);
+  Strategy strategy(c.config, ModelSpec::mlp(sc.model.layers), {n, c.ranks_per_node, kBatch, sc.train.seed});
+  DeviceBuffer x(*ops, static_cast<std::size_t>(kBatch * features));
+  std::int32_t* y = ops->alloc_labels(kBatch);
+  std::vector<Sent> out;
+  {
+    PlanExecutor exec(comm, *ops, model, strategy, OptimizerConfig{});
+    std::mt19937 rng(1000u * static_cast<unsigned>(comm.rank()) + 1);
+    std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+    std::vector<float> hx(static_cast<std::size_t>(kBatch * features));
+    std::vector<std::int32_t> hy(kBatch);
+    for (int step = 0; step < kSteps; ++step) {
+      for (float& v : hx) v = pixel(rng);
+      for (auto& v : hy) v = static_cast<std::int32_t>(rng() % static_cast<unsigned>(classes));
+      ops->to_device(x.data(), hx.data(), hx.size());
+      ops->labels_to_device(y, hy.data(), hy.size());
+      const StepRecord rec = exec.run_step(step, x.data(), y, kBatch);
+      Sent s(static_cast<std::size_t>(n), 0);
+      for (const auto& [peer, bytes] : rec.bytes_to_peer) s.at(static_cast<std::size_t>(peer)) = bytes;
+      for (const OpRecord& op : rec.ops) s.push_back(op.bytes);
+      out.push_back(std::move(s));
+    }
+  }
+  ops->free_labels(y);
+  return out;
+}
+
+class Contract : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Contract, RuntimeAndSimulatorSendTheSameBytes) {
+  Communicator& comm = *g_comm;
+  const Case& c = GetParam();
+  const Scenario sc = scenario();
+  const int n = comm.size();
+  const std::vector<Sent> mine = run_runtime(sc, c);
+
+  std::uint64_t nonzero_steps = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const Sent& s = mine[static_cast<std::size_t>(step)];
+    std::vector<std::uint64_t> all(s.size() * static_cast<std::size_t>(n));  // every rank's Sent (same size)
+    comm.gather(s.data(), s.size() * sizeof(std::uint64_t), all.data(), 0);
+    if (comm.rank() != 0) continue;
+
+    const SimStepResult sim = simulate_step(sc, c.config, n, 1e-3, 1e-4, {}, {step, c.ranks_per_node});
+    std::map<std::pair<int, int>, std::uint64_t> runtime, simulated;
+    for (const auto& [pair, bytes] : sim.bytes_between)
+      if (bytes > 0) simulated[pair] = bytes;
+    const std::size_t ops = s.size() - static_cast<std::size_t>(n);
+    for (int r = 0; r < n; ++r) {
+      const std::uint64_t* row = all.data() + static_cast<std::size_t>(r) * s.size();
+      for (int peer = 0; peer < n; ++peer)
+        if (row[peer] > 0) runtime[{r, peer}] = row[peer];
+      const auto& trace = sim.ranks.at(static_cast<std::size_t>(r)).trace;
+      // No ASSERT between collectives: a rank returning early would leave the others waiting.
+      EXPECT_EQ(trace.size(), ops) << c.label << " step " << step;
+      for (std::size_t i = 0; i < ops && i < trace.size(); ++i)
+        EXPECT_EQ(trace[i].bytes, row[static_cast<std::size_t>(n) + i])
+            << c.label << " step " << step << " rank " << r << " op " << trace[i].name;
+    }
+    EXPECT_EQ(runtime, simulated) << c.label << " step " << step;
+    nonzero_steps += runtime.empty() ? 0 : 1;
+  }
+  if (comm.rank() == 0) {
+    EXPECT_GT(nonzero_steps, 0u) << c.label << ": nothing was sent, the comparison proves nothing";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Contract, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.label; });
+
+}  // namespace
+}  // namespace ddplab
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto comm = ddplab::make_mpi_communicator(&argc, &argv);
+  ddplab::g_comm = comm.get();
+  if (comm->rank() != 0) {
+    // One report is enough; failures on other ranks still fail the job through the exit code.
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  const int rc = RUN_ALL_TESTS();
+  int ok = rc == 0 ? 1 : 0;
+  comm->allreduce_min(&ok, 1);
+  return ok ? 0 : 1;
+}

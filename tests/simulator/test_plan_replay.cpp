@@ -1,0 +1,240 @@
+// Step plans on the simulator: bytes equal to the plan's schedules, overlap, accumulation, codec work,
+// sharded optimizer, the trace, and the step a sweep picks.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab {
+namespace {
+
+using PairBytes = std::map<std::pair<int, int>, std::uint64_t>;
+
+Scenario small() {
+  Scenario s;
+  s.name = "plantest";
+  s.model.layers = {784, 256, 128, 10};
+  s.train.batch_size = 32;
+  return s;
+}
+
+SimOptions alpha_beta() {
+  SimOptions o;
+  o.network_model = "CM02";
+  o.crosstraffic = false;
+  return o;
+}
+
+StrategyConfig strategy(std::string policy, std::string schedule, std::string codec = "none",
+                        CodecOptions options = {}) {
+  StrategyConfig c;
+  c.name = policy + "+" + schedule + "+" + codec;
+  c.policy = std::move(policy);
+  c.schedule = std::move(schedule);
+  c.codec = std::move(codec);
+  c.codec_options = std::move(options);
+  return c;
+}
+
+// What the plan says goes on the wire, computed without the simulator: every call's schedule, summed.
+PairBytes plan_bytes(const Scenario& sc, const StrategyConfig& c, int n, int rpn, std::int64_t step) {
+  const ModelSpec m = ModelSpec::mlp(sc.model.layers);
+  Strategy s(c, m, {n, rpn, sc.train.batch_size, sc.train.seed});
+  if (step >= c.accumulate_steps) s.observe_ready_order(m.expected_ready_order());
+  PairBytes out;
+  for (const PlanOp& op : s.plan(step).ops)
+    for (const CollectiveCall& call : op.calls) {
+      const Schedule sch = schedule_for_call(call, op.schedule, n, rpn);
+      for (int r = 0; r < n; ++r)
+        for (const auto& st : sch.ranks[static_cast<std::size_t>(r)])
+          for (const auto& snd : st.sends) out[{r, snd.peer}] += snd.chunk.count * elem_bytes(call.type);
+    }
+  std::erase_if(out, [](const auto& e) { return e.second == 0; });
+  return out;
+}
+
+PairBytes nonzero(PairBytes b) {
+  std::erase_if(b, [](const auto& e) { return e.second == 0; });
+  return b;
+}
+
+TEST(SimulatorPlan, BytesAreThoseOfThePlansSchedules) {
+  const Scenario sc = small();
+  std::vector<std::pair<StrategyConfig, int>> cases;  // strategy, ranks per node
+  cases.push_back({strategy("overlap", "ring"), 1});
+  StrategyConfig hd = strategy("bucketed", "halving_doubling");
+  hd.bucket_cap = 100000;
+  hd.first_bucket_cap = 20000;
+  cases.push_back({hd, 1});
+  cases.push_back({strategy("overlap", "double_binary_tree"), 1});
+  cases.push_back({strategy("overlap", "hierarchical"), 2});
+  cases.push_back({strategy("overlap", "ring", "fp16"), 1});
+  cases.push_back({strategy("overlap", "ring", "topk", {{"ratio", "0.1"}}), 1});
+  cases.push_back({strategy("overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "0"}}), 1});
+  cases.push_back({strategy("zero1", "ring"), 1});
+  cases.push_back({strategy("local_sgd", "direct"), 1});
+  for (const auto& [c, rpn] : cases)
+    for (int n : {3, 4}) {
+      const auto r = simulate_step(sc, c, n, 0.01, 0.001, alpha_beta(), {1, rpn});
+      const PairBytes expected = plan_bytes(sc, c, n, rpn, 1);
+      EXPECT_FALSE(expected.empty()) << c.name;
+      EXPECT_EQ(nonzero(r.bytes_between), expected) << c.name << " n=" << n;
+      for (int rank = 0; rank < n; ++rank) {
+        std::uint64_t sum = 0;
+        for (const auto& [pair, bytes] : expected)
+          if (pair.first == rank) sum += bytes;
+        EXPECT_EQ(r.bytes_sent[static_cast<std::size_t>(rank)], sum) << c.name << " rank " << rank;
+      }
+    }
+}
+
+TEST(SimulatorPlan, OverlapHidesCommBehindBackward) {
+  Scenario sc = small();
+  sc.model.layers = {784, 1024, 1024, 1024, 10};
+  const int n = 4;
+  StrategyConfig c = strategy("overlap", "ring");
+  c.bucket_cap = 1 << 20;  // several buckets, most of them ready before backward ends
+  const auto over = simulate_step(sc, c, n, 0.05, 0.005, alpha_beta(), {1, 1});
+  c.policy = "bucketed";
+  const auto after = simulate_step(sc, c, n, 0.05, 0.005, alpha_beta(), {1, 1});
+  EXPECT_LT(over.exposed_comm_s, 0.5 * over.comm_s);
+  // After backward only the optimizer updates of earlier buckets can hide the later buckets' comm.
+  EXPECT_GE(after.exposed_comm_s, after.comm_s - after.optimizer_s - 1e-9);
+  EXPECT_LT(over.step_s, after.step_s);
+  for (const auto* r : {&over, &after})
+    for (const SimRankTimes& t : r->ranks) {
+      // The compute stream is always working or waiting, so its times add up to the step.
+      EXPECT_NEAR(t.step_s, t.compute_s + t.optimizer_s + t.exposed_comm_s, 1e-9);
+      EXPECT_NEAR(t.compute_s, 0.05, 1e-7);  // no codec work competes for the CPU
+      EXPECT_NEAR(t.optimizer_s, 0.005, 1e-7);
+    }
+}
+
+TEST(SimulatorPlan, AccumulationMicroStepsOnlyCompute) {
+  const Scenario sc = small();
+  StrategyConfig c = strategy("overlap", "ring");
+  c.accumulate_steps = 2;
+  const auto quiet = simulate_step(sc, c, 3, 0.01, 0.002, alpha_beta(), {2, 1});
+  EXPECT_TRUE(nonzero(quiet.bytes_between).empty());
+  EXPECT_EQ(quiet.comms, 0u);
+  EXPECT_NEAR(quiet.step_s, 0.01, 1e-7);
+  EXPECT_EQ(quiet.optimizer_s, 0.0);
+  const auto sync = simulate_step(sc, c, 3, 0.01, 0.002, alpha_beta(), {3, 1});
+  EXPECT_EQ(nonzero(sync.bytes_between), plan_bytes(sc, c, 3, 1, 3));
+  EXPECT_GT(sync.step_s, 0.012);
+}
+
+TEST(SimulatorPlan, TraceFollowsThePlan) {
+  Scenario sc = small();
+  StrategyConfig c = strategy("overlap", "ring");
+  c.bucket_cap = 200000;
+  c.first_bucket_cap = 50000;
+  const auto r = simulate_step(sc, c, 3, 0.02, 0.002, alpha_beta(), {1, 1});
+  const ModelSpec m = ModelSpec::mlp(sc.model.layers);
+  Strategy s(c, m, {3, 1, sc.train.batch_size, sc.train.seed});
+  s.observe_ready_order(m.expected_ready_order());
+  const StepPlan plan = s.plan(1);
+  for (const SimRankTimes& t : r.ranks) {
+    ASSERT_EQ(t.trace.size(), plan.ops.size());
+    EXPECT_EQ(t.trace[0].name, "forward");
+    EXPECT_EQ(t.trace[1].name, "backward 2");
+    double compute_end = 0;
+    std::uint64_t bytes = 0;
+    for (const PlanOp& op : plan.ops) {
+      const SimOpRecord& rec = t.trace[static_cast<std::size_t>(op.id)];
+      EXPECT_EQ(rec.stream, is_comm(op.kind) ? "comm" : "compute");
+      EXPECT_LE(rec.start_s, rec.end_s);
+      for (int d : op.deps) EXPECT_GE(rec.start_s, t.trace[static_cast<std::size_t>(d)].end_s - 1e-12) << rec.name;
+      if (!is_comm(op.kind)) {
+        EXPECT_GE(rec.start_s, compute_end - 1e-12);  // one op at a time on the compute stream
+        compute_end = rec.end_s;
+      }
+      if (is_comm(op.kind)) {
+        EXPECT_GT(rec.bytes, 0u) << rec.name;
+      }
+      bytes += rec.bytes;
+    }
+    EXPECT_NEAR(t.step_s, compute_end, 1e-12);
+    EXPECT_EQ(bytes, r.bytes_sent[static_cast<std::size_t>(&t - r.ranks.data())]);
+  }
+  const auto events = trace_events(r);
+  EXPECT_EQ(events.size(), 3 * plan.ops.size());
+}
+
+TEST(SimulatorPlan, CodecWorkRunsAtTheMeasuredRate) {
+  const Scenario sc = small();
+  const int n = 2;
+  const double compute_s = 0.1;
+  const StrategyConfig c = strategy("flat", "ring", "fp16");
+  const auto r = simulate_step(sc, c, n, compute_s, 0.0, alpha_beta(), {1, 1});
+  // Flat: the codec works after backward, alone on the CPU, at the rate compute_s implies.
+  const ModelSpec m = ModelSpec::mlp(sc.model.layers);
+  Strategy s(c, m, {n, 1, sc.train.batch_size, sc.train.seed});
+  const StepPlan plan = s.plan(1);
+  double fb = 0;
+  for (const PlanOp& op : plan.ops)
+    if (op.kind == OpKind::Forward || op.kind == OpKind::Backward) fb += op.flops;
+  const PlanOp& sync = plan.ops.at(plan.ops.size() - 2);
+  ASSERT_EQ(sync.kind, OpKind::SyncGrads);
+  const double codec_s = sync.calls.at(0).flops_before * compute_s / fb;
+  const auto wire = simulate_schedule(sc.cluster, schedule_for_call(sync.calls[0], "ring", n, 1), 2, alpha_beta());
+  EXPECT_NEAR(r.compute_s, compute_s, 1e-7);
+  EXPECT_NEAR(r.comm_s, codec_s + wire.step_s, 1e-6 * r.comm_s);
+}
+
+TEST(SimulatorPlan, CodecWorkContendsWithBackwardForTheCpu) {
+  Scenario sc = small();
+  sc.model.layers = {784, 1024, 1024, 1024, 10};
+  StrategyConfig c = strategy("overlap", "ring", "topk", {{"ratio", "0.01"}});
+  c.bucket_cap = 1 << 20;
+  const auto r = simulate_step(sc, c, 2, 0.05, 0.0, alpha_beta(), {1, 1});
+  // Top-k of a bucket runs on the comm stream while backward goes on: both slow down on the shared core.
+  EXPECT_GT(r.compute_s, 0.05 * 1.001);
+}
+
+TEST(SimulatorPlan, ShardOptimizerGetsItsShare) {
+  const Scenario sc = small();
+  const int n = 3;
+  const StrategyConfig c = strategy("zero1", "ring");
+  const auto r = simulate_step(sc, c, n, 0.01, 0.03, alpha_beta(), {1, 1});
+  const ModelSpec m = ModelSpec::mlp(sc.model.layers);
+  Strategy s(c, m, {n, 1, sc.train.batch_size, sc.train.seed});
+  s.observe_ready_order(m.expected_ready_order());
+  double sum = 0;
+  for (int rank = 0; rank < n; ++rank) {
+    std::size_t mine = 0;
+    for (const Bucket& b : s.bucketing().buckets) mine += chunk_of(b.count, n, rank).count;
+    const double expected = 0.03 * static_cast<double>(mine) / static_cast<double>(m.parameter_count());
+    EXPECT_NEAR(r.ranks[static_cast<std::size_t>(rank)].optimizer_s, expected, 1e-9) << rank;
+    sum += r.ranks[static_cast<std::size_t>(rank)].optimizer_s;
+  }
+  EXPECT_NEAR(sum, 0.03, 1e-8);
+}
+
+TEST(SimulatorPlan, SweepStepReflectsTheStrategy) {
+  EXPECT_EQ(representative_step(StrategyConfig{}), 1);
+  StrategyConfig c;
+  c.accumulate_steps = 4;
+  EXPECT_EQ(representative_step(c), 7);
+  c = strategy("overlap", "ring", "powersgd");
+  EXPECT_EQ(representative_step(c), 1000);  // PowerSGD's default start_iter
+  c.codec_options = {{"start_iter", "0"}};
+  EXPECT_EQ(representative_step(c), 1);
+  c = strategy("local_sgd", "ring");
+  c.local_sgd_period = 4;
+  EXPECT_EQ(representative_step(c), 3);  // (3 + 1) % 4 == 0: this step averages
+  c.local_sgd_warmup = 10;
+  EXPECT_EQ(representative_step(c), 13);
+
+  // At the sweep's step PowerSGD compresses: far fewer bytes than the plain allreduce of step 0.
+  const Scenario sc = small();
+  const StrategyConfig p = strategy("overlap", "ring", "powersgd", {{"rank", "2"}});
+  const auto plain = simulate_step(sc, p, 3, 0.01, 0.0, alpha_beta(), {0, 1});
+  const auto compressed = simulate_step(sc, p, 3, 0.01, 0.0, alpha_beta(), {representative_step(p), 1});
+  EXPECT_LT(compressed.bytes_sent[0] * 10, plain.bytes_sent[0]);
+}
+
+}  // namespace
+}  // namespace ddplab
