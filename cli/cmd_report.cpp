@@ -15,6 +15,7 @@ void add_report(CLI::App& app) {
   struct Args {
     std::string db = kDefaultDb, out;
     bool csv = false, json = false;
+    std::optional<double> target;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
@@ -22,11 +23,18 @@ void add_report(CLI::App& app) {
   auto* csv = cmd->add_flag("--csv", a->csv, "CSV, one row per run");
   cmd->add_flag("--json", a->json, "JSON, runs with their summaries and evaluations")->excludes(csv);
   cmd->add_option("-o,--output", a->out, "Write to this file instead of standard output");
+  cmd->add_option("--target-accuracy", a->target, "Add the time (s) each run took to reach this test accuracy")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([a] {
     if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
     const auto runs = store.summaries();
-    const std::string text = a->csv ? report_csv(runs) : a->json ? report_json(store, runs) : report_table(runs);
+    std::vector<std::optional<double>> tta;
+    if (a->target)
+      for (const auto& r : runs) tta.push_back(time_to_accuracy(store, r.run.id, *a->target));
+    const std::string text = a->csv    ? report_csv(runs, a->target, tta)
+                             : a->json ? report_json(store, runs)
+                                       : report_table(runs, a->target, tta);
     if (a->out.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {

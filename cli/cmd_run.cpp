@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
@@ -34,13 +35,26 @@ int run_scenario(const RunRequest& req) {
     WorkerOptions opt;
     opt.db_path = req.db;
     opt.progress = req.progress;
+    opt.trace_path = req.trace;
+    opt.trace_first = req.trace_first;
+    opt.trace_last = req.trace_last;
     return run_worker(sc, *comm, opt);
+  }
+  if (!req.trace.empty()) {
+    // Fail now, not after training: the trace is written at the end of each strategy.
+    const auto dir = std::filesystem::path(req.trace).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
   const int np = req.np.value_or(sc.cluster.world_size);
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
+  if (!req.trace.empty())
+    args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
+                             std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
   const LaunchPlan plan = plan_launch(np, args);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
@@ -66,6 +80,23 @@ void add_run(CLI::App& app) {
   cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps)");
+  cmd->add_option("--trace", req->trace, "Write a Chrome trace JSON (Perfetto) of the steps chosen by --trace-steps");
+  cmd->add_option_function<std::string>(
+         "--trace-steps",
+         [req](const std::string& v) {
+           const auto colon = v.find(':');
+           try {
+             if (colon == std::string::npos) throw std::invalid_argument(v);
+             req->trace_first = std::stoll(v.substr(0, colon));
+             req->trace_last = std::stoll(v.substr(colon + 1));
+           } catch (const std::exception&) {
+             throw CLI::ValidationError("--trace-steps", "expected FIRST:LAST (steps FIRST..LAST-1), got \"" + v + "\"");
+           }
+           if (req->trace_first < 0 || req->trace_last <= req->trace_first)
+             throw CLI::ValidationError("--trace-steps", "expected 0 <= FIRST < LAST, got \"" + v + "\"");
+         },
+         "Steps to trace, FIRST:LAST (default 10:13)")
+      ->needs("--trace");
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")
       ->group("");  // internal: passed by the launcher to the ranks
   cmd->footer(

@@ -1,5 +1,6 @@
 // The ddplab subcommands. Each returns the process exit code.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ struct RunRequest {
   std::optional<int> np;
   std::optional<int> max_steps;
   bool progress = false;  // set on the worker command line by the launcher
+  std::string trace;      // Chrome trace of steps [trace_first, trace_last)
+  std::int64_t trace_first = 10, trace_last = 13;
 };
 int run_scenario(const RunRequest& req);
 

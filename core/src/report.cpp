@@ -57,19 +57,29 @@ json embedded(const std::string& text) {
 
 }  // namespace
 
-std::string report_table(const std::vector<RunSummary>& runs) {
+std::optional<double> time_to_accuracy(const Store& store, std::int64_t run, double target) {
+  for (const auto& e : store.evaluations(run))  // ordered by step
+    if (std::isfinite(e.test_accuracy) && e.test_accuracy >= target) return e.wall_s;
+  return std::nullopt;
+}
+
+std::string report_table(const std::vector<RunSummary>& runs, std::optional<double> target,
+                         const std::vector<std::optional<double>>& time_to_target) {
   struct Column {
     const char* title;
     bool right;  // numbers right-aligned, names left-aligned
   };
-  const std::vector<Column> cols = {
+  std::vector<Column> cols = {
       {"id", true},         {"scenario", false},  {"strategy", false},  {"source", false},
       {"backend", false},   {"world", true},      {"status", false},    {"steps", true},
       {"samples/s", true},  {"step ms", true},    {"compute ms", true}, {"comm ms", true},
       {"exposed ms", true}, {"MB/step", true},    {"final loss", true}, {"final acc", true},
   };
+  const std::string tta_title = target ? fmt::format("s to {:.3g}", *target) : "";
+  if (target) cols.push_back({tta_title.c_str(), true});
   std::vector<std::vector<std::string>> rows;
-  for (const auto& s : runs) {
+  for (std::size_t row = 0; row < runs.size(); ++row) {
+    const RunSummary& s = runs[row];
     const auto& r = s.run;
     rows.push_back({
         std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
@@ -83,6 +93,7 @@ std::string report_table(const std::vector<RunSummary>& runs) {
         fixed(s.final_loss, 4),
         fixed(s.final_accuracy, 4),
     });
+    if (target) rows.back().push_back(fixed(row < time_to_target.size() ? time_to_target[row] : std::nullopt, 1));
   }
   std::vector<std::size_t> width(cols.size());
   for (std::size_t c = 0; c < cols.size(); ++c) {
@@ -106,20 +117,24 @@ std::string report_table(const std::vector<RunSummary>& runs) {
   return out;
 }
 
-std::string report_csv(const std::vector<RunSummary>& runs) {
+std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double> target,
+                       const std::vector<std::optional<double>>& time_to_target) {
   // Raw units (seconds, bytes) at full precision: this is for further processing.
   std::string out =
       "id,scenario,strategy,source,backend,world_size,batch_size,status,version,started_at,ended_at,steps,"
-      "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy\n";
-  for (const auto& s : runs) {
+      "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy";
+  out += target ? ",time_to_target_s\n" : "\n";
+  for (std::size_t row = 0; row < runs.size(); ++row) {
+    const RunSummary& s = runs[row];
     const auto& r = s.run;
-    const std::vector<std::string> fields = {
+    std::vector<std::string> fields = {
         std::to_string(r.id), r.info.scenario, r.info.strategy, r.info.source, r.info.backend,
         std::to_string(r.info.world_size), std::to_string(r.info.batch_size), r.status, r.version,
         r.started_at, r.ended_at, std::to_string(s.steps), exact(s.samples_per_s), exact(s.step_s),
         exact(s.compute_s), exact(s.comm_s), exact(s.exposed_comm_s), exact(s.optimizer_s),
         exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy),
     };
+    if (target) fields.push_back(exact(row < time_to_target.size() ? time_to_target[row] : std::nullopt));
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i) out += ',';
       out += csv_field(fields[i]);

@@ -188,6 +188,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   exec_.reset_counters();
   if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
   t0_ = Clock::now();
+  rec.start = t0_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_.assign(plan.ops.size(), 0);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/store.hpp"
+#include "ddplab/core/trace.hpp"
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/evaluation.hpp"
@@ -96,6 +97,66 @@ void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* sto
   if (store) store->flush();
   mine.clear();
 }
+
+// The timeline of the traced steps: rank 0 collects every rank's events and writes one Chrome trace.
+class TraceCollector {
+ public:
+  TraceCollector(const WorkerOptions& opt, const std::string& strategy, bool several, Clock::time_point origin)
+      : opt_(opt), origin_(origin) {
+    if (opt.trace_path.empty()) return;
+    path_ = opt.trace_path;
+    if (several) {
+      const auto dot = path_.rfind('.');
+      path_ = dot == std::string::npos || path_.find('/', dot) != std::string::npos
+                  ? path_ + "." + strategy
+                  : path_.substr(0, dot) + "." + strategy + path_.substr(dot);
+    }
+  }
+  void add(int rank, std::int64_t step, const StepRecord& rec) {
+    if (path_.empty() || step < opt_.trace_first || step >= opt_.trace_last) return;
+    const double base = std::chrono::duration<double>(rec.start - origin_).count();
+    for (const OpRecord& op : rec.ops) {
+      if (op.end_s <= op.start_s && op.bytes == 0) continue;  // never ran (e.g. an empty bucket)
+      nlohmann::json args = {{"step", step}};
+      if (is_comm(op.kind)) args["bytes"] = op.bytes;
+      mine_.push_back({{"rank", rank}, {"track", is_comm(op.kind) ? "comm" : "compute"},
+                       {"name", std::string(op_name(op.kind)) + (op.index >= 0 ? " " + std::to_string(op.index) : "")},
+                       {"start_s", base + op.start_s}, {"dur_s", op.end_s - op.start_s}, {"args", args}});
+    }
+  }
+  // Collective: every rank calls it. Returns the path written (rank 0), or "".
+  std::string write(Communicator& comm, const nlohmann::json& metadata) {
+    if (path_.empty()) return "";
+    const std::string text = mine_.dump();
+    const long long len = static_cast<long long>(text.size());
+    std::vector<long long> lens(static_cast<std::size_t>(comm.size()));
+    comm.gather(&len, sizeof len, lens.data(), 0);
+    std::vector<std::string> texts(static_cast<std::size_t>(comm.size()));
+    if (comm.rank() == 0) {
+      for (int r = 1; r < comm.size(); ++r) {
+        texts[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+        comm.irecv(texts[static_cast<std::size_t>(r)].data(), texts[static_cast<std::size_t>(r)].size(), r, 7);
+      }
+    } else {
+      comm.isend(text.data(), text.size(), 0, 7);
+    }
+    comm.wait_all();
+    if (comm.rank() != 0) return "";
+    texts[0] = text;
+    std::vector<TraceEvent> events;
+    for (const std::string& t : texts)
+      for (const auto& e : nlohmann::json::parse(t))
+        events.push_back({e["rank"], e["track"], e["name"], e["start_s"], e["dur_s"], e["args"]});
+    write_chrome_trace(path_, events, metadata);
+    return path_;
+  }
+
+ private:
+  const WorkerOptions& opt_;
+  Clock::time_point origin_;
+  std::string path_;
+  nlohmann::json mine_ = nlohmann::json::array();
+};
 
 // Every rank compares its parameters with rank 0's, bit for bit. Returns "" or a message naming the ranks.
 std::string check_identical(Communicator& comm, Ops& ops, Mlp& model, const Fault& fault) {
@@ -181,6 +242,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   std::vector<StepMetrics> pending;
   Progress progress(opt.progress && rank == 0, st.name, total_steps);
   const auto start = Clock::now();
+  // All ranks share the machine's monotonic clock, so rank 0's start is a common origin for the trace.
+  Clock::time_point origin = start;
+  comm.broadcast(&origin, sizeof origin, 0);
+  TraceCollector trace(opt, st.name, sc.strategies.size() > 1, origin);
   std::int64_t step = 0, samples_total = 0;
   double last_loss = 0;
 
@@ -210,6 +275,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
       ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
       const StepRecord rec = executor.run_step(step, x.data(), y, b);
+      trace.add(rank, step, rec);
       m.loss = rec.loss;
       if (!std::isfinite(m.loss))
         throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
@@ -241,6 +307,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   comm.gather(&res, sizeof res, all.data(), 0);
   if (store)
     for (const auto& r : all) store->add_resources(run, r);
+
+  const std::string trace_file = trace.write(comm, {{"scenario", sc.name}, {"strategy", st.to_json()}, {"world_size", world}});
+  if (!trace_file.empty()) std::printf("trace of steps %lld..%lld written to %s\n", static_cast<long long>(opt.trace_first),
+                                       static_cast<long long>(opt.trace_last - 1), trace_file.c_str());
 
   StrategyOutcome out;
   out.error = check_identical(comm, *ops, model, fault);

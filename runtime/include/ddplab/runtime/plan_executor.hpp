@@ -33,6 +33,7 @@ struct OpRecord {
 };
 
 struct StepRecord {
+  std::chrono::steady_clock::time_point start;  // OpRecord times are relative to this
   double compute_s = 0;        // forward + backward
   double comm_s = 0;           // comm ops in flight (they run one at a time on the comm thread)
   double exposed_comm_s = 0;   // time the compute thread waited for comm

@@ -1,6 +1,7 @@
 // Data-parallel training of one scenario on this rank: every strategy of the scenario in turn, on the same
 // data and seed, measured per step and stored by rank 0.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "ddplab/core/scenario.hpp"
@@ -12,6 +13,9 @@ struct WorkerOptions {
   std::string db_path = "results/ddplab.db";
   bool progress = false;   // live progress line on rank 0 (the launcher sets it when it runs on a terminal)
   int flush_every = 50;    // steps between gathers of per-rank metrics to rank 0
+  std::string trace_path;  // Chrome trace JSON of steps [trace_first, trace_last); empty = none. With several
+                           // strategies, each gets its own file: trace.json -> trace.<strategy>.json
+  std::int64_t trace_first = 0, trace_last = 0;
 };
 
 // Returns the process exit code: 0 when every strategy completed and the final parameters of all ranks are
