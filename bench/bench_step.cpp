@@ -1,12 +1,10 @@
-// Google Benchmark: one training step's compute (forward + backward + SGD) of the default MLP on one
-// thread, and the in-memory cost of the ring schedule's reduction, the two things the CPU runtime spends
-// its time on besides the wire.
+// Google Benchmark: one training step's compute (forward + backward + SGD) of the default MLP on one thread,
+// what the CPU runtime spends its time on besides the wire.
 #include <benchmark/benchmark.h>
 
 #include <random>
 
 #include "ddplab/runtime/mlp.hpp"
-#include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
 namespace {
@@ -36,13 +34,6 @@ void BM_MlpStep(benchmark::State& state) {
   state.counters["samples/s"] = benchmark::Counter(batch, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_MlpStep)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
-
-void BM_RingScheduleBuild(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(ring_allreduce(n, 2913290));
-  state.SetItemsProcessed(state.iterations() * 2 * (n - 1) * n);  // sends
-}
-BENCHMARK(BM_RingScheduleBuild)->Arg(8)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace ddplab
