@@ -39,6 +39,10 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args) {
   // Ranks share the cores: pinning each to one core would stack oversubscribed ranks; let the OS spread them.
   for (const char* arg : {"--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
     p.argv.push_back(arg);
+  // Each rank runs a compute thread and a communication thread. When they outnumber the cores, Open MPI's
+  // busy polling in a waiting collective steals the core the compute thread needs: make it yield instead.
+  if (2u * static_cast<unsigned>(np) > cores)
+    for (const char* arg : {"--mca", "mpi_yield_when_idle", "1"}) p.argv.push_back(arg);
   p.argv.push_back(self_executable());
   p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
   return p;

@@ -208,6 +208,12 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     // Compute ops only wait on comm ops (compute ops before them ran on this thread already).
     rec.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
   };
+  // Only compute ops that a comm op waits for need to wake the comm thread; waking it for every op would
+  // let it preempt compute on a machine with no spare core.
+  std::vector<char> wakes_comm(plan.ops.size(), 0);
+  for (const PlanOp& op : plan.ops)
+    if (is_comm(op.kind))
+      for (int d : op.deps) wakes_comm[static_cast<std::size_t>(d)] = 1;
   for (const PlanOp& op : plan.ops) {
     if (is_comm(op.kind)) {
       {
@@ -227,7 +233,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
       std::lock_guard<std::mutex> lock(mu_);
       done_[static_cast<std::size_t>(op.id)] = 1;
     }
-    cv_.notify_all();
+    if (wakes_comm[static_cast<std::size_t>(op.id)]) cv_.notify_all();
   }
   // Comm that is still running when compute is done is exposed too.
   std::vector<int> all(plan.ops.size());
