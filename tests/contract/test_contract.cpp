@@ -3,6 +3,8 @@
 // exactly the same bytes from each rank to each peer, and the same bytes in each op of the plan.
 #include <gtest/gtest.h>
 
+#include "mpi_test_main.hpp"
+
 #include <map>
 #include <random>
 #include <string>
@@ -15,7 +17,6 @@
 namespace ddplab {
 namespace {
 
-Communicator* g_comm = nullptr;
 constexpr int kSteps = 3;  // steps 0..2: the first sync step, the bucket rebuild after it, and one more
 constexpr int kBatch = 16;
 
@@ -155,18 +156,3 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Contract, ::testing::ValuesIn(cases()),
 
 }  // namespace
 }  // namespace ddplab
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = ddplab::make_mpi_communicator(&argc, &argv);
-  ddplab::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    // One report is enough; failures on other ranks still fail the job through the exit code.
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int ok = rc == 0 ? 1 : 0;
-  comm->allreduce_min(&ok, 1);
-  return ok ? 0 : 1;
-}

@@ -2,6 +2,8 @@
 // reference sum that every rank computes for itself.
 #include <gtest/gtest.h>
 
+#include "mpi_test_main.hpp"
+
 #include <cmath>
 
 #include "ddplab/runtime/communicator.hpp"
@@ -10,8 +12,6 @@
 
 namespace ddplab {
 namespace {
-
-Communicator* g_comm = nullptr;
 
 // Values that sum exactly in float, in any order, so results can be compared bit for bit.
 float value(int rank, std::size_t i) { return static_cast<float>((rank + 1) * 3 + static_cast<int>(i % 97)); }
@@ -117,18 +117,3 @@ TEST(MpiCollectives, BroadcastAndGather) {
 
 }  // namespace
 }  // namespace ddplab
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = ddplab::make_mpi_communicator(&argc, &argv);
-  ddplab::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    // One report is enough; failures on other ranks still fail the job through the exit code.
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int ok = rc == 0 ? 1 : 0;
-  comm->allreduce_min(&ok, 1);
-  return ok ? 0 : 1;
-}
