@@ -18,6 +18,7 @@ void add_run(CLI::App& app);
 void add_simulate(CLI::App& app);
 void add_report(CLI::App& app);
 void add_demo(CLI::App& app);
+void add_bench(CLI::App& app);
 
 // Shared by run and demo.
 struct RunRequest {

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_simulate(app);
   ddplab::cli::add_report(app);
   ddplab::cli::add_demo(app);
+  ddplab::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -49,6 +50,7 @@ class Stmt {
   Stmt& bind(int i, double v) {
     return check(std::isnan(v) ? sqlite3_bind_null(st_, i) : sqlite3_bind_double(st_, i, v));
   }
+  Stmt& bind(int i, const std::optional<std::int64_t>& v) { return v ? bind(i, *v) : check(sqlite3_bind_null(st_, i)); }
 
   // true while a row is available; throws on error.
   bool step() {
@@ -73,6 +75,7 @@ class Stmt {
   // NULL reads back as NaN.
   double real(int c) const { return null(c) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(st_, c); }
   std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional(sqlite3_column_double(st_, c)); }
+  std::optional<std::int64_t> opt_i64(int c) const { return null(c) ? std::nullopt : std::optional(i64(c)); }
   std::string text(int c) const {
     auto p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
     return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, c))) : std::string();
@@ -107,7 +110,8 @@ std::string utc_now() {
   return buf;
 }
 
-// Schema version 1. Metric columns are nullable so NaN (stored as NULL) never violates a constraint.
+// Schema version 1, as first shipped; later versions are migrations on top of it, so a new file and a
+// migrated old one end up identical. Metric columns are nullable so NaN (stored as NULL) never violates a constraint.
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS runs(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -145,6 +149,44 @@ CREATE TABLE IF NOT EXISTS resources(
   cpu_s REAL, wall_s REAL);
 CREATE INDEX IF NOT EXISTS resources_by_run ON resources(run_id, rank);
 )sql";
+
+// Version 2: collective benchmarks (`ddplab bench collectives`), one bench_runs row per invocation and one
+// collective_bench row per (schedule, size). To compare schedules across benches, join on bench_id.
+constexpr const char* kMigrateTo2 = R"sql(
+CREATE TABLE IF NOT EXISTS bench_runs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  world_size INTEGER NOT NULL CHECK(world_size >= 1),
+  ranks_per_node INTEGER NOT NULL CHECK(ranks_per_node >= 1),
+  iters INTEGER NOT NULL,
+  warmup INTEGER NOT NULL,
+  config TEXT NOT NULL,
+  host_info TEXT NOT NULL,
+  version TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  ended_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running','completed','failed')));
+CREATE TABLE IF NOT EXISTS collective_bench(
+  id INTEGER PRIMARY KEY,
+  bench_id INTEGER NOT NULL REFERENCES bench_runs(id) ON DELETE CASCADE,
+  schedule TEXT NOT NULL,
+  collective TEXT NOT NULL,
+  type TEXT NOT NULL,
+  bytes INTEGER NOT NULL CHECK(bytes >= 0),
+  count INTEGER NOT NULL CHECK(count >= 0),
+  time_us REAL, algbw_gbs REAL, busbw_gbs REAL,
+  wrong INTEGER);
+CREATE INDEX IF NOT EXISTS collective_bench_by_bench ON collective_bench(bench_id, schedule, bytes);
+)sql";
+
+// Migrations in order; migration i takes a file from version to - 1 to version `to`.
+struct Migration {
+  int to;
+  const char* sql;
+};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}};
+static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
     "id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
@@ -187,13 +229,15 @@ struct Store::Pending {
   std::vector<std::pair<std::int64_t, StepMetrics>> steps;
   std::vector<std::pair<std::int64_t, Evaluation>> evals;
   std::vector<std::pair<std::int64_t, Resources>> res;
-  Stmt ins_step, ins_eval, ins_res;
+  std::vector<std::pair<std::int64_t, CollectiveBenchRow>> bench;
+  Stmt ins_step, ins_eval, ins_res, ins_bench;
 
-  std::size_t size() const { return steps.size() + evals.size() + res.size(); }
+  std::size_t size() const { return steps.size() + evals.size() + res.size() + bench.size(); }
   void clear() {
     steps.clear();
     evals.clear();
     res.clear();
+    bench.clear();
   }
 
   // One transaction for everything pending. On failure it rolls back and drops the batch, so that a
@@ -218,12 +262,18 @@ struct Store::Pending {
         ins_res.reset();
         ins_res.bind(1, run).bind(2, r.rank).bind(3, r.peak_rss_bytes).bind(4, r.cpu_s).bind(5, r.wall_s).run();
       }
+      for (auto& [id, b] : bench) {
+        ins_bench.reset();
+        ins_bench.bind(1, id).bind(2, b.schedule).bind(3, b.collective).bind(4, b.type).bind(5, b.bytes);
+        ins_bench.bind(6, b.count).bind(7, b.time_us).bind(8, b.algbw_gbs).bind(9, b.busbw_gbs).bind(10, b.wrong).run();
+      }
       exec(db, path, "COMMIT", "commit batch");
     } catch (const StoreError& e) {
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       ins_step.reset();
       ins_eval.reset();
       ins_res.reset();
+      ins_bench.reset();
       clear();
       throw StoreError(fmt::format("{} ({} pending rows dropped)", e.what(), n));
     }
@@ -266,10 +316,17 @@ Store::Store(const std::string& path, int batch_rows)
           path, *stored, kSchemaVersion, version()));
     exec(db_, path, kSchema, "apply schema");
     if (!stored) {
-      Stmt s(db_, path_, "INSERT INTO schema_version(version) VALUES(?1)");
-      s.bind(1, kSchemaVersion).run();
+      Stmt s(db_, path_, "INSERT INTO schema_version(version) VALUES(1)");
+      s.run();
+      stored = 1;
     }
-    // Future versions migrate here, from *stored up to kSchemaVersion.
+    // Bring the file up to this build's version, in the same transaction: all or nothing.
+    for (const Migration& m : kMigrations) {
+      if (m.to <= *stored) continue;
+      exec(db_, path, m.sql, fmt::format("migrate schema to version {}", m.to).c_str());
+      Stmt s(db_, path_, "UPDATE schema_version SET version = ?1");
+      s.bind(1, m.to).run();
+    }
     exec(db_, path, "COMMIT", "commit schema");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -284,6 +341,9 @@ Store::Store(const std::string& path, int batch_rows)
                             "macro_precision, macro_recall) VALUES(?1,?2,?3,?4,?5,?6,?7)");
   pending_->ins_res = Stmt(db_, path_,
                            "INSERT INTO resources(run_id, rank, peak_rss_bytes, cpu_s, wall_s) VALUES(?1,?2,?3,?4,?5)");
+  pending_->ins_bench = Stmt(db_, path_,
+                             "INSERT INTO collective_bench(bench_id, schedule, collective, type, bytes, count, time_us, "
+                             "algbw_gbs, busbw_gbs, wrong) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
 
   guard.released = true;  // the Store owns the connection now
 }
@@ -490,6 +550,86 @@ std::optional<std::int64_t> Store::latest_measured(const std::string& scenario, 
   s.bind(1, scenario).bind(2, strategy);
   if (!s.step()) return std::nullopt;
   return s.i64(0);
+}
+
+std::int64_t Store::begin_bench(const BenchInfo& info) {
+  Stmt s(db_, path_,
+         "INSERT INTO bench_runs(kind, backend, world_size, ranks_per_node, iters, warmup, config, host_info, "
+         "version, started_at, ended_at, status) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,NULL,'running')");
+  s.bind(1, info.kind).bind(2, info.backend).bind(3, info.world_size).bind(4, info.ranks_per_node);
+  s.bind(5, info.iters).bind(6, info.warmup).bind(7, info.config_json).bind(8, info.host_info);
+  s.bind(9, std::string(version())).bind(10, utc_now()).run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::add_bench_row(std::int64_t bench, const CollectiveBenchRow& row) {
+  pending_->bench.emplace_back(bench, row);
+  if (pending_->size() >= static_cast<std::size_t>(batch_rows_)) flush();
+}
+
+void Store::finish_bench(std::int64_t bench, const std::string& status) {
+  if (status != "completed" && status != "failed")
+    throw StoreError(fmt::format(
+        "results store {}: finish_bench({}): status must be \"completed\" or \"failed\", not \"{}\"", path_, bench, status));
+  std::optional<StoreError> flush_error;
+  try {
+    flush();
+  } catch (const StoreError& e) {
+    flush_error = e;
+  }
+  Stmt s(db_, path_, "UPDATE bench_runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
+  s.bind(1, status).bind(2, utc_now()).bind(3, bench).run();
+  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_bench: no bench with id {}", path_, bench));
+  if (flush_error) throw *flush_error;
+}
+
+std::vector<BenchRunRow> Store::benches() const {
+  pending_->flush(db_, path_);
+  std::vector<BenchRunRow> out;
+  Stmt s(db_, path_,
+         "SELECT id, kind, backend, world_size, ranks_per_node, iters, warmup, config, host_info, version, "
+         "started_at, ended_at, status FROM bench_runs ORDER BY id");
+  while (s.step()) {
+    BenchRunRow b;
+    b.id = s.i64(0);
+    b.info.kind = s.text(1);
+    b.info.backend = s.text(2);
+    b.info.world_size = s.i32(3);
+    b.info.ranks_per_node = s.i32(4);
+    b.info.iters = s.i32(5);
+    b.info.warmup = s.i32(6);
+    b.info.config_json = s.text(7);
+    b.info.host_info = s.text(8);
+    b.version = s.text(9);
+    b.started_at = s.text(10);
+    b.ended_at = s.text(11);
+    b.status = s.text(12);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::vector<CollectiveBenchRow> Store::bench_rows(std::int64_t bench) const {
+  pending_->flush(db_, path_);
+  std::vector<CollectiveBenchRow> out;
+  Stmt s(db_, path_,
+         "SELECT schedule, collective, type, bytes, count, time_us, algbw_gbs, busbw_gbs, wrong "
+         "FROM collective_bench WHERE bench_id = ?1 ORDER BY id");
+  s.bind(1, bench);
+  while (s.step()) {
+    CollectiveBenchRow r;
+    r.schedule = s.text(0);
+    r.collective = s.text(1);
+    r.type = s.text(2);
+    r.bytes = s.i64(3);
+    r.count = s.i64(4);
+    r.time_us = s.real(5);
+    r.algbw_gbs = s.real(6);
+    r.busbw_gbs = s.real(7);
+    r.wrong = s.opt_i64(8);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace ddplab

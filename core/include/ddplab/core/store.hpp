@@ -68,6 +68,37 @@ struct RunSummary {
   std::optional<double> final_accuracy;  // last evaluation
 };
 
+// One `ddplab bench collectives` invocation (table bench_runs). Kept apart from `runs`, which holds training
+// runs: a bench has no steps or losses, and mixing them would skew report and GUI comparisons.
+struct BenchInfo {
+  std::string kind = "collectives";  // what was benchmarked
+  std::string backend;               // "mpi", later "nccl"
+  int world_size = 1;
+  int ranks_per_node = 1;
+  int iters = 0, warmup = 0;         // timed and untimed iterations per size
+  std::string config_json;           // resolved options (sizes, schedules, check, ...)
+  std::string host_info;             // JSON: hostname, cpu, cores, ...
+};
+
+struct BenchRunRow {
+  std::int64_t id = 0;
+  BenchInfo info;
+  std::string version, started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
+  std::string status;                         // "running" | "completed" | "failed"
+};
+
+// One line of a collective benchmark table (table collective_bench), as nccl-tests prints it:
+// algbw = bytes / time, busbw = algbw * factor (allreduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n).
+struct CollectiveBenchRow {
+  std::string schedule;                 // "ring", ..., "native"
+  std::string collective = "allreduce";
+  std::string type = "float";           // element type
+  std::int64_t bytes = 0, count = 0;    // buffer size and elements
+  double time_us = 0;                   // max over ranks of the mean time per iteration
+  double algbw_gbs = 0, busbw_gbs = 0;  // GB/s (10^9 bytes per second)
+  std::optional<std::int64_t> wrong;    // elements differing from the exact sum, over all ranks; none if unchecked
+};
+
 class Store {
  public:
   // Opens or creates the file (and its parent folder), applies the schema, enables WAL.
@@ -97,7 +128,16 @@ class Store {
   // Latest completed measured run of this scenario+strategy (any world size), if any.
   std::optional<std::int64_t> latest_measured(const std::string& scenario, const std::string& strategy) const;
 
-  static constexpr int kSchemaVersion = 1;
+  // Collective benchmarks (schema version 2).
+  std::int64_t begin_bench(const BenchInfo& info);                            // status "running"
+  void add_bench_row(std::int64_t bench, const CollectiveBenchRow& row);       // batched
+  void finish_bench(std::int64_t bench, const std::string& status);          // flushes, sets status and ended_at
+  std::vector<BenchRunRow> benches() const;                                  // oldest first
+  std::vector<CollectiveBenchRow> bench_rows(std::int64_t bench) const;      // in insertion order
+
+  // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. Older files are migrated
+  // in place when opened (in one transaction); newer ones are refused.
+  static constexpr int kSchemaVersion = 2;
 
  private:
   struct Pending;

@@ -1,0 +1,315 @@
+// `ddplab bench collectives`: nccl-tests-style bandwidth and correctness tables of every allreduce schedule
+// against the backend's native allreduce, stored in the results store; `ddplab bench results` reads them back.
+//
+// Metrics, as nccl-tests defines them (n ranks, each reducing a buffer of `size` bytes):
+//   time_us = max over ranks of the mean time per iteration, over `iters` back-to-back timed iterations
+//   algbw   = size / time                  (GB/s = 10^9 bytes per second)
+//   busbw   = algbw * 2(n-1)/n             (per-link bandwidth an allreduce needs; compare it with the link's peak)
+//   #wrong  = elements differing from the exact sum, summed over ranks (inputs are small integers)
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "ddplab/core/store.hpp"
+#include "ddplab/core/units.hpp"
+#include "ddplab/core/version.hpp"
+#include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/runtime/communicator.hpp"
+#include "ddplab/strategies/schedule.hpp"
+#include "launch.hpp"
+
+namespace ddplab::cli {
+
+namespace {
+
+constexpr const char* kMetricsHelp =
+    "Metrics, as nccl-tests defines them (n ranks, each reducing a buffer of `size` bytes of float32):\n"
+    "  time_us  max over ranks of the mean time per iteration (iters back-to-back iterations after a barrier)\n"
+    "  algbw    size / time, in GB/s (10^9 bytes/s)\n"
+    "  busbw    algbw * 2(n-1)/n: the bandwidth each link needs; compare it with the link's peak\n"
+    "  #wrong   elements differing from the exact sum, over all ranks (inputs are small integers)\n"
+    "\n"
+    "On one machine this starts `mpirun -np N` of itself; under mpirun or srun it joins the job directly.\n"
+    "Rows go to the results store (tables bench_runs and collective_bench); `ddplab bench results` lists them.\n"
+    "Exits non-zero when any #wrong is above 0, naming the schedule and size.";
+
+struct BenchRequest {
+  int np = 4;
+  std::string sizes = "1KiB:256MiB";
+  std::vector<std::string> schedules;  // empty: every allreduce schedule + native
+  int iters = 20, warmup = 5;
+  std::optional<int> ranks_per_node;
+  std::string db = kDefaultDb;
+  bool check = true;
+  bool progress = false;  // set on the worker command line by the launcher
+};
+
+std::vector<std::string> resolve_schedules(const BenchRequest& req) {
+  std::vector<std::string> names = req.schedules.empty() ? allreduce_schedule_names() : req.schedules;
+  for (const auto& s : names)
+    if (!has_schedule(s, "allreduce")) {
+      std::string known;
+      for (const auto& k : allreduce_schedule_names()) known += (known.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("--schedules: unknown allreduce schedule \"" + s + "\" (known: " + known + ")");
+    }
+  return names;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// Rank 0's view of the job: prints each schedule's table as its rows arrive, shows progress on a terminal.
+class TablePrinter {
+ public:
+  TablePrinter(int world, int ranks_per_node, const BenchRequest& req) : world_(world), rpn_(ranks_per_node), req_(req) {}
+
+  void progress(const std::string& schedule, std::uint64_t bytes, std::size_t done, std::size_t total) {
+    if (!req_.progress) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "\r\033[K[bench] %s %s  (%zu/%zu done, %.0f s)", schedule.c_str(),
+                 format_bytes(static_cast<double>(bytes)).c_str(), done, total, s);
+    std::fflush(stderr);
+  }
+
+  void row(const CollectiveBenchRow& r) {
+    clear_progress();
+    if (r.schedule != current_) {
+      end_table();
+      current_ = r.schedule;
+      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  iters %d  warmup %d\n#\n", r.collective.c_str(),
+                  r.schedule.c_str(), world_, rpn_, req_.iters, req_.warmup);
+      std::printf("#%12s %12s %6s %11s %11s %11s %7s\n", "size (B)", "count", "type", "time_us", "algbw GB/s",
+                  "busbw GB/s", "#wrong");
+    }
+    const std::string wrong = r.wrong ? std::to_string(*r.wrong) : "N/A";
+    std::printf(" %12lld %12lld %6s %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(r.bytes),
+                static_cast<long long>(r.count), r.type.c_str(), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+    busbw_sum_ += r.busbw_gbs;
+    ++rows_;
+    std::fflush(stdout);
+  }
+
+  void end_table() {
+    if (rows_ > 0) std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", current_.c_str(), busbw_sum_ / rows_, rows_);
+    busbw_sum_ = 0;
+    rows_ = 0;
+    std::fflush(stdout);
+  }
+
+  void clear_progress() {
+    if (!req_.progress) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  int world_, rpn_;
+  const BenchRequest& req_;
+  std::string current_;
+  double busbw_sum_ = 0;
+  int rows_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// One rank of the job. Rank 0 prints and stores; every rank gets the same rows, so all agree on the exit code.
+int bench_worker(const BenchRequest& req) {
+  int argc = 0;
+  char** argv = nullptr;
+  auto comm = make_mpi_communicator(&argc, &argv);
+  const int n = comm->size(), me = comm->rank();
+  CollectiveBenchOptions opt;
+  opt.sizes = parse_size_list(req.sizes);
+  opt.schedules = resolve_schedules(req);
+  opt.iters = req.iters;
+  opt.warmup = req.warmup;
+  opt.check = req.check;
+  // Default: the ranks this launcher put on rank 0's node (all of them on one machine), as the trainer does.
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  opt.ranks_per_node = req.ranks_per_node.value_or(local ? std::max(1, std::atoi(local)) : n);
+  comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
+
+  std::unique_ptr<Store> store;
+  std::unique_ptr<TablePrinter> printer;
+  std::int64_t bench_id = 0;
+  std::vector<CollectiveBenchRow> bad;
+  try {
+    if (me == 0) {
+      store = std::make_unique<Store>(req.db);
+      nlohmann::json cfg = {{"sizes", opt.sizes},     {"schedules", opt.schedules}, {"iters", opt.iters},
+                            {"warmup", opt.warmup},   {"check", opt.check},         {"type", "float"},
+                            {"collective", "allreduce"}};
+      BenchInfo info;
+      info.backend = "mpi";
+      info.world_size = n;
+      info.ranks_per_node = opt.ranks_per_node;
+      info.iters = opt.iters;
+      info.warmup = opt.warmup;
+      info.config_json = cfg.dump();
+      info.host_info = host_info_json();
+      bench_id = store->begin_bench(info);
+      printer = std::make_unique<TablePrinter>(n, opt.ranks_per_node, req);
+    }
+    run_collective_bench(
+        *comm, opt,
+        [&](const CollectiveBenchRow& row) {
+          if (row.wrong.value_or(0) > 0) bad.push_back(row);
+          if (me != 0) return;
+          store->add_bench_row(bench_id, row);
+          printer->row(row);
+        },
+        [&](const std::string& s, std::uint64_t bytes, std::size_t done, std::size_t total) {
+          if (printer) printer->progress(s, bytes, done, total);
+        });
+    if (me == 0) {
+      printer->end_table();
+      store->finish_bench(bench_id, bad.empty() ? "completed" : "failed");
+      std::fprintf(stderr, "ddplab: bench %lld stored in %s\n", static_cast<long long>(bench_id), req.db.c_str());
+      for (const auto& r : bad)
+        std::fprintf(stderr, "error: schedule %s gives %lld wrong elements at size %lld B (%s)\n", r.schedule.c_str(),
+                     static_cast<long long>(*r.wrong), static_cast<long long>(r.bytes),
+                     format_bytes(static_cast<double>(r.bytes)).c_str());
+    }
+  } catch (const std::exception& e) {
+    if (printer) printer->clear_progress();
+    std::fprintf(stderr, "error: rank %d: %s\n", me, e.what());
+    if (store && bench_id) {
+      try {
+        store->finish_bench(bench_id, "failed");
+      } catch (...) {
+      }
+    }
+    std::fflush(stderr);
+    comm->abort(1);  // the others may be waiting in a collective
+  }
+  return bad.empty() ? 0 : 1;
+}
+
+std::int64_t last_bench_id(const std::string& db) {
+  if (access(db.c_str(), F_OK) != 0) return 0;
+  Store store(db);
+  std::int64_t id = 0;
+  for (const auto& b : store.benches()) id = std::max(id, b.id);
+  return id;
+}
+
+int bench_collectives(const BenchRequest& req) {
+  if (under_mpi_launcher()) return bench_worker(req);
+  // Validate here, before starting any rank.
+  if (req.np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(req.np));
+  try {
+    parse_size_list(req.sizes);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--sizes: ") + e.what());
+  }
+  const auto names = resolve_schedules(req);
+  const std::int64_t before = last_bench_id(req.db);
+  std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(req.np),
+                                   "--sizes",  req.sizes,     "--schedules", join(names),
+                                   "--iters",  std::to_string(req.iters), "--warmup", std::to_string(req.warmup),
+                                   "--db",     req.db,        req.check ? "--check" : "--no-check"};
+  if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
+  if (isatty(STDERR_FILENO)) args.push_back("--progress");
+  const LaunchPlan plan = plan_launch(req.np, args);
+  std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
+  const int rc = execute(plan);
+  if (rc != 0) {
+    // A rank that died took the job down; rank 0 may not have recorded the outcome.
+    Store store(req.db);
+    for (const auto& b : store.benches())
+      if (b.id > before && b.status == "running") {
+        store.finish_bench(b.id, "failed");
+        std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(b.id));
+      }
+    std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
+  }
+  return rc;
+}
+
+// The stored rows, one per (bench, schedule, size): an aligned table, or CSV for further processing.
+int bench_results(const std::string& db, std::optional<std::int64_t> only, bool csv) {
+  if (access(db.c_str(), F_OK) != 0)
+    throw std::runtime_error(db + ": no results store here (run `ddplab bench collectives` first)");
+  Store store(db);
+  if (csv)
+    std::printf("bench_id,status,started_at,world_size,ranks_per_node,iters,schedule,collective,type,bytes,count,"
+                "time_us,algbw_gbs,busbw_gbs,wrong\n");
+  else
+    std::printf("%5s %-9s %5s %4s %-18s %12s %11s %11s %11s %7s\n", "bench", "status", "world", "rpn", "schedule",
+                "size (B)", "time_us", "algbw GB/s", "busbw GB/s", "#wrong");
+  for (const auto& b : store.benches()) {
+    if (only && b.id != *only) continue;
+    for (const auto& r : store.bench_rows(b.id)) {
+      const std::string wrong = r.wrong ? std::to_string(*r.wrong) : (csv ? "" : "N/A");
+      if (csv)
+        std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s\n", static_cast<long long>(b.id),
+                    b.status.c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node, b.info.iters,
+                    r.schedule.c_str(), r.collective.c_str(), r.type.c_str(), static_cast<long long>(r.bytes),
+                    static_cast<long long>(r.count), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+      else
+        std::printf("%5lld %-9s %5d %4d %-18s %12lld %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(b.id),
+                    b.status.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
+                    static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmark collectives (nccl-tests style) and list stored results");
+  bench->require_subcommand(1);
+
+  auto req = std::make_shared<BenchRequest>();
+  auto* cmd = bench->add_subcommand(
+      "collectives", "Allreduce bandwidth and correctness of every schedule vs the native collective, per buffer size");
+  cmd->add_option("--np", req->np, "Ranks to start")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--sizes", req->sizes,
+                  "Bytes of float32 per rank: LO:HI doubling from LO (like nccl-tests -b LO -e HI -f 2), or a comma "
+                  "list; rounded down to whole floats")
+      ->capture_default_str();
+  cmd->add_option("--schedules", req->schedules,
+                  "Comma list of allreduce schedules (default: " + join(allreduce_schedule_names()) + ")")
+      ->delimiter(',');
+  cmd->add_option("--iters", req->iters, "Timed iterations per size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", req->warmup, "Untimed iterations per size before timing")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--ranks-per-node", req->ranks_per_node,
+                  "Consecutive ranks per node for hierarchical schedules (default: the ranks on rank 0's node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
+  cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
+  cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")->group("");
+  cmd->footer(kMetricsHelp);
+  cmd->callback([req] { g_exit_code = bench_collectives(*req); });
+
+  struct ResultsArgs {
+    std::string db = kDefaultDb;
+    std::optional<std::int64_t> bench;
+    bool csv = false;
+  };
+  auto ra = std::make_shared<ResultsArgs>();
+  auto* res = bench->add_subcommand("results", "List stored collective benchmark rows (table or CSV)");
+  res->add_option("--db", ra->db, "Results store (SQLite)")->capture_default_str();
+  res->add_option("--bench", ra->bench, "Only this bench id");
+  res->add_flag("--csv", ra->csv, "CSV with full precision, one row per (bench, schedule, size)");
+  res->callback([ra] { g_exit_code = bench_results(ra->db, ra->bench, ra->csv); });
+}
+
+}  // namespace ddplab::cli

@@ -1,0 +1,49 @@
+// Collective benchmark in the manner of nccl-tests' all_reduce_perf: for each schedule and buffer size,
+// a correctness pass against an exact reference, warmup iterations, then timed iterations.
+//
+// Metrics (as nccl-tests defines them):
+//   time   = max over ranks of the mean time per iteration (each rank times `iters` back-to-back
+//            collectives after a barrier)
+//   algbw  = bytes / time                      (bytes = the buffer each rank reduces)
+//   busbw  = algbw * 2(n-1)/n for allreduce   (the bandwidth each link needs: comparable across n,
+//            and against the hardware's peak; (n-1)/n for reduce-scatter and all-gather)
+//   #wrong = elements differing from the exact sum, summed over ranks
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/runtime/communicator.hpp"
+
+namespace ddplab {
+
+struct CollectiveBenchOptions {
+  std::vector<std::uint64_t> sizes;    // bytes of float32 data per rank (count = bytes / 4)
+  std::vector<std::string> schedules;  // allreduce schedules from the registry, or "native"
+  int iters = 20, warmup = 5;
+  int ranks_per_node = 1;              // for hierarchical schedules
+  bool check = true;                   // run the correctness pass
+};
+
+// "1KiB:256MiB" (lo, 2 lo, 4 lo, ... up to hi, like nccl-tests -b/-e -f 2) or "4KiB,1MiB,64MiB".
+// Each size is a whole number of floats, at least one. Throws std::invalid_argument naming the problem.
+std::vector<std::uint64_t> parse_size_list(std::string_view text);
+
+// busbw / algbw: 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and all_gather.
+double bus_factor(const std::string& collective, int world_size);
+
+// Before a (schedule, size) is measured: for a progress display.
+using BenchProgress = std::function<void(const std::string& schedule, std::uint64_t bytes, std::size_t done,
+                                         std::size_t total)>;
+// After it: the same row on every rank (times and #wrong are already reduced over ranks).
+using BenchRowSink = std::function<void(const CollectiveBenchRow& row)>;
+
+// Collective: every rank calls it with the same options. Schedules are measured one after another,
+// each over every size in order.
+void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& options, const BenchRowSink& on_row,
+                          const BenchProgress& on_progress = {});
+
+}  // namespace ddplab
