@@ -1,4 +1,4 @@
-// The ddplab command: run, simulate, report, demo.
+// The ddplab command: run, simulate, report, demo, bench.
 #include <cstdio>
 #include <exception>
 
