@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -174,4 +175,29 @@ TEST(Report, JsonParsesBackWithNullsForNan) {
   EXPECT_TRUE(s["evaluations"].empty());
 
   EXPECT_EQ(nlohmann::json::parse(report_json(f.store, {})), nlohmann::json::array());
+}
+
+TEST(Report, TimeToTargetAccuracyIsTheFirstEvaluationAtOrAboveIt) {
+  TempDir dir;
+  Store store(dir.file("tta.db"));
+  const std::int64_t run = store.begin_run(sample_info("ring"));
+  for (const auto& [step, wall, acc] : {std::tuple{10, 1.0, 0.5}, {20, 2.0, 0.82}, {30, 3.0, 0.85}}) {
+    Evaluation e;
+    e.step = step;
+    e.wall_s = wall;
+    e.test_accuracy = acc;
+    store.add_evaluation(run, e);
+  }
+  store.finish_run(run, "completed");
+  EXPECT_EQ(time_to_accuracy(store, run, 0.8), 2.0);
+  EXPECT_EQ(time_to_accuracy(store, run, 0.85), 3.0);
+  EXPECT_EQ(time_to_accuracy(store, run, 0.9), std::nullopt);
+  const auto runs = store.summaries();
+  const auto table = lines_of(report_table(runs, 0.8, {time_to_accuracy(store, run, 0.8)}));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_NE(table[0].find("s to 0.8"), std::string::npos) << table[0];
+  EXPECT_EQ(table[2].substr(table[2].size() - 3), "2.0") << table[2];
+  const auto csv = parse_csv(report_csv(runs, 0.9, {time_to_accuracy(store, run, 0.9)}));
+  EXPECT_EQ(csv[0].back(), "time_to_target_s");
+  EXPECT_EQ(csv[1].back(), "");  // never reached
 }
