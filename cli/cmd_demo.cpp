@@ -43,11 +43,7 @@ void add_demo(CLI::App& app) {
   cmd->callback([a] {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string scenario = a->scenario.empty() ? find_default_scenario() : a->scenario;
-    std::int64_t before = 0;
-    {
-      Store store(a->db);
-      for (const auto& r : store.runs()) before = std::max(before, r.id);
-    }
+    const std::int64_t before = last_run_id(a->db);
     std::printf("== 1/3 measure: %s on real data over MPI\n", scenario.c_str());
     std::fflush(stdout);
     RunRequest run;

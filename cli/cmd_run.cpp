@@ -16,14 +16,12 @@
 
 namespace ddplab::cli {
 
-namespace {
 std::int64_t last_run_id(const std::string& db) {
   Store store(db);
   std::int64_t id = 0;
   for (const auto& r : store.runs()) id = std::max(id, r.id);
   return id;
 }
-}  // namespace
 
 int run_scenario(const RunRequest& req) {
   Scenario sc = load_validated_scenario(req.scenario);

@@ -31,6 +31,8 @@ struct RunRequest {
   std::int64_t trace_first = 10, trace_last = 13;
 };
 int run_scenario(const RunRequest& req);
+// The highest run id in the store (0 when empty): runs written later have larger ids.
+std::int64_t last_run_id(const std::string& db);
 
 struct SimulateRequest {
   std::string scenario;
