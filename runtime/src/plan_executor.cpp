@@ -91,7 +91,7 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
     return;
   }
   // A schedule from strategies/, over point-to-point.
-  const Schedule s = schedule_for_call(call, schedule, n, strategy_.context().ranks_per_node);
+  const Schedule s = strategy_.schedule_for(call, schedule);
   const std::uint64_t before = exec_.bytes_sent();
   exec_.run(s, buf, call.type);
   bytes += exec_.bytes_sent() - before;
@@ -125,11 +125,20 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
       break;
     case OpKind::ReduceScatter: {
       collective(op.calls.at(0), schedule, grads, out.bytes);
-      const Chunk mine = chunk_of(b.count, n, comm_.rank());
+      const Chunk mine = strategy_.shard(b.id, comm_.rank());
       ops_.scale(grads + mine.offset, mine.count, 1.0f / static_cast<float>(n));
       break;
     }
+    case OpKind::Push: {
+      const Chunk mine = strategy_.shard(b.id, comm_.rank());
+      // A dedicated server has no gradients of its own: its shard only collects the workers' sum.
+      if (!strategy_.is_worker(comm_.rank())) ops_.scale(grads + mine.offset, mine.count, 0.0f);
+      collective(op.calls.at(0), schedule, grads, out.bytes);
+      ops_.scale(grads + mine.offset, mine.count, 1.0f / static_cast<float>(strategy_.workers()));
+      break;
+    }
     case OpKind::AllGather:
+    case OpKind::Pull:
       collective(op.calls.at(0), schedule, params, out.bytes);
       break;
     default:
@@ -146,15 +155,22 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     ops_.sgd_momentum(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, count, opt_.lr,
                       opt_.momentum, opt_.weight_decay, first_update);
   };
+  // A dedicated parameter server trains nothing: it has no batch, no loss and no gradients to compute.
+  const bool worker = strategy_.is_worker(comm_.rank());
   switch (op.kind) {
     case OpKind::Forward:
+      if (!worker) {
+        rec.loss = std::nan("");
+        break;
+      }
       model_.forward(x_, batch_);
       rec.loss = model_.loss_grad(y_);
       break;
     case OpKind::Backward:
-      model_.backward_layer(op.index, micro_in_window_ > 0);
+      if (worker) model_.backward_layer(op.index, micro_in_window_ > 0);
       if (!first_sync_done_) {
-        // Gradient-ready order, for DDP's one-time bucket rebuild.
+        // Gradient-ready order, for DDP's one-time bucket rebuild. A server records the plan's order,
+        // which is the workers' order for this model, so its buckets are rebuilt exactly as theirs.
         observed_order_.push_back(2 * op.index);
         observed_order_.push_back(2 * op.index + 1);
       }
@@ -166,7 +182,7 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     }
     case OpKind::ShardOptimizer: {
       const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-      const Chunk mine = chunk_of(b.count, comm_.size(), comm_.rank());
+      const Chunk mine = strategy_.shard(b.id, comm_.rank());
       update(b.offset + mine.offset, mine.count);
       break;
     }

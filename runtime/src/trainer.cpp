@@ -186,6 +186,30 @@ std::string check_identical(Communicator& comm, Ops& ops, Mlp& model, const Faul
   return msg;
 }
 
+// Dedicated parameter servers hold only their shards up to date. Before an evaluation or the final check
+// each server receives every server's shards, as the workers pulled them, and so holds the whole model;
+// check_identical then compares the servers' shards with what the workers hold. Workers receive into
+// scratch (what they pulled stays theirs).
+void assemble_server_models(Communicator& comm, Ops& ops, Mlp& model, const Strategy& strategy) {
+  const PsLayout ps = strategy.ps_layout();
+  if (ps.servers == 0) return;
+  const bool worker = ps.is_worker(comm.rank());
+  std::vector<float> host(model.num_params()), scratch;
+  if (!worker) ops.to_host(host.data(), model.params(), host.size());
+  for (const Bucket& b : strategy.bucketing().buckets)
+    for (int s = 0; s < ps.number(); ++s) {
+      const Chunk c = strategy.shard(b.id, ps.server_rank(s));
+      if (c.count == 0) continue;
+      float* at = host.data() + b.offset + c.offset;
+      if (worker) {
+        scratch.resize(c.count);
+        at = scratch.data();
+      }
+      comm.broadcast(at, c.count * sizeof(float), ps.server_rank(s));
+    }
+  if (!worker) ops.to_device(model.params(), host.data(), host.size());
+}
+
 // Where a rank is, so an error can name the run and step.
 struct Where {
   std::int64_t run = -1;
@@ -211,7 +235,19 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   comm.broadcast(host.data(), host.size() * sizeof(float), 0);
   ops->to_device(model.params(), host.data(), host.size());
 
-  DistributedSampler sampler(data.train.size(), rank, world, tr.seed);
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  StrategyContext ctx;
+  ctx.world_size = world;
+  ctx.ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
+  ctx.batch_size = tr.batch_size;
+  ctx.seed = tr.seed;
+  Strategy strategy(st, ModelSpec::mlp(sc.model.layers), ctx);
+  // Workers share the data; dedicated parameter servers (the last ranks) take no batches but step along
+  // with the workers (they sample as worker 0 does, to count the same steps).
+  const bool worker = strategy.is_worker(rank);
+  const int workers = strategy.workers();
+
+  DistributedSampler sampler(data.train.size(), worker ? rank : 0, workers, tr.seed);
   const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler.per_rank() + tr.batch_size - 1) / tr.batch_size);
   std::int64_t total_steps = steps_per_epoch * tr.epochs;
   if (tr.max_steps > 0) total_steps = std::min<std::int64_t>(total_steps, tr.max_steps);
@@ -226,13 +262,6 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   }
   where.run = run;
 
-  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  StrategyContext ctx;
-  ctx.world_size = world;
-  ctx.ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
-  ctx.batch_size = tr.batch_size;
-  ctx.seed = tr.seed;
-  Strategy strategy(st, ModelSpec::mlp(sc.model.layers), ctx);
   PlanExecutor executor(comm, *ops, model, strategy,
                         {static_cast<float>(tr.lr), static_cast<float>(tr.momentum), static_cast<float>(tr.weight_decay)});
   DeviceBuffer x(*ops, static_cast<std::size_t>(tr.batch_size) * data.train.features);
@@ -250,6 +279,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   double last_loss = 0;
 
   auto run_eval = [&](std::int64_t at_step) {
+    assemble_server_models(comm, *ops, model, strategy);
     Evaluation e = evaluate(model, *ops, data.test, comm, eval_batch);
     e.step = at_step;
     e.wall_s = seconds_since(start);
@@ -269,15 +299,17 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       StepMetrics m;
       m.step = step;
       m.rank = rank;
-      m.samples = b;
+      m.samples = worker ? b : 0;
       const auto t0 = Clock::now();
-      gather_batch(data.train, idx, at, b, batch_x.data(), batch_y.data());
-      ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
-      ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
+      if (worker) {
+        gather_batch(data.train, idx, at, b, batch_x.data(), batch_y.data());
+        ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
+        ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
+      }
       const StepRecord rec = executor.run_step(step, x.data(), y, b);
       trace.add(rank, step, rec);
-      m.loss = rec.loss;
-      if (!std::isfinite(m.loss))
+      m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss
+      if (worker && !std::isfinite(m.loss))
         throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
       m.compute_s = rec.compute_s;
       m.comm_s = rec.comm_s;
@@ -286,8 +318,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
       m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
       pending.push_back(m);
-      last_loss = m.loss;
-      samples_total += static_cast<std::int64_t>(b) * world;
+      if (worker) last_loss = m.loss;
+      samples_total += static_cast<std::int64_t>(b) * workers;
       ++step;
       progress.update(step, last_loss, samples_total);
       if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
@@ -313,6 +345,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                                        static_cast<long long>(opt.trace_last - 1), trace_file.c_str());
 
   StrategyOutcome out;
+  assemble_server_models(comm, *ops, model, strategy);
   out.error = check_identical(comm, *ops, model, fault);
   out.ok = out.error.empty();
   if (store) store->finish_run(run, out.ok ? "completed" : "failed");

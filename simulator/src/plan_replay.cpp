@@ -37,11 +37,11 @@ void work_for(double seconds) {
 // Actors run one at a time, so no locks.
 class ScheduleCache {
  public:
-  ScheduleCache(int world, int ranks_per_node) : world_(world), rpn_(ranks_per_node) {}
+  explicit ScheduleCache(const Strategy& s) : strategy_(s), world_(s.context().world_size) {}
   const Schedule& acquire(const PlanOp& op, std::size_t call) {
     Entry& e = entries_[{op.id, call}];
     if (!e.schedule) {
-      e.schedule = std::make_unique<Schedule>(schedule_for_call(op.calls[call], op.schedule, world_, rpn_, "ring"));
+      e.schedule = std::make_unique<Schedule>(strategy_.schedule_for(op.calls[call], op.schedule, "ring"));
       e.users_left = world_;
     }
     return *e.schedule;
@@ -56,7 +56,8 @@ class ScheduleCache {
     std::unique_ptr<Schedule> schedule;
     int users_left = 0;
   };
-  int world_, rpn_;
+  const Strategy& strategy_;
+  int world_;
   std::map<std::pair<int, std::size_t>, Entry> entries_;
 };
 
@@ -140,13 +141,13 @@ OpCosts op_costs(const StepPlan& plan, double compute_s) {
 }
 
 double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
-  if (is_compute_work(op.kind)) return op.flops * seconds_per_flop;  // compute_s split by FLOPs
+  if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing
+    return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
   // optimizer_s is for the whole model: each update gets its share of the elements it touches.
   const std::size_t total = s.bucketing().total;
   if (!is_optimizer(op.kind) || total == 0) return 0.0;
   const Bucket& b = s.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-  const std::size_t count =
-      op.kind == OpKind::Optimizer ? b.count : chunk_of(b.count, s.context().world_size, rank).count;
+  const std::size_t count = op.kind == OpKind::Optimizer ? b.count : s.shard(b.id, rank).count;
   return optimizer_s * static_cast<double>(count) / static_cast<double>(total);
 }
 
@@ -157,7 +158,7 @@ SimStepResult run_plan_simulation(const PlanJob& job) {
   auto* engine = make_engine(job.cluster, job.options);
   const auto hosts = build_star_platform(job.cluster, n);
 
-  ScheduleCache cache(n, job.strategy->context().ranks_per_node);
+  ScheduleCache cache(*job.strategy);
   std::vector<RankState> states(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankState& st = states[static_cast<std::size_t>(r)];

@@ -46,7 +46,9 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     p.world_size = n;
     p.result = simulate_step(scenario, strategy, n, src.compute_s, src.optimizer_s, options, {step, 1});
     const auto& r = p.result;
-    p.samples_per_s = r.step_s > 0 ? n * static_cast<double>(batch) / r.step_s : 0.0;
+    // Only workers train: dedicated parameter servers (ps_servers, validated by simulate_step) take no batch.
+    const PsLayout ps{n, strategy.ps_servers};
+    p.samples_per_s = r.step_s > 0 ? ps.workers() * static_cast<double>(batch) / r.step_s : 0.0;
     // Against n ranks that never communicate: (compute + optimizer) / step.
     p.efficiency = (r.step_s > 0 && busy_s > 0) ? busy_s / r.step_s : 0.0;
 
@@ -68,7 +70,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"wall_s", r.wall_s},
         {"comms", r.comms},
     };
-    if (strategy.schedule == "native")
+    if (strategy.schedule == "native" && strategy.policy != "ps")
       config["simulation"]["note"] = "schedule native replayed as ring: MPI's native algorithm is unknown to the simulator";
 
     RunInfo info;
@@ -91,7 +93,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
       m.exposed_comm_s = t.exposed_comm_s;
       m.optimizer_s = t.optimizer_s;
       m.step_s = t.step_s;
-      m.samples = batch;
+      m.samples = ps.is_worker(rank) ? batch : 0;
       m.bytes_sent = static_cast<std::int64_t>(r.bytes_sent[static_cast<std::size_t>(rank)]);
       m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
       store.add_step(p.run_id, m);

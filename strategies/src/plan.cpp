@@ -16,16 +16,27 @@ const char* op_name(OpKind k) {
     case OpKind::ReduceScatter: return "reduce_scatter";
     case OpKind::ShardOptimizer: return "shard_optimizer";
     case OpKind::AllGather: return "all_gather";
+    case OpKind::Push: return "push";
+    case OpKind::Pull: return "pull";
   }
   return "?";
 }
 
 bool is_comm(OpKind k) {
-  return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather;
+  return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather ||
+         k == OpKind::Push || k == OpKind::Pull;
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
                            const std::string& native_as) {
+  return schedule_for_call(call, schedule, ScheduleParams{n, 0, ranks_per_node, 0}, native_as);
+}
+
+Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
+                           const std::string& native_as) {
+  const int n = where.world_size;
+  if (call.collective == "push" || call.collective == "pull")
+    return make_schedule(schedule, ScheduleParams{n, call.count, where.ranks_per_node, where.servers}, call.collective);
   const std::string name = schedule == "native" ? native_as : schedule;
   const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
   std::string collective;
@@ -36,7 +47,7 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
   // The codec's all_gather concatenates equal parts: the all-gather of n * count elements, rank r owning part r.
   const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
   const std::string chosen = gather && !has_schedule(name, "all_gather") ? "ring" : name;
-  return make_schedule(chosen, ScheduleParams{n, count, ranks_per_node}, collective);
+  return make_schedule(chosen, ScheduleParams{n, count, where.ranks_per_node, where.servers}, collective);
 }
 
 nlohmann::json StepPlan::to_json() const {

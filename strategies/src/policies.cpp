@@ -11,11 +11,13 @@ namespace ddplab {
 
 const std::vector<PolicyInfo>& policies() {
   static const std::vector<PolicyInfo> all = {
-      {"flat", "one allreduce of every gradient after backward", false, false, build_after_backward},
-      {"bucketed", "one collective per bucket, after backward", true, false, build_after_backward},
-      {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, false, build_overlap},
-      {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, false, build_local_sgd},
-      {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, true, build_zero1},
+      {"flat", "one allreduce of every gradient after backward", false, Shards::None, build_after_backward},
+      {"bucketed", "one collective per bucket, after backward", true, Shards::None, build_after_backward},
+      {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, Shards::None, build_overlap},
+      {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, Shards::None, build_local_sgd},
+      {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1},
+      {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
+       Shards::Servers, build_parameter_server},
   };
   return all;
 }
@@ -54,7 +56,15 @@ void validate_strategies(const Scenario& sc) {
     if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
     if (!has_schedule(s.schedule, "allreduce"))
       check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
-    if (policy->sharded) {
+    if (s.ps_servers > 0 && policy->shards != Shards::Servers)
+      check.fail("ps_servers", fmt::format("applies to policy \"ps\" only, got policy \"{}\"", s.policy));
+    if (policy->shards == Shards::Servers && s.schedule != "native")
+      check.fail("schedule", fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
+                                         "directly), got \"{}\"", s.schedule));
+    if (policy->shards == Shards::Servers && s.codec != "none")
+      check.fail("codec", fmt::format("must be \"none\" with policy \"ps\" (its shards travel uncompressed), got \"{}\"",
+                                      s.codec));
+    if (policy->shards == Shards::Ranks) {
       for (const char* c : {"reduce_scatter", "all_gather"})
         if (!has_schedule(s.schedule, c))
           check.fail("schedule", fmt::format("has no {} variant, which policy \"{}\" needs, got \"{}\"", c, s.policy, s.schedule));

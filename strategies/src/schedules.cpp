@@ -13,6 +13,8 @@ Schedule build_hier(const ScheduleParams& p) { return hierarchical_allreduce(p.w
 Schedule build_direct(const ScheduleParams& p) { return direct_allreduce(p.world_size, p.count); }
 Schedule build_ring_rs(const ScheduleParams& p) { return ring_reduce_scatter(p.world_size, p.count); }
 Schedule build_ring_ag(const ScheduleParams& p) { return ring_all_gather(p.world_size, p.count); }
+Schedule build_ps_push(const ScheduleParams& p) { return ps_push(p.world_size, p.count, p.servers); }
+Schedule build_ps_pull(const ScheduleParams& p) { return ps_pull(p.world_size, p.count, p.servers); }
 }  // namespace
 
 const std::vector<ScheduleInfo>& schedules() {
@@ -24,6 +26,8 @@ const std::vector<ScheduleInfo>& schedules() {
       {"direct", "allreduce", "all-to-all reduce-scatter then all-gather, 2 steps, n-1 messages per step", build_direct},
       {"ring", "reduce_scatter", "ring reduce-scatter, rank r ends with the sum of chunk r, n-1 steps", build_ring_rs},
       {"ring", "all_gather", "ring all-gather of the per-rank chunks, n-1 steps", build_ring_ag},
+      {"ps", "push", "parameter server: workers send shard s to server s, which sums them, 1 step", build_ps_push},
+      {"ps", "pull", "parameter server: server s sends its shard to every worker, 1 step", build_ps_pull},
   };
   return all;
 }

@@ -15,6 +15,11 @@ Strategy::Strategy(const StrategyConfig& config, const ModelSpec& model, const S
     if (p.name == config.policy) policy_ = &p;
   if (!policy_) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
   if (ctx.world_size < 1) throw std::invalid_argument("world size must be >= 1");
+  if (config.ps_servers > 0 && policy_->shards != Shards::Servers)
+    throw std::invalid_argument(fmt::format("ps_servers applies to policy \"ps\" only, not \"{}\"", config.policy));
+  if (policy_->shards == Shards::Servers && (config.ps_servers < 0 || config.ps_servers >= ctx.world_size))
+    throw std::invalid_argument(fmt::format("policy ps: ps_servers = {} dedicated servers leave no worker among {} ranks",
+                                            config.ps_servers, ctx.world_size));
   codec_ = make_codec(config.codec, config.codec_options, ctx.seed);
   bucketize(reverse_parameter_order(model_));
 }
@@ -30,6 +35,29 @@ bool Strategy::observe_ready_order(const std::vector<int>& order) {
   bucketize(order);
   rebuilt_ = true;
   return before != bucketing_.grad_offset || buckets_before != bucketing_.buckets.size();
+}
+
+PsLayout Strategy::ps_layout() const {
+  return PsLayout{ctx_.world_size, policy_->shards == Shards::Servers ? config_.ps_servers : 0};
+}
+
+Chunk Strategy::shard(int bucket, int rank) const {
+  const std::size_t count = bucketing_.buckets.at(static_cast<std::size_t>(bucket)).count;
+  switch (policy_->shards) {
+    case Shards::Ranks: return chunk_of(count, ctx_.world_size, rank);
+    case Shards::Servers: {
+      const PsLayout ps = ps_layout();
+      const int s = ps.server_index(rank);
+      return s < 0 ? Chunk{0, 0} : chunk_of(count, ps.number(), s);
+    }
+    case Shards::None: break;
+  }
+  return Chunk{0, 0};
+}
+
+Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as) const {
+  return schedule_for_call(call, schedule, ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers},
+                           native_as);
 }
 
 bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % config_.accumulate_steps == 0; }
@@ -74,8 +102,8 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::Optimizer:  // SGD with momentum and weight decay: a few FLOPs per element
       op.flops = 4.0 * static_cast<double>(bucket->count);
       break;
-    case OpKind::ShardOptimizer:
-      op.flops = 4.0 * static_cast<double>(chunk_of(bucket->count, n, 0).count);
+    case OpKind::ShardOptimizer:  // the largest shard (chunk 0), which sets the pace
+      op.flops = 4.0 * static_cast<double>(chunk_of(bucket->count, policy_->shards == Shards::Servers ? ps_layout().number() : n, 0).count);
       break;
     case OpKind::SyncGrads:
       op.calls = codec_->plan(bucket->layout, n, sync_step);
@@ -89,8 +117,15 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::AllGather:
       op.calls = {{"all_gather_shards", ElemType::F32, bucket->count, 0, "params"}};
       break;
+    case OpKind::Push:
+      op.calls = {{"push", ElemType::F32, bucket->count, 0, "grads"}};
+      break;
+    case OpKind::Pull:
+      op.calls = {{"pull", ElemType::F32, bucket->count, 0, "params"}};
+      break;
   }
-  if (is_comm(kind)) op.schedule = config_.schedule;
+  // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
+  if (is_comm(kind)) op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
   plan.ops.push_back(std::move(op));
   return plan.ops.back().id;
 }

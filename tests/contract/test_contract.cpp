@@ -64,6 +64,10 @@ std::vector<Case> cases() {
   Case acc = make_case("accumulate_2_ring", "overlap", "ring");
   acc.config.accumulate_steps = 2;
   v.push_back(acc);
+  v.push_back(make_case("ps_colocated", "ps", "native"));
+  Case ps = make_case("ps_one_dedicated_server", "ps", "native");
+  ps.config.ps_servers = 1;
+  v.push_back(ps);
   return v;
 }
 

@@ -8,5 +8,6 @@ void build_after_backward(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_overlap(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan);
+void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan);
 
 }  // namespace ddplab

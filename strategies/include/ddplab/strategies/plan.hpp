@@ -23,6 +23,8 @@ enum class OpKind {
   ReduceScatter,   // comm: bucket `index` gradients reduce-scattered; rank r keeps the sum of shard r
   ShardOptimizer,  // compute: optimizer update of this rank's shard of bucket `index` (ZeRO-1, servers)
   AllGather,       // comm: bucket `index` parameter shards all-gathered to every rank
+  Push,            // comm: bucket `index` gradients pushed to the parameter servers, each summing its shard
+  Pull,            // comm: bucket `index` parameter shards pulled from the servers by every worker
 };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
@@ -42,6 +44,9 @@ struct PlanOp {
 // and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
 // Schedule in the runtime (the backend's own collective runs); pass native_as = "ring" to get the one the
 // simulator replays in its place. Elements are of call.type.
+// push and pull (parameter server) use the "ps" schedules with where.servers. where.count is ignored.
+Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
+                           const std::string& native_as = "ring");
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int world_size, int ranks_per_node,
                            const std::string& native_as = "ring");
 

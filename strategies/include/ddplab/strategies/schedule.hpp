@@ -43,7 +43,7 @@ struct ScheduleStep {
 
 struct Schedule {
   std::string name;        // "ring", ...
-  std::string collective;  // "allreduce", "reduce_scatter", "all_gather"
+  std::string collective;  // "allreduce", "reduce_scatter", "all_gather", "push", "pull"
   int world_size = 1;
   std::size_t count = 0;   // elements
   std::vector<std::vector<ScheduleStep>> ranks;  // ranks[r] = the steps of rank r
@@ -58,6 +58,20 @@ struct ScheduleParams {
   int world_size = 1;
   std::size_t count = 0;      // elements
   int ranks_per_node = 1;     // consecutive ranks share a node (hierarchical schedules); divides world_size or not
+  int servers = 0;            // parameter server schedules: dedicated server ranks (0 = every rank serves a shard)
+};
+
+// Who serves what in a parameter server. With S dedicated servers they are the last S ranks and the first
+// n - S ranks are the workers; with S = 0 every rank is a worker and rank r serves shard r (co-located).
+// Server s owns shard chunk_of(count, number(), s) of every buffer.
+struct PsLayout {
+  int world_size = 1;
+  int servers = 0;
+  int number() const { return servers > 0 ? servers : world_size; }  // shards (= server count)
+  int workers() const { return servers > 0 ? world_size - servers : world_size; }
+  int server_rank(int s) const { return servers > 0 ? world_size - servers + s : s; }
+  int server_index(int rank) const;  // the shard rank serves, or -1
+  bool is_worker(int rank) const { return rank < workers(); }
 };
 
 // Ring allreduce: n-1 reduce-scatter steps then n-1 all-gather steps between neighbours,
@@ -79,11 +93,16 @@ Schedule direct_allreduce(int world_size, std::size_t count);
 // unspecified) and ring all-gather (rank r starts with chunk r), n-1 steps each.
 Schedule ring_reduce_scatter(int world_size, std::size_t count);
 Schedule ring_all_gather(int world_size, std::size_t count);
+// Parameter server, one step each (PsLayout{world_size, servers}). ps_push: every worker sends shard s of
+// its buffer to server s, which adds them into its own shard (in worker order; a dedicated server's shard
+// must be zero before); ps_pull: server s sends its shard to every worker, which copies it.
+Schedule ps_push(int world_size, std::size_t count, int servers);
+Schedule ps_pull(int world_size, std::size_t count, int servers);
 
 // The registered schedules. Adding one = one file defining its builder + one line in schedules.cpp + one test.
 struct ScheduleInfo {
   std::string name;        // "ring"
-  std::string collective;  // "allreduce" | "reduce_scatter" | "all_gather"
+  std::string collective;  // "allreduce" | "reduce_scatter" | "all_gather" | "push" | "pull"
   std::string summary;     // one line for --help and docs
   Schedule (*build)(const ScheduleParams&);
 };

@@ -23,12 +23,19 @@ struct StrategyContext {
 
 class Strategy;
 
+// Who runs the optimizer on which part of a bucket (ShardOptimizer).
+enum class Shards {
+  None,     // every rank updates whole buckets (Optimizer)
+  Ranks,    // rank r updates chunk r of n (ZeRO-1: ReduceScatter / ShardOptimizer / AllGather)
+  Servers,  // parameter servers update their shards (Push / ShardOptimizer / Pull), PsLayout
+};
+
 // A sync policy: one file under src/policies/, one line in policies.cpp.
 struct PolicyInfo {
   std::string name;
   std::string summary;
   bool bucketed;          // buckets follow the caps (else one bucket holds every gradient)
-  bool sharded;           // optimizer state is sharded over ranks (ReduceScatter / ShardOptimizer / AllGather)
+  Shards shards;
   void (*build)(const Strategy& strategy, std::int64_t step, StepPlan& plan);  // the ops of one sync step
 };
 const std::vector<PolicyInfo>& policies();
@@ -58,6 +65,18 @@ class Strategy {
   // the layout changed (the runtime must then move parameters and optimizer state to the new offsets).
   bool observe_ready_order(const std::vector<int>& order);
   bool rebuilt() const { return rebuilt_; }
+
+  // Parameter server roles (Shards::Servers with ps_servers > 0): the last ps_servers ranks serve and run
+  // no forward or backward. Otherwise every rank is a worker.
+  PsLayout ps_layout() const;
+  bool is_worker(int rank) const { return ps_layout().is_worker(rank); }
+  int workers() const { return ps_layout().workers(); }
+  // The part of bucket b whose optimizer update `rank` runs in a ShardOptimizer op: chunk r of n (ZeRO-1),
+  // the shard it serves (ps), or an empty chunk.
+  Chunk shard(int bucket, int rank) const;
+  // The Schedule a collective call of this strategy's plan runs on, in both executors ("native" replays
+  // as native_as).
+  Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring") const;
 
   // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
   // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids
