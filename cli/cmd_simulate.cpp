@@ -14,6 +14,7 @@
 #include "ddplab/core/trace.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/model_library.hpp"
 
 namespace ddplab::cli {
 
@@ -46,11 +47,17 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
     found = true;
     const ComputeSource src = compute_source(sc, st, store);
-    const std::size_t grad_bytes = sc.model.parameter_count() * kGradientElemBytes;
-    std::printf("%s / %s: compute %s + optimizer %s per step (%s); allreduce of %s per step (schedule %s)\n",
-                sc.name.c_str(), st.name.c_str(), format_duration(src.compute_s).c_str(),
-                format_duration(src.optimizer_s).c_str(), src.origin.c_str(), format_bytes(static_cast<double>(grad_bytes)).c_str(),
-                st.schedule == "native" ? "native, replayed as ring" : st.schedule.c_str());
+    const std::size_t grad_bytes = model_spec_for(sc.model).parameter_count() * kGradientElemBytes;
+    // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
+    const std::string sync =
+        st.policy == "ps" ? fmt::format("push + pull of {} per step ({})", format_bytes(static_cast<double>(grad_bytes)),
+                                        st.ps_servers > 0 ? fmt::format("{} dedicated server{}", st.ps_servers, st.ps_servers > 1 ? "s" : "")
+                                                          : std::string("co-located servers"))
+                          : fmt::format("allreduce of {} per step (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
+                                        st.schedule == "native" ? "native, replayed as ring" : st.schedule);
+    std::printf("%s / %s: compute %s + optimizer %s per step (%s); %s\n", sc.name.c_str(), st.name.c_str(),
+                format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
+                sync.c_str());
     std::printf("network: %s, star, %.1f Gbit/s and %s per link, %s\n", opt.network_model.c_str(),
                 sc.cluster.link_bandwidth * 8 / 1e9, format_duration(sc.cluster.link_latency).c_str(),
                 "one rank per host");
@@ -100,7 +107,9 @@ void add_simulate(CLI::App& app) {
       ->option_text("FILE");
   cmd->footer(
       "Compute time per step comes from the latest measured run of the same scenario and strategy in the store,\n"
-      "or from [cluster].compute_s in the scenario. The strategy's step plan is replayed: compute as timed work,\n"
+      "or from [cluster].compute_s in the scenario, or from the model's FLOPs and [cluster].device_flops.\n"
+      "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
+      "The strategy's step plan is replayed: compute as timed work,\n"
       "every collective message by message.");
   cmd->callback([req, trace] { g_exit_code = simulate_traced(*req, *trace); });
 }

@@ -257,12 +257,41 @@ class Reader {
 
 // ---- sections ----
 
-void read_model(const Reader& r, const toml::table& t, ModelConfig& m) {
+std::string builtin_table_list() {
+  std::string out;
+  for (std::string_view n : kBuiltinModelTables) out += (out.empty() ? "" : ", ") + quote(n);
+  return out;
+}
+
+void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std::string& scenario_path) {
   const std::string p = "model.";
-  r.check_keys(t, p, {"type", "layers"});
-  r.read_choice(t, p, "type", m.type, {"mlp"});
+  r.check_keys(t, p, {"type", "layers", "table"});
+  r.read_choice(t, p, "type", m.type, {"mlp", "table"});
   r.read_int_array(t, p, "layers", m.layers, 2,
                    "must be an array of at least 2 positive integers (input, hidden..., classes)");
+  r.read_string(t, p, "table", m.table);
+  for (auto&& [key, value] : t) m.where[std::string(key.str())] = r.position(value.source());
+  const toml::node* table = t.get("table");
+  if (m.type != "table") {
+    if (table) r.fail(*table, "model.table", "applies to model.type \"table\" only (set type = \"table\")");
+    return;
+  }
+  if (const toml::node* layers = t.get("layers"))
+    r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a table model's layers come from its table)");
+  if (!table)
+    r.fail(t.get("type")->source(), fmt::format("model.table is required when model.type is \"table\": a built-in table "
+                                                "({}) or the path of a table file", builtin_table_list()));
+  if (std::find(kBuiltinModelTables.begin(), kBuiltinModelTables.end(), m.table) != kBuiltinModelTables.end()) return;
+  // Any other value is a path, relative to the scenario file's directory.
+  namespace fs = std::filesystem;
+  fs::path file(m.table);
+  if (file.is_relative()) file = (fs::path(scenario_path).parent_path() / file).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    r.fail(*table, "model.table",
+           fmt::format("must be a built-in table ({}) or the path of a table file (no file {})", builtin_table_list(),
+                       quote(file.string())));
+  m.table = file.string();
 }
 
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
@@ -299,13 +328,19 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
 void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   const std::string p = "cluster.";
   r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
-                      "simulate_world"});
+                      "device_flops", "compute_efficiency", "device_mem_bw", "simulate_world"});
   r.read_int(t, p, "world_size", c.world_size, 1, "must be a positive integer");
   r.read_choice(t, p, "topology", c.topology, {"star"});
   r.read_unit(t, p, "link_bandwidth", c.link_bandwidth, parse_bandwidth, true);
   r.read_unit(t, p, "link_latency", c.link_latency, parse_duration, false);
   r.read_unit(t, p, "compute_s", c.compute_s, parse_duration, true);
   r.read_unit(t, p, "optimizer_s", c.optimizer_s, parse_duration, false);
+  double flops = 0;
+  r.read_number(t, p, "device_flops", flops, [](double v) { return v > 0; }, "must be a number greater than 0 (FLOP/s)");
+  if (t.get("device_flops")) c.device_flops = flops;
+  r.read_number(t, p, "compute_efficiency", c.compute_efficiency, [](double v) { return v > 0 && v <= 1; },
+                "must be a number in (0, 1]");
+  r.read_unit(t, p, "device_mem_bw", c.device_mem_bw, parse_bandwidth, true);
   r.read_int_array(t, p, "simulate_world", c.simulate_world, 1, "must be a non-empty array of positive integers");
 }
 
@@ -415,7 +450,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     if (!s || s->get().empty()) r.fail(*n, "name", "must be a non-empty string");
     sc.name = s->get();
   }
-  if (auto t = r.section(root, "model")) read_model(r, *t, sc.model);
+  if (auto t = r.section(root, "model")) read_model(r, *t, sc.model, path);
   if (auto t = r.section(root, "data")) read_data(r, *t, sc.data);
   if (auto t = r.section(root, "train")) read_train(r, *t, sc.train);
   if (auto t = r.section(root, "cluster")) read_cluster(r, *t, sc.cluster);
@@ -448,7 +483,9 @@ nlohmann::json Scenario::to_json() const {
     strategies_json.push_back(s.to_json());
   return {
       {"name", name},
-      {"model", {{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},
+      {"model", model.type == "table"
+                    ? json{{"type", model.type}, {"table", model.table}}
+                    : json{{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},
       {"data",
        {{"dataset", data.dataset},
         {"path", data.path},
@@ -471,6 +508,9 @@ nlohmann::json Scenario::to_json() const {
         {"link_latency", cluster.link_latency},
         {"compute_s", optional(cluster.compute_s)},
         {"optimizer_s", optional(cluster.optimizer_s)},
+        {"device_flops", optional(cluster.device_flops)},
+        {"compute_efficiency", cluster.compute_efficiency},
+        {"device_mem_bw", optional(cluster.device_mem_bw)},
         {"simulate_world", cluster.simulate_world}}},
       {"strategies", strategies_json},
   };

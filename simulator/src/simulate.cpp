@@ -7,6 +7,7 @@
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "isolate.hpp"
 #include "plan_replay.hpp"
@@ -27,6 +28,7 @@ void validate_options(const SimOptions& o) {
 
 // MPI's native allreduce algorithm is not known to the simulator, so "native" is replayed as ring.
 std::string replayed_schedule(const StrategyConfig& strategy) {
+  if (strategy.policy == "ps") return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
   return strategy.schedule == "native" ? "ring" : strategy.schedule;
 }
 
@@ -50,15 +52,13 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
   if (spec.step < 0) throw std::invalid_argument(fmt::format("simulator: step must be >= 0, got {}", spec.step));
   if (spec.ranks_per_node < 1)
     throw std::invalid_argument(fmt::format("simulator: ranks_per_node must be >= 1, got {}", spec.ranks_per_node));
-  if (scenario.model.type != "mlp")
-    throw std::invalid_argument(fmt::format("simulator: model type \"{}\" is not supported (known: mlp)", scenario.model.type));
   validate_options(options);
   sim::validate_cluster(scenario.cluster);
-  make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name here, with the list of known ones
+  if (config.policy != "ps") make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plan is the one it executes. Unknown
   // policies and codecs throw std::invalid_argument here, in the caller's process.
-  const ModelSpec model = ModelSpec::mlp(scenario.model.layers);
+  const ModelSpec model = model_spec_for(scenario.model);  // the MLP, or a model table (ModelTableError)
   const StrategyContext ctx{world_size, spec.ranks_per_node, scenario.train.batch_size, scenario.train.seed};
   Strategy strategy(config, model, ctx);
   // The runtime rebuilds buckets after its first sync step (micro-step accumulate_steps - 1) from the
@@ -129,10 +129,23 @@ ComputeSource compute_source(const Scenario& scenario, const StrategyConfig& str
   if (scenario.cluster.compute_s)
     return {*scenario.cluster.compute_s, scenario.cluster.optimizer_s.value_or(0.0),
             "scenario [cluster].compute_s"};
+  if (const ClusterConfig& c = scenario.cluster; c.device_flops) {
+    // Forward + backward of one micro-batch at a fraction of the device's peak.
+    const ModelSpec model = model_spec_for(scenario.model);
+    ComputeSource src{scenario.train.batch_size * (model.forward_flops() + model.backward_flops()) /
+                          (*c.device_flops * c.compute_efficiency),
+                      c.optimizer_s.value_or(0.0), "model FLOPs / (device_flops x efficiency)"};
+    if (!c.optimizer_s && c.device_mem_bw) {
+      // SGD with momentum in fp32 reads parameter, gradient and momentum and writes two: 20 bytes per parameter.
+      src.optimizer_s = 20.0 * static_cast<double>(model.parameter_count()) / *c.device_mem_bw;
+      src.origin += "; optimizer 20 B per parameter / device_mem_bw";
+    }
+    return src;
+  }
   throw std::runtime_error(fmt::format(
       "no compute time to simulate scenario \"{}\", strategy \"{}\": the store {} has no completed measured run of it "
       "(measure one with `ddplab run`), and the scenario sets no [cluster].compute_s (seconds per step; "
-      "optionally [cluster].optimizer_s)",
+      "optionally [cluster].optimizer_s) nor [cluster].device_flops (peak FLOP/s, to derive it from the model's FLOPs)",
       scenario.name, strategy.name, store.path()));
 }
 

@@ -10,6 +10,18 @@ std::size_t ModelSpec::parameter_count() const {
   return n;
 }
 
+double ModelSpec::forward_flops() const {
+  double f = 0;
+  for (const auto& l : layers) f += l.forward_flops;
+  return f;
+}
+
+double ModelSpec::backward_flops() const {
+  double f = 0;
+  for (const auto& l : layers) f += l.backward_flops;
+  return f;
+}
+
 std::vector<int> ModelSpec::expected_ready_order() const {
   std::vector<int> order;
   for (int l = static_cast<int>(layers.size()) - 1; l >= 0; --l)
@@ -21,15 +33,18 @@ std::vector<int> ModelSpec::expected_ready_order() const {
 ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
   if (widths.size() < 2) throw std::invalid_argument("an MLP needs at least an input and an output width");
   ModelSpec m;
+  m.name = "mlp";
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
     const auto in = static_cast<std::size_t>(widths[l]), out = static_cast<std::size_t>(widths[l + 1]);
     const int layer = static_cast<int>(l);
-    m.params.push_back({"layers." + std::to_string(l) + ".weight", out, in, layer});
-    m.params.push_back({"layers." + std::to_string(l) + ".bias", out, 1, layer});
+    const std::string name = "layers." + std::to_string(l);
+    m.params.push_back({name + ".weight", out, in, layer, {out, in}});
+    m.params.push_back({name + ".bias", out, 1, layer, {out}});
     // Forward: one multiply-add per weight (2 FLOPs) plus bias and ReLU; backward: twice the GEMM work
     // (input and weight gradients), except the first layer, which needs no input gradient.
     const double gemm = 2.0 * static_cast<double>(in * out);
-    m.layers.push_back({gemm + 2.0 * static_cast<double>(out), (l == 0 ? 1.0 : 2.0) * gemm + static_cast<double>(out)});
+    m.layers.push_back({gemm + 2.0 * static_cast<double>(out), (l == 0 ? 1.0 : 2.0) * gemm + static_cast<double>(out),
+                        4.0 * static_cast<double>(out), name});  // fp32 output per sample
   }
   return m;
 }

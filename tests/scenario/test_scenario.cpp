@@ -253,7 +253,7 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"layers_not_array",
                     "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
                     "classes), got \"784-10\""},
-        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", got \"cnn\""},
+        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", \"table\", got \"cnn\""},
         InvalidCase{"world_size_zero", "2:14: cluster.world_size must be a positive integer, got 0"},
         InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
         InvalidCase{"simulate_world_empty",
@@ -297,4 +297,110 @@ TEST(ScenarioErrors, InlineTextUsesTheGivenPath) {
   EXPECT_EQ(parse_error("strategy = [5]\n"), "fake/inline.toml:1:13: strategy[0] must be a table, got 5");
   EXPECT_EQ(parse_error("[[strategy]]\n[[strategy]]\n"),
             "fake/inline.toml:2:1: strategy[1].name must be unique (strategy[0] has the same name), got \"baseline\"");
+}
+
+// ---- model tables and compute from FLOPs ----
+// (includes here keep this section's edit in one place)
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+
+namespace {
+
+std::string table_model(const std::string& table) { return "[model]\ntype = \"table\"\ntable = \"" + table + "\"\n"; }
+
+// A temporary directory holding a scenario and a table file next to it.
+struct TableDir {
+  std::filesystem::path dir;
+  TableDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-scenario-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir = tmpl;
+    std::filesystem::create_directories(dir / "models");
+    std::ofstream(dir / "models" / "mine.csv") << "name,params,forward_flops,backward_flops,activation_bytes\n";
+  }
+  ~TableDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string scenario(const std::string& text) const {
+    const std::string path = (dir / "s.toml").string();
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+}  // namespace
+
+TEST(ScenarioModelTable, Resnet50ScaleToml) {
+  const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/resnet50-scale.toml");
+  EXPECT_EQ(s.model.type, "table");
+  EXPECT_EQ(s.model.table, "resnet50");  // built-in names stay names
+  EXPECT_EQ(s.cluster.device_flops, 312e12);
+  EXPECT_DOUBLE_EQ(s.cluster.compute_efficiency, 0.25);
+  EXPECT_EQ(s.cluster.device_mem_bw, 1555e9);
+  EXPECT_FALSE(s.cluster.compute_s.has_value());
+  EXPECT_EQ(s.cluster.simulate_world.back(), 256);
+  ASSERT_EQ(s.strategies.size(), 2u);
+  EXPECT_EQ(s.strategies[0].policy, "overlap");
+  EXPECT_EQ(s.strategies[0].schedule, "ring");
+  EXPECT_EQ(s.strategies[0].bucket_cap, 25u << 20);
+  const nlohmann::json j = s.to_json();
+  EXPECT_EQ(j.at("model"), (nlohmann::json{{"type", "table"}, {"table", "resnet50"}}));
+  EXPECT_EQ(j.at("cluster").at("device_flops").get<double>(), 312e12);
+  EXPECT_EQ(j.at("cluster").at("compute_efficiency").get<double>(), 0.25);
+  EXPECT_EQ(j.at("cluster").at("device_mem_bw").get<double>(), 1555e9);
+}
+
+TEST(ScenarioModelTable, DefaultsAndBuiltins) {
+  const Scenario d = parse_scenario("", "d.toml");
+  EXPECT_EQ(d.model.type, "mlp");
+  EXPECT_TRUE(d.model.table.empty());
+  EXPECT_FALSE(d.cluster.device_flops.has_value());
+  EXPECT_DOUBLE_EQ(d.cluster.compute_efficiency, 0.5);
+  EXPECT_FALSE(d.cluster.device_mem_bw.has_value());
+  EXPECT_TRUE(d.to_json().at("cluster").at("device_flops").is_null());
+  for (std::string_view name : kBuiltinModelTables) {
+    const Scenario s = parse_scenario(table_model(std::string(name)), "x/y.toml");
+    EXPECT_EQ(s.model.table, name);
+    EXPECT_EQ(s.model.where.at("table"), "x/y.toml:3:9");
+  }
+}
+
+TEST(ScenarioModelTable, PathsResolveAgainstTheScenarioDirectory) {
+  const TableDir t;
+  const std::string expected = (t.dir / "models" / "mine.csv").string();
+  EXPECT_EQ(load_scenario(t.scenario(table_model("models/mine.csv"))).model.table, expected);
+  EXPECT_EQ(load_scenario(t.scenario(table_model("./models/../models/mine.csv"))).model.table, expected);
+  EXPECT_EQ(load_scenario(t.scenario(table_model(expected))).model.table, expected);  // absolute: as is
+  const std::string path = t.scenario(table_model("mine.csv"));
+  EXPECT_EQ(load_error(path), path + ":3:9: model.table must be a built-in table (\"resnet50\", \"bert_large\", "
+                                     "\"gpt2_xl\", \"llama2_7b\") or the path of a table file (no file \"" +
+                                     (t.dir / "mine.csv").string() + "\"), got \"mine.csv\"");
+}
+
+TEST(ScenarioModelTable, Errors) {
+  EXPECT_EQ(parse_error("[model]\ntype = \"table\"\n"),
+            "fake/inline.toml:2:8: model.table is required when model.type is \"table\": a built-in table "
+            "(\"resnet50\", \"bert_large\", \"gpt2_xl\", \"llama2_7b\") or the path of a table file");
+  EXPECT_EQ(parse_error("[model]\ntable = \"resnet50\"\n"),
+            "fake/inline.toml:2:9: model.table applies to model.type \"table\" only (set type = \"table\"), got "
+            "\"resnet50\"");
+  EXPECT_EQ(parse_error(table_model("resnet50") + "layers = [1, 2]\n"),
+            "fake/inline.toml:4:10: model.layers applies to model.type \"mlp\" only (a table model's layers come from "
+            "its table), got [1, 2]");
+  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\n"),
+            "fake/inline.toml:2:8: model.type must be one of \"mlp\", \"table\", got \"cnn\"");
+  EXPECT_EQ(parse_error(table_model("")), "fake/inline.toml:3:9: model.table must be a non-empty string, got \"\"");
+  EXPECT_EQ(parse_error("[model]\ntabel = 1\n"), "fake/inline.toml:2:1: unknown key model.tabel (did you mean model.table?)");
+  EXPECT_EQ(parse_error("[cluster]\ndevice_flops = 0\n"),
+            "fake/inline.toml:2:16: cluster.device_flops must be a number greater than 0 (FLOP/s), got 0");
+  EXPECT_EQ(parse_error("[cluster]\ndevice_flops = \"312T\"\n"),
+            "fake/inline.toml:2:16: cluster.device_flops must be a number greater than 0 (FLOP/s), got \"312T\"");
+  EXPECT_EQ(parse_error("[cluster]\ncompute_efficiency = 1.5\n"),
+            "fake/inline.toml:2:22: cluster.compute_efficiency must be a number in (0, 1], got 1.5");
+  EXPECT_EQ(parse_error("[cluster]\ndevice_mem_bw = \"2TB\"\n"),
+            "fake/inline.toml:2:17: cluster.device_mem_bw must be a bandwidth such as \"10Gbit/s\", got \"2TB\"");
 }

@@ -1,12 +1,14 @@
 // Scenarios: TOML files describing model, data, training, cluster and the strategies to compare.
 // Every field is validated; errors carry "file:line:col: field message". Unknown keys are errors.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -17,10 +19,17 @@ struct ScenarioError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The model tables shipped in strategies/models/<name>.csv, named by [model] table (type "table").
+inline constexpr std::array<std::string_view, 4> kBuiltinModelTables{"resnet50", "bert_large", "gpt2_xl", "llama2_7b"};
+
 struct ModelConfig {
-  std::string type = "mlp";                              // only "mlp" for now
-  std::vector<int> layers{784, 1024, 1024, 1024, 10};    // input, hidden..., classes
-  std::size_t parameter_count() const;                   // sum of in*out + out over layers (default: 2,913,290)
+  std::string type = "mlp";                              // "mlp" (trained by the runtime) | "table" (simulation only)
+  std::vector<int> layers{784, 1024, 1024, 1024, 10};    // type "mlp": input, hidden..., classes
+  // type "table": a built-in name (kBuiltinModelTables) or the path of a table file, resolved against the
+  // scenario file's directory; strategies/ loads it (model_library.hpp).
+  std::string table;
+  std::map<std::string, std::string> where;              // field -> "path:line:col" of its value, for later errors
+  std::size_t parameter_count() const;                   // type "mlp": sum of in*out + out over layers (default: 2,913,290)
 };
 
 struct DataConfig {
@@ -49,6 +58,10 @@ struct ClusterConfig {
   double link_latency = 2e-6;                            // seconds, per link
   std::optional<double> compute_s;                       // per-step compute for simulation; else from the store
   std::optional<double> optimizer_s;                     // per-step optimizer time for simulation; else from the store
+  // Without compute_s or a measured run, compute_s = batch x model FLOPs per sample / (device_flops x compute_efficiency).
+  std::optional<double> device_flops;                    // peak FLOP/s of one device (e.g. 312e12: A100 fp16 tensor cores)
+  double compute_efficiency = 0.5;                       // fraction of device_flops forward + backward achieve
+  std::optional<double> device_mem_bw;                   // bytes/s of device memory: optimizer_s = 20 B per parameter / it
   std::vector<int> simulate_world{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 };
 

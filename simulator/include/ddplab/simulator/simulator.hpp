@@ -98,19 +98,21 @@ SimStepResult simulate_schedule(const ClusterConfig&, const Schedule&, std::size
 struct SweepPoint {
   int world_size = 0;
   SimStepResult result;
-  double samples_per_s = 0;  // world * batch / step_s
+  double samples_per_s = 0;  // workers * batch / step_s (workers = world but for dedicated parameter servers)
   double efficiency = 0;     // samples_per_s / (world * batch / (compute_s + optimizer_s))
   std::int64_t run_id = 0;   // the simulated run written to the store
 };
 
 struct ComputeSource {
   double compute_s = 0, optimizer_s = 0;
-  std::string origin;  // "measured run #12" or "scenario [cluster].compute_s"
+  std::string origin;  // "measured run #12", "scenario [cluster].compute_s" or "model FLOPs / (device_flops x efficiency)"
 };
 
 // Compute and optimizer time per step: the means of the latest completed measured run of this
 // scenario + strategy in the store; otherwise the scenario's [cluster].compute_s / optimizer_s
-// (optimizer_s defaults to 0); otherwise std::runtime_error explaining both options.
+// (optimizer_s defaults to 0); otherwise, with [cluster].device_flops, batch x the model's forward +
+// backward FLOPs per sample / (device_flops x compute_efficiency), and optimizer_s = [cluster].optimizer_s,
+// or 20 bytes per parameter / device_mem_bw, or 0; otherwise std::runtime_error explaining the options.
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&);
 
 // Runs simulate_step(representative_step(strategy)) for each world size and writes each as a completed

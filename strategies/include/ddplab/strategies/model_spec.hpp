@@ -12,19 +12,25 @@ struct ParamSpec {
   std::size_t rows = 0;    // a matrix's rows (out features); a vector's length
   std::size_t cols = 1;    // a matrix's columns (in features); 1 for a vector
   int layer = 0;           // the layer whose backward produces its gradient
+  std::vector<std::size_t> shape;  // the full shape; rows = shape[0], cols = the product of the rest
   std::size_t count() const { return rows * cols; }
 };
 
 struct LayerSpec {
-  double forward_flops = 0;   // per sample
-  double backward_flops = 0;  // per sample
+  double forward_flops = 0;     // per sample
+  double backward_flops = 0;    // per sample
+  double activation_bytes = 0;  // the layer's output per sample (0 when unknown)
+  std::string name;             // "layer1.0.conv1", "layers.0" (MLP)
 };
 
 struct ModelSpec {
+  std::string name;               // "resnet50", a table's file stem, or "mlp"
   std::vector<ParamSpec> params;  // parameter order (PyTorch's model.parameters())
   std::vector<LayerSpec> layers;
 
   std::size_t parameter_count() const;
+  double forward_flops() const;   // per sample, all layers
+  double backward_flops() const;  // per sample, all layers
   // The gradient-ready order backward is expected to produce: layers last to first, and within a layer
   // in parameter order. The runtime reports the order it really observed, and buckets are rebuilt from it.
   std::vector<int> expected_ready_order() const;

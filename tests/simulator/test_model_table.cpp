@@ -1,0 +1,125 @@
+// A model table on the simulator: compute time from its FLOPs and the device, and a DDP step of ResNet-50.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/model_library.hpp"
+
+namespace ddplab {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-simtable-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+Scenario resnet50(double device_flops, double efficiency) {
+  Scenario s;
+  s.name = "resnet-table";
+  s.model.type = "table";
+  s.model.table = "resnet50";
+  s.train.batch_size = 32;
+  s.cluster.link_bandwidth = 100e9 / 8;
+  s.cluster.device_flops = device_flops;
+  s.cluster.compute_efficiency = efficiency;
+  StrategyConfig st;
+  st.name = "overlap-ring";
+  st.policy = "overlap";
+  st.schedule = "ring";
+  s.strategies = {st};
+  return s;
+}
+
+TEST(SimulatorModelTable, ComputeFromModelFlops) {
+  TempDir tmp;
+  Store store(tmp.path("results.db"));
+  Scenario sc = resnet50(312e12, 0.5);
+  const ModelSpec m = load_model_table("resnet50");
+  auto src = compute_source(sc, sc.strategies[0], store);
+  EXPECT_EQ(src.origin, "model FLOPs / (device_flops x efficiency)");
+  EXPECT_DOUBLE_EQ(src.compute_s, 32 * 3 * m.forward_flops() / (312e12 * 0.5));
+  EXPECT_NEAR(src.compute_s, 32 * 3 * 8.2e9 / 156e12, 0.02 * src.compute_s);  // about 5 ms
+  EXPECT_DOUBLE_EQ(src.optimizer_s, 0.0);
+
+  sc.cluster.device_mem_bw = 1.5e12;  // optimizer: 20 bytes per parameter at memory bandwidth
+  src = compute_source(sc, sc.strategies[0], store);
+  EXPECT_DOUBLE_EQ(src.optimizer_s, 20.0 * 25'557'032 / 1.5e12);
+  EXPECT_EQ(src.origin, "model FLOPs / (device_flops x efficiency); optimizer 20 B per parameter / device_mem_bw");
+
+  sc.cluster.optimizer_s = 0.001;  // an explicit optimizer time wins
+  EXPECT_DOUBLE_EQ(compute_source(sc, sc.strategies[0], store).optimizer_s, 0.001);
+  sc.cluster.compute_s = 0.02;  // and so does an explicit compute time
+  EXPECT_EQ(compute_source(sc, sc.strategies[0], store).origin, "scenario [cluster].compute_s");
+
+  // The MLP gets the same third source.
+  Scenario mlp;
+  mlp.cluster.device_flops = 1e12;
+  mlp.strategies = {StrategyConfig{}};
+  src = compute_source(mlp, mlp.strategies[0], store);
+  EXPECT_DOUBLE_EQ(src.compute_s, 64 * (ModelSpec::mlp(mlp.model.layers).forward_flops() +
+                                        ModelSpec::mlp(mlp.model.layers).backward_flops()) / 0.5e12);
+}
+
+TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {
+  const Scenario sc = resnet50(312e12, 0.5);
+  SimOptions o;
+  o.network_model = "CM02";
+  o.crosstraffic = false;
+  const int n = 4;
+  const double compute_s = 0.005;
+  const auto r = simulate_step(sc, sc.strategies[0], n, compute_s, 0.0, o, {representative_step(sc.strategies[0]), 1});
+  EXPECT_NEAR(r.compute_s, compute_s, 1e-9);
+  EXPECT_GE(r.step_s, r.compute_s);
+  // Every rank sends the ring's 2(n-1)/n of the 102 MB of gradients (within chunk rounding).
+  const double grads = 25'557'032.0 * kGradientElemBytes;
+  for (std::uint64_t b : r.bytes_sent) EXPECT_NEAR(static_cast<double>(b), 2.0 * (n - 1) / n * grads, 1e4);
+  // At 100 Gbit/s the ring takes ~12 ms, more than compute: overlap hides at most compute_s of it.
+  const double ring = 2.0 * (n - 1) / n * grads / sc.cluster.link_bandwidth;
+  EXPECT_GT(r.comm_s, 0.9 * ring);
+  EXPECT_GT(r.step_s, ring);
+  EXPECT_LT(r.step_s, compute_s + r.comm_s + 1e-6);
+  // One backward op per table row in the trace of rank 0.
+  std::size_t backward = 0;
+  for (const auto& op : r.ranks.at(0).trace) backward += op.name.rfind("backward", 0) == 0;
+  EXPECT_EQ(backward, load_model_table("resnet50").layers.size());
+}
+
+TEST(SimulatorModelTable, OwnTableAndErrors) {
+  TempDir tmp;
+  Scenario sc = resnet50(1e12, 0.5);
+  sc.model.table = tmp.path("two.csv");
+  std::ofstream(sc.model.table) << kModelTableHeader << "\nfc1,weight:256x1024;bias:256,524544,1049088,1024\n"
+                                << "fc2,weight:10x256;bias:10,5130,10260,40\n";
+  const auto r = simulate_step(sc, sc.strategies[0], 2, 0.001, 0.0);
+  EXPECT_GT(r.step_s, 0.001);
+  EXPECT_NEAR(static_cast<double>(r.bytes_sent.at(0)), (256 * 1025 + 10 * 257) * 4.0, 16);
+
+  std::ofstream(sc.model.table) << kModelTableHeader << "\nfc1,weight:256x1024,lots,1,1\n";
+  try {
+    simulate_step(sc, sc.strategies[0], 2, 0.001, 0.0);
+    FAIL() << "expected an error";
+  } catch (const ModelTableError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              sc.model.table + ":2:21: forward_flops must be a non-negative number (per sample), got \"lots\"");
+  }
+}
+
+}  // namespace
+}  // namespace ddplab
