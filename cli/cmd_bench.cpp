@@ -29,6 +29,7 @@
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "launch.hpp"
+#include "testbed.hpp"
 
 namespace ddplab::cli {
 
@@ -54,6 +55,8 @@ struct BenchRequest {
   std::string db = kDefaultDb;
   bool check = true;
   bool progress = false;  // set on the worker command line by the launcher
+  bool testbed = false, np_given = false;  // one rank per test bed host; --np given explicitly
+  std::string testbed_tag;                 // the test bed's run_tag JSON, passed to the ranks to store
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -153,6 +156,7 @@ int bench_worker(const BenchRequest& req) {
       nlohmann::json cfg = {{"sizes", opt.sizes},     {"schedules", opt.schedules}, {"iters", opt.iters},
                             {"warmup", opt.warmup},   {"check", opt.check},         {"type", "float"},
                             {"collective", "allreduce"}};
+      if (!req.testbed_tag.empty()) cfg["testbed"] = nlohmann::json::parse(req.testbed_tag);
       BenchInfo info;
       info.backend = "mpi";
       info.world_size = n;
@@ -210,7 +214,10 @@ std::int64_t last_bench_id(const std::string& db) {
 int bench_collectives(const BenchRequest& req) {
   if (under_mpi_launcher()) return bench_worker(req);
   // Validate here, before starting any rank.
-  if (req.np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(req.np));
+  std::optional<testbed::State> bed;
+  if (req.testbed) bed = testbed::require_up(req.np_given ? std::optional<int>(req.np) : std::nullopt);
+  const int np = bed ? bed->hosts : req.np;
+  if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
   try {
     parse_size_list(req.sizes);
   } catch (const std::invalid_argument& e) {
@@ -218,13 +225,14 @@ int bench_collectives(const BenchRequest& req) {
   }
   const auto names = resolve_schedules(req);
   const std::int64_t before = last_bench_id(req.db);
-  std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(req.np),
+  std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(np),
                                    "--sizes",  req.sizes,     "--schedules", join(names),
                                    "--iters",  std::to_string(req.iters), "--warmup", std::to_string(req.warmup),
                                    "--db",     req.db,        req.check ? "--check" : "--no-check"};
   if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
-  const LaunchPlan plan = plan_launch(req.np, args);
+  if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
+  const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const int rc = execute(plan);
   if (rc != 0) {
@@ -278,7 +286,7 @@ void add_bench(CLI::App& app) {
   auto req = std::make_shared<BenchRequest>();
   auto* cmd = bench->add_subcommand(
       "collectives", "Allreduce bandwidth and correctness of every schedule vs the native collective, per buffer size");
-  cmd->add_option("--np", req->np, "Ranks to start")->capture_default_str()->check(CLI::PositiveNumber);
+  auto* np_opt = cmd->add_option("--np", req->np, "Ranks to start")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--sizes", req->sizes,
                   "Bytes of float32 per rank: LO:HI doubling from LO (like nccl-tests -b LO -e HI -f 2), or a comma "
                   "list; rounded down to whole floats")
@@ -295,9 +303,14 @@ void add_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
+  cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");
+  cmd->add_option("--testbed-tag", req->testbed_tag)->group("");  // internal: the launcher's test bed, to store
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")->group("");
   cmd->footer(kMetricsHelp);
-  cmd->callback([req] { g_exit_code = bench_collectives(*req); });
+  cmd->callback([req, np_opt] {
+    req->np_given = np_opt->count() > 0;
+    g_exit_code = bench_collectives(*req);
+  });
 
   struct ResultsArgs {
     std::string db = kDefaultDb;

@@ -13,6 +13,7 @@
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "launch.hpp"
+#include "testbed.hpp"
 
 namespace ddplab::cli {
 
@@ -25,6 +26,12 @@ std::int64_t last_run_id(const std::string& db) {
 
 int run_scenario(const RunRequest& req) {
   Scenario sc = load_validated_scenario(req.scenario);
+  if (sc.model.type != "mlp") {  // the runtime trains only the MLP; model tables are for `ddplab simulate`
+    const auto at = sc.model.where.find("type");
+    throw std::invalid_argument((at != sc.model.where.end() ? at->second : req.scenario) +
+                                ": ddplab run trains only model.type \"mlp\"; a \"" + sc.model.type + "\" model (" +
+                                sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
+  }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (under_mpi_launcher()) {
     int argc = 0;
@@ -45,7 +52,9 @@ int run_scenario(const RunRequest& req) {
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
-  const int np = req.np.value_or(sc.cluster.world_size);
+  std::optional<testbed::State> bed;
+  if (req.testbed) bed = testbed::require_up(req.np);
+  const int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
@@ -54,9 +63,10 @@ int run_scenario(const RunRequest& req) {
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
                              std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
-  const LaunchPlan plan = plan_launch(np, args);
+  const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const int rc = execute(plan);
+  if (bed) testbed::tag_runs(req.db, before, *bed);
   if (rc != 0) {
     // A rank that died was killed with the rest of the job; whatever run it left "running" failed.
     Store store(req.db);
@@ -95,6 +105,8 @@ void add_run(CLI::App& app) {
          },
          "Steps to trace, FIRST:LAST (default 10:13)")
       ->needs("--trace");
+  cmd->add_flag("--testbed", req->testbed,
+                "Run one rank per host of the emulated cluster (`ddplab testbed up`); --np must match its hosts");
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")
       ->group("");  // internal: passed by the launcher to the ranks
   cmd->footer(

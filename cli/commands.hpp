@@ -19,6 +19,7 @@ void add_simulate(CLI::App& app);
 void add_report(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_testbed(CLI::App& app);
 
 // Shared by run and demo.
 struct RunRequest {
@@ -29,6 +30,7 @@ struct RunRequest {
   bool progress = false;  // set on the worker command line by the launcher
   std::string trace;      // Chrome trace of steps [trace_first, trace_last)
   std::int64_t trace_first = 10, trace_last = 13;
+  bool testbed = false;   // one rank per host of the emulated cluster (`ddplab testbed up`)
 };
 int run_scenario(const RunRequest& req);
 // The highest run id in the store (0 when empty): runs written later have larger ids.

@@ -26,7 +26,8 @@ std::string self_executable() {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args) {
+LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
+                       const std::vector<std::string>& mpirun_extra) {
   LaunchPlan p;
   const char* mpirun = std::getenv("DDPLAB_MPIRUN");
   p.argv = {mpirun ? mpirun : "mpirun", "-np", std::to_string(np)};
@@ -43,6 +44,7 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args) {
   // busy polling in a waiting collective steals the core the compute thread needs: make it yield instead.
   if (2u * static_cast<unsigned>(np) > cores)
     for (const char* arg : {"--mca", "mpi_yield_when_idle", "1"}) p.argv.push_back(arg);
+  p.argv.insert(p.argv.end(), mpirun_extra.begin(), mpirun_extra.end());
   p.argv.push_back(self_executable());
   p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
   return p;

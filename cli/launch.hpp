@@ -15,8 +15,10 @@ struct LaunchPlan {
 };
 
 // mpirun -np N, with --allow-run-as-root when root, --oversubscribe when N exceeds the cores, and one BLAS
-// thread per rank; runs `self_args` (the ddplab subcommand and its arguments) on every rank.
-LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args);
+// thread per rank; runs `self_args` (the ddplab subcommand and its arguments) on every rank. `mpirun_extra`
+// goes before the executable (e.g. the test bed's hostfile, launch agent and transport options).
+LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
+                       const std::vector<std::string>& mpirun_extra = {});
 
 // Runs the plan, waits, and returns mpirun's exit status (128 + signal when killed).
 int execute(const LaunchPlan& plan);

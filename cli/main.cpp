@@ -1,4 +1,4 @@
-// The ddplab command: run, simulate, report, demo, bench.
+// The ddplab command: run, simulate, report, demo, bench, testbed.
 #include <cstdio>
 #include <exception>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_report(app);
   ddplab::cli::add_demo(app);
   ddplab::cli::add_bench(app);
+  ddplab::cli::add_testbed(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -256,6 +256,12 @@ void Store::finish_run(std::int64_t run, const std::string& status) {
   if (flush_error) throw *flush_error;
 }
 
+void Store::set_run_config(std::int64_t run, const std::string& config_json) {
+  Stmt s(db_, path_, "UPDATE runs SET config = ?1 WHERE id = ?2");
+  s.bind(1, config_json).bind(2, run).run();
+  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_config: no run with id {}", path_, run));
+}
+
 // Reads first commit this Store's own pending rows, so a writer always sees what it wrote.
 std::vector<RunRow> Store::runs() const {
   pending_->flush(db_, path_);

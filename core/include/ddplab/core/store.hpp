@@ -116,6 +116,8 @@ class Store {
   void add_resources(std::int64_t run, const Resources& r);      // batched
   void flush();                                                  // commits pending rows in one transaction
   void finish_run(std::int64_t run, const std::string& status);  // flushes, sets status and ended_at
+  // Replaces a run's config JSON, for launchers that learn where the run ran only after it was begun.
+  void set_run_config(std::int64_t run, const std::string& config_json);
 
   std::vector<RunRow> runs() const;
   std::optional<RunRow> run(std::int64_t id) const;

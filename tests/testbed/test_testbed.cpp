@@ -1,0 +1,238 @@
+// The emulated cluster for real: `ddplab testbed up/status/down`, a collective bench and a training run across
+// the namespaces, and crash leftovers. Needs root, iproute2, tc tbf and mpirun; skips with the reason otherwise.
+// A test bed that is already up (ddpl-* objects) is never touched: the tests skip.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ddplab/core/store.hpp"
+#include "testbed.hpp"
+#include "testbed_proc.hpp"
+
+namespace tb = ddplab::cli::testbed;
+
+namespace {
+
+std::string run_cmd(const std::vector<std::string>& argv, int* status) {
+  const tb::CommandResult r = tb::run_command(argv);
+  *status = r.status;
+  return r.out + r.err;
+}
+
+bool works(const std::vector<std::string>& argv) {
+  try {
+    return tb::run_command(argv).status == 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// ddpl-* namespaces, links and qdiscs visible from the root namespace.
+std::string prefixed_objects() {
+  std::string found;
+  int st = 0;
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {"ip", "netns", "list"}, {"ip", "-o", "link", "show"}, {"tc", "qdisc", "show"}}) {
+    const std::string out = run_cmd(argv, &st);
+    if (out.find("ddpl-") != std::string::npos) found += out;
+  }
+  return found;
+}
+
+// Why these tests cannot run here, or empty when they can.
+std::string missing_prerequisite() {
+  if (geteuid() != 0) return "needs root (network namespaces and tc)";
+  if (!works({"ip", "-V"})) return "needs iproute2 (`ip`)";
+  if (!works({"tc", "-V"})) return "needs iproute2 (`tc`)";
+  if (!works({"mpirun", "--version"})) return "needs Open MPI (`mpirun`)";
+  if (!prefixed_objects().empty()) return "ddpl-* objects exist (a test bed in use?); `ddplab testbed down` removes them";
+  const std::string ns = "ddpl-tprobe";
+  if (!works({"ip", "netns", "add", ns})) return "`ip netns add` fails here";
+  const bool tbf = works({"tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "64k",
+                          "latency", "20ms"});
+  works({"ip", "netns", "del", ns});
+  return tbf ? "" : "the tbf qdisc is unavailable";
+}
+
+class Testbed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // One test bed per machine: tests from other build folders wait here.
+    lock_ = open("/tmp/ddplab-testbed-tests.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock_ >= 0) flock(lock_, LOCK_EX);
+    const std::string why = missing_prerequisite();
+    if (!why.empty()) GTEST_SKIP() << why;
+    ready_ = true;
+    char tmpl[] = "/tmp/ddplab-testbed-db-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (ready_) {
+      // Remove whatever the test left up (a failed assertion may leave a test bed behind).
+      if (!prefixed_objects().empty() || std::filesystem::exists(tb::state_path())) {
+        int st = 0;
+        const std::string out = ddplab({"testbed", "down"}, &st);
+        EXPECT_EQ(st, 0) << out;
+      }
+      EXPECT_EQ(prefixed_objects(), "") << "left behind by the test";
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+    if (lock_ >= 0) close(lock_);
+  }
+
+  std::string ddplab(std::vector<std::string> args, int* status, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(DDPLAB_EXE);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_cmd(argv, status);
+  }
+  std::string db() const { return dir_ + "/r.db"; }
+
+  int lock_ = -1;
+  bool ready_ = false;
+  std::string dir_;
+};
+
+}  // namespace
+
+TEST_F(Testbed, UpStatusDownLeavesNothing) {
+  int st = 0;
+  std::string out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "100mbit"}, &st);
+  ASSERT_EQ(st, 0) << out;
+  out = ddplab({"testbed", "status"}, &st);
+  EXPECT_EQ(st, 0) << out;
+  for (const char* want : {"ddpl-h0", "ddpl-h2", "10.77.0.3", "tbf 100mbit", "whole"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << " in\n" << out;
+  out = ddplab({"testbed", "up", "--hosts", "2", "--rate", "1gbit"}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("already up (3 hosts at 100mbit)"), std::string::npos) << out;
+  out = ddplab({"testbed", "down"}, &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("removed netns ddpl-h2"), std::string::npos) << out;
+  EXPECT_EQ(prefixed_objects(), "");
+  out = ddplab({"testbed", "status"}, &st);
+  EXPECT_EQ(st, 1) << out;
+}
+
+TEST_F(Testbed, DelayNeedsNetem) {
+  const bool netem = works({"ip", "netns", "add", "ddpl-tnetem"}) &&
+                     works({"tc", "-n", "ddpl-tnetem", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"});
+  works({"ip", "netns", "del", "ddpl-tnetem"});
+  int st = 0;
+  const std::string out = ddplab({"testbed", "up", "--hosts", "2", "--rate", "1gbit", "--delay", "50us"}, &st);
+  if (netem) {
+    EXPECT_EQ(st, 0) << out;
+    return;
+  }
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("--delay needs the netem qdisc, which is unavailable"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc add dev lo root netem delay 50us"), std::string::npos) << out;
+  EXPECT_EQ(prefixed_objects(), "") << "a refused `up` must leave nothing";
+}
+
+// A 4 MiB allreduce on 4 hosts shaped to 200 Mbit/s: the bus bandwidth cannot exceed the NIC rate.
+TEST_F(Testbed, CollectivesStayBelowTheShapedRate) {
+  int st = 0;
+  std::string out = ddplab({"testbed", "up", "--hosts", "4", "--rate", "200mbit"}, &st);
+  ASSERT_EQ(st, 0) << out;
+  out = ddplab({"bench", "collectives", "--testbed", "--np", "3", "--db", db()}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("--np 3 disagrees with the test bed's 4 hosts"), std::string::npos) << out;
+  out = ddplab({"bench", "collectives", "--testbed", "--sizes", "4MiB", "--schedules", "ring,native", "--iters", "3",
+                "--warmup", "1", "--db", db()},
+               &st);
+  ASSERT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("--mca plm_rsh_agent"), std::string::npos) << out;
+  ddplab::Store store(db());
+  const auto benches = store.benches();
+  ASSERT_EQ(benches.size(), 1u);
+  EXPECT_EQ(benches[0].info.world_size, 4);
+  const auto cfg = nlohmann::json::parse(benches[0].info.config_json);
+  EXPECT_EQ(cfg["testbed"]["hosts"], 4);
+  EXPECT_EQ(cfg["testbed"]["rate"], "200mbit");
+  const double rate_gbs = 200e6 / 8 / 1e9;
+  const auto rows = store.bench_rows(benches[0].id);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.wrong.value_or(-1), 0) << r.schedule;
+    EXPECT_LT(r.busbw_gbs, rate_gbs * 1.02) << r.schedule << ": faster than the shaper allows";
+    EXPECT_GT(r.busbw_gbs, rate_gbs * 0.1) << r.schedule << ": the network barely works";
+  }
+}
+
+TEST_F(Testbed, TrainingRunIsStoredWithTheTestbed) {
+  int st = 0;
+  std::string out = ddplab({"run", DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml", "--testbed", "--db", db()}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("no test bed is up"), std::string::npos) << out;
+  out = ddplab({"testbed", "up", "--hosts", "2", "--rate", "1gbit"}, &st);
+  ASSERT_EQ(st, 0) << out;
+  out = ddplab({"run", DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml", "--testbed", "--max-steps", "5", "--db", db()}, &st);
+  ASSERT_EQ(st, 0) << out;
+  ddplab::Store store(db());
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "completed");
+  EXPECT_EQ(runs[0].info.world_size, 2);
+  const auto cfg = nlohmann::json::parse(runs[0].info.config_json);
+  EXPECT_EQ(cfg["testbed"]["hosts"], 2);
+  EXPECT_EQ(cfg["testbed"]["rate"], "1gbit");
+  EXPECT_EQ(store.steps(runs[0].id).size(), 10u);  // 5 steps x 2 ranks
+}
+
+// `up` fails halfway (fault injection) and removes what it created; when it dies instead, status reports the
+// remains, up refuses, and down removes them.
+TEST_F(Testbed, CrashedUpIsDetectedAndCleaned) {
+  int st = 0;
+  std::string out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st,
+                           {"DDPLAB_TESTBED_FAULT=fail-after-host:2"});
+  EXPECT_EQ(st, 2) << out;
+  EXPECT_NE(out.find("failing after 2 hosts; removed what it had created"), std::string::npos) << out;
+  EXPECT_EQ(prefixed_objects(), "");
+  EXPECT_FALSE(std::filesystem::exists(tb::state_path()));
+  out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st,
+                           {"DDPLAB_TESTBED_FAULT=crash-after-host:2"});
+  ASSERT_EQ(st, 86) << out;
+  out = ddplab({"testbed", "status"}, &st);
+  EXPECT_EQ(st, 3) << out;
+  EXPECT_NE(out.find("test bed: creating"), std::string::npos) << out;
+  EXPECT_NE(out.find("run `ddplab testbed down`"), std::string::npos) << out;
+  out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("left over from a crash"), std::string::npos) << out;
+  out = ddplab({"run", DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml", "--testbed", "--db", db()}, &st);
+  EXPECT_NE(out.find("incomplete"), std::string::npos) << out;
+  out = ddplab({"testbed", "down"}, &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("removed netns ddpl-h1"), std::string::npos) << out;
+  EXPECT_EQ(prefixed_objects(), "");
+}
+
+// Prefixed objects with no state file (made by hand here) are leftovers too.
+TEST_F(Testbed, LeftoversWithoutStateAreDetectedAndCleaned) {
+  ASSERT_TRUE(works({"ip", "netns", "add", "ddpl-h9"}));
+  ASSERT_TRUE(works({"ip", "link", "add", "ddpl-v9", "type", "veth", "peer", "name", "ddpl-p9"}));
+  int st = 0;
+  std::string out = ddplab({"testbed", "status"}, &st);
+  EXPECT_EQ(st, 3) << out;
+  for (const char* want : {"leftover (in no state file): netns ddpl-h9", "link ddpl-v9", "link ddpl-p9"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << " in\n" << out;
+  out = ddplab({"testbed", "up", "--hosts", "2", "--rate", "1gbit"}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(out.find("leftovers of an earlier test bed"), std::string::npos) << out;
+  out = ddplab({"testbed", "down"}, &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("removed netns ddpl-h9"), std::string::npos) << out;
+  EXPECT_EQ(prefixed_objects(), "");
+}
