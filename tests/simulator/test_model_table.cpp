@@ -9,26 +9,11 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "temp_dir.hpp"
 
 namespace ddplab {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-simtable-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  std::filesystem::path dir_;
-};
 
 Scenario resnet50(double device_flops, double efficiency) {
   Scenario s;
@@ -48,8 +33,8 @@ Scenario resnet50(double device_flops, double efficiency) {
 }
 
 TEST(SimulatorModelTable, ComputeFromModelFlops) {
-  TempDir tmp;
-  Store store(tmp.path("results.db"));
+  const test::TempDir tmp("ddplab-simtable");
+  Store store(tmp.file("results.db"));
   Scenario sc = resnet50(312e12, 0.5);
   const ModelSpec m = load_model_table("resnet50");
   auto src = compute_source(sc, sc.strategies[0], store);
@@ -102,9 +87,9 @@ TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {
 }
 
 TEST(SimulatorModelTable, OwnTableAndErrors) {
-  TempDir tmp;
+  const test::TempDir tmp("ddplab-simtable");
   Scenario sc = resnet50(1e12, 0.5);
-  sc.model.table = tmp.path("two.csv");
+  sc.model.table = tmp.file("two.csv");
   std::ofstream(sc.model.table) << kModelTableHeader << "\nfc1,weight:256x1024;bias:256,524544,1049088,1024\n"
                                 << "fc2,weight:10x256;bias:10,5130,10260,40\n";
   const auto r = simulate_step(sc, sc.strategies[0], 2, 0.001, 0.0);

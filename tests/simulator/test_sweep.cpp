@@ -9,26 +9,11 @@
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "temp_dir.hpp"
 
 namespace ddplab {
 namespace {
 
-class TempStore {
- public:
-  TempStore() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-sim-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-  }
-  ~TempStore() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string file() const { return (dir_ / "results.db").string(); }
-
- private:
-  std::filesystem::path dir_;
-};
 
 Scenario scenario() {
   Scenario s;
@@ -86,8 +71,8 @@ TEST(SimulatorStep, RejectsUnsupportedStrategies) {
 }
 
 TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
-  TempStore tmp;
-  Store store(tmp.file());
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
   const Scenario sc = scenario();
   try {
     compute_source(sc, sc.strategies[0], store);
@@ -103,8 +88,8 @@ TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
 }
 
 TEST(SimulatorSources, ScenarioThenMeasured) {
-  TempStore tmp;
-  Store store(tmp.file());
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
   Scenario sc = scenario();
   sc.cluster.compute_s = 0.02;
   auto src = compute_source(sc, sc.strategies[0], store);
@@ -141,14 +126,14 @@ TEST(SimulatorSources, ScenarioThenMeasured) {
 }
 
 TEST(SimulatorSweep, WritesSimulatedRuns) {
-  TempStore tmp;
+  const test::TempDir tmp("ddplab-sim");
   Scenario sc = scenario();
   sc.cluster.compute_s = 0.02;
   sc.cluster.optimizer_s = 0.005;
   std::vector<std::pair<int, int>> calls;
   std::vector<SweepPoint> points;
   {
-    Store store(tmp.file());
+    Store store(tmp.file("results.db"));
     points = simulate_sweep(sc, sc.strategies[0], {2, 4}, store, alpha_beta(),
                             [&](int done, int total) { calls.emplace_back(done, total); });
   }
@@ -161,7 +146,7 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
     EXPECT_NEAR(p.efficiency, 0.025 / p.result.step_s, 1e-9);
   }
 
-  Store store(tmp.file());  // read back from a fresh handle
+  Store store(tmp.file("results.db"));  // read back from a fresh handle
   const auto runs = store.runs();
   ASSERT_EQ(runs.size(), 2u);
   for (std::size_t i = 0; i < runs.size(); ++i) {

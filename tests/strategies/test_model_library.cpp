@@ -10,6 +10,7 @@
 
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
+#include "temp_dir.hpp"
 
 using namespace ddplab;
 
@@ -33,26 +34,6 @@ double transformer_forward(double matmul_params, double layers, double seq, doub
   return 2 * matmul_params * seq + 4 * layers * seq * seq * hidden + extra;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-models-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-
- private:
-  std::filesystem::path dir_;
-};
 
 // The message of loading `path`, or "" when it loaded.
 std::string load_error(const std::string& path) {
@@ -204,7 +185,7 @@ TEST(ModelLibrary, ModelSpecForScenarioModel) {
 // ---- your own table ----
 
 TEST(ModelLibrary, OwnTableLoads) {
-  const TempDir dir;
+  const test::TempDir dir("ddplab-models");
   const std::string path = dir.write("tiny.csv", "# a comment\n\n" + kHeader +
                                                      "conv, weight:8x3x3x3 ;bias:8 ,1.5e3,3000,2048\n"
                                                      "relu,,10,20,2048\r\n"
@@ -254,7 +235,7 @@ TEST(ModelLibrary, MalformedTablesNameFileLineAndField) {
       {"a,,1,2,3\n", "3:1: the table has no parameters (every row's params field is empty)"},
       {"", "2:1: the table has no layers (one row per layer after the header)"},
   };
-  const TempDir dir;
+  const test::TempDir dir("ddplab-models");
   int i = 0;
   for (const BadTable& c : cases) {
     const std::string path = dir.write("bad" + std::to_string(i++) + ".csv", "# comment\n" + kHeader + c.body);

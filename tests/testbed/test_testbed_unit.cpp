@@ -10,28 +10,13 @@
 
 #include "ddplab/core/store.hpp"
 #include "testbed.hpp"
+#include "temp_dir.hpp"
 #include "testbed_proc.hpp"
 
 namespace tb = ddplab::cli::testbed;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-testbed-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 template <class F>
 std::string error_of(F&& f) {
@@ -129,7 +114,7 @@ TEST(TestbedState, PlansPrefixedNamesAndAddresses) {
 }
 
 TEST(TestbedState, RoundTripsThroughTheFile) {
-  TempDir dir;
+  ddplab::test::TempDir dir("ddplab-testbed");
   tb::State s = sample_state(dir.file(""), 4);
   s.phase = "up";
   s.delay = "50us";
@@ -142,7 +127,7 @@ TEST(TestbedState, RoundTripsThroughTheFile) {
 }
 
 TEST(TestbedState, RefusesBrokenOrForeignFiles) {
-  TempDir dir;
+  ddplab::test::TempDir dir("ddplab-testbed");
   const std::string path = dir.file("state.json");
   std::ofstream(path) << "{\"version\": 1, \"phase\": \"up\"";
   EXPECT_NE(error_of([&] { tb::read_state(path); }).find("state " + path + " is unreadable"), std::string::npos);
@@ -182,7 +167,7 @@ TEST(TestbedLaunch, MpirunOptionsBindEverythingToTheSubnet) {
 
 // The agent maps a host IP to its namespace and hands the command to `sh -c`; a fake `ip` records its arguments.
 TEST(TestbedLaunch, AgentRunsTheCommandInTheHostsNamespace) {
-  TempDir dir;
+  ddplab::test::TempDir dir("ddplab-testbed");
   const tb::State s = sample_state(dir.file(""));
   std::ofstream(dir.file("agent.sh")) << tb::agent_script(s);
   std::ofstream(dir.file("ip")) << "#!/bin/sh\nfor a in \"$@\"; do echo \"[$a]\"; done\n";
@@ -210,7 +195,7 @@ TEST(TestbedShaper, BurstCoversAMillisecondOfTraffic) {
 }
 
 TEST(TestbedStore, RunsAreTaggedWithTheTestbed) {
-  TempDir dir;
+  ddplab::test::TempDir dir("ddplab-testbed");
   const std::string db = dir.file("r.db");
   std::int64_t before = 0, tagged = 0;
   {

@@ -7,14 +7,7 @@
 namespace ddplab {
 
 void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan) {
-  const std::vector<int> backward = s.add_compute_pass(plan, step);
-  std::vector<int> pushes, updates;
-  for (const Bucket& b : s.bucketing().buckets)
-    pushes.push_back(s.add_op(plan, OpKind::Push, b.id, {s.ready_op(backward, b.id)}));
-  for (const Bucket& b : s.bucketing().buckets)
-    updates.push_back(s.add_op(plan, OpKind::ShardOptimizer, b.id, {pushes[static_cast<std::size_t>(b.id)]}));
-  for (const Bucket& b : s.bucketing().buckets)
-    s.add_op(plan, OpKind::Pull, b.id, {updates[static_cast<std::size_t>(b.id)]});
+  build_sharded(s, step, plan, OpKind::Push, OpKind::Pull);
 }
 
 }  // namespace ddplab

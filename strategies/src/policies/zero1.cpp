@@ -6,14 +6,7 @@
 namespace ddplab {
 
 void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan) {
-  const std::vector<int> backward = s.add_compute_pass(plan, step);
-  std::vector<int> scatters, updates;
-  for (const Bucket& b : s.bucketing().buckets)
-    scatters.push_back(s.add_op(plan, OpKind::ReduceScatter, b.id, {s.ready_op(backward, b.id)}));
-  for (const Bucket& b : s.bucketing().buckets)
-    updates.push_back(s.add_op(plan, OpKind::ShardOptimizer, b.id, {scatters[static_cast<std::size_t>(b.id)]}));
-  for (const Bucket& b : s.bucketing().buckets)
-    s.add_op(plan, OpKind::AllGather, b.id, {updates[static_cast<std::size_t>(b.id)]});
+  build_sharded(s, step, plan, OpKind::ReduceScatter, OpKind::AllGather);
 }
 
 }  // namespace ddplab
