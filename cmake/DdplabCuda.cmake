@@ -11,6 +11,11 @@ if(NOT DDPLAB_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
+    # One cudart per process: the shared one that CUDA::cudart, cuBLAS and NCCL use (CMake's default
+    # would add cudart_static to every target linking CUDA objects).
+    if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+      set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    endif()
     enable_language(CUDA)
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND)

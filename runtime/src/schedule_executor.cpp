@@ -35,6 +35,8 @@ void ScheduleExecutor::run(const Schedule& s, void* buffer, ElemType type) {
                                 " ranks, communicator has " + std::to_string(comm_.size()));
   const std::size_t eb = elem_bytes(type);
   auto* buf = static_cast<unsigned char*>(buffer);
+  ChunkMemory* device = comm_.chunk_memory();  // null: host memory
+  if (device) device->begin(s.name + " " + s.collective);
   std::vector<bool> in_place;
   int step_no = 0;
   for (const ScheduleStep& step : s.ranks[static_cast<std::size_t>(me)]) {
@@ -45,13 +47,19 @@ void ScheduleExecutor::run(const Schedule& s, void* buffer, ElemType type) {
       in_place[i] = receives_in_place(step, i);
       if (!in_place[i]) need += step.recvs[i].chunk.count * eb;
     }
-    if (scratch_.size() < need) scratch_.resize(need);
+    unsigned char* scratch = nullptr;
+    if (device) {
+      scratch = device->scratch(need);
+    } else {
+      if (scratch_.size() < need) scratch_.resize(need);
+      scratch = scratch_.data();
+    }
     std::size_t at = 0;
     // The tag is the step number so that messages of consecutive steps between the same pair never match
     // the wrong receive, whatever order the transport delivers them in.
     for (std::size_t i = 0; i < step.recvs.size(); ++i) {
       const RecvOp& r = step.recvs[i];
-      unsigned char* dst = in_place[i] ? buf + r.chunk.offset * eb : scratch_.data() + at;
+      unsigned char* dst = in_place[i] ? buf + r.chunk.offset * eb : scratch + at;
       comm_.irecv(dst, r.chunk.count * eb, r.peer, step_no);
       if (!in_place[i]) at += r.chunk.count * eb;
     }
@@ -66,12 +74,17 @@ void ScheduleExecutor::run(const Schedule& s, void* buffer, ElemType type) {
       if (in_place[i]) continue;
       const RecvOp& r = step.recvs[i];
       unsigned char* dst = buf + r.chunk.offset * eb;
-      if (r.mode == RecvMode::Reduce)
-        sum_into(type, dst, scratch_.data() + at, r.chunk.count);
+      if (device && r.mode == RecvMode::Reduce)
+        device->reduce(type, dst, scratch + at, r.chunk.count);
+      else if (device)
+        device->copy(dst, scratch + at, r.chunk.count * eb);
+      else if (r.mode == RecvMode::Reduce)
+        sum_into(type, dst, scratch + at, r.chunk.count);
       else
-        std::memcpy(dst, scratch_.data() + at, r.chunk.count * eb);
+        std::memcpy(dst, scratch + at, r.chunk.count * eb);
       at += r.chunk.count * eb;
     }
+    if (device) device->end_step();
     ++step_no;
   }
 }

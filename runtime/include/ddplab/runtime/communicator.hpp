@@ -6,12 +6,26 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "ddplab/strategies/codec.hpp"
 
 namespace ddplab {
+
+// Where a communicator's buffers live when they are not host memory (NCCL: device memory). The schedule
+// executor stages received chunks in its scratch and copies or reduces them with it. Work may be queued
+// asynchronously; end_step() returns when the step's transfers, copies and reductions are complete.
+class ChunkMemory {
+ public:
+  virtual ~ChunkMemory() = default;
+  virtual void begin(const std::string& what) = 0;        // names the collective (watchdog messages)
+  virtual unsigned char* scratch(std::size_t bytes) = 0;  // at least `bytes`, valid until the next call
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void reduce(ElemType type, void* dst, const void* src, std::size_t count) = 0;  // dst += src
+  virtual void end_step() = 0;
+};
 
 class Communicator {
  public:
@@ -37,6 +51,9 @@ class Communicator {
   virtual void isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void irecv(void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void wait_all() = 0;
+
+  // nullptr: buffers are host memory (MPI). Otherwise what the schedule executor uses instead of memcpy.
+  virtual ChunkMemory* chunk_memory() { return nullptr; }
 
   // Ends every rank of the job at once: a failed rank must not leave the others waiting forever.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -9,6 +9,8 @@
 
 namespace ddplab {
 
+// The CUDA plugin implements this class across dlopen: bump DDPLAB_CUDA_PLUGIN_ABI
+// (runtime/cuda/cuda_plugin.hpp) when its virtual functions change.
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -41,8 +43,16 @@ class Ops {
                             float weight_decay, bool first) = 0;
 };
 
-// "cpu" (OpenBLAS). Throws std::invalid_argument naming the known backends otherwise.
+// "cpu" (OpenBLAS), "reference" (naive loops, no BLAS: the yardstick the CUDA ops are tested against) or
+// "cuda" (cuBLAS + kernels, fp32). Throws std::invalid_argument naming the known backends otherwise, and
+// std::runtime_error saying why when "cuda" cannot be made ("built without CUDA", "no CUDA device visible").
 std::unique_ptr<Ops> make_ops(const std::string& backend);
+std::unique_ptr<Ops> make_reference_ops();
+// tf32: GEMMs on TF32 tensor cores. Made by the dlopen'ed CUDA plugin (runtime/cuda/cuda_loader.cpp);
+// runtime/cuda/cuda_ops.hpp has the static library's make_cuda_ops with device and stream options.
+std::unique_ptr<Ops> make_cuda_ops(bool tf32 = false);
+// Empty when make_cuda_ops can succeed here, else the reason it cannot (for skips and error messages).
+std::string cuda_unavailable_reason();
 
 // RAII device buffer.
 class DeviceBuffer {

@@ -1,0 +1,166 @@
+// ddplab-gpu-train: one process, world size 1, no MPI or SQLite: the default MLP trained with SGD momentum
+// on Fashion-MNIST on any backend (cuda, cpu, reference), then scored on the test set. It is what the GPU
+// check runs on the device and what produced the stored CPU figure it compares with (cpu_reference.json).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/ops.hpp"
+
+namespace {
+
+struct Args {
+  std::string backend = "cuda", data = "/usr/share/datasets/fashion-mnist", json;
+  std::vector<int> layers = {784, 1024, 1024, 1024, 10};
+  int batch = 64, epochs = 1, max_steps = 0;
+  unsigned long seed = 1;
+  float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
+  bool tf32 = false, probe = false;
+};
+
+const char* kUsage =
+    "usage: ddplab-gpu-train [--backend cuda|cpu|reference] [--tf32] [--data DIR] [--layers 784,1024,...,10]\n"
+    "                        [--batch 64] [--epochs 1] [--max-steps N] [--seed 1] [--lr 0.05] [--momentum 0.9]\n"
+    "                        [--json FILE] | --probe (exit 0 when a CUDA device is usable, else say why)\n";
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
+      return argv[++i];
+    };
+    if (k == "--backend") a.backend = val();
+    else if (k == "--tf32") a.tf32 = true;
+    else if (k == "--probe") a.probe = true;
+    else if (k == "--data") a.data = val();
+    else if (k == "--json") a.json = val();
+    else if (k == "--batch") a.batch = std::stoi(val());
+    else if (k == "--epochs") a.epochs = std::stoi(val());
+    else if (k == "--max-steps") a.max_steps = std::stoi(val());
+    else if (k == "--seed") a.seed = std::stoul(val());
+    else if (k == "--lr") a.lr = std::stof(val());
+    else if (k == "--momentum") a.momentum = std::stof(val());
+    else if (k == "--layers") {
+      a.layers.clear();
+      std::stringstream ss(val());
+      for (std::string t; std::getline(ss, t, ',');) a.layers.push_back(std::stoi(t));
+    } else if (k == "-h" || k == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else throw std::invalid_argument("unknown option " + k);
+  }
+  return a;
+}
+
+std::unique_ptr<ddplab::Ops> backend(const Args& a) {
+  if (a.backend == "cuda") return ddplab::make_cuda_ops(a.tf32);
+  if (a.backend == "reference") return ddplab::make_reference_ops();
+#ifndef DDPLAB_GPU_ONLY
+  return ddplab::make_ops(a.backend);
+#else
+  throw std::invalid_argument("backend \"" + a.backend + "\" is not in the GPU-only build (cuda, reference)");
+#endif
+}
+
+double accuracy(ddplab::Mlp& model, ddplab::Ops& ops, const ddplab::Dataset& test, int batch, double* loss) {
+  ddplab::DeviceBuffer x(ops, static_cast<std::size_t>(batch) * test.features);
+  std::int32_t* y = ops.alloc_labels(static_cast<std::size_t>(batch));
+  std::vector<float> hx(static_cast<std::size_t>(batch) * test.features), logits(static_cast<std::size_t>(batch) * test.classes);
+  std::vector<std::int32_t> hy(static_cast<std::size_t>(batch));
+  std::vector<std::size_t> idx(test.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  double correct = 0, loss_sum = 0;
+  for (std::size_t at = 0; at < idx.size(); at += static_cast<std::size_t>(batch)) {
+    const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), idx.size() - at));
+    ddplab::gather_batch(test, idx, at, b, hx.data(), hy.data());
+    ops.to_device(x.data(), hx.data(), hx.size());
+    ops.labels_to_device(y, hy.data(), static_cast<std::size_t>(b));
+    const float* out = model.forward(x.data(), b);
+    loss_sum += model.loss(y) * b;
+    ops.to_host(logits.data(), out, static_cast<std::size_t>(b) * test.classes);
+    for (int i = 0; i < b; ++i) {
+      const float* row = logits.data() + static_cast<std::size_t>(i) * test.classes;
+      correct += (std::max_element(row, row + test.classes) - row) == hy[static_cast<std::size_t>(i)];
+    }
+  }
+  ops.free_labels(y);
+  *loss = loss_sum / static_cast<double>(test.size());
+  return correct / static_cast<double>(test.size());
+}
+
+int run(const Args& a) {
+  if (a.probe) {
+    const std::string why = ddplab::cuda_unavailable_reason();
+    std::printf("%s\n", why.empty() ? "CUDA device visible" : why.c_str());
+    return why.empty() ? 0 : 3;
+  }
+  auto ops = backend(a);
+  const ddplab::Dataset train = ddplab::load_fashion_mnist(a.data, true), test = ddplab::load_fashion_mnist(a.data, false);
+  ddplab::Mlp model(*ops, a.layers, a.batch);
+  model.init(a.seed);
+  ddplab::DeviceBuffer momentum(*ops, model.num_params());
+  ddplab::DistributedSampler sampler(train.size(), 0, 1, a.seed);
+  // Two input buffers, alternated: the next batch is copied in while the device may still read this one.
+  ddplab::DeviceBuffer x[2] = {{*ops, static_cast<std::size_t>(a.batch) * train.features},
+                               {*ops, static_cast<std::size_t>(a.batch) * train.features}};
+  std::int32_t* y[2] = {ops->alloc_labels(static_cast<std::size_t>(a.batch)), ops->alloc_labels(static_cast<std::size_t>(a.batch))};
+  std::vector<float> hx(static_cast<std::size_t>(a.batch) * train.features);
+  std::vector<std::int32_t> hy(static_cast<std::size_t>(a.batch));
+  int step = 0;
+  double last_loss = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int epoch = 0; epoch < a.epochs && (a.max_steps == 0 || step < a.max_steps); ++epoch) {
+    const auto idx = sampler.indices(epoch);
+    for (std::size_t at = 0; at < idx.size() && (a.max_steps == 0 || step < a.max_steps); at += static_cast<std::size_t>(a.batch)) {
+      const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(a.batch), idx.size() - at));
+      const int s = step % 2;
+      ddplab::gather_batch(train, idx, at, b, hx.data(), hy.data());
+      ops->to_device(x[s].data(), hx.data(), static_cast<std::size_t>(b) * train.features);
+      ops->labels_to_device(y[s], hy.data(), static_cast<std::size_t>(b));
+      model.forward(x[s].data(), b);
+      last_loss = model.backward(y[s]);
+      ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), a.lr, a.momentum,
+                        a.weight_decay, step == 0);
+      ++step;
+    }
+  }
+  ops->synchronize();
+  const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double test_loss = 0;
+  const double acc = accuracy(model, *ops, test, a.batch, &test_loss);
+  ops->free_labels(y[0]), ops->free_labels(y[1]);
+  const double samples = static_cast<double>(step) * a.batch;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"backend\": \"%s\", \"steps\": %d, \"batch\": %d, \"seed\": %lu, \"train_s\": %.4f, "
+                "\"samples_per_s\": %.1f, \"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
+                ops->name().c_str(), step, a.batch, a.seed, train_s, samples / train_s, last_loss, test_loss, acc);
+  std::fputs(buf, stdout);
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    if (!(f << buf)) throw std::runtime_error("cannot write " + a.json);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,15 @@
+// The CUDA entry points of a build without the CUDA toolkit: they say so instead of failing to link.
+#include <stdexcept>
+
+#include "ddplab/runtime/ops.hpp"
+
+namespace ddplab {
+
+std::string cuda_unavailable_reason() { return "built without CUDA"; }
+
+std::unique_ptr<Ops> make_cuda_ops(bool) {
+  throw std::runtime_error("backend \"cuda\" is not available: built without CUDA (reconfigure with -DDDPLAB_CUDA=ON "
+                           "and the CUDA toolkit installed)");
+}
+
+}  // namespace ddplab

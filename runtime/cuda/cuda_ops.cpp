@@ -1,0 +1,158 @@
+// CUDA backend: GEMM on cuBLAS, the rest as kernels (cuda_kernels.cu), all on one stream per backend.
+// Row-major matrices go through column-major cuBLAS by computing C^T = op(B)^T op(A)^T.
+#include "cuda_ops.hpp"
+
+#include <cublas_v2.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "cuda_check.hpp"
+#include "cuda_kernels.hpp"
+
+namespace ddplab {
+namespace {
+
+class CudaOps final : public Ops {
+ public:
+  explicit CudaOps(const CudaOpsOptions& o) : device_(o.device >= 0 ? o.device : local_device()) {
+    cudaCheck(cudaSetDevice(device_));
+    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cublasCheck(cublasCreate(&blas_));
+    cublasCheck(cublasSetStream(blas_, stream_));
+    // Pure fp32 unless asked: CUBLAS_DEFAULT_MATH never down-converts fp32 inputs.
+    cublasCheck(cublasSetMathMode(blas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    cudaCheck(cudaMallocHost(reinterpret_cast<void**>(&host_loss_), 2 * sizeof(double)));
+    cudaCheck(cudaMalloc(reinterpret_cast<void**>(&loss_out_), 2 * sizeof(double)));
+    tf32_ = o.tf32;
+  }
+  ~CudaOps() override {
+    // No throwing from a destructor: errors here would only mask the one that is unwinding.
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    cudaFree(row_loss_);
+    cudaFree(loss_out_);
+    cudaFreeHost(host_loss_);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+  std::string name() const override { return tf32_ ? "cuda-tf32" : "cuda"; }
+  cudaStream_t stream() const { return stream_; }
+
+  float* alloc(std::size_t n) override { return static_cast<float*>(zeroed(n * sizeof(float))); }
+  void free(float* p) override { release(p); }
+  std::int32_t* alloc_labels(std::size_t n) override { return static_cast<std::int32_t*>(zeroed(n * sizeof(std::int32_t))); }
+  void free_labels(std::int32_t* p) override { release(p); }
+  // A pageable source is staged by the driver before cudaMemcpyAsync returns, so the caller may reuse it.
+  void to_device(float* dst, const float* host, std::size_t n) override {
+    cudaCheck(cudaMemcpyAsync(dst, host, n * sizeof(float), cudaMemcpyDefault, stream_));
+  }
+  void to_host(float* host, const float* src, std::size_t n) override {
+    cudaCheck(cudaMemcpyAsync(host, src, n * sizeof(float), cudaMemcpyDefault, stream_));
+    synchronize();
+  }
+  void labels_to_device(std::int32_t* dst, const std::int32_t* host, std::size_t n) override {
+    cudaCheck(cudaMemcpyAsync(dst, host, n * sizeof(std::int32_t), cudaMemcpyDefault, stream_));
+  }
+  void synchronize() override { cudaCheck(cudaStreamSynchronize(stream_)); }
+
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+            float beta, float* c, int ldc) override {
+    cublasCheck(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+                            ldb, a, lda, &beta, c, ldc));
+  }
+  void add_bias(float* y, const float* bias, int rows, int cols) override { cuda::add_bias(y, bias, rows, cols, stream_); }
+  void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate) override {
+    cuda::bias_grad(dy, db, rows, cols, accumulate, stream_);
+  }
+  void relu(float* y, std::size_t n) override { cuda::relu(y, n, stream_); }
+  void relu_backward(float* dx, const float* y, std::size_t n) override { cuda::relu_backward(dx, y, n, stream_); }
+  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits) override {
+    if (rows <= 0) return 0.0;
+    if (static_cast<std::size_t>(rows) > row_loss_cap_) {
+      cudaCheck(cudaFree(row_loss_));
+      row_loss_ = nullptr;
+      cudaCheck(cudaMalloc(reinterpret_cast<void**>(&row_loss_), static_cast<std::size_t>(rows) * sizeof(double)));
+      row_loss_cap_ = static_cast<std::size_t>(rows);
+    }
+    cuda::softmax_xent(logits, labels, rows, cols, dlogits, row_loss_, loss_out_, stream_);
+    cudaCheck(cudaMemcpyAsync(host_loss_, loss_out_, 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+    if (host_loss_[1] > 0)
+      throw std::out_of_range("softmax_xent: " + std::to_string(static_cast<long>(host_loss_[1])) +
+                              " label(s) outside [0, " + std::to_string(cols) + ")");
+    return host_loss_[0] / rows;
+  }
+  void scale(float* x, std::size_t n, float alpha) override { cuda::scale(x, n, alpha, stream_); }
+  void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd,
+                    bool first) override {
+    cuda::sgd_momentum(p, g, buf, n, lr, momentum, wd, first, stream_);
+  }
+
+ private:
+  void* zeroed(std::size_t bytes) {
+    void* p = nullptr;
+    cudaCheck(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes, stream_));
+    return p;
+  }
+  void release(void* p) {
+    // The stream may still use p; cudaFree waits for the device, which is what we need here.
+    if (p) cudaCheck(cudaFree(p));
+  }
+
+  int device_;
+  bool tf32_ = false;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  double* row_loss_ = nullptr;
+  std::size_t row_loss_cap_ = 0;
+  double* loss_out_ = nullptr;
+  double* host_loss_ = nullptr;
+};
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  try {
+    return std::stoi(v);
+  } catch (const std::exception&) {
+    throw std::runtime_error(std::string(name) + " is not an integer: \"" + v + "\"");
+  }
+}
+
+}  // namespace
+
+std::string cuda_device_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls are not blamed for it
+    return std::string("no CUDA device visible: cudaGetDeviceCount returned ") + cudaGetErrorName(e);
+  }
+  if (n == 0) return "no CUDA device visible: cudaGetDeviceCount returned 0";
+  return "";
+}
+
+int local_device() {
+  const std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) throw std::runtime_error(why);
+  int n = 0;
+  cudaCheck(cudaGetDeviceCount(&n));
+  const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
+  return local % n;
+}
+
+std::unique_ptr<Ops> make_cuda_ops(const CudaOpsOptions& options) { return std::make_unique<CudaOps>(options); }
+
+cudaStream_t cuda_stream(Ops& ops) {
+  auto* c = dynamic_cast<CudaOps*>(&ops);
+  // make_ops("cuda") / make_cuda_ops(bool) return the plugin's own CudaOps type, which this cast cannot see.
+  if (!c)
+    throw std::invalid_argument("cuda_stream: backend \"" + ops.name() +
+                                "\" was not made by make_cuda_ops(const CudaOpsOptions&) of this program");
+  return c->stream();
+}
+
+}  // namespace ddplab

@@ -1,0 +1,109 @@
+#!/bin/bash
+# The prepared device check (issue 5): builds the GPU-only target set, runs every CUDA op against the
+# reference backend, NCCL with one rank through every schedule, one epoch of the default MLP on the GPU
+# (accuracy within 0.5 points of the stored CPU run at the same seed), GEMM TFLOP/s at the model's
+# shapes against cuBLAS's best, and PyTorch on the same MLP and batch. Writes summary.json and logs to
+# OUTDIR and prints a short table last.
+#
+# usage: scripts/gpu-check.sh [--dry-run] OUTDIR
+#   --dry-run   configure and build only, then stop (what can be checked without a GPU)
+# Environment: DDPLAB_GPU_BUNDLE (default .gpu-bundle, from scripts/gpu-bundle.sh), CUDA_ARCH (default 90),
+# JOBS (default: all cores), PYTHON (default python3).
+set -u
+usage() { echo "usage: $0 [--dry-run] OUTDIR" >&2; exit 2; }
+die() { echo "gpu-check: $*" >&2; exit "${code:-1}"; }
+
+dry=0 out=""
+for a in "$@"; do
+  case "$a" in
+    --dry-run) dry=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -*) echo "gpu-check: unknown option $a" >&2; usage ;;
+    *) [ -z "$out" ] || usage; out=$a ;;
+  esac
+done
+[ -n "$out" ] || usage
+mkdir -p "$out" 2>/dev/null && [ -w "$out" ] && touch "$out/.write-test" 2>/dev/null ||
+  code=2 die "cannot write to output folder '$out'"
+rm -f "$out/.write-test"
+out=$(cd "$out" && pwd)
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=${DDPLAB_GPU_BUNDLE:-$root/.gpu-bundle}
+build=${DDPLAB_GPU_BUILD:-$root/build/gpu-only}
+py=${PYTHON:-python3}
+[ -d "$bundle" ] || code=2 die "no bundle at $bundle: run scripts/gpu-bundle.sh on a Debian 12 machine first"
+command -v cmake >/dev/null || code=2 die "cmake not found"
+
+step() { printf '== %s\n' "$*"; }
+step "configure + build (log: $out/build.log)"
+gen=""; command -v ninja >/dev/null && gen="-G Ninja"
+{ cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DDDPLAB_GPU_ONLY=ON \
+    -DDDPLAB_BUNDLE_DIR="$bundle" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" &&
+  cmake --build "$build" -j "${JOBS:-$(nproc)}"; } >"$out/build.log" 2>&1 ||
+  { tail -30 "$out/build.log" >&2; die "build failed (see $out/build.log)"; }
+if [ $dry = 1 ]; then step "dry run: built, not run"; exit 0; fi
+
+train=$build/bench/gpu/ddplab-gpu-train
+if ! why=$("$train" --probe); then
+  code=3 die "$why; nothing run on a device (the build is in $build)"
+fi
+data=$bundle/fashion-mnist
+fail=0
+step "CUDA ops vs reference"
+"$build/tests/gpu/test_cuda_ops" --gtest_output="json:$out/cuda_ops.json" >"$out/cuda_ops.log" 2>&1 || fail=1
+step "NCCL, one rank, every schedule"
+"$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json" >"$out/nccl.log" 2>&1 || fail=1
+step "GEMM TFLOP/s"
+"$build/bench/gpu/ddplab-gemm-bench" >"$out/gemm.json" 2>"$out/gemm.log" || fail=1
+step "train one epoch on the GPU (fp32, then TF32)"
+"$train" --backend cuda --data "$data" --json "$out/train_cuda.json" >"$out/train_cuda.log" 2>&1 || fail=1
+"$train" --backend cuda --tf32 --data "$data" --json "$out/train_cuda_tf32.json" >"$out/train_cuda_tf32.log" 2>&1 || fail=1
+step "PyTorch on the same MLP and batch"
+"$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data" >"$out/pytorch.log" 2>&1 || fail=1
+
+"$py" - "$out" "$root/bench/gpu/cpu_reference.json" "$fail" <<'PY'
+import json, os, sys
+out, cpu_path, fail = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f: return json.load(f)
+    except Exception: return None
+def gtest(name):
+    j = load(name)
+    if not j: return {"passed": 0, "failed": 1, "skipped": 0}
+    cases = [t for s in j.get("testsuites", []) for t in s.get("testsuite", [])]
+    skipped = sum(1 for t in cases if t.get("result") == "SKIPPED")
+    failed = sum(1 for t in cases if "failures" in t)
+    return {"passed": len(cases) - skipped - failed, "failed": failed, "skipped": skipped}
+py = None
+try:
+    for line in open(os.path.join(out, "pytorch.log")):
+        if line.startswith("PYTORCH_RESULT "): py = json.loads(line.split(" ", 1)[1])
+except OSError: pass
+cpu = json.load(open(cpu_path))
+cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
+s = {"cuda_ops": gtest("cuda_ops.json"), "nccl": gtest("nccl.json"), "cpu_reference": cpu,
+     "train_cuda": cuda, "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py}
+ok = fail == 0 and s["cuda_ops"]["failed"] == 0 and s["nccl"]["failed"] == 0
+if cuda:
+    s["accuracy_delta_points"] = round(100 * (cuda["test_accuracy"] - cpu["test_accuracy"]), 2)
+    ok = ok and abs(s["accuracy_delta_points"]) <= 0.5
+else: ok = False
+if cuda and py: s["throughput_ratio_vs_pytorch"] = round(cuda["samples_per_s"] / py["samples_per_s"], 2)
+s["ok"] = ok
+json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
+rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
+        ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"])]
+if cuda: rows.append(("accuracy GPU / CPU", "%.4f / %.4f (%+.2f pts)" % (cuda["test_accuracy"], cpu["test_accuracy"], s["accuracy_delta_points"])))
+if gemm:
+    fwd = [l for l in gemm["layers"] if not l["tf32"]]
+    rows.append(("GEMM fp32 TFLOP/s", "layers %.1f-%.1f, cuBLAS best %.1f" % (min(l["tflops"] for l in fwd), max(l["tflops"] for l in fwd), gemm["cublas_best_fp32_tflops"])))
+    rows.append(("GEMM TF32 best", "%.1f TFLOP/s" % gemm["cublas_best_tf32_tflops"]))
+if cuda and py: rows.append(("samples/s ddplab / PyTorch", "%.0f / %.0f = %.2fx" % (cuda["samples_per_s"], py["samples_per_s"], s["throughput_ratio_vs_pytorch"])))
+if tf32: rows.append(("samples/s ddplab TF32", "%.0f (acc %.4f)" % (tf32["samples_per_s"], tf32["test_accuracy"])))
+rows.append(("result", "OK" if ok else "FAILED (see logs in %s)" % out))
+w = max(len(r[0]) for r in rows)
+for k, v in rows: print(k.ljust(w), " ", v)
+sys.exit(0 if ok else 1)
+PY
