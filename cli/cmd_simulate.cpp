@@ -21,7 +21,8 @@ namespace ddplab::cli {
 namespace {
 
 // With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
-int simulate_traced(const SimulateRequest& req, const std::string& trace_path) {
+// mode: SimOptions::mode ("auto", "exact" or "aggregated").
+int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_scenario(req.scenario);
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
   for (int w : worlds)
@@ -41,6 +42,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path) {
   Store store(req.db);
   SimOptions opt;
   opt.network_model = req.network_model;
+  opt.mode = mode;
   const bool tty = isatty(STDERR_FILENO);
   bool found = false;
   for (const auto& st : sc.strategies) {
@@ -58,20 +60,20 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path) {
     std::printf("%s / %s: compute %s + optimizer %s per step (%s); %s\n", sc.name.c_str(), st.name.c_str(),
                 format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
                 sync.c_str());
-    std::printf("network: %s, star, %.1f Gbit/s and %s per link, %s\n", opt.network_model.c_str(),
-                sc.cluster.link_bandwidth * 8 / 1e9, format_duration(sc.cluster.link_latency).c_str(),
-                "one rank per host");
+    std::printf("network: %s, %s, %s per NIC link\n", opt.network_model.c_str(), describe_cluster(sc.cluster).c_str(),
+                format_duration(sc.cluster.link_latency).c_str());
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
     };
     const auto points = simulate_sweep(sc, st, worlds, store, opt, progress);
     if (tty) std::fprintf(stderr, "\r\033[K");
-    std::printf("%7s %10s %10s %10s %12s %10s %10s %8s\n", "world", "step_ms", "compute_ms", "comm_ms", "samples/s",
-                "efficiency", "sim_wall_s", "run");
+    std::printf("%7s %10s %10s %10s %12s %10s %10s %10s %11s %8s\n", "world", "step_ms", "compute_ms", "comm_ms",
+                "samples/s", "efficiency", "sim_wall_s", "mode", "comms", "run");
     for (const auto& p : points)
-      std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %10.2f %8lld\n", p.world_size, p.result.step_s * 1e3,
-                  p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.samples_per_s, p.efficiency * 100, p.result.wall_s,
-                  static_cast<long long>(p.run_id));
+      std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %10.2f %10s %11llu %8lld\n", p.world_size,
+                  p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.samples_per_s,
+                  p.efficiency * 100, p.result.wall_s, simulation_mode(opt, p.world_size).c_str(),
+                  static_cast<unsigned long long>(p.result.comms), static_cast<long long>(p.run_id));
     if (!trace_path.empty()) {
       const SimStepResult& r = points.front().result;
       write_chrome_trace(trace_path, trace_events(r),
@@ -93,6 +95,7 @@ int simulate_scenario(const SimulateRequest& req) { return simulate_traced(req, 
 void add_simulate(CLI::App& app) {
   auto req = std::make_shared<SimulateRequest>();
   auto trace = std::make_shared<std::string>();
+  auto mode = std::make_shared<std::string>("auto");
   auto* cmd = app.add_subcommand("simulate", "Predict step time and scaling at larger world sizes with SimGrid");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
   cmd->add_option("--world", req->worlds, "World sizes, e.g. 2,4,8,...,1024 (default: cluster.simulate_world)")
@@ -105,13 +108,21 @@ void add_simulate(CLI::App& app) {
   cmd->add_option("--trace", *trace,
                   "Write the simulated step's timeline (Chrome trace JSON, opens in Perfetto) to FILE; needs one --world N")
       ->option_text("FILE");
+  auto* exact = cmd->add_flag_callback(
+      "--exact", [mode] { *mode = "exact"; },
+      fmt::format("Replay every message of every schedule (the reference; default up to {} ranks)", kExactMaxWorld));
+  cmd->add_flag_callback(
+         "--aggregated", [mode] { *mode = "aggregated"; },
+         fmt::format("Merge schedule steps into phases of concurrent flows (fast; default above {} ranks)", kExactMaxWorld))
+      ->excludes(exact);
   cmd->footer(
       "Compute time per step comes from the latest measured run of the same scenario and strategy in the store,\n"
       "or from [cluster].compute_s in the scenario, or from the model's FLOPs and [cluster].device_flops.\n"
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
-      "The strategy's step plan is replayed: compute as timed work,\n"
-      "every collective message by message.");
-  cmd->callback([req, trace] { g_exit_code = simulate_traced(*req, *trace); });
+      "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
+      "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"
+      "(--aggregated; within 2% of --exact). Without either flag, worlds above 256 ranks are aggregated.");
+  cmd->callback([req, trace, mode] { g_exit_code = simulate_traced(*req, *trace, *mode); });
 }
 
 }  // namespace ddplab::cli

@@ -20,6 +20,8 @@ void add_report(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_testbed(CLI::App& app);
+void add_calibrate(CLI::App& app);
+void add_validate(CLI::App& app);
 
 // Shared by run and demo.
 struct RunRequest {

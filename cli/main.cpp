@@ -1,4 +1,4 @@
-// The ddplab command: run, simulate, report, demo, bench, testbed.
+// The ddplab command: run, simulate, report, demo, bench, testbed, calibrate, validate.
 #include <cstdio>
 #include <exception>
 
@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   ddplab::cli::add_demo(app);
   ddplab::cli::add_bench(app);
   ddplab::cli::add_testbed(app);
+  ddplab::cli::add_calibrate(app);
+  ddplab::cli::add_validate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

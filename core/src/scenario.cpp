@@ -325,12 +325,105 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   r.read_int(t, p, "eval_every", tr.eval_every, 0, "must be a non-negative integer (0 = only at the end)");
 }
 
+// A SimGrid topology string: groups separated by ';' of sizes given by `group_sizes` (0 = any non-empty);
+// fat_tree's group sizes follow its first number (the levels).
+void read_topology_spec(const Reader& r, const toml::table& t, std::string_view key, std::string& out,
+                        std::string_view syntax) {
+  const toml::node* n = t.get(key);
+  if (!n) return;
+  const std::string field = "cluster." + std::string(key);
+  const auto text = n->as_string();
+  if (!text) r.fail(*n, field, fmt::format("must be a string {}", syntax));
+  std::vector<std::vector<unsigned>> g;
+  try {
+    g = parse_topology_spec(text->get());
+  } catch (const std::invalid_argument& e) {
+    r.fail(*n, field, fmt::format("must be {} ({})", syntax, e.what()));
+  }
+  bool ok = true;
+  if (key == "fat_tree") {
+    ok = g.size() == 4 && g[0].size() == 1;
+    for (std::size_t i = 1; ok && i < 4; ++i) ok = g[i].size() == g[0][0];
+  } else if (key == "dragonfly") {
+    ok = g.size() == 4 && g[0].size() == 2 && g[1].size() == 2 && g[2].size() == 2 && g[3].size() == 1;
+  } else {
+    ok = g.size() == 1;
+  }
+  if (!ok) r.fail(*n, field, fmt::format("must be {}", syntax));
+  out = text->get();
+}
+
+// Node model, fabrics, topology parameters, stragglers and per-node overrides (README "Clusters").
+void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c) {
+  const std::string p = "cluster.";
+  if (const toml::node* n = t.get("preset")) {
+    const auto name = n->as_string();
+    if (!name || std::find(kClusterPresets.begin(), kClusterPresets.end(), name->get()) == kClusterPresets.end())
+      r.fail(*n, "cluster.preset", fmt::format("must be one of {}", choice_list({kClusterPresets[0], kClusterPresets[1],
+                                                                                   kClusterPresets[2], kClusterPresets[3]})));
+    apply_cluster_preset(c, name->get());
+  }
+  r.read_choice(t, p, "topology", c.topology, {"star", "fat_tree", "dragonfly", "torus"});
+  r.read_int(t, p, "devices_per_node", c.devices_per_node, 1, "must be a positive integer");
+  r.read_unit(t, p, "device_memory", c.device_memory, Reader::parse_bytes_as_double, true);
+  r.read_choice(t, p, "intra", c.intra, {"nvswitch", "pcie"});
+  r.read_unit(t, p, "intra_bandwidth", c.intra_bandwidth, parse_bandwidth, true);
+  r.read_unit(t, p, "intra_latency", c.intra_latency, parse_duration, false);
+  r.read_unit(t, p, "pcie_bandwidth", c.pcie_bandwidth, parse_bandwidth, true);
+  r.read_choice(t, p, "nics", c.nics, {"per_device", "per_node"});
+  r.read_unit(t, p, "fabric_bandwidth", c.fabric_bandwidth, parse_bandwidth, true);
+  r.read_unit(t, p, "fabric_latency", c.fabric_latency, parse_duration, false);
+  read_topology_spec(r, t, "fat_tree", c.fat_tree, "SimGrid's \"levels;down,...;up,...;count,...\" (e.g. \"2;8,4;1,2;1,1\")");
+  read_topology_spec(r, t, "dragonfly", c.dragonfly,
+                     "SimGrid's \"groups,links;chassis,links;routers,links;nodes\" (e.g. \"4,2;2,1;4,1;2\")");
+  read_topology_spec(r, t, "torus", c.torus, "SimGrid's \"X,Y,...\" dimensions (e.g. \"4,4,4\")");
+  // Arrays of tables: inline (`stragglers = [{rank = 3, factor = 2.0}]`) or [[cluster.stragglers]].
+  auto entries = [&](std::string_view key, std::string_view example, auto&& read_one) {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const toml::array* a = n->as_array();
+    if (!a) r.fail(*n, p + std::string(key), fmt::format("must be an array of tables such as {}", example));
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      const std::string field = fmt::format("cluster.{}[{}]", key, i);
+      const toml::table* et = e.as_table();
+      if (!et) r.fail(e, field, fmt::format("must be a table such as {}", example));
+      read_one(*et, field + ".", e);
+    }
+  };
+  c.stragglers.clear();
+  entries("stragglers", "{rank = 3, factor = 2.0}", [&](const toml::table& et, const std::string& f, const toml::node& e) {
+    ClusterConfig::Straggler s;
+    r.check_keys(et, f, {"rank", "node", "factor"});
+    r.read_int(et, f, "rank", s.rank, 0, "must be a non-negative integer");
+    r.read_int(et, f, "node", s.node, 0, "must be a non-negative integer");
+    if ((s.rank >= 0) == (s.node >= 0)) r.fail(e.source(), f + "rank or " + f + "node is required (exactly one of them)");
+    if (!et.get("factor")) r.fail(e.source(), f + "factor is required (compute takes factor times longer)");
+    r.read_number(et, f, "factor", s.factor, [](double v) { return v > 0; }, "must be a number greater than 0");
+    c.stragglers.push_back(s);
+  });
+  c.nodes.clear();
+  entries("nodes", "{node = 1, link_bandwidth = \"5Gbit/s\"}", [&](const toml::table& et, const std::string& f,
+                                                                     const toml::node& e) {
+    ClusterConfig::NodeOverride o;
+    r.check_keys(et, f, {"node", "link_bandwidth", "intra_bandwidth"});
+    if (!et.get("node")) r.fail(e.source(), f + "node is required");
+    r.read_int(et, f, "node", o.node, 0, "must be a non-negative integer");
+    r.read_unit(et, f, "link_bandwidth", o.link_bandwidth, parse_bandwidth, true);
+    r.read_unit(et, f, "intra_bandwidth", o.intra_bandwidth, parse_bandwidth, true);
+    c.nodes.push_back(o);
+  });
+}
+
 void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   const std::string p = "cluster.";
   r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
-                      "device_flops", "compute_efficiency", "device_mem_bw", "simulate_world"});
+                      "device_flops", "compute_efficiency", "device_mem_bw", "simulate_world", "calibration",
+                      "preset", "devices_per_node", "device_memory", "intra", "intra_bandwidth", "intra_latency",
+                      "pcie_bandwidth", "nics", "fabric_bandwidth", "fabric_latency", "fat_tree", "dragonfly", "torus",
+                      "stragglers", "nodes"});
   r.read_int(t, p, "world_size", c.world_size, 1, "must be a positive integer");
-  r.read_choice(t, p, "topology", c.topology, {"star"});
+  read_cluster_shape(r, t, c);  // applies the preset first: every field read after it overrides the preset
   r.read_unit(t, p, "link_bandwidth", c.link_bandwidth, parse_bandwidth, true);
   r.read_unit(t, p, "link_latency", c.link_latency, parse_duration, false);
   r.read_unit(t, p, "compute_s", c.compute_s, parse_duration, true);
@@ -342,6 +435,7 @@ void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
                 "must be a number in (0, 1]");
   r.read_unit(t, p, "device_mem_bw", c.device_mem_bw, parse_bandwidth, true);
   r.read_int_array(t, p, "simulate_world", c.simulate_world, 1, "must be a non-empty array of positive integers");
+  r.read_string(t, p, "calibration", c.calibration);
 }
 
 void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyConfig>& out) {
@@ -387,6 +481,25 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
     }
     out.push_back(std::move(s));
   }
+}
+
+nlohmann::json cluster_stragglers_json(const ClusterConfig& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : c.stragglers)
+    a.push_back(s.rank >= 0 ? nlohmann::json{{"rank", s.rank}, {"factor", s.factor}}
+                            : nlohmann::json{{"node", s.node}, {"factor", s.factor}});
+  return a;
+}
+
+nlohmann::json cluster_nodes_json(const ClusterConfig& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& o : c.nodes) {
+    nlohmann::json j{{"node", o.node}};
+    if (o.link_bandwidth) j["link_bandwidth"] = *o.link_bandwidth;
+    if (o.intra_bandwidth) j["intra_bandwidth"] = *o.intra_bandwidth;
+    a.push_back(j);
+  }
+  return a;
 }
 
 }  // namespace
@@ -504,6 +617,21 @@ nlohmann::json Scenario::to_json() const {
       {"cluster",
        {{"world_size", cluster.world_size},
         {"topology", cluster.topology},
+        {"preset", cluster.preset},
+        {"devices_per_node", cluster.devices_per_node},
+        {"device_memory", optional(cluster.device_memory)},
+        {"intra", cluster.intra},
+        {"intra_bandwidth", cluster.intra_bandwidth},
+        {"intra_latency", cluster.intra_latency},
+        {"pcie_bandwidth", cluster.pcie_bandwidth},
+        {"nics", cluster.nics},
+        {"fabric_bandwidth", optional(cluster.fabric_bandwidth)},
+        {"fabric_latency", optional(cluster.fabric_latency)},
+        {"fat_tree", cluster.fat_tree},
+        {"dragonfly", cluster.dragonfly},
+        {"torus", cluster.torus},
+        {"stragglers", cluster_stragglers_json(cluster)},
+        {"nodes", cluster_nodes_json(cluster)},
         {"link_bandwidth", cluster.link_bandwidth},
         {"link_latency", cluster.link_latency},
         {"compute_s", optional(cluster.compute_s)},
@@ -511,7 +639,8 @@ nlohmann::json Scenario::to_json() const {
         {"device_flops", optional(cluster.device_flops)},
         {"compute_efficiency", cluster.compute_efficiency},
         {"device_mem_bw", optional(cluster.device_mem_bw)},
-        {"simulate_world", cluster.simulate_world}}},
+        {"simulate_world", cluster.simulate_world},
+        {"calibration", cluster.calibration.empty() ? nlohmann::json(nullptr) : nlohmann::json(cluster.calibration)}}},
       {"strategies", strategies_json},
   };
 }

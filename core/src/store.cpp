@@ -90,12 +90,43 @@ CREATE TABLE IF NOT EXISTS collective_bench(
 CREATE INDEX IF NOT EXISTS collective_bench_by_bench ON collective_bench(bench_id, schedule, bytes);
 )sql";
 
+// Version 3: `ddplab calibrate` fits (one calibrations row per fit, its ping-pong measurements in
+// calibration_pingpong) and `ddplab validate` comparisons (validations).
+constexpr const char* kMigrateTo3 = R"sql(
+CREATE TABLE IF NOT EXISTS calibrations(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  host_info TEXT NOT NULL,
+  fit TEXT NOT NULL,
+  version TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS calibrations_by_name ON calibrations(name, id);
+CREATE TABLE IF NOT EXISTS calibration_pingpong(
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  src INTEGER NOT NULL, dst INTEGER NOT NULL,
+  bytes INTEGER NOT NULL CHECK(bytes >= 0),
+  iters INTEGER NOT NULL,
+  one_way_s REAL);
+CREATE INDEX IF NOT EXISTS calibration_pingpong_by_id ON calibration_pingpong(calibration_id, src, dst, bytes);
+CREATE TABLE IF NOT EXISTS validations(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  calibration TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK(kind IN ('run','collective')),
+  ref_id INTEGER NOT NULL,
+  label TEXT NOT NULL,
+  world_size INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  metric TEXT NOT NULL,
+  measured REAL, predicted REAL, error_pct REAL);
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
+#include "aggregate.hpp"
+#include "calibration_install.hpp"
 #include "platform.hpp"
 #include "replay.hpp"
 
@@ -111,8 +113,14 @@ void compute_stream(const PlanJob& job, const OpCosts& costs, int rank, RankStat
 }
 
 // The comm stream: comm ops in plan order (the runtime's FIFO comm thread), each after its deps; per
-// collective call, the codec's local work, then the call's schedule message by message.
-void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& st, ScheduleCache& cache) {
+// collective call, the codec's local work, then the call's schedule message by message (or, with `phases`,
+// as the aggregated mode's phases: aggregate.hpp).
+struct Aggregated {
+  PhaseCache phases;
+  RouteLatencies latency;
+};
+void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& st, ScheduleCache& cache,
+                 Aggregated* agg) {
   RankMailboxes boxes(rank);
   for (const PlanOp& op : job.plan->ops) {
     if (!is_comm(op.kind)) continue;
@@ -121,6 +129,12 @@ void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& 
     rec.start_s = sg4::Engine::get_clock();
     for (std::size_t c = 0; c < op.calls.size(); ++c) {
       work_for(op.calls[c].flops_before * costs.seconds_per_flop);
+      if (agg) {
+        rec.bytes += replay_phases(agg->phases.acquire(op, c), rank, elem_bytes(op.calls[c].type), boxes, st.tally,
+                                   agg->latency);
+        agg->phases.release(op, c);
+        continue;
+      }
       rec.bytes += replay_schedule(cache.acquire(op, c), rank, elem_bytes(op.calls[c].type), boxes, st.tally);
       cache.release(op, c);
     }
@@ -141,6 +155,8 @@ OpCosts op_costs(const StepPlan& plan, double compute_s) {
 }
 
 double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
+  if (is_compute_work(op.kind) && !backward_s.empty() && s.is_worker(rank))  // a calibration's per-layer times
+    return op.kind == OpKind::Forward ? forward_s : backward_s.at(static_cast<std::size_t>(op.index));
   if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing
     return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
   // optimizer_s is for the whole model: each update gets its share of the elements it touches.
@@ -154,11 +170,18 @@ double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, d
 SimStepResult run_plan_simulation(const PlanJob& job) {
   const StepPlan& plan = *job.plan;
   const int n = job.strategy->context().world_size;
-  const OpCosts costs = op_costs(plan, job.compute_s);
+  OpCosts costs = op_costs(plan, job.compute_s);
+  apply_calibrated_compute(costs, job);
   auto* engine = make_engine(job.cluster, job.options);
-  const auto hosts = build_star_platform(job.cluster, n);
+  const auto hosts = build_platform(job.cluster, n);
 
   ScheduleCache cache(*job.strategy);
+  std::unique_ptr<Aggregated> agg;
+  if (use_aggregated(job.options, n)) {
+    const auto& ctx = job.strategy->context();
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, job.strategy->ps_layout().servers}),
+                             RouteLatencies(hosts)});
+  }
   std::vector<RankState> states(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankState& st = states[static_cast<std::size_t>(r)];
@@ -168,7 +191,7 @@ SimStepResult run_plan_simulation(const PlanJob& job) {
       st.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
     auto* host = hosts[static_cast<std::size_t>(r)];
     sg4::Actor::create(fmt::format("compute{}", r), host, [&job, &costs, &st, r] { compute_stream(job, costs, r, st); });
-    sg4::Actor::create(fmt::format("comm{}", r), host, [&job, &costs, &st, &cache, r] { comm_stream(job, costs, r, st, cache); });
+    sg4::Actor::create(fmt::format("comm{}", r), host, [&job, &costs, &st, &cache, &agg, r] { comm_stream(job, costs, r, st, cache, agg.get()); });
   }
   engine->run();
 

@@ -19,6 +19,9 @@ struct PlanJob {
 struct OpCosts {
   double fb_flops = 0;        // forward + backward FLOPs of the plan (0 for a plan without compute)
   double seconds_per_flop = 0;  // compute_s / fb_flops: the rate the measurement implies, for codec work
+  // Measured per-layer times of a calibration (apply_calibrated_compute); empty backward_s = FLOP split.
+  double forward_s = 0;
+  std::vector<double> backward_s;
   double compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const;
 };
 OpCosts op_costs(const StepPlan& plan, double compute_s);

@@ -6,25 +6,82 @@
 
 #include <fmt/format.h>
 
+#include "calibration_install.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace ddplab::sim {
 
 void validate_cluster(const ClusterConfig& c) {
-  if (c.topology != "star")
-    throw std::invalid_argument(fmt::format("simulator: topology \"{}\" is not supported (known: star)", c.topology));
+  const auto one_of = [](const std::string& v, std::initializer_list<const char*> known) {
+    return std::any_of(known.begin(), known.end(), [&](const char* k) { return v == k; });
+  };
+  if (!one_of(c.topology, {"star", "fat_tree", "dragonfly", "torus"}))
+    throw std::invalid_argument(fmt::format(
+        "simulator: topology \"{}\" is not supported (known: star, fat_tree, dragonfly, torus)", c.topology));
   if (!(c.link_bandwidth > 0))
     throw std::invalid_argument("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
   if (!(c.link_latency >= 0)) throw std::invalid_argument("simulator: [cluster].link_latency must be >= 0 s");
+  if (c.devices_per_node < 1) throw std::invalid_argument("simulator: [cluster].devices_per_node must be >= 1");
+  if (!one_of(c.intra, {"nvswitch", "pcie"}))
+    throw std::invalid_argument(fmt::format("simulator: [cluster].intra \"{}\" is not nvswitch or pcie", c.intra));
+  if (!one_of(c.nics, {"per_device", "per_node"}))
+    throw std::invalid_argument(fmt::format("simulator: [cluster].nics \"{}\" is not per_device or per_node", c.nics));
+  if (!(c.intra_bandwidth > 0) || !(c.pcie_bandwidth > 0) || !(c.intra_latency >= 0) ||
+      !(c.fabric_bandwidth.value_or(1) > 0) || !(c.fabric_latency.value_or(0) >= 0))
+    throw std::invalid_argument("simulator: [cluster] intra, pcie and fabric bandwidths must be > 0, latencies >= 0");
+  for (const auto& s : c.stragglers)
+    if (!(s.factor > 0)) throw std::invalid_argument("simulator: [cluster].stragglers factors must be > 0");
+  for (const auto& o : c.nodes)
+    if (o.node < 0 || !(o.link_bandwidth.value_or(1) > 0) || !(o.intra_bandwidth.value_or(1) > 0))
+      throw std::invalid_argument("simulator: [cluster].nodes entries need node >= 0 and bandwidths > 0");
+  try {  // shapes; leaf counts are checked per world size when the platform is built
+    fat_tree_shape(c, 0);
+    dragonfly_shape(c, 0);
+    torus_shape(c, 0);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("simulator: [cluster] topology parameters: {}", e.what()));
+  }
 }
+
+namespace {
+
+// Shapes sized to the world are bounded at this many nodes (the largest sweep ddplab targets).
+constexpr int kMaxNodes = 16384;
+
+// The longest route's latency, before model factors, bounded from above: both ends' paths to their
+// node's gateway plus the most fabric hops a route takes.
+double max_route_latency(const ClusterConfig& c) {
+  const double fabric_lat = c.fabric_latency.value_or(c.link_latency);
+  const bool multi = c.devices_per_node > 1;
+  const double hub = !multi ? 0.0 : (c.intra == "pcie" ? 2 : 1) * c.intra_latency;  // device -> hub
+  const double to_gateway = (c.nics == "per_node" ? hub : 0.0) + c.link_latency;
+  double fabric = 0;
+  if (c.topology == "star") {
+    fabric = 0;  // uplinks have no latency; a one-device host's link is its NIC
+  } else if (c.topology == "fat_tree") {
+    fabric = 2.0 * fat_tree_shape(c, c.fat_tree.empty() ? kMaxNodes : 0).levels * fabric_lat;
+  } else if (c.topology == "dragonfly") {
+    fabric = 8 * fabric_lat;  // node, blade, chassis and group links, at most on both sides
+  } else {
+    for (unsigned d : torus_shape(c, c.torus.empty() ? kMaxNodes : 0)) fabric += d * fabric_lat;  // at most one lap per dimension
+  }
+  const bool one_host_leaves = !multi && c.topology != "star";  // the leaf link is the NIC, counted in fabric
+  return std::max(2 * hub, (one_host_leaves ? 0.0 : 2 * to_gateway) + fabric);
+}
+
+}  // namespace
 
 double tcp_gamma_for(const ClusterConfig& c) {
   // SimGrid bounds every flow at gamma / (2 * route latency), where route latency is the sum of the link
   // latencies before any model factor (2 * link_latency on the star). The 4 MiB default binds for fast or
   // long links (300 GB/s at 10 us, or 10 Gbit/s at 1 ms), which would silently turn the simulator into a
-  // window model. Size the window so the cap is 16x the link bandwidth: links, not TCP windows, decide.
-  const double route_latency = 2 * c.link_latency;
-  const double needed = 16.0 * c.link_bandwidth * 2 * route_latency;
+  // window model. Size the window so the cap is 16x the fastest link on the slowest route: links, not TCP
+  // windows, decide.
+  double fastest = std::max(c.link_bandwidth, c.fabric_bandwidth.value_or(fabric_bandwidth(c)));
+  if (c.devices_per_node > 1) fastest = std::max({fastest, c.intra_bandwidth, c.intra == "pcie" ? c.pcie_bandwidth : 0.0});
+  for (const auto& o : c.nodes) fastest = std::max({fastest, o.link_bandwidth.value_or(0), o.intra_bandwidth.value_or(0)});
+  const double needed = 16.0 * fastest * 2 * max_route_latency(c);
   return std::max(4.0 * 1024 * 1024, needed);
 }
 
@@ -54,24 +111,8 @@ sg4::Engine* make_engine(const ClusterConfig& cluster, const SimOptions& options
   engine->set_config(fmt::format("network/crosstraffic:{}", options.crosstraffic ? 1 : 0));
   engine->set_config(fmt::format("network/TCP-gamma:{}", tcp_gamma_for(cluster)));
   engine->set_config(fmt::format("surf/precision:{}", time_precision_for(cluster, options)));
+  install_calibration(engine, cluster, options);  // calibration_install.hpp; no-op without one
   return engine;
-}
-
-std::vector<sg4::Host*> build_star_platform(const ClusterConfig& c, int world_size) {
-  auto* zone = sg4::create_star_zone("cluster");
-  std::vector<sg4::Host*> hosts;
-  hosts.reserve(static_cast<std::size_t>(world_size));
-  for (int r = 0; r < world_size; ++r) {
-    const std::string name = fmt::format("r{}", r);
-    auto* host = zone->create_host(name, kHostSpeed);
-    auto* link = zone->create_split_duplex_link(fmt::format("link-{}", name), c.link_bandwidth)->set_latency(c.link_latency);
-    link->seal();
-    // UP is host -> switch; the symmetric route switch -> host uses the link's DOWN half.
-    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
-    hosts.push_back(host);
-  }
-  zone->seal();
-  return hosts;
 }
 
 }  // namespace ddplab::sim

@@ -2,6 +2,7 @@
 // process (see isolate.hpp): a process can hold one SimGrid engine in its lifetime.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -28,8 +29,27 @@ double time_precision_for(const ClusterConfig& cluster, const SimOptions& option
 // The engine is deliberately leaked: the child exits right after the simulation.
 simgrid::s4u::Engine* make_engine(const ClusterConfig& cluster, const SimOptions& options);
 
-// A star through one switch: host "r<i>" per rank, each on its own split-duplex link "link-r<i>" of the
-// configured bandwidth and latency. A route host -> host crosses two links (2 x latency).
+// The cluster's platform (topology.cpp; README "Clusters"): host "r<i>" per rank, in rank order. Rank r is
+// device r % devices_per_node of node r / devices_per_node; a straggler's host runs at kHostSpeed / factor.
+// Star with one device per node: each host on its own split-duplex link "link-r<i>" of link_bandwidth and
+// link_latency to one switch, so host -> host crosses two links (2 x latency).
+std::vector<simgrid::s4u::Host*> build_platform(const ClusterConfig& cluster, int world_size);
+
+// build_platform of the cluster as a star of one host per rank (topology and devices_per_node ignored).
 std::vector<simgrid::s4u::Host*> build_star_platform(const ClusterConfig& cluster, int world_size);
+
+// Pieces of the model, exposed for validation, TCP-gamma and tests.
+double host_speed(const ClusterConfig& cluster, int rank);                  // kHostSpeed / straggler factors
+double node_nic_total(const ClusterConfig& cluster, int node, int devices);  // bytes/s of all a node's NICs
+double fabric_bandwidth(const ClusterConfig& cluster);                      // fat-tree/dragonfly/torus links
+struct FatTreeShape {
+  unsigned levels = 1;
+  std::vector<unsigned> down, up, count;
+};
+// The topology actually built for `nodes` nodes: the scenario's string, or one sized to fit. Throws
+// std::invalid_argument when the scenario's shape has fewer leaves than nodes.
+FatTreeShape fat_tree_shape(const ClusterConfig& cluster, int nodes);
+std::vector<unsigned> dragonfly_shape(const ClusterConfig& cluster, int nodes);  // groups, links, chassis, links, routers, links, nodes
+std::vector<unsigned> torus_shape(const ClusterConfig& cluster, int nodes);
 
 }  // namespace ddplab::sim

@@ -1,11 +1,13 @@
 #include "replay.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "aggregate.hpp"
 #include "platform.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -87,7 +89,7 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
                                       const SimOptions& options) {
   const int n = s.world_size;
   auto* engine = make_engine(cluster, options);
-  const auto hosts = build_star_platform(cluster, n);
+  const auto hosts = build_platform(cluster, n);
 
   struct Record {
     double end = 0;
@@ -96,11 +98,16 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
   };
   // Actors run one at a time (SimGrid contexts), so the records need no locks.
   std::vector<Record> records(static_cast<std::size_t>(n));
+  // The aggregated mode replays the schedule's phases instead (aggregate.hpp).
+  std::unique_ptr<Phases> phases;
+  if (use_aggregated(options, n)) phases = std::make_unique<Phases>(phases_of(s));
+  RouteLatencies latency(hosts);
   for (int r = 0; r < n; ++r)
     sg4::Actor::create(fmt::format("rank{}", r), hosts[static_cast<std::size_t>(r)], [&, r] {
       auto& rec = records[static_cast<std::size_t>(r)];
       RankMailboxes boxes(r);
-      replay_schedule(s, r, elem_bytes, boxes, rec.tally);
+      if (phases) replay_phases(*phases, r, elem_bytes, boxes, rec.tally, latency);
+      else replay_schedule(s, r, elem_bytes, boxes, rec.tally);
       rec.end = sg4::Engine::get_clock();
       rec.finished = true;
     });

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/store.hpp"
+#include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -24,6 +25,7 @@ void validate_options(const SimOptions& o) {
     throw std::invalid_argument(
         fmt::format("simulator: unknown network model \"{}\" (known: LV08, CM02, SMPI, IB, Constant)", o.network_model));
   if (!(o.time_precision_s >= 0)) throw std::invalid_argument("simulator: time_precision_s must be >= 0");
+  simulation_mode(o, 1);  // rejects an unknown mode
 }
 
 // MPI's native allreduce algorithm is not known to the simulator, so "native" is replayed as ring.
@@ -44,6 +46,13 @@ SimStepResult run_isolated(int world_size, const SimOptions& options, const std:
 
 }  // namespace
 
+std::string simulation_mode(const SimOptions& options, int world_size) {
+  if (options.mode == "exact" || options.mode == "aggregated") return options.mode;
+  if (options.mode == "auto") return world_size > kExactMaxWorld ? "aggregated" : "exact";
+  throw std::invalid_argument(
+      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated)", options.mode));
+}
+
 SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& config, int world_size, double compute_s,
                             double optimizer_s, const SimOptions& options, const SimStepSpec& spec) {
   if (world_size < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", world_size));
@@ -54,6 +63,11 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
     throw std::invalid_argument(fmt::format("simulator: ranks_per_node must be >= 1, got {}", spec.ranks_per_node));
   validate_options(options);
   sim::validate_cluster(scenario.cluster);
+  if (!scenario.cluster.calibration.empty() && !options.calibration)
+    throw std::invalid_argument(fmt::format(
+        "simulator: the scenario names calibration \"{}\" but none was loaded (simulate_sweep loads it from the store; "
+        "else set SimOptions::calibration = load_calibration(store, name))",
+        scenario.cluster.calibration));
   if (config.policy != "ps") make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plan is the one it executes. Unknown
@@ -70,7 +84,7 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
   SimStepResult r = run_isolated(world_size, options, [&] {
-    sim::PlanJob job{scenario.cluster, options, &strategy, &plan, compute_s, optimizer_s};
+    sim::PlanJob job{calibrated_cluster(scenario.cluster, options), options, &strategy, &plan, compute_s, optimizer_s};
     return sim::run_plan_simulation(job);
   });
   r.schedule = replayed_schedule(config);
@@ -84,7 +98,9 @@ SimStepResult simulate_schedule(const ClusterConfig& cluster, const Schedule& sc
   sim::validate_schedule(schedule);
   // The child sees the caller's schedule through fork's copy of memory; nothing is serialised.
   return run_isolated(schedule.world_size, options,
-                      [&] { return sim::run_schedule_simulation(cluster, schedule, elem_bytes, options); });
+                      [&, linked = calibrated_cluster(cluster, options)] {
+                        return sim::run_schedule_simulation(linked, schedule, elem_bytes, options);
+                      });
 }
 
 std::int64_t representative_step(const StrategyConfig& c) {

@@ -11,6 +11,7 @@
 #include <simgrid/version.h>
 
 #include "ddplab/core/store.hpp"
+#include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "platform.hpp"
 
@@ -26,14 +27,29 @@ std::string host_info_json() {
       .dump();
 }
 
+// The options with the calibration the scenario names, loaded from the store. Its per-layer times stay
+// only when they were measured on this scenario's model and batch; otherwise compute_s is split by FLOPs.
+SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions& given, const Store& store) {
+  SimOptions o = given;
+  if (!o.calibration && !scenario.cluster.calibration.empty())
+    o.calibration = load_calibration(store, scenario.cluster.calibration);
+  if (o.calibration && !o.calibration->layers.empty() && !calibration_fits_model(*o.calibration, scenario)) {
+    auto network_only = std::make_shared<Calibration>(*o.calibration);
+    network_only->layers.clear();
+    o.calibration = network_only;
+  }
+  return o;
+}
+
 }  // namespace
 
 std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyConfig& strategy,
-                                       const std::vector<int>& worlds, Store& store, const SimOptions& options,
+                                       const std::vector<int>& worlds, Store& store, const SimOptions& given,
                                        std::function<void(int, int)> progress) {
   for (int n : worlds)
     if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
   const ComputeSource src = compute_source(scenario, strategy, store);
+  const SimOptions options = with_scenario_calibration(scenario, given, store);
   const int batch = scenario.train.batch_size;
   const double busy_s = src.compute_s + src.optimizer_s;
   const std::string host_info = host_info_json();
@@ -44,7 +60,8 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     const int n = worlds[i];
     SweepPoint p;
     p.world_size = n;
-    p.result = simulate_step(scenario, strategy, n, src.compute_s, src.optimizer_s, options, {step, 1});
+    p.result = simulate_step(scenario, strategy, n, src.compute_s, src.optimizer_s, options,
+                             {step, scenario.cluster.devices_per_node});
     const auto& r = p.result;
     // Only workers train: dedicated parameter servers (ps_servers, validated by simulate_step) take no batch.
     const PsLayout ps{n, strategy.ps_servers};
@@ -61,7 +78,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"compute_origin", src.origin},
         {"step", step},
         {"step_note", "one representative sync micro-step of the strategy's plan (simulator.hpp representative_step)"},
-        {"ranks_per_node", 1},
+        {"ranks_per_node", scenario.cluster.devices_per_node},
         {"network_model", options.network_model},
         {"crosstraffic", options.crosstraffic},
         {"tcp_gamma", sim::tcp_gamma_for(scenario.cluster)},
@@ -69,9 +86,16 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"schedule_replayed", r.schedule},
         {"wall_s", r.wall_s},
         {"comms", r.comms},
+        {"mode", simulation_mode(options, n)},
+        {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
     if (strategy.schedule == "native" && strategy.policy != "ps")
       config["simulation"]["note"] = "schedule native replayed as ring: MPI's native algorithm is unknown to the simulator";
+    if (options.calibration) {
+      config["simulation"]["calibration"] = options.calibration->name;
+      config["simulation"]["compute_split"] =
+          options.calibration->layers.empty() ? "compute_s by FLOPs" : "calibration per-layer times";
+    }
 
     RunInfo info;
     info.scenario = scenario.name;

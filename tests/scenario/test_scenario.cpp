@@ -258,7 +258,8 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
         InvalidCase{"simulate_world_empty",
                     "2:18: cluster.simulate_world must be a non-empty array of positive integers, got []"},
-        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", got \"fat-tree\""},
+        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", \"fat_tree\", \"dragonfly\", "
+                                    "\"torus\", got \"fat-tree\""},
         InvalidCase{"bad_dataset",
                     "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
         InvalidCase{"empty_path", "2:8: data.path must be a non-empty string, got \"\""},
@@ -403,4 +404,74 @@ TEST(ScenarioModelTable, Errors) {
             "fake/inline.toml:2:22: cluster.compute_efficiency must be a number in (0, 1], got 1.5");
   EXPECT_EQ(parse_error("[cluster]\ndevice_mem_bw = \"2TB\"\n"),
             "fake/inline.toml:2:17: cluster.device_mem_bw must be a bandwidth such as \"10Gbit/s\", got \"2TB\"");
+}
+
+// ---- cluster topologies and presets ----
+
+TEST(ScenarioCluster, PresetFillsFieldsAndExplicitFieldsOverride) {
+  const Scenario s = parse_scenario("[cluster]\npreset = \"dgx-h100\"\nlink_bandwidth = \"100Gbit/s\"\n", "x.toml");
+  EXPECT_EQ(s.cluster.preset, "dgx-h100");
+  EXPECT_EQ(s.cluster.devices_per_node, 8);
+  EXPECT_EQ(s.cluster.topology, "fat_tree");
+  EXPECT_EQ(s.cluster.intra, "nvswitch");
+  EXPECT_DOUBLE_EQ(s.cluster.intra_bandwidth, 450e9);
+  EXPECT_DOUBLE_EQ(*s.cluster.device_flops, 989e12);
+  EXPECT_DOUBLE_EQ(s.cluster.link_bandwidth, 100e9 / 8);  // explicit wins over the preset's 400 Gbit/s
+  const Scenario e = parse_scenario("[cluster]\npreset = \"eth-25g\"\n", "x.toml");
+  EXPECT_EQ(e.cluster.devices_per_node, 4);
+  EXPECT_EQ(e.cluster.intra, "pcie");
+  EXPECT_EQ(e.cluster.nics, "per_node");
+  EXPECT_DOUBLE_EQ(e.cluster.link_bandwidth, 25e9 / 8);
+  EXPECT_EQ(parse_scenario("[cluster]\npreset = \"cpu-testbed\"\n", "x.toml").cluster.link_bandwidth, 1e9 / 8);
+}
+
+TEST(ScenarioCluster, TopologyFieldsStragglersAndNodes) {
+  const Scenario s = parse_scenario(
+      "[cluster]\ntopology = \"fat_tree\"\nfat_tree = \"2;4,2;1,2;1,1\"\ndevices_per_node = 4\nintra = \"pcie\"\n"
+      "nics = \"per_node\"\nintra_bandwidth = \"32GB/s\"\ndevice_memory = \"80GB\"\n"
+      "stragglers = [{rank = 3, factor = 2.0}, {node = 1, factor = 1.5}]\n"
+      "[[cluster.nodes]]\nnode = 2\nlink_bandwidth = \"5Gbit/s\"\n",
+      "x.toml");
+  EXPECT_EQ(s.cluster.fat_tree, "2;4,2;1,2;1,1");
+  EXPECT_EQ(s.cluster.devices_per_node, 4);
+  EXPECT_DOUBLE_EQ(*s.cluster.device_memory, 80e9);
+  ASSERT_EQ(s.cluster.stragglers.size(), 2u);
+  EXPECT_EQ(s.cluster.stragglers[0].rank, 3);
+  EXPECT_EQ(s.cluster.stragglers[1].node, 1);
+  EXPECT_DOUBLE_EQ(s.cluster.stragglers[1].factor, 1.5);
+  ASSERT_EQ(s.cluster.nodes.size(), 1u);
+  EXPECT_DOUBLE_EQ(*s.cluster.nodes[0].link_bandwidth, 5e9 / 8);
+  EXPECT_EQ(s.to_json()["cluster"]["stragglers"][0]["rank"], 3);
+  EXPECT_EQ(parse_topology_spec("4,4,4"), (std::vector<std::vector<unsigned>>{{4, 4, 4}}));
+}
+
+TEST(ScenarioCluster, ErrorsNameFileLineColumn) {
+  EXPECT_EQ(parse_error("[cluster]\ntopology = \"ring\"\n"),
+            "fake/inline.toml:2:12: cluster.topology must be one of \"star\", \"fat_tree\", \"dragonfly\", \"torus\", "
+            "got \"ring\"");
+  EXPECT_EQ(parse_error("[cluster]\npreset = \"dgx-h200\"\n"),
+            "fake/inline.toml:2:10: cluster.preset must be one of \"dgx-h100\", \"dgx-a100\", \"eth-25g\", "
+            "\"cpu-testbed\", got \"dgx-h200\"");
+  EXPECT_EQ(parse_error("[cluster]\nfat_tree = \"2;8;1,2;1,1\"\n"),
+            "fake/inline.toml:2:12: cluster.fat_tree must be SimGrid's \"levels;down,...;up,...;count,...\" "
+            "(e.g. \"2;8,4;1,2;1,1\"), got \"2;8;1,2;1,1\"");
+  EXPECT_EQ(parse_error("[cluster]\ntorus = \"4,x\"\n"),
+            "fake/inline.toml:2:9: cluster.torus must be SimGrid's \"X,Y,...\" dimensions (e.g. \"4,4,4\") "
+            "(expected a positive integer at character 3), got \"4,x\"");
+  EXPECT_EQ(parse_error("[cluster]\ndragonfly = \"2,1;1,1;4,1\"\n"),
+            "fake/inline.toml:2:13: cluster.dragonfly must be SimGrid's \"groups,links;chassis,links;routers,links;nodes\" "
+            "(e.g. \"4,2;2,1;4,1;2\"), got \"2,1;1,1;4,1\"");
+  EXPECT_EQ(parse_error("[cluster]\ndevices_per_node = 0\n"),
+            "fake/inline.toml:2:20: cluster.devices_per_node must be a positive integer, got 0");
+  EXPECT_EQ(parse_error("[cluster]\nnics = \"shared\"\n"),
+            "fake/inline.toml:2:8: cluster.nics must be one of \"per_device\", \"per_node\", got \"shared\"");
+  EXPECT_EQ(parse_error("[cluster]\nstragglers = [{rank = 1}]\n"),
+            "fake/inline.toml:2:15: cluster.stragglers[0].factor is required (compute takes factor times longer)");
+  EXPECT_EQ(parse_error("[cluster]\nstragglers = [{rank = 1, factor = 0}]\n"),
+            "fake/inline.toml:2:35: cluster.stragglers[0].factor must be a number greater than 0, got 0");
+  EXPECT_EQ(parse_error("[cluster]\nstragglers = [{factor = 2}]\n"),
+            "fake/inline.toml:2:15: cluster.stragglers[0].rank or cluster.stragglers[0].node is required (exactly one "
+            "of them)");
+  EXPECT_EQ(parse_error("[cluster]\n[[cluster.nodes]]\nnode = 1\nlink_bandwith = 3\n"),
+            "fake/inline.toml:4:1: unknown key cluster.nodes[0].link_bandwith (did you mean cluster.nodes[0].link_bandwidth?)");
 }

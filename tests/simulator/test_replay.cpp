@@ -111,7 +111,7 @@ TEST(SimulatorReplay, RejectsBrokenInputs) {
   EXPECT_THROW(simulate_schedule(star(), s, 4), std::invalid_argument);
 
   ClusterConfig torus = star();
-  torus.topology = "torus";
+  torus.topology = "hypercube";  // not a known topology
   EXPECT_THROW(simulate_schedule(torus, ring_allreduce(2, 8), 4), std::invalid_argument);
 
   SimOptions bad;

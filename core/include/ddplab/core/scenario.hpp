@@ -51,11 +51,38 @@ struct TrainConfig {
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
 };
 
+// Named clusters for [cluster].preset (fields filled by apply_cluster_preset).
+inline constexpr std::array<std::string_view, 4> kClusterPresets{"dgx-h100", "dgx-a100", "eth-25g", "cpu-testbed"};
+
 struct ClusterConfig {
   int world_size = 4;                                    // ranks that `ddplab run` starts by default
-  std::string topology = "star";                         // only "star" for now
-  double link_bandwidth = 10e9 / 8;                      // bytes/s, host <-> switch, per direction
-  double link_latency = 2e-6;                            // seconds, per link
+  std::string preset;                                    // "" or a kClusterPresets name; explicit fields override it
+  std::string topology = "star";                         // inter-node: "star" | "fat_tree" | "dragonfly" | "torus"
+  double link_bandwidth = 10e9 / 8;                      // bytes/s of one NIC, per direction
+  double link_latency = 2e-6;                            // seconds, per NIC link
+  // Nodes: rank r is device r % devices_per_node of node r / devices_per_node (README "Clusters").
+  int devices_per_node = 1;
+  std::optional<double> device_memory;                   // bytes per device (informational)
+  std::string intra = "nvswitch";                        // devices_per_node > 1: "nvswitch" | "pcie"
+  double intra_bandwidth = 300e9;                        // bytes/s per direction, device <-> node switch (or PCIe switch)
+  double intra_latency = 1e-6;                           // seconds, per intra-node link
+  double pcie_bandwidth = 32e9;                          // bytes/s per direction, PCIe switch <-> root complex
+  std::string nics = "per_device";                       // "per_device" | "per_node"
+  std::optional<double> fabric_bandwidth;                // fat_tree/dragonfly/torus links; default: a node's NIC total
+  std::optional<double> fabric_latency;                  // their latency; default link_latency
+  std::string fat_tree;                                  // SimGrid "levels;down;up;count", "" = sized to the world
+  std::string dragonfly;                                 // SimGrid "groups,links;chassis,links;routers,links;nodes", "" = sized
+  std::string torus;                                     // SimGrid "X,Y,Z", "" = a ring of the nodes
+  struct Straggler {                                     // slows a rank's (or every rank of a node's) compute by factor
+    int rank = -1, node = -1;
+    double factor = 1;
+  };
+  std::vector<Straggler> stragglers;
+  struct NodeOverride {                                  // per-node NIC / intra bandwidth (heterogeneous nodes)
+    int node = 0;
+    std::optional<double> link_bandwidth, intra_bandwidth;
+  };
+  std::vector<NodeOverride> nodes;
   std::optional<double> compute_s;                       // per-step compute for simulation; else from the store
   std::optional<double> optimizer_s;                     // per-step optimizer time for simulation; else from the store
   // Without compute_s or a measured run, compute_s = batch x model FLOPs per sample / (device_flops x compute_efficiency).
@@ -63,6 +90,7 @@ struct ClusterConfig {
   double compute_efficiency = 0.5;                       // fraction of device_flops forward + backward achieve
   std::optional<double> device_mem_bw;                   // bytes/s of device memory: optimizer_s = 20 B per parameter / it
   std::vector<int> simulate_world{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  std::string calibration;                               // name of a stored `ddplab calibrate` fit; empty = none
 };
 
 // A gradient-sync strategy. core checks types and ranges; the names (policy, schedule, codec) and the codec's
@@ -96,6 +124,16 @@ struct Scenario {
 
   nlohmann::json to_json() const;          // the full resolved config
 };
+
+// Splits a SimGrid topology string ("2;8,4;1,2;1,1", "4,4,4") into groups (';') of positive integers (',').
+// Throws std::invalid_argument naming what is wrong.
+std::vector<std::vector<unsigned>> parse_topology_spec(std::string_view text);
+
+// Fills c's fields from a kClusterPresets entry; throws std::invalid_argument for an unknown name.
+void apply_cluster_preset(ClusterConfig& c, std::string_view preset);
+
+// One line for humans: preset, topology, devices per node and fabric, NICs ("dgx-h100: fat_tree, 8 devices ...").
+std::string describe_cluster(const ClusterConfig& c);
 
 Scenario load_scenario(const std::string& path);                          // throws ScenarioError
 Scenario parse_scenario(const std::string& text, const std::string& path); // throws ScenarioError

@@ -99,6 +99,36 @@ struct CollectiveBenchRow {
   std::optional<std::int64_t> wrong;    // elements differing from the exact sum, over all ranks; none if unchecked
 };
 
+// A named `ddplab calibrate` fit (table calibrations); fit_json is the simulator's Calibration::to_json.
+struct CalibrationRecord {
+  std::int64_t id = 0;
+  std::string name, created_at;  // ISO-8601 UTC
+  std::string host_info;         // JSON
+  std::string fit_json;
+};
+
+// One ping-pong measurement of a calibration (table calibration_pingpong): one-way = half the median round trip.
+struct PingPongRow {
+  int src = 0, dst = 1;
+  std::int64_t bytes = 0;
+  int iters = 0;
+  double one_way_s = 0;
+};
+
+// One predicted-vs-measured comparison of `ddplab validate` (table validations).
+struct ValidationRow {
+  std::int64_t id = 0;
+  std::string created_at;
+  std::string calibration;   // empty: the scenario's own links
+  std::string kind;          // "run" | "collective"
+  std::int64_t ref_id = 0;   // run id, or bench id
+  std::string label;         // strategy, or schedule
+  int world_size = 0;
+  std::int64_t bytes = 0;    // collective buffer size (0 for runs)
+  std::string metric;        // "step_s" | "comm_s" | "busbw_gbs"
+  double measured = 0, predicted = 0, error_pct = 0;  // error_pct = 100 (predicted - measured) / measured
+};
+
 class Store {
  public:
   // Opens or creates the file (and its parent folder), applies the schema, enables WAL.
@@ -137,9 +167,19 @@ class Store {
   std::vector<BenchRunRow> benches() const;                                  // oldest first
   std::vector<CollectiveBenchRow> bench_rows(std::int64_t bench) const;      // in insertion order
 
-  // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. Older files are migrated
+  // Calibrations and validations (schema version 3). add_calibration writes the fit and its ping-pong rows in
+  // one transaction; calibration(name) is the latest stored under that name.
+  std::int64_t add_calibration(const CalibrationRecord& rec, const std::vector<PingPongRow>& pingpong);
+  std::vector<CalibrationRecord> calibrations() const;  // oldest first
+  std::optional<CalibrationRecord> calibration(const std::string& name) const;
+  std::vector<PingPongRow> pingpong_rows(std::int64_t calibration) const;  // by src, dst, bytes
+  void add_validations(const std::vector<ValidationRow>& rows);  // one transaction; created_at set here
+  std::vector<ValidationRow> validations() const;                // oldest first
+
+  // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
+  // calibration_pingpong, validations. Older files are migrated
   // in place when opened (in one transaction); newer ones are refused.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
  private:
   struct Pending;

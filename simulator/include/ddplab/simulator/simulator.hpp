@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 namespace ddplab {
 
 class Store;
+struct Calibration;  // calibration.hpp
 
 struct SimOptions {
   std::string network_model = "LV08";  // SimGrid network/model: "LV08" (realistic TCP factors) or "CM02" (pure alpha-beta)
@@ -28,7 +30,22 @@ struct SimOptions {
   // SimGrid surf/precision (s): events closer than this are handled as one. 0 = automatic, 1% of the link
   // latency (at least SimGrid's 1e-9 s); see sim::time_precision_for for why.
   double time_precision_s = 0;
+  // "exact": every message of every schedule (the reference); "aggregated": schedule steps merged into
+  // phases of concurrent flows (simulator/src/aggregate.hpp), for large worlds; "auto": aggregated above
+  // kExactMaxWorld ranks, exact up to it.
+  std::string mode = "auto";
+  // A fitted calibration (calibration.hpp): its latency and bandwidth replace the links', its size factors
+  // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
+  // loads the one the scenario names ([cluster] calibration) when this is empty.
+  std::shared_ptr<const Calibration> calibration;
 };
+
+// Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
+inline constexpr int kExactMaxWorld = 256;
+
+// The mode a simulation of this world size runs in: "exact" or "aggregated" (options.mode resolved).
+// Throws std::invalid_argument for an unknown mode.
+std::string simulation_mode(const SimOptions& options, int world_size);
 
 // One op of the plan as one rank ran it, in simulated seconds since the step began.
 struct SimOpRecord {

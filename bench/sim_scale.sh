@@ -1,0 +1,30 @@
+#!/bin/bash
+# Simulation at scale: wall time and peak memory of `ddplab simulate` for one DDP step of ResNet-50
+# (scenarios/resnet50-scale.toml, strategy overlap-ring: 25 MiB buckets, ring allreduce), in the aggregated
+# mode at 1024 and 16384 ranks and in the exact per-message mode at 256 and 1024 ranks for comparison.
+# Targets (README "Simulation at scale"): 1024 ranks < 1 s; 16384 ranks < 60 s and < 8 GiB.
+# usage: bench/sim_scale.sh [BUILD_DIR] [WORLDS_AGGREGATED] [WORLDS_EXACT]
+set -euo pipefail
+build=${1:-build/release}
+agg_worlds=${2-1024 16384}    # an empty argument runs none
+exact_worlds=${3-256 1024}
+here=$(cd "$(dirname "$0")/.." && pwd)
+ddplab="$build/cli/ddplab"
+[[ -x $ddplab ]] || { echo "no $ddplab: build it first (cmake --build --preset release)" >&2; exit 1; }
+work=$(mktemp -d /tmp/ddplab-simscale-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+printf '%-11s %7s %10s %10s %11s %12s\n' mode world step_ms wall_s max_rss_MiB comms
+run() {  # mode world
+  local out="$work/out-$1-$2.txt" timing="$work/time-$1-$2.txt"
+  /usr/bin/time -v "$ddplab" simulate "$here/scenarios/resnet50-scale.toml" --strategy overlap-ring --world "$2" \
+    --"$1" --db "$work/results.db" >"$out" 2>"$timing" || { echo "$1 $2 failed:" >&2; tail -5 "$timing" >&2; return 0; }
+  # The table row of this world size: world step_ms compute_ms comm_ms samples/s efficiency sim_wall_s mode comms run
+  local row; row=$(awk -v n="$2" '$1 == n { print }' "$out" | tail -1)
+  local wall; wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$timing")
+  local rss; rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$timing")
+  printf '%-11s %7s %10s %10s %11s %12s\n' "$1" "$2" "$(echo "$row" | awk '{print $2}')" "$wall" "$rss" \
+    "$(echo "$row" | awk '{print $9}')"
+}
+for n in $exact_worlds; do run exact "$n"; done
+for n in $agg_worlds; do run aggregated "$n"; done

@@ -1,0 +1,210 @@
+// Calibration fit (no SimGrid here): ping-pong samples -> latency, bandwidth and piecewise SMPI-style factors.
+#include "ddplab/simulator/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab {
+namespace {
+
+// Affine fit t = a + s * b over samples [i, j], weighted by 1 / t^2 so that every size counts by its
+// relative error (sizes span 5 decades). a >= 0 and b > 0 are enforced: a negative intercept refits through
+// the origin, a non-positive slope (times flat or falling) keeps the slope of the neighbouring fit `b_hint`.
+struct Affine {
+  double a = 0, b = 0, max_rel = 0, sse = 0;
+};
+
+Affine fit_affine(const std::vector<PingPongSample>& x, std::size_t i, std::size_t j, double b_hint) {
+  double sw = 0, sws = 0, swt = 0, swss = 0, swst = 0;
+  for (std::size_t k = i; k <= j; ++k) {
+    const double s = static_cast<double>(x[k].bytes), t = x[k].one_way_s, w = 1 / (t * t);
+    sw += w, sws += w * s, swt += w * t, swss += w * s * s, swst += w * s * t;
+  }
+  Affine f;
+  const double det = sw * swss - sws * sws;
+  if (j > i && det > 0) {
+    f.b = (sw * swst - sws * swt) / det;
+    f.a = (swt - f.b * sws) / sw;
+  }
+  if (j == i || det <= 0 || f.b <= 0) {
+    f.b = b_hint;
+    f.a = (swt - f.b * sws) / sw;
+  }
+  if (f.a < 0) {  // through the origin
+    f.a = 0;
+    f.b = swst / swss;
+  }
+  for (std::size_t k = i; k <= j; ++k) {
+    const double s = static_cast<double>(x[k].bytes), t = x[k].one_way_s;
+    const double rel = (f.a + s * f.b - t) / t;
+    f.max_rel = std::max(f.max_rel, std::abs(rel));
+    f.sse += rel * rel;
+  }
+  return f;
+}
+
+struct Split {
+  std::vector<std::size_t> starts;  // first sample index of each segment
+  bool ok = false;
+};
+
+// Fewest segments of at least two samples (one when a lone sample is all that is left) whose fits stay
+// within `tol`; among those, the smallest total squared relative error. Dynamic programming over prefixes.
+Split segment(const std::vector<PingPongSample>& x, double tol, double b_hint) {
+  const std::size_t n = x.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<int> count(n + 1, std::numeric_limits<int>::max());
+  std::vector<double> err(n + 1, inf);
+  std::vector<std::size_t> from(n + 1, 0);
+  count[0] = 0;
+  err[0] = 0;
+  for (std::size_t end = 1; end <= n; ++end)
+    for (std::size_t start = 0; start < end; ++start) {
+      if (count[start] == std::numeric_limits<int>::max()) continue;
+      if (end - start < 2 && n >= 2) continue;
+      const Affine f = fit_affine(x, start, end - 1, b_hint);
+      if (f.max_rel > tol) continue;
+      const int c = count[start] + 1;
+      const double e = err[start] + f.sse;
+      if (c < count[end] || (c == count[end] && e < err[end])) count[end] = c, err[end] = e, from[end] = start;
+    }
+  Split out;
+  if (count[n] == std::numeric_limits<int>::max()) return out;
+  for (std::size_t end = n; end > 0; end = from[end]) out.starts.push_back(from[end]);
+  std::reverse(out.starts.begin(), out.starts.end());
+  out.ok = true;
+  return out;
+}
+
+double positive(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j.at(key).is_number())
+    throw CalibrationError(fmt::format("calibration JSON: field \"{}\" is missing or not a number", key));
+  return j.at(key).get<double>();
+}
+
+}  // namespace
+
+const FactorSegment& Calibration::segment_for(double bytes) const {
+  if (segments.empty()) throw CalibrationError(fmt::format("calibration \"{}\" has no factor segments", name));
+  std::size_t k = 0;
+  while (k + 1 < segments.size() && static_cast<double>(segments[k + 1].from_bytes) <= bytes) ++k;
+  return segments[k];
+}
+
+double Calibration::predict(double bytes) const {
+  const FactorSegment& f = segment_for(bytes);
+  return f.lat_factor * latency_s + bytes / (f.bw_factor * bandwidth);
+}
+
+Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance) {
+  if (x.size() < 2)
+    throw CalibrationError(fmt::format("calibration fit: needs ping-pong times at 2 or more message sizes, got {}", x.size()));
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (!(x[k].one_way_s > 0) || !std::isfinite(x[k].one_way_s))
+      throw CalibrationError(fmt::format("calibration fit: time at {} B must be a positive number of seconds, got {}",
+                                         x[k].bytes, x[k].one_way_s));
+    if (k > 0 && x[k].bytes <= x[k - 1].bytes)
+      throw CalibrationError(fmt::format(
+          "calibration fit: message sizes must be strictly increasing, got {} B after {} B", x[k].bytes, x[k - 1].bytes));
+  }
+  if (x.back().one_way_s <= x.front().one_way_s)
+    throw CalibrationError(fmt::format(
+        "calibration fit: times do not grow with size ({} B takes {:.3g} s, {} B takes {:.3g} s): not a ping-pong "
+        "over a network",
+        x.front().bytes, x.front().one_way_s, x.back().bytes, x.back().one_way_s));
+  // A slope for segments too flat to have one: the overall rate between the extreme sizes.
+  const double b_hint = (x.back().one_way_s - x.front().one_way_s) /
+                        static_cast<double>(x.back().bytes - x.front().bytes);
+  Split split;
+  double tol = tolerance;
+  for (int k = 0; !split.ok; ++k) {
+    split = segment(x, tol, b_hint);
+    tol *= (k % 2 == 0) ? 2.0 : 2.5;  // 1%, 2%, 5%, 10%, 20%, ...
+  }
+  std::vector<Affine> fits;
+  for (std::size_t k = 0; k < split.starts.size(); ++k) {
+    const std::size_t end = k + 1 < split.starts.size() ? split.starts[k + 1] - 1 : x.size() - 1;
+    fits.push_back(fit_affine(x, split.starts[k], end, b_hint));
+  }
+  Calibration c;
+  c.samples = x;
+  // The first interval's latency and the last interval's bandwidth are the base; the rest are factors.
+  c.latency_s = fits.front().a > 0 ? fits.front().a : x.front().one_way_s;
+  c.bandwidth = 1 / fits.back().b;
+  for (std::size_t k = 0; k < fits.size(); ++k)
+    c.segments.push_back({k == 0 ? 0 : x[split.starts[k]].bytes, fits[k].a / c.latency_s, 1 / (fits[k].b * c.bandwidth)});
+  return c;
+}
+
+nlohmann::json Calibration::to_json() const {
+  nlohmann::json segs = nlohmann::json::array(), samp = nlohmann::json::array(), lay = nlohmann::json::array();
+  for (const auto& s : segments) segs.push_back({{"from_bytes", s.from_bytes}, {"lat_factor", s.lat_factor}, {"bw_factor", s.bw_factor}});
+  for (const auto& s : samples) samp.push_back({{"bytes", s.bytes}, {"one_way_s", s.one_way_s}});
+  for (const auto& l : layers) lay.push_back({{"forward_s", l.forward_s}, {"backward_s", l.backward_s}});
+  return {{"name", name},         {"link_class", link_class},     {"latency_s", latency_s},
+          {"bandwidth", bandwidth}, {"segments", segs},           {"samples", samp},
+          {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
+          {"optimizer_s", optimizer_s}};
+}
+
+Calibration Calibration::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw CalibrationError("calibration JSON: not an object");
+  Calibration c;
+  c.name = j.value("name", "");
+  c.link_class = j.value("link_class", "");
+  c.latency_s = positive(j, "latency_s");
+  c.bandwidth = positive(j, "bandwidth");
+  if (!(c.bandwidth > 0)) throw CalibrationError("calibration JSON: bandwidth must be > 0");
+  for (const auto& s : j.value("segments", nlohmann::json::array()))
+    c.segments.push_back({s.at("from_bytes").get<std::uint64_t>(), s.at("lat_factor").get<double>(), s.at("bw_factor").get<double>()});
+  if (c.segments.empty() || c.segments.front().from_bytes != 0)
+    throw CalibrationError("calibration JSON: segments must be non-empty and start at 0 bytes");
+  for (const auto& s : j.value("samples", nlohmann::json::array()))
+    c.samples.push_back({s.at("bytes").get<std::uint64_t>(), s.at("one_way_s").get<double>()});
+  c.layer_widths = j.value("layer_widths", std::vector<int>{});
+  c.batch_size = j.value("batch_size", 0);
+  for (const auto& l : j.value("layers", nlohmann::json::array()))
+    c.layers.push_back({l.at("forward_s").get<double>(), l.at("backward_s").get<double>()});
+  c.optimizer_s = j.value("optimizer_s", 0.0);
+  return c;
+}
+
+std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name) {
+  const auto rec = store.calibration(name);
+  if (!rec) {
+    std::string known;
+    for (const auto& r : store.calibrations()) known += (known.empty() ? "" : ", ") + fmt::format("\"{}\"", r.name);
+    throw CalibrationError(fmt::format("no calibration named \"{}\" in the results store {} (stored: {}); make one with "
+                                       "`ddplab calibrate --name {}`",
+                                       name, store.path(), known.empty() ? "none" : known, name));
+  }
+  try {
+    auto c = std::make_shared<Calibration>(Calibration::from_json(nlohmann::json::parse(rec->fit_json)));
+    c->name = rec->name;
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw CalibrationError(fmt::format("calibration \"{}\" (id {}) in {}: malformed fit JSON: {}", name, rec->id,
+                                       store.path(), e.what()));
+  }
+}
+
+ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions& options) {
+  ClusterConfig c = cluster;
+  if (!options.calibration) return c;
+  c.link_latency = options.calibration->latency_s / 2;  // a star route crosses two links
+  c.link_bandwidth = options.calibration->bandwidth;
+  return c;
+}
+
+bool calibration_fits_model(const Calibration& c, const Scenario& scenario) {
+  return !c.layers.empty() && scenario.model.type == "mlp" && c.layer_widths == scenario.model.layers &&
+         c.batch_size == scenario.train.batch_size && c.layers.size() + 1 == scenario.model.layers.size();
+}
+
+}  // namespace ddplab

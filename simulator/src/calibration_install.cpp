@@ -1,0 +1,50 @@
+#include "calibration_install.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+
+#include "ddplab/simulator/calibration.hpp"
+#include "platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace ddplab::sim {
+
+void install_calibration(sg4::Engine* engine, const ClusterConfig& cluster, const SimOptions& options) {
+  if (!options.calibration) return;
+  std::shared_ptr<const Calibration> cal = options.calibration;
+  double max_lat = 1;
+  for (const FactorSegment& f : cal->segments) max_lat = std::max(max_lat, f.lat_factor);
+  // tcp_gamma_for assumes the route latency unscaled; the window cap is gamma / (2 x scaled latency).
+  engine->set_config(fmt::format("network/TCP-gamma:{}", tcp_gamma_for(cluster) * max_lat));
+  sg4::Engine::on_simulation_start_cb([engine, cal] {
+    auto* model = engine->get_netzone_root()->get_network_model();
+    model->set_lat_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                   const std::unordered_set<sg4::NetZone*>&) { return cal->segment_for(size).lat_factor; });
+    model->set_bw_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                  const std::unordered_set<sg4::NetZone*>&) { return cal->segment_for(size).bw_factor; });
+  });
+}
+
+void apply_calibrated_compute(OpCosts& costs, const PlanJob& job) {
+  const Calibration* cal = job.options.calibration.get();
+  if (!cal || cal->layers.empty()) return;
+  int layers = 0;
+  for (const PlanOp& op : job.plan->ops)
+    if (op.kind == OpKind::Backward) layers = std::max(layers, op.index + 1);
+  if (static_cast<std::size_t>(layers) > cal->layers.size())
+    throw std::runtime_error(fmt::format("calibration \"{}\" has compute times of {} layers, the plan has {}", cal->name,
+                                         cal->layers.size(), layers));
+  costs.forward_s = 0;
+  costs.backward_s.clear();
+  for (const LayerTime& l : cal->layers) {
+    costs.forward_s += l.forward_s;
+    costs.backward_s.push_back(l.backward_s);
+  }
+}
+
+}  // namespace ddplab::sim

@@ -1,0 +1,44 @@
+#!/bin/bash
+# `ddplab calibrate` and `ddplab validate` end to end on 2 ranks: the fit table covers every ping-pong size,
+# the calibration is stored and a scenario can name it, validate replays the measured run and the stored
+# benches, prints its table and mean error, stores its rows, and fails only on errors (unknown calibration).
+# usage: calibrate_checks.sh DDPLAB SCENARIO(ci-small.toml)
+set -u
+ddplab=$1 scenario=$2
+work=$(mktemp -d /tmp/ddplab-calib-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+db=$work/results.db
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out" "$work/err" 2>/dev/null; exit 1; }
+
+"$ddplab" calibrate --np 2 --sizes 1KiB:1MiB --coll-sizes 4KiB:64KiB --schedules native,ring --coll-iters 3 \
+  --name t --scenario "$scenario" --db "$db" >"$work/out" 2>"$work/err" || fail "calibrate exited $?"
+grep -q '^# calibration "t" (link class mpi): latency ' "$work/out" || fail "no fit summary"
+# The fit table: one row per size 1 KiB .. 1 MiB (11), with measured, fitted and error %.
+rows=$(awk '/^# +size \(B\) +measured_us/{on=1; next} /^#/{on=0} on' "$work/out")
+[[ $(wc -l <<<"$rows") -eq 11 ]] || fail "expected 11 fit rows, got: $rows"
+[[ $(awk 'NR==1{print $1} END{print $1}' <<<"$rows" | tr '\n' ' ') == "1024 1048576 " ]] || fail "fit sizes not 1KiB..1MiB"
+awk '$2 <= 0 || $3 <= 0 {exit 1}' <<<"$rows" || fail "non-positive measured or fitted time"
+grep -q '^# compute of ci-small at batch 64' "$work/out" || fail "no per-layer compute"
+grep -q 'ddplab: calibration "t" stored' "$work/err" || fail "not stored"
+
+# A measured run to validate, then a simulation through a scenario that names the calibration.
+"$ddplab" run "$scenario" --np 2 --max-steps 8 --db "$db" >"$work/out" 2>"$work/err" || fail "run exited $?"
+mkdir "$work/s"  # same file name, so the same scenario name and its measured compute
+sed 's/^simulate_world = .*/simulate_world = [2]\ncalibration = "t"/' "$scenario" >"$work/s/$(basename "$scenario")"
+"$ddplab" simulate "$work/s/$(basename "$scenario")" --db "$db" >"$work/out" 2>"$work/err" || fail "simulate with calibration exited $?"
+grep -Eq '^ +2 ' "$work/out" || fail "no simulated row for world 2"
+
+"$ddplab" validate --db "$db" --name t >"$work/out" 2>"$work/err" || fail "validate exited $?"
+grep -q '^# calibration "t": latency ' "$work/out" || fail "validate did not use calibration t"
+grep -Eq '^run +[0-9]+ +baseline +2 +0 +step_ms ' "$work/out" || fail "no step row for the measured run"
+grep -Eq '^run +[0-9]+ +baseline +2 +0 +comm_ms ' "$work/out" || fail "no comm row for the measured run"
+[[ $(grep -Ec '^collective .* busbw_gbs ' "$work/out") -eq 10 ]] || fail "expected 10 bench rows (2 schedules x 5 sizes)"
+grep -Eq '^# mean absolute error [0-9.]+% over 12 comparisons' "$work/out" || fail "no mean absolute error line"
+n=$(sqlite3 "$db" 'SELECT COUNT(*) FROM validations' 2>/dev/null || echo skip)
+[[ $n == skip || $n -eq 12 ]] || fail "expected 12 stored validations, got $n"
+
+"$ddplab" validate --db "$db" --name nosuch >"$work/out" 2>"$work/err" && fail "validate of an unknown calibration succeeded"
+grep -q 'no calibration named "nosuch"' "$work/err" || fail "unknown calibration not named"
+"$ddplab" calibrate --np 2 --sizes 1KiB --db "$db" >"$work/out" 2>"$work/err" && fail "calibrate of one size succeeded"
+grep -q 'at least 2 sizes' "$work/err" || fail "one size not refused clearly"
+echo "calibrate_checks: ok"

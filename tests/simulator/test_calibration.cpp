@@ -1,0 +1,161 @@
+// Calibration: the ping-pong fit recovers a known latency, bandwidth and piecewise efficiency; bad input is
+// refused by name; the factors installed in SimGrid reproduce the fitted ping-pong; per-layer times replace
+// the FLOP split.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ddplab/simulator/calibration.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab {
+namespace {
+
+constexpr double kL = 5e-6, kB = 10e9;  // 5 us, 10 GB/s
+
+// Known factors: small messages at full latency and half the bandwidth; a middle band with 3x latency and
+// 80% of it; large messages at 10x latency and the full bandwidth (as eager -> rendezvous switches do).
+FactorSegment truth(std::uint64_t s) {
+  if (s < (64u << 10)) return {0, 1.0, 0.5};
+  if (s < (1u << 20)) return {64u << 10, 3.0, 0.8};
+  return {1u << 20, 10.0, 1.0};
+}
+
+std::vector<PingPongSample> synthetic() {
+  std::vector<PingPongSample> x;
+  for (std::uint64_t s = 1024; s <= (64ull << 20); s *= 2) {
+    const FactorSegment f = truth(s);
+    x.push_back({s, f.lat_factor * kL + static_cast<double>(s) / (f.bw_factor * kB)});
+  }
+  return x;
+}
+
+TEST(CalibrationFit, RecoversLatencyBandwidthAndPiecewiseFactors) {
+  const Calibration c = fit_pingpong(synthetic());
+  EXPECT_NEAR(c.latency_s, kL, 0.01 * kL);
+  EXPECT_NEAR(c.bandwidth, kB, 0.01 * kB);
+  ASSERT_EQ(c.segments.size(), 3u);
+  for (std::uint64_t from : {0ull, 64ull << 10, 1ull << 20}) {
+    const FactorSegment& got = c.segment_for(static_cast<double>(from));
+    const FactorSegment want = truth(from);
+    EXPECT_EQ(got.from_bytes, want.from_bytes);
+    EXPECT_NEAR(got.lat_factor, want.lat_factor, 0.01 * want.lat_factor) << "from " << from;
+    EXPECT_NEAR(got.bw_factor, want.bw_factor, 0.01 * want.bw_factor) << "from " << from;
+  }
+  for (const auto& s : c.samples) EXPECT_NEAR(c.predict(static_cast<double>(s.bytes)), s.one_way_s, 1e-3 * s.one_way_s);
+}
+
+TEST(CalibrationFit, PlainAlphaBetaIsOneInterval) {
+  std::vector<PingPongSample> x;
+  for (std::uint64_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, kL + static_cast<double>(s) / kB});
+  const Calibration c = fit_pingpong(x);
+  ASSERT_EQ(c.segments.size(), 1u);
+  EXPECT_NEAR(c.latency_s, kL, 1e-3 * kL);
+  EXPECT_NEAR(c.bandwidth, kB, 1e-3 * kB);
+  EXPECT_NEAR(c.segments[0].lat_factor, 1, 1e-6);
+  EXPECT_NEAR(c.segments[0].bw_factor, 1, 1e-6);
+}
+
+TEST(CalibrationFit, NoisyDataStaysWithinTheWidenedTolerance) {
+  auto x = synthetic();
+  for (std::size_t k = 0; k < x.size(); ++k) x[k].one_way_s *= 1 + (static_cast<double>(k % 3) - 1) * 0.03;  // +-3%
+  const Calibration c = fit_pingpong(x);
+  for (const auto& s : x) EXPECT_NEAR(c.predict(static_cast<double>(s.bytes)), s.one_way_s, 0.05 * s.one_way_s);
+}
+
+void expect_error(const std::vector<PingPongSample>& x, const std::string& part) {
+  try {
+    fit_pingpong(x);
+    FAIL() << "no error, expected one containing: " << part;
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(CalibrationFit, DegenerateInputIsAClearError) {
+  expect_error({}, "2 or more message sizes, got 0");
+  expect_error({{1024, 1e-5}}, "2 or more message sizes, got 1");
+  expect_error({{4096, 1e-5}, {1024, 2e-5}}, "strictly increasing, got 1024 B after 4096 B");
+  expect_error({{1024, 1e-5}, {1024, 2e-5}}, "strictly increasing");
+  expect_error({{1024, 3e-5}, {4096, 2e-5}, {8192, 1e-5}}, "do not grow with size");
+  expect_error({{1024, 0}, {4096, 2e-5}}, "positive number of seconds");
+}
+
+TEST(CalibrationFit, JsonRoundTrip) {
+  Calibration c = fit_pingpong(synthetic());
+  c.name = "synthetic";
+  c.link_class = "mpi";
+  c.layer_widths = {8, 4, 2};
+  c.batch_size = 16;
+  c.layers = {{1e-3, 2e-3}, {3e-4, 5e-4}};
+  c.optimizer_s = 7e-5;
+  const Calibration d = Calibration::from_json(nlohmann::json::parse(c.to_json().dump()));
+  EXPECT_EQ(d.to_json(), c.to_json());
+  EXPECT_THROW(Calibration::from_json(nlohmann::json{{"latency_s", 1e-6}}), CalibrationError);
+}
+
+// rank 0 sends `bytes` to rank 1: the one-way half of a ping-pong.
+Schedule one_way(std::size_t bytes) {
+  Schedule s;
+  s.name = "pingpong";
+  s.collective = "allreduce";
+  s.world_size = 2;
+  s.count = bytes;
+  s.ranks.resize(2);
+  s.ranks[0].push_back({{{1, {0, bytes}}}, {}});
+  s.ranks[1].push_back({{}, {{0, {0, bytes}, RecvMode::Copy}}});
+  return s;
+}
+
+TEST(CalibrationInstall, SimulatedPingPongReproducesTheFit) {
+  auto cal = std::make_shared<Calibration>(fit_pingpong(synthetic()));
+  cal->name = "synthetic";
+  SimOptions opt;  // LV08 with cross-traffic, the default: the calibration's callbacks replace its factors
+  opt.calibration = cal;
+  ClusterConfig cluster;  // its links are replaced by the calibration's
+  for (std::size_t bytes : {std::size_t{1024}, std::size_t{16} << 10, std::size_t{64} << 10, std::size_t{256} << 10,
+                            std::size_t{1} << 20, std::size_t{48} << 20}) {
+    const SimStepResult r = simulate_schedule(cluster, one_way(bytes), 1, opt);
+    const double want = cal->predict(static_cast<double>(bytes));
+    EXPECT_NEAR(r.step_s, want, 0.01 * want) << bytes << " B";
+  }
+  // Without the calibration the same message takes LV08's time on the default links: clearly different.
+  const SimStepResult plain = simulate_schedule(cluster, one_way(1024), 1, SimOptions{});
+  EXPECT_GT(std::abs(plain.step_s - cal->predict(1024)), 0.1 * cal->predict(1024));
+}
+
+TEST(CalibrationInstall, PerLayerTimesReplaceTheFlopSplit) {
+  Scenario sc;
+  sc.name = "caltest";
+  sc.model.layers = {64, 32, 10};
+  sc.train.batch_size = 8;
+  StrategyConfig st;  // flat, native: compute, then one allreduce
+  auto cal = std::make_shared<Calibration>(fit_pingpong(synthetic()));
+  cal->name = "layers";
+  cal->layer_widths = sc.model.layers;
+  cal->batch_size = 8;
+  cal->layers = {{1e-3, 4e-3}, {2e-3, 3e-3}};
+  EXPECT_TRUE(calibration_fits_model(*cal, sc));
+  SimOptions opt;
+  opt.calibration = cal;
+  const SimStepResult r = simulate_step(sc, st, 2, 0.5, 0.0, opt);  // compute_s 0.5 s would dominate if used
+  EXPECT_NEAR(r.compute_s, 1e-3 + 2e-3 + 4e-3 + 3e-3, 1e-6);
+  sc.train.batch_size = 16;
+  EXPECT_FALSE(calibration_fits_model(*cal, sc));
+}
+
+TEST(CalibrationInstall, ScenarioNamingAnUnloadedCalibrationIsAnError) {
+  Scenario sc;
+  sc.name = "caltest";
+  sc.model.layers = {64, 32, 10};
+  sc.cluster.calibration = "missing";
+  try {
+    simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, SimOptions{});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration \"missing\""), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ddplab

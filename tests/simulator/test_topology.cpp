@@ -1,0 +1,234 @@
+// Cluster topologies on SimGrid: intra-node fabrics, NICs, fat-tree bisection and oversubscription,
+// dragonfly and torus, stragglers, presets. Analytic checks run under CM02 without cross-traffic.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/strategy.hpp"
+#include "platform.hpp"
+
+namespace ddplab {
+namespace {
+
+constexpr double kB = 10e9 / 8;    // NIC bytes/s per direction
+constexpr double kL = 2e-6;        // s per NIC link
+constexpr double kIB = 100e9;      // intra-node bytes/s per direction
+constexpr double kIL = 0.5e-6;     // s per intra-node link
+constexpr std::size_t kBytes = 64u << 20;
+
+SimOptions alpha_beta() {
+  SimOptions o;
+  o.network_model = "CM02";
+  o.crosstraffic = false;
+  return o;
+}
+
+ClusterConfig nodes_of(int devices, std::string intra = "nvswitch", std::string nics = "per_device") {
+  ClusterConfig c;
+  c.link_bandwidth = kB;
+  c.link_latency = kL;
+  c.devices_per_node = devices;
+  c.intra = std::move(intra);
+  c.intra_bandwidth = kIB;
+  c.intra_latency = kIL;
+  c.nics = std::move(nics);
+  return c;
+}
+
+// One step in which each (src, dst) pair moves `bytes`; the other ranks idle.
+Schedule transfers(int n, const std::vector<std::pair<int, int>>& pairs, std::size_t bytes = kBytes) {
+  Schedule s;
+  s.name = "p2p";
+  s.collective = "p2p";
+  s.world_size = n;
+  s.count = bytes;
+  s.ranks.assign(static_cast<std::size_t>(n), std::vector<ScheduleStep>(1));
+  for (auto [src, dst] : pairs) {
+    s.ranks[static_cast<std::size_t>(src)][0].sends.push_back({dst, {0, bytes}});
+    s.ranks[static_cast<std::size_t>(dst)][0].recvs.push_back({src, {0, bytes}, RecvMode::Copy});
+  }
+  return s;
+}
+
+double p2p_time(const ClusterConfig& c, int n, int src, int dst) {
+  return simulate_schedule(c, transfers(n, {{src, dst}}), 1, alpha_beta()).step_s;
+}
+
+void expect_close(double got, double expected, double rel = 1e-3) { EXPECT_NEAR(got, expected, rel * expected); }
+
+TEST(SimulatorTopology, NvswitchNodesPointToPoint) {
+  const ClusterConfig c = nodes_of(4);  // 2 nodes x 4 devices, star between nodes
+  const double S = kBytes;
+  expect_close(p2p_time(c, 8, 0, 1), S / kIB + 2 * kIL);  // device -> NVSwitch -> device
+  expect_close(p2p_time(c, 8, 2, 3), S / kIB + 2 * kIL);
+  expect_close(p2p_time(c, 8, 0, 5), S / kB + 2 * kL);    // own NIC out, zero-latency uplinks, peer's NIC in
+  // One NIC per node, behind the NVSwitch: the route adds the two devices' NVLink hops.
+  expect_close(p2p_time(nodes_of(4, "nvswitch", "per_node"), 8, 0, 5), S / kB + 2 * kL + 2 * kIL);
+}
+
+TEST(SimulatorTopology, PerDeviceNicsCarryParallelFlowsPerNodeNicShares) {
+  const std::vector<std::pair<int, int>> all{{0, 4}, {1, 5}, {2, 6}, {3, 7}};  // every device to its peer
+  const double S = kBytes;
+  const auto own = simulate_schedule(nodes_of(4), transfers(8, all), 1, alpha_beta());
+  expect_close(own.step_s, S / kB + 2 * kL);
+  const auto shared = simulate_schedule(nodes_of(4, "nvswitch", "per_node"), transfers(8, all), 1, alpha_beta());
+  expect_close(shared.step_s, 4 * S / kB + 2 * kL + 2 * kIL);
+}
+
+TEST(SimulatorTopology, PcieTree) {
+  ClusterConfig c = nodes_of(4, "pcie");
+  c.pcie_bandwidth = 20e9;  // below the device links: crossing the root complex is slower
+  const double S = kBytes;
+  expect_close(p2p_time(c, 4, 0, 1), S / kIB + 2 * kIL);                 // under one PCIe switch
+  expect_close(p2p_time(c, 4, 1, 2), S / c.pcie_bandwidth + 4 * kIL);    // through the root complex
+}
+
+TEST(SimulatorTopology, NodeOverrideSlowsThatNodesNics) {
+  ClusterConfig c = nodes_of(2);
+  c.nodes.push_back({1, kB / 2, std::nullopt});
+  expect_close(p2p_time(c, 4, 0, 2), kBytes / (kB / 2) + 2 * kL);
+  expect_close(p2p_time(c, 4, 0, 1), kBytes / kIB + 2 * kIL);  // intra-node untouched
+}
+
+// Ring allreduce with the largest chunk pacing every step; `route_latency` per step.
+double ring_time(int n, double bw, double route_latency, std::size_t count = kBytes / 4) {
+  return 2.0 * (n - 1) * (static_cast<double>(chunk_of(count, n, 0).count * 4) / bw + route_latency);
+}
+
+TEST(SimulatorTopology, FullBisectionFatTreeMatchesTheStar) {
+  for (int n : {8, 16, 32}) {
+    ClusterConfig star;
+    star.link_bandwidth = kB;
+    star.link_latency = kL;
+    ClusterConfig tree = star;
+    tree.topology = "fat_tree";  // sized to the world: full bisection
+    const auto s = simulate_schedule(star, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
+    const auto t = simulate_schedule(tree, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
+    expect_close(s.step_s, ring_time(n, kB, 2 * kL));
+    EXPECT_NEAR(t.step_s, s.step_s, 0.02 * s.step_s) << "n=" << n;
+  }
+}
+
+TEST(SimulatorTopology, OversubscribedFatTreeSlowsCrossSwitchTraffic) {
+  // 2 edge switches of 4 nodes; each node sends to its counterpart under the other edge switch.
+  const std::vector<std::pair<int, int>> cross{{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+  ClusterConfig full;
+  full.link_bandwidth = kB;
+  full.link_latency = kL;
+  full.topology = "fat_tree";
+  full.fat_tree = "2;4,2;1,4;1,1";  // 4 uplinks per edge switch: 1:1
+  ClusterConfig over = full;
+  over.fat_tree = "2;4,2;1,2;1,1";  // 2 uplinks for 4 nodes: 2:1
+  const double S = kBytes;
+  const double t_full = simulate_schedule(full, transfers(8, cross), 1, alpha_beta()).step_s;
+  const double t_over = simulate_schedule(over, transfers(8, cross), 1, alpha_beta()).step_s;
+  expect_close(t_full, S / kB + 4 * kL);      // 4 links: up, up, down, down
+  expect_close(t_over, 2 * S / kB + 4 * kL);  // two flows per uplink
+  // Under one edge switch nothing changes.
+  expect_close(simulate_schedule(over, transfers(8, {{0, 1}, {2, 3}}), 1, alpha_beta()).step_s, S / kB + 2 * kL);
+}
+
+TEST(SimulatorTopology, FatTreeOfMultiDeviceNodes) {
+  ClusterConfig c = nodes_of(4);
+  c.topology = "fat_tree";
+  c.fat_tree = "1;2;1;1";  // one switch, two nodes; fabric links carry a node's 4 NICs
+  const double S = kBytes;
+  expect_close(p2p_time(c, 8, 0, 1), S / kIB + 2 * kIL);
+  expect_close(p2p_time(c, 8, 1, 6), S / kB + 2 * kL + 2 * kL);  // NICs + leaf up + leaf down
+  EXPECT_DOUBLE_EQ(sim::fabric_bandwidth(c), 4 * kB);
+}
+
+TEST(SimulatorTopology, DragonflyAndTorusRunARing) {
+  for (const char* topo : {"dragonfly", "torus"}) {
+    for (int devices : {1, 2}) {
+      ClusterConfig c = nodes_of(devices);
+      c.topology = topo;
+      const int n = 16;
+      const auto r = simulate_schedule(c, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
+      // No faster than the NICs' bandwidth allows; within 3x of the star (longer routes add latency only).
+      const double floor = ring_time(n, kB, 0) * (devices == 1 ? 1.0 : 0.5);
+      EXPECT_GT(r.step_s, floor) << topo << " devices " << devices;
+      EXPECT_LT(r.step_s, 3 * ring_time(n, kB, 2 * kL)) << topo << " devices " << devices;
+    }
+  }
+  ClusterConfig torus;
+  torus.topology = "torus";
+  torus.torus = "2,2";
+  torus.link_bandwidth = kB;
+  torus.link_latency = kL;
+  expect_close(p2p_time(torus, 4, 0, 1), kBytes / kB + kL);  // neighbours: one torus link
+  torus.torus = "2,1";
+  EXPECT_THROW(p2p_time(torus, 4, 0, 1), std::exception);  // 2 leaves for 4 nodes
+}
+
+Scenario small_scenario() {
+  Scenario s;
+  s.name = "topotest";
+  s.model.layers = {784, 256, 128, 10};
+  s.train.batch_size = 32;
+  return s;
+}
+
+StrategyConfig flat_ring() {
+  StrategyConfig c;
+  c.name = "ring";
+  c.policy = "flat";
+  c.schedule = "ring";
+  return c;
+}
+
+TEST(SimulatorTopology, StragglerSlowsItsComputeByTheFactor) {
+  Scenario sc = small_scenario();
+  sc.cluster = nodes_of(2);
+  const double compute = 0.01;
+  const auto even = simulate_step(sc, flat_ring(), 4, compute, 0.0, alpha_beta(), {1, 2});
+  sc.cluster.stragglers.push_back({1, -1, 2.0});
+  const auto slow = simulate_step(sc, flat_ring(), 4, compute, 0.0, alpha_beta(), {1, 2});
+  expect_close(even.ranks[1].compute_s, compute);
+  expect_close(slow.ranks[1].compute_s, 2 * compute);
+  expect_close(slow.ranks[0].compute_s, compute);
+  expect_close(slow.step_s - even.step_s, compute, 0.05);  // everyone waits for rank 1 in the allreduce
+  // A node straggler slows all of that node's devices.
+  sc.cluster.stragglers = {{-1, 1, 1.5}};
+  const auto node = simulate_step(sc, flat_ring(), 4, compute, 0.0, alpha_beta(), {1, 2});
+  expect_close(node.ranks[1].compute_s, compute);
+  expect_close(node.ranks[2].compute_s, 1.5 * compute);
+  expect_close(node.ranks[3].compute_s, 1.5 * compute);
+}
+
+TEST(SimulatorTopology, PresetsBuildAndSimulate) {
+  for (std::string_view preset : kClusterPresets) {
+    Scenario sc = small_scenario();
+    apply_cluster_preset(sc.cluster, preset);
+    const int n = 2 * sc.cluster.devices_per_node;
+    for (const char* schedule : {"ring", "hierarchical"}) {
+      StrategyConfig st = flat_ring();
+      st.schedule = schedule;
+      const auto r = simulate_step(sc, st, n, 0.01, 0.001, {}, {1, sc.cluster.devices_per_node});
+      EXPECT_GT(r.step_s, 0.011) << preset;
+      EXPECT_LT(r.step_s, 1.0) << preset;
+      EXPECT_EQ(r.world_size, n);
+      std::printf("[ preset ] %-12s %-12s world %3d: step %.3f ms (comm %.3f ms), sim wall %.2f s\n",
+                  std::string(preset).c_str(), schedule, n, r.step_s * 1e3, r.comm_s * 1e3, r.wall_s);
+    }
+  }
+}
+
+TEST(SimulatorTopology, TcpGammaCoversTheFastestLinkOnTheLongestRoute) {
+  ClusterConfig star;  // unchanged for the plain star: 16 x B x 2 x (2 L), at least 4 MiB
+  EXPECT_DOUBLE_EQ(sim::tcp_gamma_for(star), std::max(4.0 * 1024 * 1024, 16.0 * star.link_bandwidth * 2 * 2 * star.link_latency));
+  ClusterConfig h100;
+  apply_cluster_preset(h100, "dgx-h100");
+  // NVLink at 450 GB/s over the longest route: the window must not cap it.
+  const double gamma = sim::tcp_gamma_for(h100);
+  EXPECT_GT(gamma / (2 * (2 * h100.link_latency + 4 * h100.link_latency)), 10 * h100.intra_bandwidth);
+  // A NVLink transfer on that preset runs at the link's bandwidth, not at a window's.
+  const auto r = simulate_schedule(h100, transfers(16, {{0, 1}}), 1, alpha_beta());
+  expect_close(r.step_s, kBytes / h100.intra_bandwidth + 2 * h100.intra_latency);
+}
+
+}  // namespace
+}  // namespace ddplab
