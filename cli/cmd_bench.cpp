@@ -153,19 +153,9 @@ int bench_worker(const BenchRequest& req) {
   try {
     if (me == 0) {
       store = std::make_unique<Store>(req.db);
-      nlohmann::json cfg = {{"sizes", opt.sizes},     {"schedules", opt.schedules}, {"iters", opt.iters},
-                            {"warmup", opt.warmup},   {"check", opt.check},         {"type", "float"},
-                            {"collective", "allreduce"}};
-      if (!req.testbed_tag.empty()) cfg["testbed"] = nlohmann::json::parse(req.testbed_tag);
-      BenchInfo info;
-      info.backend = "mpi";
-      info.world_size = n;
-      info.ranks_per_node = opt.ranks_per_node;
-      info.iters = opt.iters;
-      info.warmup = opt.warmup;
-      info.config_json = cfg.dump();
-      info.host_info = host_info_json();
-      bench_id = store->begin_bench(info);
+      nlohmann::json extra = nlohmann::json::object();
+      if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
+      bench_id = begin_collective_bench(*store, opt, n, extra);
       printer = std::make_unique<TablePrinter>(n, opt.ranks_per_node, req);
     }
     run_collective_bench(

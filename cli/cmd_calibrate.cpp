@@ -252,19 +252,9 @@ int calibrate_worker(const CalibrateRequest& req) {
     comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
     std::int64_t bench_id = 0;
     if (me == 0) {
-      nlohmann::json cfg = {{"sizes", opt.sizes}, {"schedules", opt.schedules}, {"iters", opt.iters},
-                            {"warmup", opt.warmup}, {"check", true}, {"type", "float"},
-                            {"collective", "allreduce"}, {"calibration", req.name}};
-      if (!req.testbed_tag.empty()) cfg["testbed"] = nlohmann::json::parse(req.testbed_tag);
-      BenchInfo info;
-      info.backend = "mpi";
-      info.world_size = n;
-      info.ranks_per_node = opt.ranks_per_node;
-      info.iters = opt.iters;
-      info.warmup = opt.warmup;
-      info.config_json = cfg.dump();
-      info.host_info = host_info_json();
-      bench_id = store->begin_bench(info);
+      nlohmann::json extra = {{"calibration", req.name}};
+      if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
+      bench_id = begin_collective_bench(*store, opt, n, extra);
       std::printf("#\n# allreduce schedules at world %d (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", n,
                   static_cast<long long>(bench_id), "schedule", "size (B)", "time_us", "busbw GB/s", "#wrong");
     }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ddplab/core/units.hpp"
+#include "ddplab/core/version.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -153,6 +154,23 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       if (on_row) on_row(row);
     }
   }
+}
+
+std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& opt, int world_size,
+                                    const nlohmann::json& extra) {
+  nlohmann::json cfg = {{"sizes", opt.sizes},   {"schedules", opt.schedules}, {"iters", opt.iters},
+                        {"warmup", opt.warmup}, {"check", opt.check},         {"type", "float"},
+                        {"collective", "allreduce"}};
+  if (extra.is_object()) cfg.update(extra);
+  BenchInfo info;
+  info.backend = "mpi";
+  info.world_size = world_size;
+  info.ranks_per_node = opt.ranks_per_node;
+  info.iters = opt.iters;
+  info.warmup = opt.warmup;
+  info.config_json = cfg.dump();
+  info.host_info = host_info_json();
+  return store.begin_bench(info);
 }
 
 }  // namespace ddplab

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/communicator.hpp"
 
@@ -40,6 +42,11 @@ using BenchProgress = std::function<void(const std::string& schedule, std::uint6
                                          std::size_t total)>;
 // After it: the same row on every rank (times and #wrong are already reduced over ranks).
 using BenchRowSink = std::function<void(const CollectiveBenchRow& row)>;
+
+// Rank 0: records a bench of these options at this world size in the store (backend "mpi", config JSON of
+// the options plus `extra` entries, e.g. {"calibration": NAME} or {"testbed": {...}}). Returns its id.
+std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& options, int world_size,
+                                    const nlohmann::json& extra);
 
 // Collective: every rank calls it with the same options. Schedules are measured one after another,
 // each over every size in order.
