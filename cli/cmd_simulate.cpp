@@ -65,6 +65,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
     };
+    opt.keep_trace = !trace_path.empty();  // per-op records only when a timeline is written
     const auto points = simulate_sweep(sc, st, worlds, store, opt, progress);
     if (tty) std::fprintf(stderr, "\r\033[K");
     std::printf("%7s %10s %10s %10s %12s %10s %10s %10s %11s %8s\n", "world", "step_ms", "compute_ms", "comm_ms",

@@ -216,7 +216,7 @@ SimStepResult run_plan_simulation(const PlanJob& job) {
     }
     t.exposed_comm_s = st.exposed_s;
     t.step_s = st.end_s;
-    t.trace = std::move(st.ops);
+    if (job.options.keep_trace) t.trace = std::move(st.ops);
     if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;
     res.bytes_sent[static_cast<std::size_t>(r)] = st.tally.bytes;
     res.comms += st.tally.messages;

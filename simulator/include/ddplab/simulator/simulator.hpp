@@ -38,6 +38,10 @@ struct SimOptions {
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
   // loads the one the scenario names ([cluster] calibration) when this is empty.
   std::shared_ptr<const Calibration> calibration;
+  // Keep every rank's per-op records (SimRankTimes.trace) for traces and per-op checks. Off, a large world
+  // skips serialising ranks x ops records out of the simulation's child process (at 1024 ranks of
+  // ResNet-50 that was the biggest cost after the simulation itself).
+  bool keep_trace = true;
 };
 
 // Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
@@ -62,7 +66,7 @@ struct SimOpRecord {
 // step_s == compute_s + optimizer_s + exposed_comm_s. (simulate_schedule: comm only, no trace.)
 struct SimRankTimes {
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0, step_s = 0;
-  std::vector<SimOpRecord> trace;  // every op of the plan, in plan order
+  std::vector<SimOpRecord> trace;  // every op of the plan, in plan order (empty unless SimOptions.keep_trace)
 };
 
 struct SimStepResult {
