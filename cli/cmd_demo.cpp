@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string find_default_scenario() {
-  for (const fs::path p : {fs::path("scenarios/default.toml"), fs::path(DDPLAB_SOURCE_DIR) / "scenarios/default.toml"})
+  for (const fs::path& p : {fs::path("scenarios/default.toml"), fs::path(DDPLAB_SOURCE_DIR) / "scenarios/default.toml"})
     if (fs::exists(p)) return p.string();
   throw std::runtime_error("cannot find scenarios/default.toml (run from the ddplab folder, or pass --scenario)");
 }
