@@ -10,6 +10,7 @@
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "temp_dir.hpp"
+#include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
@@ -64,9 +65,7 @@ TEST(SimulatorModelTable, ComputeFromModelFlops) {
 
 TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {
   const Scenario sc = resnet50(312e12, 0.5);
-  SimOptions o;
-  o.network_model = "CM02";
-  o.crosstraffic = false;
+  const SimOptions o = test::alpha_beta();
   const int n = 4;
   const double compute_s = 0.005;
   const auto r = simulate_step(sc, sc.strategies[0], n, compute_s, 0.0, o, {representative_step(sc.strategies[0]), 1});

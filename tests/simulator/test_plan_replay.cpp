@@ -6,26 +6,16 @@
 
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/strategy.hpp"
+#include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
 
 using PairBytes = std::map<std::pair<int, int>, std::uint64_t>;
 
-Scenario small() {
-  Scenario s;
-  s.name = "plantest";
-  s.model.layers = {784, 256, 128, 10};
-  s.train.batch_size = 32;
-  return s;
-}
+Scenario small() { return test::small_mlp_scenario("plantest"); }
 
-SimOptions alpha_beta() {
-  SimOptions o;
-  o.network_model = "CM02";
-  o.crosstraffic = false;
-  return o;
-}
+using test::alpha_beta;
 
 StrategyConfig strategy(std::string policy, std::string schedule, std::string codec = "none",
                         CodecOptions options = {}) {

@@ -6,6 +6,7 @@
 
 #include "ddplab/simulator/simulator.hpp"
 #include "isolate.hpp"
+#include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
@@ -20,12 +21,7 @@ ClusterConfig star() {
   return c;
 }
 
-SimOptions alpha_beta() {
-  SimOptions o;
-  o.network_model = "CM02";
-  o.crosstraffic = false;
-  return o;
-}
+using test::alpha_beta;
 
 // Ring allreduce under alpha-beta: 2(n-1) steps, each moving the largest chunk over one host->switch->host
 // route (latency 2L). Every rank waits for its whole step, so the largest chunk paces every step.

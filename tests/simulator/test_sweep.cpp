@@ -10,6 +10,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "temp_dir.hpp"
+#include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
@@ -22,12 +23,7 @@ Scenario scenario() {
   return s;
 }
 
-SimOptions alpha_beta() {
-  SimOptions o;
-  o.network_model = "CM02";
-  o.crosstraffic = false;
-  return o;
-}
+using test::alpha_beta;
 
 TEST(SimulatorStep, StepIsComputePlusCommPlusOptimizer) {
   const Scenario sc = scenario();

@@ -9,6 +9,7 @@
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
+#include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
@@ -19,12 +20,7 @@ constexpr double kIB = 100e9;      // intra-node bytes/s per direction
 constexpr double kIL = 0.5e-6;     // s per intra-node link
 constexpr std::size_t kBytes = 64u << 20;
 
-SimOptions alpha_beta() {
-  SimOptions o;
-  o.network_model = "CM02";
-  o.crosstraffic = false;
-  return o;
-}
+using test::alpha_beta;
 
 ClusterConfig nodes_of(int devices, std::string intra = "nvswitch", std::string nics = "per_device") {
   ClusterConfig c;
@@ -164,13 +160,7 @@ TEST(SimulatorTopology, DragonflyAndTorusRunARing) {
   EXPECT_THROW(p2p_time(torus, 4, 0, 1), std::exception);  // 2 leaves for 4 nodes
 }
 
-Scenario small_scenario() {
-  Scenario s;
-  s.name = "topotest";
-  s.model.layers = {784, 256, 128, 10};
-  s.train.batch_size = 32;
-  return s;
-}
+Scenario small_scenario() { return test::small_mlp_scenario("topotest"); }
 
 StrategyConfig flat_ring() {
   StrategyConfig c;

@@ -1,0 +1,28 @@
+// Shared by the simulator tests: the pure alpha-beta network (for analytic checks) and a small MLP scenario.
+#pragma once
+#include <string>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab::test {
+
+// CM02 without cross-traffic: no latency or bandwidth factors and no ack load on the reverse path, so a
+// transfer takes exactly size / bandwidth + route latency (FIELD-NOTES, SimGrid 3.32).
+inline SimOptions alpha_beta() {
+  SimOptions o;
+  o.network_model = "CM02";
+  o.crosstraffic = false;
+  return o;
+}
+
+// A 784-256-128-10 MLP at batch 32: a few buckets, quick to simulate.
+inline Scenario small_mlp_scenario(const std::string& name) {
+  Scenario s;
+  s.name = name;
+  s.model.layers = {784, 256, 128, 10};
+  s.train.batch_size = 32;
+  return s;
+}
+
+}  // namespace ddplab::test
