@@ -194,17 +194,15 @@ void assemble_server_models(Communicator& comm, Ops& ops, Mlp& model, const Stra
   const PsLayout ps = strategy.ps_layout();
   if (ps.servers == 0) return;
   const bool worker = ps.is_worker(comm.rank());
-  std::vector<float> host(model.num_params()), scratch;
+  // A server receives into its host copy of the model, a worker into scratch it then drops.
+  std::vector<float> host(worker ? 0 : model.num_params()), scratch;
   if (!worker) ops.to_host(host.data(), model.params(), host.size());
   for (const Bucket& b : strategy.bucketing().buckets)
     for (int s = 0; s < ps.number(); ++s) {
       const Chunk c = strategy.shard(b.id, ps.server_rank(s));
       if (c.count == 0) continue;
-      float* at = host.data() + b.offset + c.offset;
-      if (worker) {
-        scratch.resize(c.count);
-        at = scratch.data();
-      }
+      if (worker) scratch.resize(c.count);
+      float* at = worker ? scratch.data() : host.data() + b.offset + c.offset;
       comm.broadcast(at, c.count * sizeof(float), ps.server_rank(s));
     }
   if (!worker) ops.to_device(model.params(), host.data(), host.size());
