@@ -15,6 +15,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab::cli {
 
@@ -52,7 +53,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     const std::size_t grad_bytes = model_spec_for(sc.model).parameter_count() * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
-        st.policy == "ps" ? fmt::format("push + pull of {} per step ({})", format_bytes(static_cast<double>(grad_bytes)),
+        uses_parameter_servers(st) ? fmt::format("push + pull of {} per step ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         st.ps_servers > 0 ? fmt::format("{} dedicated server{}", st.ps_servers, st.ps_servers > 1 ? "s" : "")
                                                           : std::string("co-located servers"))
                           : fmt::format("allreduce of {} per step (schedule {})", format_bytes(static_cast<double>(grad_bytes)),

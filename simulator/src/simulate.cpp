@@ -30,7 +30,7 @@ void validate_options(const SimOptions& o) {
 
 // MPI's native allreduce algorithm is not known to the simulator, so "native" is replayed as ring.
 std::string replayed_schedule(const StrategyConfig& strategy) {
-  if (strategy.policy == "ps") return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
+  if (uses_parameter_servers(strategy)) return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
   return strategy.schedule == "native" ? "ring" : strategy.schedule;
 }
 
@@ -68,7 +68,7 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
         "simulator: the scenario names calibration \"{}\" but none was loaded (simulate_sweep loads it from the store; "
         "else set SimOptions::calibration = load_calibration(store, name))",
         scenario.cluster.calibration));
-  if (config.policy != "ps") make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
+  if (!uses_parameter_servers(config)) make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plan is the one it executes. Unknown
   // policies and codecs throw std::invalid_argument here, in the caller's process.

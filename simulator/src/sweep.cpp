@@ -13,6 +13,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
 
 namespace ddplab {
@@ -89,7 +90,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"mode", simulation_mode(options, n)},
         {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
-    if (strategy.schedule == "native" && strategy.policy != "ps")
+    if (strategy.schedule == "native" && !uses_parameter_servers(strategy))
       config["simulation"]["note"] = "schedule native replayed as ring: MPI's native algorithm is unknown to the simulator";
     if (options.calibration) {
       config["simulation"]["calibration"] = options.calibration->name;

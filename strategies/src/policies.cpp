@@ -22,6 +22,17 @@ const std::vector<PolicyInfo>& policies() {
   return all;
 }
 
+const PolicyInfo* find_policy(const std::string& name) {
+  for (const auto& p : policies())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool uses_parameter_servers(const StrategyConfig& config) {
+  const PolicyInfo* p = find_policy(config.policy);
+  return p && p->shards == Shards::Servers;
+}
+
 namespace {
 
 std::string names(const std::vector<std::string>& v) {
@@ -47,12 +58,9 @@ void validate_strategies(const Scenario& sc) {
   for (std::size_t i = 0; i < sc.strategies.size(); ++i) {
     const StrategyConfig& s = sc.strategies[i];
     const Checker check{sc, s, i};
-    const PolicyInfo* policy = nullptr;
+    const PolicyInfo* policy = find_policy(s.policy);
     std::vector<std::string> known;
-    for (const auto& p : policies()) {
-      known.push_back(p.name);
-      if (p.name == s.policy) policy = &p;
-    }
+    for (const auto& p : policies()) known.push_back(p.name);
     if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
     if (!has_schedule(s.schedule, "allreduce"))
       check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));

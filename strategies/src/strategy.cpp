@@ -11,8 +11,7 @@ namespace ddplab {
 
 Strategy::Strategy(const StrategyConfig& config, const ModelSpec& model, const StrategyContext& ctx)
     : config_(config), model_(model), ctx_(ctx) {
-  for (const auto& p : policies())
-    if (p.name == config.policy) policy_ = &p;
+  policy_ = find_policy(config.policy);
   if (!policy_) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
   if (ctx.world_size < 1) throw std::invalid_argument("world size must be >= 1");
   if (config.ps_servers > 0 && policy_->shards != Shards::Servers)

@@ -39,6 +39,11 @@ struct PolicyInfo {
   void (*build)(const Strategy& strategy, std::int64_t step, StepPlan& plan);  // the ops of one sync step
 };
 const std::vector<PolicyInfo>& policies();
+// The registered policy of that name, or nullptr.
+const PolicyInfo* find_policy(const std::string& name);
+// True when the strategy's policy syncs through parameter servers (Shards::Servers: push and pull on the
+// "ps" schedules, whatever `schedule` says).
+bool uses_parameter_servers(const StrategyConfig& config);
 
 // Checks every [[strategy]] of the scenario against the registries (policy, schedule, codec and its
 // options, combinations). Throws ScenarioError citing the file:line:col of the offending value.
