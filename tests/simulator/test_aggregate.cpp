@@ -18,9 +18,12 @@ namespace {
 
 constexpr double kTolerance = 0.02;
 // Known gap: on fat-tree, dragonfly and torus with one device per node, routes of different lengths share
-// links and the exact mode's step-by-step interleaving is not reproduced by whole-phase flows; measured up to
-// 13% (ring reduce-scatter, 16 ranks, fat-tree). Held to this bound until the model improves.
-constexpr double kNonStarTolerance = 0.15;
+// links and the exact mode's step-by-step interleaving is not reproduced by whole-phase flows where a step's
+// transfer time is comparable to its latency (README "Simulation at scale"). Measured: 12.9% (ring
+// reduce-scatter / all-gather, 16 ranks, fat-tree), 7.0% (hierarchical, 16 ranks, torus), 6.5% (ring
+// reduce-scatter, 16 ranks, dragonfly), 5.2%, 3.5%, 3.2%, 3.0%; every other case within 2%. Held to 13%
+// until the model improves. Rings of 64 ranks and more agree within 2% on every topology (kTolerance).
+constexpr double kNonStarTolerance = 0.13;
 constexpr std::size_t kBucket = (25u << 20) / 4;  // a 25 MiB bucket of float32
 
 SimOptions mode(const std::string& m) {
@@ -59,8 +62,9 @@ void expect_same_bytes(const SimStepResult& exact, const SimStepResult& agg, con
 
 double rel_error(double exact, double agg) { return exact > 0 ? std::abs(agg - exact) / exact : std::abs(agg); }
 
-// Runs the schedule both ways on every cluster; returns the worst relative step-time difference.
-double compare(const Schedule& s, const std::string& what) {
+// Runs the schedule both ways on every cluster; returns the worst relative step-time difference. Star
+// clusters, and every cluster when `everywhere`, are held to kTolerance; others to kNonStarTolerance.
+double compare(const Schedule& s, const std::string& what, bool everywhere = false) {
   double worst = 0;
   for (const ClusterConfig& c : clusters()) {
     SimStepResult exact;
@@ -73,7 +77,7 @@ double compare(const Schedule& s, const std::string& what) {
     const auto agg = simulate_schedule(c, s, 4, mode("aggregated"));
     const std::string where = what + " on " + label(c);
     const double err = rel_error(exact.step_s, agg.step_s);
-    EXPECT_LE(err, c.topology == "star" ? kTolerance : kNonStarTolerance) << where << ": exact " << exact.step_s << " s, aggregated " << agg.step_s << " s";
+    EXPECT_LE(err, c.topology == "star" || everywhere ? kTolerance : kNonStarTolerance) << where << ": exact " << exact.step_s << " s, aggregated " << agg.step_s << " s";
     expect_same_bytes(exact, agg, where);
     EXPECT_LE(agg.comms, exact.comms) << where;
     std::printf("[ agg      ] %-40s exact %9.4f ms (%7llu comms, %.2f s)  aggregated %9.4f ms (%6llu comms, %.2f s)  %+.3f%%\n",
@@ -116,7 +120,9 @@ TEST(SimulatorAggregate, RingIsOnePhaseComputedWithoutTheSchedule) {
           const auto built = sim::phases_of(schedule_for_call(call, sched, where, "ring"));
           EXPECT_TRUE(same(direct, built)) << coll << " " << sched << " n=" << n << " count=" << count;
           const bool sparse = std::string(coll) != "allreduce" && count < static_cast<std::size_t>(n);  // empty chunks left out
-          if (!sparse) EXPECT_EQ(direct.phases.size(), n > 1 ? 1u : 0u);
+          if (!sparse) {
+            EXPECT_EQ(direct.phases.size(), n > 1 ? 1u : 0u);
+          }
         }
       }
     }
@@ -139,20 +145,38 @@ TEST(SimulatorAggregate, PhaseStructure) {
 
 TEST(SimulatorAggregate, AgreesWithExactOnEverySchedule) {
   EXPECT_GE(clusters().size(), 1u);
-  for (int n : {2, 7, 64, 256}) compare(ring_allreduce(n, kBucket), "ring n=" + std::to_string(n));
+  for (int n : {2, 7, 64, 256}) compare(ring_allreduce(n, kBucket), "ring n=" + std::to_string(n), n >= 64);
   for (int n : {8, 12, 64}) compare(halving_doubling_allreduce(n, kBucket), "halving_doubling n=" + std::to_string(n));
   for (int n : {8, 33}) compare(double_binary_tree_allreduce(n, kBucket), "double_binary_tree n=" + std::to_string(n));
   for (int n : {16, 64})
     compare(make_schedule("hierarchical", ScheduleParams{n, kBucket, 4, 0}), "hierarchical/4 n=" + std::to_string(n));
   for (int n : {8, 32}) compare(direct_allreduce(n, kBucket), "direct n=" + std::to_string(n));
   for (int n : {16, 256}) {
-    compare(ring_reduce_scatter(n, kBucket), "ring reduce_scatter n=" + std::to_string(n));
-    compare(ring_all_gather(n, kBucket), "ring all_gather n=" + std::to_string(n));
+    compare(ring_reduce_scatter(n, kBucket), "ring reduce_scatter n=" + std::to_string(n), n >= 64);
+    compare(ring_all_gather(n, kBucket), "ring all_gather n=" + std::to_string(n), n >= 64);
   }
   for (int servers : {0, 2}) {
     compare(ps_push(16, kBucket, servers), "ps push servers=" + std::to_string(servers));
     compare(ps_pull(16, kBucket, servers), "ps pull servers=" + std::to_string(servers));
   }
+}
+
+TEST(SimulatorAggregate, FatTreeGapIsCrossTraffic) {
+  // The largest gap above (ring reduce-scatter, 16 ranks, fat-tree, one device per node) comes from TCP
+  // cross-traffic: acknowledgements load the reverse routes, which the exact mode's per-step messages feel
+  // far more than whole-phase flows. Without cross-traffic the two modes agree.
+  ClusterConfig c;
+  c.topology = "fat_tree";
+  c.link_bandwidth = 100e9 / 8;
+  c.link_latency = 2e-6;
+  const Schedule s = ring_reduce_scatter(16, kBucket);
+  SimOptions exact = mode("exact"), agg = mode("aggregated");
+  exact.crosstraffic = agg.crosstraffic = false;
+  const auto e = simulate_schedule(c, s, 4, exact);
+  const auto a = simulate_schedule(c, s, 4, agg);
+  EXPECT_LE(rel_error(e.step_s, a.step_s), kTolerance) << "exact " << e.step_s << " s, aggregated " << a.step_s << " s";
+  std::printf("[ agg      ] ring reduce_scatter n=16 fat_tree x1, no cross-traffic: exact %.4f ms, aggregated %.4f ms\n",
+              e.step_s * 1e3, a.step_s * 1e3);
 }
 
 Scenario resnet50_scenario(const std::string& policy, const std::string& schedule) {
@@ -173,26 +197,50 @@ Scenario resnet50_scenario(const std::string& policy, const std::string& schedul
 
 TEST(SimulatorAggregate, AgreesWithExactOnDdpSteps) {
   // Whole step plans (compute overlapped with bucketed collectives), including ZeRO-1 and the parameter server.
+  // Off the star too: rings of 64 ranks and more held to kTolerance (as the schedules above), the rest to
+  // kNonStarTolerance (measured: ZeRO-1's rings at 32 ranks on the dragonfly, step +1.9%, comm +3.1%).
   struct Case {
     std::string policy, schedule;
     int world;
+    std::string topology = "star";
   };
   for (const Case& k : {Case{"overlap", "ring", 256}, Case{"overlap", "double_binary_tree", 32},
-                        Case{"zero1", "ring", 64}, Case{"ps", "native", 16}}) {
-    const Scenario sc = resnet50_scenario(k.policy, k.schedule);
+                        Case{"zero1", "ring", 64}, Case{"ps", "native", 16}, Case{"overlap", "ring", 64, "fat_tree"},
+                        Case{"overlap", "ring", 64, "torus"}, Case{"zero1", "ring", 32, "dragonfly"},
+                        Case{"overlap", "halving_doubling", 64, "dragonfly"}}) {
+    Scenario sc = resnet50_scenario(k.policy, k.schedule);
+    sc.cluster.topology = k.topology;
     const StrategyConfig& st = sc.strategies[0];
     const std::int64_t step = representative_step(st);
     const auto exact = simulate_step(sc, st, k.world, 0.05, 0.002, mode("exact"), {step, 1});
     const auto agg = simulate_step(sc, st, k.world, 0.05, 0.002, mode("aggregated"), {step, 1});
-    const std::string what = k.policy + "/" + k.schedule + " n=" + std::to_string(k.world);
-    EXPECT_LE(rel_error(exact.step_s, agg.step_s), kTolerance) << what;
-    EXPECT_LE(rel_error(exact.comm_s, agg.comm_s), kTolerance) << what;
+    const std::string what = k.policy + "/" + k.schedule + " n=" + std::to_string(k.world) + " " + k.topology;
+    const double tolerance = k.topology == "star" || (k.schedule == "ring" && k.world >= 64) ? kTolerance : kNonStarTolerance;
+    EXPECT_LE(rel_error(exact.step_s, agg.step_s), tolerance) << what;
+    EXPECT_LE(rel_error(exact.comm_s, agg.comm_s), tolerance) << what;
     expect_same_bytes(exact, agg, what);
     EXPECT_LE(agg.comms, exact.comms) << what;  // equal where nothing merges (the tree, ps)
     std::printf("[ agg      ] %-40s exact %9.4f ms (%.2f s)  aggregated %9.4f ms (%.2f s)  %+.3f%%\n", what.c_str(),
                 exact.step_s * 1e3, exact.wall_s, agg.step_s * 1e3, agg.wall_s,
                 100 * (agg.step_s - exact.step_s) / exact.step_s);
   }
+}
+
+TEST(SimulatorAggregate, SixteenThousandRanks) {
+  // Two actors per rank: 32768 actors with guarded stacks would pass Linux's default vm.max_map_count
+  // (65536) and SimGrid would abort ("Failed to protect stack"). A small model keeps this quick.
+  Scenario sc = resnet50_scenario("overlap", "ring");
+  sc.model = {};  // the default MLP: few buckets
+  const StrategyConfig& st = sc.strategies[0];
+  SimOptions o = mode("aggregated");
+  o.keep_trace = false;
+  const int n = 16384;
+  const auto r = simulate_step(sc, st, n, 0.01, 0.001, o, {representative_step(st), 1});
+  ASSERT_EQ(r.ranks.size(), static_cast<std::size_t>(n));
+  EXPECT_GT(r.step_s, 0.011);
+  EXPECT_EQ(r.comms % n, 0u);  // one flow per rank and bucket
+  std::printf("[ agg      ] MLP overlap/ring n=%d: step %.3f ms, %llu flows, %.2f s wall\n", n, r.step_s * 1e3,
+              static_cast<unsigned long long>(r.comms), r.wall_s);
 }
 
 TEST(SimulatorAggregate, ModeSelection) {

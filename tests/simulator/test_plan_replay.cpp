@@ -184,6 +184,36 @@ TEST(SimulatorPlan, CodecWorkContendsWithBackwardForTheCpu) {
   EXPECT_GT(r.compute_s, 0.05 * 1.001);
 }
 
+TEST(SimulatorPlan, MergedComputeOpsKeepEveryTime) {
+  // Compute ops between two points a comm op waits for run as one Exec (plan_replay.cpp compute_groups).
+  // Without a trace they merge even when codec work on the comm stream shares the core; with a trace
+  // and codec work they run one Exec per op. Both must give the same times, rank by rank.
+  Scenario sc = small();
+  sc.model.layers = {784, 1024, 1024, 1024, 10};
+  for (const StrategyConfig& base : {strategy("overlap", "ring", "topk", {{"ratio", "0.01"}}), strategy("zero1", "ring"),
+                                     strategy("overlap", "halving_doubling", "fp16")}) {
+    StrategyConfig c = base;
+    c.bucket_cap = 1 << 20;
+    c.first_bucket_cap = 1 << 18;
+    SimOptions per_op = alpha_beta(), merged = alpha_beta();
+    per_op.keep_trace = true;
+    merged.keep_trace = false;
+    const auto a = simulate_step(sc, c, 4, 0.05, 0.004, per_op, {1, 1});
+    const auto b = simulate_step(sc, c, 4, 0.05, 0.004, merged, {1, 1});
+    ASSERT_EQ(a.ranks.size(), b.ranks.size());
+    EXPECT_TRUE(b.ranks[0].trace.empty());
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+      const SimRankTimes &x = a.ranks[r], &y = b.ranks[r];
+      EXPECT_NEAR(x.step_s, y.step_s, 1e-9 * x.step_s) << c.name << " rank " << r;
+      EXPECT_NEAR(x.compute_s, y.compute_s, 1e-9 * x.step_s) << c.name << " rank " << r;
+      EXPECT_NEAR(x.comm_s, y.comm_s, 1e-9 * x.step_s) << c.name << " rank " << r;
+      EXPECT_NEAR(x.exposed_comm_s, y.exposed_comm_s, 1e-9 * x.step_s) << c.name << " rank " << r;
+      EXPECT_NEAR(x.optimizer_s, y.optimizer_s, 1e-9 * x.step_s) << c.name << " rank " << r;
+    }
+    EXPECT_EQ(a.bytes_between, b.bytes_between) << c.name;
+  }
+}
+
 TEST(SimulatorPlan, ShardOptimizerGetsItsShare) {
   const Scenario sc = small();
   const int n = 3;
