@@ -80,6 +80,7 @@ std::string describe_cluster(const ClusterConfig& c) {
   if (c.topology == "fat_tree") out += c.fat_tree.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.fat_tree);
   if (c.topology == "dragonfly") out += c.dragonfly.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.dragonfly);
   if (c.topology == "torus") out += c.torus.empty() ? " (a ring of the nodes)" : fmt::format(" \"{}\"", c.torus);
+  if (c.topology == "full") out += " (a link per pair of nodes)";
   if (c.devices_per_node > 1)
     out += fmt::format(", {} devices per node over {} at {:g} GB/s", c.devices_per_node, c.intra, c.intra_bandwidth / 1e9);
   else

@@ -1,6 +1,7 @@
 // ddplab-gui: desktop viewer of a ddplab results store.
 //   ddplab-gui [results.db]                    interactive window
 //   ddplab-gui results.db --screenshot out.png render offscreen at a fixed size and exit
+//   ddplab-gui results.db --view validation    start on the Validation tab (predicted vs measured)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
@@ -11,6 +12,7 @@
 
 #include "ddplab/core/version.hpp"
 #include "ddplab/gui/main_window.hpp"
+#include "ddplab/gui/validation_view.hpp"
 
 namespace {
 
@@ -48,13 +50,19 @@ int main(int argc, char** argv) {
 
   QCommandLineParser parser;
   parser.setApplicationDescription(
-      "Compare ddplab runs, measured and simulated: loss vs step and throughput vs world size.");
+      "Compare ddplab runs, measured and simulated: loss vs step and throughput vs world size; and the\n"
+      "simulator's predictions against measurements, as stored by `ddplab validate` (Validation tab).");
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("results", "Results store (SQLite) to open; default results/ddplab.db.", "[results.db]");
   QCommandLineOption screenshot("screenshot", "Render the window offscreen into FILE (PNG) and exit.", "FILE");
   QCommandLineOption size("size", "Window size for --screenshot, WIDTHxHEIGHT (default 1400x900).", "WxH", "1400x900");
   QCommandLineOption logY("log-throughput", "Start with a log scale on the throughput axis (View menu, Ctrl+L).");
+  QCommandLineOption view("view", "Tab to start on (and to render with --screenshot): runs or validation.", "TAB", "runs");
+  QCommandLineOption metric("metric", "Validation metric to show: step_s, comm_s or busbw_gbs (default: the first stored).",
+                            "METRIC");
+  parser.addOption(view);
+  parser.addOption(metric);
   parser.addOption(screenshot);
   parser.addOption(size);
   parser.addOption(logY);
@@ -67,10 +75,21 @@ int main(int argc, char** argv) {
   }
   const QString path = pos.isEmpty() ? QStringLiteral("results/ddplab.db") : pos.first();
 
+  const QString tab = parser.value(view);
+  if (tab != "runs" && tab != "validation") {
+    printErr("--view expects runs or validation, got " + tab);
+    return 2;
+  }
+
   ddplab::gui::MainWindow window;
   if (parser.isSet(logY)) window.setThroughputLogScale(true);
   QString error;
   const bool loaded = window.openStore(path, &error);
+  window.showValidation(tab == "validation");
+  if (loaded && parser.isSet(metric) && !window.validationView()->setCurrentMetric(parser.value(metric))) {
+    printErr("--metric " + parser.value(metric) + ": the latest validation has no such metric (step_s, comm_s, busbw_gbs)");
+    return 2;
+  }
 
   if (parser.isSet(screenshot)) {
     if (!loaded) {

@@ -19,8 +19,6 @@
 
 namespace ddplab::gui {
 
-namespace {
-
 // Tableau-10: distinct, print-friendly colours; series of one strategy share one colour.
 QColor paletteColor(std::size_t i) {
   static const QRgb colors[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
@@ -28,7 +26,9 @@ QColor paletteColor(std::size_t i) {
   return QColor(colors[i % (sizeof(colors) / sizeof(colors[0]))]);
 }
 
+namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
+}  // namespace
 
 // Common look: bold title, legend on the right (a bottom legend truncates names once a few
 // runs are shown), no animation (screenshots must be final).
@@ -54,6 +54,8 @@ void clearChart(QChart* chart) {
     delete axis;
   }
 }
+
+namespace {
 
 // [lo, hi] padded by 5% of the span (or of the value, for a single value).
 std::pair<double, double> padded(double lo, double hi) {

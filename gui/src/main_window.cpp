@@ -17,6 +17,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -25,6 +26,7 @@
 
 #include "ddplab/gui/charts.hpp"
 #include "ddplab/gui/runs_model.hpp"
+#include "ddplab/gui/validation_view.hpp"
 
 namespace ddplab::gui {
 
@@ -76,7 +78,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 2);
   split->setSizes({300, 600});  // charts get two thirds of the height; rescaled to the window
-  setCentralWidget(split);
+
+  validation_ = new ValidationView;
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(split, tr("Runs"));
+  tabs_->addTab(validation_, tr("Validation"));
+  tabs_->setTabToolTip(1, tr("Predicted vs measured, from `ddplab validate`"));
+  setCentralWidget(tabs_);
 
   statusLabel_ = new QLabel;
   statusBar()->addWidget(statusLabel_, 1);
@@ -118,7 +127,17 @@ void MainWindow::buildActions() {
     throughput_->setLogScaleY(on);
     refreshCharts();
   });
+  auto* runsTab = new QAction(tr("&Runs"), this);
+  runsTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+  connect(runsTab, &QAction::triggered, this, [this] { showValidation(false); });
+  auto* validationTab = new QAction(tr("&Validation: predicted vs measured"), this);
+  validationTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+  connect(validationTab, &QAction::triggered, this, [this] { showValidation(true); });
+
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(runsTab);
+  view->addAction(validationTab);
+  view->addSeparator();
   view->addAction(logY);
 
   QToolBar* bar = addToolBar(tr("Main"));
@@ -155,6 +174,9 @@ bool MainWindow::openStore(const QString& path, QString* error) {
     }
     table_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect);
   }
+  validation_->setValidations(model_->snapshot().validations);
+  const auto n = model_->snapshot().validations.size();
+  tabs_->setTabText(1, n ? tr("Validation (%1)").arg(n) : tr("Validation"));
   setWindowTitle(tr("ddplab - %1").arg(QFileInfo(path).fileName()));
   refreshCharts();
   return true;
@@ -181,6 +203,8 @@ void MainWindow::openFileDialog() {
       this, tr("Open ddplab results"), dir, tr("ddplab results (*.db *.sqlite *.sqlite3);;All files (*)"));
   if (!file.isEmpty()) loadInteractive(file);
 }
+
+void MainWindow::showValidation(bool on) { tabs_->setCurrentIndex(on ? 1 : 0); }
 
 void MainWindow::setThroughputLogScale(bool on) { logYAction_->setChecked(on); }  // toggled() replots
 
@@ -223,9 +247,10 @@ void MainWindow::updateStatus() {
   const int total = model_->rowCount();
   const int shown = proxy_->rowCount();
   const int selected = static_cast<int>(table_->selectionModel()->selectedRows().size());
-  statusLabel_->setText(tr("%1  |  %2 runs, %3 shown, %4 selected  |  F5 reloads")
+  statusLabel_->setText(tr("%1  |  %2 runs, %3 shown, %4 selected  |  %5 validations  |  F5 reloads")
                             .arg(QFileInfo(path_).absoluteFilePath())
-                            .arg(total).arg(shown).arg(selected));
+                            .arg(total).arg(shown).arg(selected)
+                            .arg(model_->snapshot().validations.size()));
 }
 
 bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString* error) {

@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <system_error>
 
 namespace ddplab::gui {
@@ -28,6 +31,28 @@ std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vecto
   return out;
 }
 
+std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>& rows) {
+  std::vector<ValidationBatch> out;
+  std::set<std::tuple<std::string, std::int64_t, std::string, std::int64_t, std::string>> seen;  // in the last batch
+  for (const ValidationRow& v : rows) {
+    auto key = std::make_tuple(v.kind, v.ref_id, v.label, v.bytes, v.metric);
+    if (out.empty() || out.back().created_at != v.created_at || out.back().calibration != v.calibration ||
+        seen.count(key)) {
+      out.push_back({v.created_at, v.calibration, {}});
+      seen.clear();
+    }
+    seen.insert(std::move(key));
+    out.back().rows.push_back(v);
+  }
+  return out;
+}
+
+double validation_error_pct(double predicted, double measured) {
+  if (!std::isfinite(predicted) || !std::isfinite(measured) || !(measured > 0))
+    return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * (predicted - measured) / measured;
+}
+
 StoreSnapshot load_snapshot(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -49,6 +74,7 @@ StoreSnapshot load_snapshot(const std::string& path) {
       if (rec.measured()) rec.mean_loss = mean_loss_per_step(store.steps(rec.id()));
       snap.runs.push_back(std::move(rec));
     }
+    snap.validations = store.validations();
   } catch (const std::exception& e) {
     throw LoadError("cannot read results store " + path + ":\n" + e.what());
   }

@@ -16,9 +16,9 @@ void validate_cluster(const ClusterConfig& c) {
   const auto one_of = [](const std::string& v, std::initializer_list<const char*> known) {
     return std::any_of(known.begin(), known.end(), [&](const char* k) { return v == k; });
   };
-  if (!one_of(c.topology, {"star", "fat_tree", "dragonfly", "torus"}))
+  if (!one_of(c.topology, {"star", "full", "fat_tree", "dragonfly", "torus"}))
     throw std::invalid_argument(fmt::format(
-        "simulator: topology \"{}\" is not supported (known: star, fat_tree, dragonfly, torus)", c.topology));
+        "simulator: topology \"{}\" is not supported (known: star, full, fat_tree, dragonfly, torus)", c.topology));
   if (!(c.link_bandwidth > 0))
     throw std::invalid_argument("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
   if (!(c.link_latency >= 0)) throw std::invalid_argument("simulator: [cluster].link_latency must be >= 0 s");
@@ -59,6 +59,8 @@ double max_route_latency(const ClusterConfig& c) {
   double fabric = 0;
   if (c.topology == "star") {
     fabric = 0;  // uplinks have no latency; a one-device host's link is its NIC
+  } else if (c.topology == "full") {
+    fabric = fabric_lat;  // one pair link
   } else if (c.topology == "fat_tree") {
     fabric = 2.0 * fat_tree_shape(c, c.fat_tree.empty() ? kMaxNodes : 0).levels * fabric_lat;
   } else if (c.topology == "dragonfly") {
@@ -66,7 +68,8 @@ double max_route_latency(const ClusterConfig& c) {
   } else {
     for (unsigned d : torus_shape(c, c.torus.empty() ? kMaxNodes : 0)) fabric += d * fabric_lat;  // at most one lap per dimension
   }
-  const bool one_host_leaves = !multi && c.topology != "star";  // the leaf link is the NIC, counted in fabric
+  // The leaf link is the NIC, counted in fabric; a node with an override gets a zone with a NIC of its own.
+  const bool one_host_leaves = !multi && c.topology != "star" && c.nodes.empty();
   return std::max(2 * hub, (one_host_leaves ? 0.0 : 2 * to_gateway) + fabric);
 }
 

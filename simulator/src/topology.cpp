@@ -1,5 +1,5 @@
-// Cluster platforms: nodes of devices with an intra-node fabric and NICs, joined by a star, fat-tree,
-// dragonfly or torus (SimGrid 3.32 zones). README "Clusters" documents the model; this file builds it.
+// Cluster platforms: nodes of devices with an intra-node fabric and NICs, joined by a star, a full mesh, a
+// fat-tree, dragonfly or torus (SimGrid 3.32 zones). README "Clusters" documents the model; this file builds it.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -56,6 +56,7 @@ class Builder {
 
   std::vector<sg4::Host*> build() {
     if (c_.topology == "star") build_star();
+    else if (c_.topology == "full") build_full();
     else build_cluster_zone();
     return std::move(hosts_);
   }
@@ -131,6 +132,46 @@ class Builder {
     return {zone->get_netpoint(), gw};
   }
 
+  // A one-device node without a zone of its own, as a zone whose gateway is its host: a Full zone routes
+  // zone to zone or host to host, never a mix, so the full mesh wraps bare hosts once any node needs a zone.
+  std::pair<NetPoint*, NetPoint*> build_bare_node(sg4::NetZone* parent, const NodeSpan& s) {
+    auto* zone = sg4::create_full_zone(fmt::format("n{}", s.node));
+    zone->set_parent(parent);
+    auto* host = make_host(zone, s.first);
+    zone->seal();
+    return {zone->get_netpoint(), host->get_netpoint()};
+  }
+
+  // Full mesh (SimGrid's Full zone): every pair of nodes has its own split-duplex link "pair-n<a>-n<b>" of
+  // fabric_bandwidth and fabric_latency, and one route. A multi-device node (or one with an override) reaches
+  // its pair links through its NICs at its gateway, as on the star; a one-device node is its host, whose
+  // pair links are its ports (as a cluster zone's leaf link is its NIC), so it can send to every peer at
+  // once at full bandwidth.
+  void build_full() {
+    check_full_mesh_size(c_, nodes_);
+    auto* zone = sg4::create_full_zone("cluster");
+    bool any_zone = false;
+    for (int node = 0; node < nodes_ && !any_zone; ++node) any_zone = needs_zone(node);
+    std::vector<std::pair<NetPoint*, NetPoint*>> end;  // (netpoint, gateway) per node
+    end.reserve(static_cast<std::size_t>(nodes_));
+    for (int node = 0; node < nodes_; ++node) {
+      const NodeSpan s = span(node);
+      if (needs_zone(node)) end.push_back(build_node(zone, s));
+      else if (any_zone) end.push_back(build_bare_node(zone, s));
+      else end.emplace_back(make_host(zone, s.first)->get_netpoint(), nullptr);
+    }
+    const double bw = fabric_bandwidth(c_);
+    const double lat = c_.fabric_latency.value_or(c_.link_latency);
+    for (int a = 0; a < nodes_; ++a)
+      for (int b = a + 1; b < nodes_; ++b) {
+        auto* link = duplex(zone, fmt::format("pair-n{}-n{}", a, b), bw, lat);
+        const auto& [pa, ga] = end[static_cast<std::size_t>(a)];
+        const auto& [pb, gb] = end[static_cast<std::size_t>(b)];
+        zone->add_route(pa, pb, ga, gb, {{link, UP}}, true);  // b -> a takes the link's DOWN half
+      }
+    zone->seal();
+  }
+
   // The star keeps build_star_platform's model for one device per node: host "r<i>" on split-duplex link
   // "link-r<i>" to one switch. A multi-device node joins it through a zero-latency uplink that carries all
   // its NICs, so the NICs alone limit it.
@@ -201,6 +242,21 @@ void check_leaves(const ClusterConfig& c, unsigned leaves, int nodes, const std:
 }
 
 }  // namespace
+
+std::int64_t full_mesh_links(int nodes) {
+  const std::int64_t n = std::max(0, nodes);
+  return n * (n - 1) / 2;
+}
+
+void check_full_mesh_size(const ClusterConfig& c, int nodes) {
+  if (nodes <= kMaxFullMeshNodes) return;
+  throw std::invalid_argument(fmt::format(
+      "simulator: [cluster].topology = \"full\" gives every pair of nodes its own link: {} nodes ({} devices per node) "
+      "need {} links, about {:.1f} GB of SimGrid platform; the limit is {} nodes ({} links, about 0.9 GB and 10 s to "
+      "build). Use topology = \"fat_tree\" (sized to the world, full bisection) or more devices_per_node",
+      nodes, c.devices_per_node, full_mesh_links(nodes), static_cast<double>(full_mesh_links(nodes)) * 1.6e3 / 1e9,
+      kMaxFullMeshNodes, full_mesh_links(kMaxFullMeshNodes)));
+}
 
 double host_speed(const ClusterConfig& c, int rank) {
   double factor = 1;

@@ -1,5 +1,5 @@
-// Cluster topologies on SimGrid: intra-node fabrics, NICs, fat-tree bisection and oversubscription,
-// dragonfly and torus, stragglers, presets. Analytic checks run under CM02 without cross-traffic.
+// Cluster topologies on SimGrid: intra-node fabrics, NICs, the full mesh, fat-tree bisection and
+// oversubscription, dragonfly and torus, stragglers, presets. Analytic checks run under CM02 without cross-traffic.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -158,6 +158,110 @@ TEST(SimulatorTopology, DragonflyAndTorusRunARing) {
   expect_close(p2p_time(torus, 4, 0, 1), kBytes / kB + kL);  // neighbours: one torus link
   torus.torus = "2,1";
   EXPECT_THROW(p2p_time(torus, 4, 0, 1), std::exception);  // 2 leaves for 4 nodes
+}
+
+// ---- full mesh: a private link per pair of nodes ----
+
+ClusterConfig full_of(int devices, std::string nics = "per_device") {
+  ClusterConfig c = nodes_of(devices, "nvswitch", std::move(nics));
+  c.topology = "full";
+  return c;
+}
+
+TEST(SimulatorTopology, FullMeshOfHostsGivesEachPeerItsOwnLink) {
+  const double S = kBytes;
+  ClusterConfig full = full_of(1);
+  ClusterConfig star = nodes_of(1);
+  expect_close(p2p_time(full, 4, 0, 3), S / kB + kL);  // one pair link, not NIC + NIC
+  // Rank 0 sends to its 3 peers at once: private links on the mesh, one shared NIC on the star.
+  const std::vector<std::pair<int, int>> fan_out{{0, 1}, {0, 2}, {0, 3}};
+  expect_close(simulate_schedule(full, transfers(4, fan_out), 1, alpha_beta()).step_s, S / kB + kL);
+  expect_close(simulate_schedule(star, transfers(4, fan_out), 1, alpha_beta()).step_s, 3 * S / kB + 2 * kL);
+  // Every rank to every other at once (an all-to-all): still one link's time each.
+  std::vector<std::pair<int, int>> all_to_all;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (a != b) all_to_all.emplace_back(a, b);
+  expect_close(simulate_schedule(full, transfers(4, all_to_all), 1, alpha_beta()).step_s, S / kB + kL);
+  expect_close(simulate_schedule(star, transfers(4, all_to_all), 1, alpha_beta()).step_s, 3 * S / kB + 2 * kL);
+  // fabric_bandwidth and fabric_latency set the pair links.
+  full.fabric_bandwidth = kB / 4;
+  full.fabric_latency = 5 * kL;
+  expect_close(p2p_time(full, 4, 1, 2), S / (kB / 4) + 5 * kL);
+}
+
+TEST(SimulatorTopology, FullMeshRingMatchesAlphaBeta) {
+  for (int n : {2, 8, 16}) {
+    const auto r = simulate_schedule(full_of(1), ring_allreduce(n, kBytes / 4), 4, alpha_beta());
+    expect_close(r.step_s, ring_time(n, kB, kL));  // every ring step crosses one pair link
+  }
+}
+
+TEST(SimulatorTopology, FullMeshOfNodesKeepsTheirNics) {
+  const double S = kBytes;
+  // 3 nodes of 2 devices, a NIC per device; pair links carry one NIC's bandwidth, not the node's two.
+  ClusterConfig c = full_of(2);
+  c.fabric_bandwidth = kB;
+  expect_close(p2p_time(c, 6, 0, 1), S / kIB + 2 * kIL);        // inside a node: NVSwitch
+  expect_close(p2p_time(c, 6, 0, 2), S / kB + 3 * kL);          // NIC, pair link, NIC
+  // Node 0's devices to nodes 1 and 2: two private pair links, each flow at full speed...
+  const std::vector<std::pair<int, int>> to_two{{0, 2}, {1, 4}};
+  expect_close(simulate_schedule(c, transfers(6, to_two), 1, alpha_beta()).step_s, S / kB + 3 * kL);
+  // ...while both to node 1 share the pair link n0-n1.
+  const std::vector<std::pair<int, int>> to_one{{0, 2}, {1, 3}};
+  expect_close(simulate_schedule(c, transfers(6, to_one), 1, alpha_beta()).step_s, 2 * S / kB + 3 * kL);
+  // On the star the node's uplink carries both NICs: no difference.
+  expect_close(simulate_schedule(nodes_of(2), transfers(6, to_one), 1, alpha_beta()).step_s, S / kB + 2 * kL);
+  // One NIC per node still binds on the mesh: flows to two nodes share it, behind the NVSwitch hop.
+  const ClusterConfig shared = full_of(2, "per_node");
+  expect_close(simulate_schedule(shared, transfers(6, to_two), 1, alpha_beta()).step_s,
+               2 * S / kB + 3 * kL + 2 * kIL);
+  // A node override gives that node a NIC of its own (the others stay bare hosts on their pair links).
+  ClusterConfig over = full_of(1);
+  over.nodes.push_back({1, kB / 2, std::nullopt});
+  expect_close(p2p_time(over, 3, 0, 1), S / (kB / 2) + 2 * kL);  // pair link, then node 1's NIC
+  expect_close(p2p_time(over, 3, 0, 2), S / kB + kL);
+  EXPECT_GE(sim::tcp_gamma_for(over), 16.0 * kB * 2 * 3 * kL);  // the route through a NIC is covered
+}
+
+TEST(SimulatorTopology, FullMeshAggregatedAgreesWithExact) {
+  SimOptions agg = alpha_beta();
+  agg.mode = "aggregated";
+  SimOptions exact = alpha_beta();
+  exact.mode = "exact";
+  for (int devices : {1, 4}) {
+    const ClusterConfig c = full_of(devices);
+    const int n = 32;
+    const double e = simulate_schedule(c, ring_allreduce(n, kBytes / 4), 4, exact).step_s;
+    const double a = simulate_schedule(c, ring_allreduce(n, kBytes / 4), 4, agg).step_s;
+    EXPECT_NEAR(a, e, 0.02 * e) << "devices " << devices;
+  }
+}
+
+TEST(SimulatorTopology, FullMeshRefusesMoreNodesThanItCanHold) {
+  EXPECT_EQ(sim::full_mesh_links(4), 6);
+  EXPECT_EQ(sim::full_mesh_links(sim::kMaxFullMeshNodes), 523776);
+  ClusterConfig c = full_of(2);
+  EXPECT_NO_THROW(sim::check_full_mesh_size(c, sim::kMaxFullMeshNodes));
+  try {
+    sim::check_full_mesh_size(c, 2048);
+    ADD_FAILURE() << "2048 nodes accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("2048 nodes (2 devices per node) need 2096128 links"), std::string::npos) << m;
+    EXPECT_NE(m.find("the limit is 1024 nodes"), std::string::npos) << m;
+    EXPECT_NE(m.find("fat_tree"), std::string::npos) << m;
+  }
+  // Through the simulator: refused before any link is built, naming the world size.
+  const int world = 2 * (sim::kMaxFullMeshNodes + 1);
+  try {
+    simulate_schedule(c, transfers(world, {{0, 2}}), 1, alpha_beta());
+    ADD_FAILURE() << "world " << world << " accepted";
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("world size 2050"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"full\" gives every pair of nodes its own link"), std::string::npos) << m;
+  }
 }
 
 Scenario small_scenario() { return test::small_mlp_scenario("topotest"); }

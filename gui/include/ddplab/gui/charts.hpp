@@ -2,12 +2,20 @@
 // axes are recreated and their ranges set explicitly, since Qt Charts axes do not follow
 // points appended after attachAxis.
 #pragma once
+#include <QChart>
 #include <QChartView>
+#include <QColor>
+#include <cstddef>
 #include <vector>
 
 #include "ddplab/gui/run_data.hpp"
 
 namespace ddplab::gui {
+
+// The look every ddplab chart shares (also used by validation_view.cpp).
+QColor paletteColor(std::size_t i);       // Tableau-10, cycling
+QChart* makeChart(const QString& title);  // bold title, legend on the right, no animation
+void clearChart(QChart* chart);           // removes and deletes series and axes
 
 // "Loss vs step": one QLineSeries per measured run, the mean loss over ranks at each step,
 // named "#id strategy (n ranks)". Simulated runs are ignored (they have no loss).

@@ -1,5 +1,7 @@
-// The ddplab-gui main window: runs table with a text filter above, the loss and throughput
-// charts below. What the charts show:
+// The ddplab-gui main window, two tabs:
+//   - Runs: runs table with a text filter above, the loss and throughput charts below;
+//   - Validation: what `ddplab validate` stored, predicted vs measured (validation_view.hpp).
+// What the Runs charts show:
 //   - Loss vs step: the selected measured runs, or, when nothing is selected, every measured
 //     run that passes the filter;
 //   - Throughput vs world size: every run that passes the filter (selection does not narrow it,
@@ -18,12 +20,14 @@ class QSortFilterProxyModel;
 class QTableView;
 class QAction;
 class QLabel;
+class QTabWidget;
 
 namespace ddplab::gui {
 
 class RunsTableModel;
 class LossChartView;
 class ThroughputChartView;
+class ValidationView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -42,6 +46,9 @@ class MainWindow : public QMainWindow {
   QLineEdit* filterEdit() const { return filter_; }
   LossChartView* lossChart() const { return loss_; }
   ThroughputChartView* throughputChart() const { return throughput_; }
+  ValidationView* validationView() const { return validation_; }
+  QTabWidget* tabs() const { return tabs_; }
+  void showValidation(bool on = true);  // selects the Validation tab (or Runs)
 
   // Ids of the runs the charts currently use (see the header comment).
   std::vector<std::int64_t> selectedRunIds() const;
@@ -65,6 +72,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* filter_ = nullptr;
   LossChartView* loss_ = nullptr;
   ThroughputChartView* throughput_ = nullptr;
+  ValidationView* validation_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
   QLabel* statusLabel_ = nullptr;
   QAction* logYAction_ = nullptr;
 };

@@ -28,12 +28,29 @@ struct RunRecord {
   bool simulated() const { return summary.run.info.source == "simulated"; }
 };
 
+// One `ddplab validate` invocation: the comparisons it stored together (table validations).
+struct ValidationBatch {
+  std::string created_at;   // ISO-8601 UTC, as stored
+  std::string calibration;  // empty: each scenario's own [cluster] links
+  std::vector<ValidationRow> rows;  // in store order
+};
+
 struct StoreSnapshot {
   std::string path;
   std::vector<RunRecord> runs;  // oldest first, as Store::summaries() returns them
+  std::vector<ValidationRow> validations;  // oldest first, as Store::validations() returns them
 
   const RunRecord* find(std::int64_t id) const;
 };
+
+// Groups validation rows, in store order, into the invocations that wrote them: a batch ends where
+// created_at or the calibration changes, or where a comparison (kind, ref, label, size, metric) repeats
+// (two `ddplab validate` runs within one second). Oldest first.
+std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>& rows);
+
+// 100 (predicted - measured) / measured, as `ddplab validate` defines it; NaN when measured is not > 0
+// or either value is not finite.
+double validation_error_pct(double predicted, double measured);
 
 // Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
 // with no finite loss at all are left out.
