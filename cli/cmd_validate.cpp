@@ -1,11 +1,13 @@
 // `ddplab validate`: replays every measured configuration in the results store on the simulator and reports
 // predicted vs measured, with % error. Measured training runs are simulated with their own scenario,
-// strategy, world size and measured compute means (step time, comm time); stored collective benches with
-// simulate_schedule (busbw). With a calibration (--name, else the latest stored) its network fit replaces
-// the scenario's links. Rows go to table validations. Exits non-zero on errors only, never on large
-// prediction errors.
+// strategy and world size, and compared on the medians of their steady-state steps (step time, comm time);
+// compute comes from the calibration's per-layer times when it measured the run's model, else from the run
+// itself. Stored collective benches are replayed with simulate_schedule (busbw). With a calibration (--name,
+// else the latest stored) its network fit replaces the scenario's links. Rows go to table validations. Exits
+// non-zero on errors only, never on large prediction errors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -18,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -35,7 +38,65 @@ struct ValidateRequest {
   std::string db = kDefaultDb;
   std::string name;  // calibration; empty: the latest stored, if any
   std::string network_model = "LV08";
+  int warmup = 2;                  // steps skipped at the start of each run
+  std::string compute = "auto";    // "auto", "calibration", "measured"
+  bool runs_only = false;          // skip the collective benches
 };
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// A measured run in steady state: per rank, the median over its steady-state steps of step_s and of each
+// part; the run's step time is the slowest rank's median, the parts are means over ranks. Warm-up steps (the
+// first `warmup`: connection set-up, the bucket rebuild after the first sync, cold caches) are skipped, and so
+// are steps of another kind than the simulated one (with comm or without: accumulation and local SGD steps
+// that do not sync). Medians, because on a shared machine a preempted step is an outlier that only adds
+// time; per rank first, because the maximum over ranks of each step's time would pick every step's worst
+// jitter (ranks that wait for each other take turns at being late), which the simulated step has not.
+struct SteadyState {
+  int steps = 0, used = 0, skipped = 0;
+  double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
+};
+
+SteadyState steady_state(const std::vector<StepMetrics>& rows, int warmup, std::optional<bool> with_comm) {
+  std::map<std::int64_t, int> step_index;
+  for (const StepMetrics& m : rows) step_index.emplace(m.step, 0);
+  int k = 0;
+  for (auto& [step, index] : step_index) index = k++;
+  SteadyState out;
+  out.steps = static_cast<int>(step_index.size());
+  out.skipped = std::min(warmup, std::max(0, out.steps - 1));  // keep at least the last step
+  auto collect = [&](bool filter) {
+    struct Parts {
+      std::vector<double> step, compute, comm, exposed, optimizer;
+    };
+    std::map<int, Parts> by_rank;
+    std::map<std::int64_t, int> used_steps;
+    for (const StepMetrics& m : rows) {
+      if (step_index.at(m.step) < out.skipped) continue;
+      if (filter && with_comm && (m.comm_s > 0) != *with_comm) continue;
+      Parts& p = by_rank[m.rank];
+      p.step.push_back(m.step_s), p.compute.push_back(m.compute_s), p.comm.push_back(m.comm_s);
+      p.exposed.push_back(m.exposed_comm_s), p.optimizer.push_back(m.optimizer_s);
+      used_steps[m.step] = 1;
+    }
+    out.used = static_cast<int>(used_steps.size());
+    out.step_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
+    for (const auto& [rank, p] : by_rank) {
+      out.step_s = std::max(out.step_s, median_of(p.step));
+      out.compute_s += median_of(p.compute) / by_rank.size(), out.comm_s += median_of(p.comm) / by_rank.size();
+      out.exposed_comm_s += median_of(p.exposed) / by_rank.size();
+      out.optimizer_s += median_of(p.optimizer) / by_rank.size();
+    }
+  };
+  collect(true);
+  if (out.used == 0) collect(false);
+  return out;
+}
 
 // The parts of a measured run's scenario that the simulator needs, from its stored config JSON (trainer.cpp:
 // Scenario::to_json plus "strategy" and "world_size").
@@ -94,20 +155,29 @@ int validate(const ValidateRequest& req) {
   if (access(req.db.c_str(), F_OK) != 0)
     throw std::runtime_error(req.db + ": no results store here (run `ddplab run` or `ddplab calibrate` first)");
   Store store(req.db);
-  SimOptions opt;
+  if (req.compute != "auto" && req.compute != "calibration" && req.compute != "measured")
+    throw std::invalid_argument("--compute must be auto, calibration or measured, got \"" + req.compute + "\"");
+  SimOptions opt;  // network from the calibration, compute from each run's own measurements
   opt.network_model = req.network_model;
+  SimOptions opt_cal;  // network and per-layer compute from the calibration
+  opt_cal.network_model = req.network_model;
+  std::shared_ptr<const Calibration> full;
   std::string cal_name = req.name;
   if (cal_name.empty()) {
     const auto all = store.calibrations();
     if (!all.empty()) cal_name = all.back().name;
   }
   if (!cal_name.empty()) {
-    auto cal = std::make_shared<Calibration>(*load_calibration(store, cal_name));
-    cal->layers.clear();  // compute comes from each run's own measured means
-    opt.calibration = cal;
-    std::printf("# calibration \"%s\": latency %.3f us, bandwidth %.3f GB/s, %zu size intervals\n", cal_name.c_str(),
-                cal->latency_s * 1e6, cal->bandwidth / 1e9, cal->segments.size());
+    full = load_calibration(store, cal_name);
+    auto net_only = std::make_shared<Calibration>(*full);
+    net_only->layers.clear();
+    opt.calibration = net_only;
+    opt_cal.calibration = full;
+    std::printf("# calibration \"%s\": latency %.3f us, bandwidth %.4g GB/s, %zu size intervals%s\n", cal_name.c_str(),
+                full->latency_s * 1e6, full->bandwidth / 1e9, full->segments.size(),
+                full->layers.empty() ? "" : fmt::format(", compute of {} layers at batch {}", full->layers.size(), full->batch_size).c_str());
   } else {
+    if (req.compute == "calibration") throw std::invalid_argument("--compute calibration needs a stored calibration");
     std::printf("# no calibration stored: each scenario's own [cluster] links\n");
   }
 
@@ -124,6 +194,8 @@ int validate(const ValidateRequest& req) {
                 v.predicted * scale, v.error_pct);
   };
 
+  // Per run, where the step's time goes, measured (steady-state medians) and predicted: printed after the table.
+  std::string breakdown;
   for (const RunSummary& s : store.summaries()) {
     const RunRow& run = s.run;
     if (run.info.source != "measured" || run.status != "completed" || s.steps == 0) continue;
@@ -132,12 +204,38 @@ int validate(const ValidateRequest& req) {
       const StrategyConfig& st = sc.strategies.front();
       const int world = run.info.world_size;
       const SimStepSpec spec{representative_step(st), on_testbed(run.info.config_json) ? 1 : world};
-      const SimStepResult r = simulate_step(sc, st, world, s.compute_s, s.optimizer_s, opt, spec);
+      const std::vector<StepMetrics> steps = store.steps(run.id);
+      SteadyState m = steady_state(steps, req.warmup, std::nullopt);
+      const bool cal_fits = full && calibration_fits_model(*full, sc);
+      const bool use_cal = req.compute == "calibration" || (req.compute == "auto" && cal_fits);
+      if (use_cal && !cal_fits)
+        throw std::invalid_argument(fmt::format(
+            "--compute calibration: calibration \"{}\" measured {} at batch {}, the run trained {} at batch {}", cal_name,
+            full->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(full->layer_widths, "-")),
+            full->batch_size, fmt::join(sc.model.layers, "-"), sc.train.batch_size));
+      double compute_s = m.compute_s, optimizer_s = m.optimizer_s;
+      if (use_cal) {
+        compute_s = 0;
+        for (const LayerTime& l : full->layers) compute_s += l.forward_s + l.backward_s;
+        optimizer_s = full->optimizer_s;
+      }
+      const SimStepResult r = simulate_step(sc, st, world, compute_s, optimizer_s, use_cal ? opt_cal : opt, spec);
+      m = steady_state(steps, req.warmup, r.comm_s > 0);  // the steps of the simulated kind
       for (auto [metric, measured, predicted] :
-           {std::tuple{"step_s", s.step_s, r.step_s}, std::tuple{"comm_s", s.comm_s, r.comm_s}}) {
+           {std::tuple{"step_s", m.step_s, r.step_s}, std::tuple{"comm_s", m.comm_s, r.comm_s}}) {
         rows.push_back(row(cal_name, "run", run.id, st.name, world, 0, metric, measured, predicted));
         print(rows.back());
       }
+      breakdown += fmt::format("# run {} {} (world {}): medians over {} of {} steps (first {} skipped); compute {}\n", run.id,
+                               st.name, world, m.used, m.steps, m.skipped,
+                               use_cal ? fmt::format("from calibration \"{}\"", cal_name) : std::string("as measured"));
+      for (auto [part, measured, predicted] :
+           {std::tuple{"compute", m.compute_s, r.compute_s}, std::tuple{"optimizer", m.optimizer_s, r.optimizer_s},
+            std::tuple{"comm", m.comm_s, r.comm_s}, std::tuple{"exposed", m.exposed_comm_s, r.exposed_comm_s},
+            std::tuple{"other", std::max(0.0, m.step_s - m.compute_s - m.optimizer_s - m.exposed_comm_s), 0.0},
+            std::tuple{"step", m.step_s, r.step_s}})
+        breakdown += fmt::format("#   {:<10} measured {:10.3f} ms  predicted {:10.3f} ms  error {:7.1f}%\n", part,
+                                 measured * 1e3, predicted * 1e3, measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
     } catch (const std::exception& e) {
       ++errors;
       std::fprintf(stderr, "error: run %lld (%s / %s): %s\n", static_cast<long long>(run.id), run.info.scenario.c_str(),
@@ -146,7 +244,7 @@ int validate(const ValidateRequest& req) {
   }
 
   for (const BenchRunRow& b : store.benches()) {
-    if (b.status != "completed") continue;
+    if (req.runs_only || b.status != "completed") continue;
     const int world = b.info.world_size;
     if (world < 2) continue;
     ClusterConfig cluster;  // star; links from the calibration, else the defaults
@@ -168,6 +266,7 @@ int validate(const ValidateRequest& req) {
   }
 
   if (!rows.empty()) store.add_validations(rows);
+  if (!breakdown.empty()) std::printf("#\n# where the step goes (other = step - compute - optimizer - exposed)\n%s", breakdown.c_str());
   double sum = 0;
   int counted = 0;
   for (const char* kind : {"run", "collective"}) {
@@ -178,6 +277,14 @@ int validate(const ValidateRequest& req) {
     if (kn) std::printf("# %s: mean |error| %.1f%% over %d comparisons\n", kind, ks / kn, kn);
     sum += ks;
     counted += kn;
+  }
+  for (const char* metric : {"step_s", "comm_s", "busbw_gbs"}) {
+    std::vector<double> e;
+    for (const auto& v : rows)
+      if (v.metric == metric && std::isfinite(v.error_pct)) e.push_back(std::abs(v.error_pct));
+    if (!e.empty())
+      std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", metric, median_of(e),
+                  *std::max_element(e.begin(), e.end()), e.size());
   }
   if (counted) std::printf("# mean absolute error %.1f%% over %d comparisons (stored in table validations)\n", sum / counted, counted);
   else std::printf("# nothing to validate: the store has no completed measured runs or collective benches\n");
@@ -193,9 +300,20 @@ void add_validate(CLI::App& app) {
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--name", req->name, "Calibration to simulate with (default: the latest stored; none: scenarios' links)");
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")->capture_default_str();
+  cmd->add_option("--warmup", req->warmup, "Steps skipped at the start of each measured run")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--compute", req->compute,
+                  "Compute of a run: calibration (the calibration's per-layer times: a prediction), measured (the run's "
+                  "own), auto (calibration when it measured the run's model and batch)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "calibration", "measured"}));
+  cmd->add_flag("--runs-only", req->runs_only, "Validate training runs only, not the stored collective benches");
   cmd->footer(
-      "Runs: step_s and comm_s (means over steps of the slowest rank / over ranks) against simulate_step of the\n"
-      "run's scenario, strategy and world size, with compute from the run's own measured means.\n"
+      "Runs: step_s (the slowest rank's median) and comm_s (mean over ranks of their medians) over the steady-\n"
+      "state steps (after --warmup, of the simulated step's kind), against simulate_step of the run's scenario, strategy and world\n"
+      "size. Compute: the calibration's per-layer times when it measured the run's MLP and batch (a prediction),\n"
+      "else the run's own medians (--compute). A breakdown per run (compute, optimizer, comm, exposed, other) follows.\n"
       "Benches: busbw of each stored allreduce row against simulate_schedule (native replayed as ring).\n"
       "error % = 100 (predicted - measured) / measured. Exit status 1 only when a configuration cannot be replayed.");
   cmd->callback([req] { g_exit_code = validate(*req); });

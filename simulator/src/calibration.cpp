@@ -54,8 +54,11 @@ struct Split {
   bool ok = false;
 };
 
-// Fewest segments of at least two samples (one when a lone sample is all that is left) whose fits stay
-// within `tol`; among those, the smallest total squared relative error. Dynamic programming over prefixes.
+// Fewest segments whose fits stay within `tol`; among those, the smallest total squared relative error.
+// Dynamic programming over prefixes. A size that fits no neighbour's line within `tol` gets an interval of
+// its own (exact: the overall slope, or its own rate through the origin), as a size-indexed table of SMPI
+// factors would: on a token-bucket shaper, the jump at the eager/rendezvous switch and the burst the bucket
+// lets through early fit no affine law.
 Split segment(const std::vector<PingPongSample>& x, double tol, double b_hint) {
   const std::size_t n = x.size();
   const double inf = std::numeric_limits<double>::infinity();
@@ -67,7 +70,6 @@ Split segment(const std::vector<PingPongSample>& x, double tol, double b_hint) {
   for (std::size_t end = 1; end <= n; ++end)
     for (std::size_t start = 0; start < end; ++start) {
       if (count[start] == std::numeric_limits<int>::max()) continue;
-      if (end - start < 2 && n >= 2) continue;
       const Affine f = fit_affine(x, start, end - 1, b_hint);
       if (f.max_rel > tol) continue;
       const int c = count[start] + 1;
@@ -97,9 +99,36 @@ const FactorSegment& Calibration::segment_for(double bytes) const {
   return segments[k];
 }
 
-double Calibration::predict(double bytes) const {
+FactorSegment Calibration::factors_at(double bytes) const {
   const FactorSegment& f = segment_for(bytes);
+  std::size_t k = static_cast<std::size_t>(&f - segments.data());
+  if (k + 1 >= segments.size()) return f;
+  const FactorSegment& g = segments[k + 1];
+  // The interval's largest measured size below the next interval.
+  double last = -1;
+  for (const auto& s : samples)
+    if (static_cast<double>(s.bytes) >= static_cast<double>(f.from_bytes) && s.bytes < g.from_bytes)
+      last = std::max(last, static_cast<double>(s.bytes));
+  if (last < 0 || bytes <= last) return f;
+  const double next = static_cast<double>(g.from_bytes);
+  const double w = (bytes - last) / (next - last);
+  // Latency and transfer parts, each linear between the two fits at the two sizes.
+  const double lat = (1 - w) * f.lat_factor + w * g.lat_factor;
+  const double xfer = (1 - w) * last / (f.bw_factor * bandwidth) + w * next / (g.bw_factor * bandwidth);
+  FactorSegment out = f;
+  out.lat_factor = lat;
+  out.bw_factor = bytes / (xfer * bandwidth);
+  return out;
+}
+
+double Calibration::predict(double bytes) const {
+  const FactorSegment f = factors_at(bytes);
   return f.lat_factor * latency_s + bytes / (f.bw_factor * bandwidth);
+}
+
+double Calibration::fitted_time(double bytes) const {
+  const FactorSegment f = factors_at(bytes);
+  return f.lat_factor * latency_s + bytes * (1 + crosstraffic_share) / (f.bw_factor * bandwidth);
 }
 
 Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance) {
@@ -142,12 +171,26 @@ Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance)
   return c;
 }
 
+Calibration fit_exchange(const std::vector<PingPongSample>& samples, double tolerance, bool crosstraffic) {
+  Calibration c = fit_pingpong(samples, tolerance);
+  c.fitted = "exchange";
+  if (crosstraffic) {
+    c.crosstraffic_share = kSimCrosstrafficShare;
+    c.bandwidth *= 1 + kSimCrosstrafficShare;
+  }
+  return c;
+}
+
 nlohmann::json Calibration::to_json() const {
   nlohmann::json segs = nlohmann::json::array(), samp = nlohmann::json::array(), lay = nlohmann::json::array();
   for (const auto& s : segments) segs.push_back({{"from_bytes", s.from_bytes}, {"lat_factor", s.lat_factor}, {"bw_factor", s.bw_factor}});
   for (const auto& s : samples) samp.push_back({{"bytes", s.bytes}, {"one_way_s", s.one_way_s}});
   for (const auto& l : layers) lay.push_back({{"forward_s", l.forward_s}, {"backward_s", l.backward_s}});
-  return {{"name", name},         {"link_class", link_class},     {"latency_s", latency_s},
+  return {{"name", name},
+          {"link_class", link_class},
+          {"fitted", fitted},
+          {"crosstraffic_share", crosstraffic_share},
+          {"latency_s", latency_s},
           {"bandwidth", bandwidth}, {"segments", segs},           {"samples", samp},
           {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
           {"optimizer_s", optimizer_s}};
@@ -158,6 +201,8 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   Calibration c;
   c.name = j.value("name", "");
   c.link_class = j.value("link_class", "");
+  c.fitted = j.value("fitted", "pingpong");
+  c.crosstraffic_share = j.value("crosstraffic_share", 0.0);
   c.latency_s = positive(j, "latency_s");
   c.bandwidth = positive(j, "bandwidth");
   if (!(c.bandwidth > 0)) throw CalibrationError("calibration JSON: bandwidth must be > 0");

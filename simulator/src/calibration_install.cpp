@@ -24,9 +24,9 @@ void install_calibration(sg4::Engine* engine, const ClusterConfig& cluster, cons
   sg4::Engine::on_simulation_start_cb([engine, cal] {
     auto* model = engine->get_netzone_root()->get_network_model();
     model->set_lat_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
-                                   const std::unordered_set<sg4::NetZone*>&) { return cal->segment_for(size).lat_factor; });
+                                   const std::unordered_set<sg4::NetZone*>&) { return cal->factors_at(size).lat_factor; });
     model->set_bw_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
-                                  const std::unordered_set<sg4::NetZone*>&) { return cal->segment_for(size).bw_factor; });
+                                  const std::unordered_set<sg4::NetZone*>&) { return cal->factors_at(size).bw_factor; });
   });
 }
 

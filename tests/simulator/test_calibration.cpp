@@ -45,6 +45,15 @@ TEST(CalibrationFit, RecoversLatencyBandwidthAndPiecewiseFactors) {
   for (const auto& s : c.samples) EXPECT_NEAR(c.predict(static_cast<double>(s.bytes)), s.one_way_s, 1e-3 * s.one_way_s);
 }
 
+// Between an interval's last measured size and the next interval's first, times are interpolated.
+TEST(CalibrationFit, SizesBetweenIntervalsInterpolateTheirFits) {
+  const Calibration c = fit_pingpong(synthetic());
+  const double a = c.predict(32768), b = c.predict(65536);  // the first interval's last size, the second's first
+  EXPECT_NEAR(a, synthetic()[5].one_way_s, 1e-3 * a);
+  EXPECT_NEAR(c.predict(49152), (a + b) / 2, 1e-6 * b);
+  EXPECT_NEAR(c.predict(40960), 0.75 * a + 0.25 * b, 1e-6 * b);
+}
+
 TEST(CalibrationFit, PlainAlphaBetaIsOneInterval) {
   std::vector<PingPongSample> x;
   for (std::uint64_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, kL + static_cast<double>(s) / kB});
@@ -105,6 +114,63 @@ Schedule one_way(std::size_t bytes) {
   s.ranks[0].push_back({{{1, {0, bytes}}}, {}});
   s.ranks[1].push_back({{}, {{0, {0, bytes}, RecvMode::Copy}}});
   return s;
+}
+
+// Both ranks send `bytes` to each other at once: the exchange `ddplab calibrate` fits by default.
+Schedule exchange(std::size_t bytes) {
+  Schedule s = one_way(bytes);
+  s.name = "exchange";
+  s.ranks[0][0].recvs.push_back({1, {0, bytes}, RecvMode::Copy});
+  s.ranks[1][0].sends.push_back({0, {0, bytes}});
+  return s;
+}
+
+constexpr double kLinkLatency = 10e-6, kLinkBandwidth = 1.25e9;  // 10 us, 10 Gbit/s per link of a star
+
+// One-way times of a synthetic platform (a star, links of known latency and bandwidth), simulated message
+// by message with SimGrid, then fitted.
+std::vector<PingPongSample> simulated(const SimOptions& opt, Schedule (*pattern)(std::size_t)) {
+  ClusterConfig cluster;
+  cluster.link_latency = kLinkLatency;
+  cluster.link_bandwidth = kLinkBandwidth;
+  std::vector<PingPongSample> x;
+  for (std::size_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, simulate_schedule(cluster, pattern(s), 1, opt).step_s});
+  return x;
+}
+
+// The check: a calibration recovers the bandwidth and latency of a synthetic platform from
+// simulated measurements of it, within 2%. Pure alpha-beta (CM02, no cross-traffic): a route crosses two
+// links, so the one-way latency is 2 x the link's.
+TEST(CalibrationFit, RecoversBandwidthAndLatencyOfASyntheticPlatformWithin2Percent) {
+  SimOptions opt;
+  opt.network_model = "CM02";
+  opt.crosstraffic = false;
+  const Calibration c = fit_pingpong(simulated(opt, one_way));
+  EXPECT_NEAR(c.latency_s, 2 * kLinkLatency, 0.02 * 2 * kLinkLatency);
+  EXPECT_NEAR(c.bandwidth, kLinkBandwidth, 0.02 * kLinkBandwidth);
+  EXPECT_EQ(c.segments.size(), 1u);
+}
+
+// The same from an exchange with SimGrid's cross-traffic on (each flow also carries the acks of the
+// opposite one, 5%): fit_exchange takes that share back out, so the link's own bandwidth comes back; a
+// simulated exchange with the calibration installed then reproduces the measured one.
+TEST(CalibrationFit, ExchangeFitRecoversThePlatformUnderCrossTraffic) {
+  SimOptions opt;
+  opt.network_model = "CM02";
+  opt.crosstraffic = true;
+  const auto x = simulated(opt, exchange);
+  auto cal = std::make_shared<Calibration>(fit_exchange(x));
+  EXPECT_EQ(cal->fitted, "exchange");
+  EXPECT_NEAR(cal->latency_s, 2 * kLinkLatency, 0.02 * 2 * kLinkLatency);
+  EXPECT_NEAR(cal->bandwidth, kLinkBandwidth, 0.02 * kLinkBandwidth);
+  for (const auto& s : x) EXPECT_NEAR(cal->fitted_time(static_cast<double>(s.bytes)), s.one_way_s, 0.02 * s.one_way_s);
+  cal->name = "exchange";
+  SimOptions with;  // LV08 and cross-traffic, as validate runs
+  with.calibration = cal;
+  for (const auto& s : x) {
+    const double t = simulate_schedule(ClusterConfig{}, exchange(s.bytes), 1, with).step_s;
+    EXPECT_NEAR(t, s.one_way_s, 0.02 * s.one_way_s) << s.bytes << " B";
+  }
 }
 
 TEST(CalibrationInstall, SimulatedPingPongReproducesTheFit) {

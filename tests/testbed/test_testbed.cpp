@@ -6,7 +6,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -235,4 +238,48 @@ TEST_F(Testbed, LeftoversWithoutStateAreDetectedAndCleaned) {
   EXPECT_EQ(st, 0) << out;
   EXPECT_NE(out.find("removed netns ddpl-h9"), std::string::npos) << out;
   EXPECT_EQ(prefixed_objects(), "");
+}
+
+// The simulator's accuracy on a real network (issue 4, section 7): calibrate on the test bed (ping-pong, the
+// runtime's ring allreduce steps, per-layer compute), train a flat baseline and a bucketed-overlap strategy
+// on it, and let `validate` predict their step times from the calibration alone (network fit and per-layer
+// compute; nothing of the runs but their scenario). Goal: median |error| <= 5%, max <= 10%; the test fails
+// when a step time is more than 10% off. 3 hosts at 50 Mbit/s: the network is ~99% of the step, and the
+// milliseconds of jitter of 3 ranks on 2 shared cores weigh half what they do at 100 Mbit/s (there the error
+// was 1-9%, here 0-3%). Not 2 hosts: there Open MPI's TCP transport carries both directions of a pair on one
+// connection, and a large message's rendezvous reply can queue behind the other direction's data, so an
+// exchange takes 1x or 2x the one-way time at random (README).
+TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
+  const std::string scenario = DDPLAB_SOURCE_DIR "/tests/testbed/predict.toml";
+  int st = 0;
+  std::string out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "50mbit"}, &st);
+  ASSERT_EQ(st, 0) << out;
+  // Sizes around the messages the strategies send (ring chunks of 90 KB to 360 KB), closer than doubling.
+  out = ddplab({"calibrate", "--testbed", "--name", "tb", "--sizes",
+                "4KiB,16KiB,64KiB,128KiB,192KiB,256KiB,384KiB,512KiB,768KiB,1MiB", "--schedules", "none",
+                "--pingpong-budget", "0.3", "--coll-iters", "10", "--scenario", scenario, "--db", db()},
+               &st);
+  ASSERT_EQ(st, 0) << out;
+  std::cout << out.substr(std::min(out.size(), out.find("# ping-pong"))) << "\n";
+  out = ddplab({"run", scenario, "--testbed", "--db", db()}, &st);
+  ASSERT_EQ(st, 0) << out;
+  out = ddplab({"testbed", "down"}, &st);
+  ASSERT_EQ(st, 0) << out;
+  out = ddplab({"validate", "--name", "tb", "--runs-only", "--db", db()}, &st);
+  ASSERT_EQ(st, 0) << out;
+  std::cout << out;
+  EXPECT_NE(out.find("compute from calibration \"tb\""), std::string::npos) << "compute not predicted from the calibration";
+
+  ddplab::Store store(db());
+  std::vector<double> errors;
+  for (const auto& v : store.validations())
+    if (v.metric == "step_s") errors.push_back(std::abs(v.error_pct));
+  ASSERT_EQ(errors.size(), 2u) << "a step time per strategy";
+  std::sort(errors.begin(), errors.end());
+  const double median = (errors[0] + errors[1]) / 2, worst = errors[1];
+  RecordProperty("median_abs_error_pct", std::to_string(median));
+  RecordProperty("max_abs_error_pct", std::to_string(worst));
+  std::cout << "step time: median |error| " << median << "%, max " << worst << "%\n";
+  EXPECT_LE(worst, 10.0) << "a predicted step time is more than 10% off";
+  if (median > 5.0) std::cout << "note: median |error| above the 5% goal (the test fails above 10% only)\n";
 }

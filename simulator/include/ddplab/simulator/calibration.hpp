@@ -52,7 +52,12 @@ struct Calibration {
   double latency_s = 0;                  // one-way, end to end
   double bandwidth = 0;                  // bytes/s
   std::vector<FactorSegment> segments;   // ascending from_bytes, the first from 0
-  std::vector<PingPongSample> samples;   // what was fitted
+  std::vector<PingPongSample> samples;   // what was fitted (one-way times)
+  // What the samples are: "pingpong" (one message at a time between a pair), "exchange" (every rank sends
+  // to its right neighbour and receives from its left at once, in a loop) or "ring" (one step of the
+  // runtime's ring allreduce, which is such an exchange, chained as training chains them).
+  std::string fitted = "pingpong";
+  double crosstraffic_share = 0;         // by which `bandwidth` was raised over the samples' (fit_exchange)
   // Compute, when a scenario was given: its MLP widths and batch, per-layer times and the optimizer.
   std::vector<int> layer_widths;
   int batch_size = 0;
@@ -60,7 +65,12 @@ struct Calibration {
   double optimizer_s = 0;
 
   const FactorSegment& segment_for(double bytes) const;
-  double predict(double bytes) const;  // t(s) above
+  // The factors the simulator uses at this size: the interval's own, except between an interval's largest
+  // measured size and the next interval's first, where they interpolate the two fits' times linearly (an
+  // interval's affine fit says nothing past its last sample; extrapolated, a noisy slope was 11% off there).
+  FactorSegment factors_at(double bytes) const;
+  double predict(double bytes) const;  // t(s) above, with factors_at
+  double fitted_time(double bytes) const;  // the fit of the samples: t(s) at bandwidth / (1 + crosstraffic_share)
 
   nlohmann::json to_json() const;
   static Calibration from_json(const nlohmann::json& j);  // throws CalibrationError naming the field
@@ -68,10 +78,21 @@ struct Calibration {
 
 // Fits latency, bandwidth and the piecewise factors to ping-pong samples (strictly increasing sizes).
 // Consecutive sizes are grouped into the fewest intervals whose affine fit t = a + s * b stays within
-// `tolerance` (relative) of every sample; the tolerance widens (x2, x5, ...) when no grouping meets it.
+// `tolerance` (relative) of every sample; a size that fits with no neighbour gets an interval of its own.
 // Throws CalibrationError for fewer than 2 sizes, sizes not strictly increasing, non-positive times, or
 // times that do not grow with size.
 Calibration fit_pingpong(const std::vector<PingPongSample>& samples, double tolerance = 0.01);
+
+// SimGrid's cross-traffic share (network/crosstraffic, on by default): a flow also loads the reverse
+// path with 5% of its rate, as TCP acks do. In an exchange every link carries a flow and the acks of the
+// opposite one, so the simulator gives each flow 1 / 1.05 of the link.
+inline constexpr double kSimCrosstrafficShare = 0.05;
+
+// fit_pingpong of exchange samples (one-way time of each rank's message while every rank sends and receives
+// at once), with the bandwidth raised by the cross-traffic share when the simulation runs with cross-traffic
+// on: the simulator then takes that share back, and a simulated exchange reproduces the measured one.
+// fitted = "exchange" (`ddplab calibrate` sets "ring" for samples taken from ring allreduce steps).
+Calibration fit_exchange(const std::vector<PingPongSample>& samples, double tolerance = 0.01, bool crosstraffic = true);
 
 // The latest calibration stored under `name` (StoreError / CalibrationError when missing or malformed).
 std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name);
