@@ -6,6 +6,7 @@
 #include <random>
 
 #include "ddplab/strategies/codec.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 #include "ddplab/strategies/half.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -32,7 +33,7 @@ void run_codec(benchmark::State& state, const std::string& name, const CodecOpti
   std::int64_t step = 0;
   for (auto _ : state) {
     work = grad;
-    codec->run(b, work.data(), 1, step++, [](const CollectiveCall&, void*) {});
+    codec->run(b, work.data(), 1, step++, [](const CollectiveCall&, void*) {}, host_codec_compute());
     benchmark::DoNotOptimize(work.data());
   }
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(b.count * sizeof(float)));

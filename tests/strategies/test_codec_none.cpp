@@ -52,7 +52,8 @@ TEST(CodecHarness, RejectsACodecThatStraysFromItsPlan) {
     std::vector<CollectiveCall> plan(const BucketLayout& b, int, std::int64_t) const override {
       return {{"allreduce", ElemType::F32, b.count, 0, "x"}};
     }
-    void run(const BucketLayout& b, float* g, int, std::int64_t, const CollectiveFn& c) override {
+    using Codec::run;
+    void run(const BucketLayout& b, float* g, int, std::int64_t, const CollectiveFn& c, CodecCompute&) override {
       c({"allreduce", ElemType::F32, b.count - 1, 0, "x"}, g);
     }
   };

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "codecs/codec_impl.hpp"
-#include "ddplab/strategies/half.hpp"
 
 namespace ddplab::codec_detail {
 namespace {
@@ -23,12 +22,13 @@ class NoneCodec final : public Codec {
     if (bucket.count == 0) return {};
     return {{"allreduce", ElemType::F32, bucket.count, 0.0, "none"}};
   }
-  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override {
+  using Codec::run;
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+           CodecCompute& compute) override {
     const auto calls = plan(bucket, world_size, step);
     if (calls.empty()) return;
     collective(calls[0], grad);
-    const float w = static_cast<float>(world_size);
-    for (std::size_t i = 0; i < bucket.count; ++i) grad[i] /= w;
+    compute.divide(grad, bucket.count, static_cast<float>(world_size));
   }
 };
 
@@ -42,23 +42,18 @@ class CastCodec final : public Codec {
     // Local work before the allreduce: one divide and one cast per element.
     return {{"allreduce", type_, bucket.count, 2.0 * static_cast<double>(bucket.count), name()}};
   }
-  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override {
+  using Codec::run;
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+           CodecCompute& compute) override {
     const auto calls = plan(bucket, world_size, step);
     if (calls.empty()) return;
-    const float w = static_cast<float>(world_size);
-    std::vector<std::uint16_t> wire(bucket.count);
-    const bool f16 = type_ == ElemType::F16;
+    const std::size_t n = bucket.count;
+    CodecBuffer wire(compute, n * sizeof(std::uint16_t));
     // grad is overwritten by the decoded average below, so it can hold the scaled values meanwhile.
-    for (std::size_t i = 0; i < bucket.count; ++i) grad[i] /= w;
-    if (f16)
-      floats_to_f16(grad, wire.data(), bucket.count);
-    else
-      floats_to_bf16(grad, wire.data(), bucket.count);
-    collective(calls[0], wire.data());
-    if (f16)
-      f16_to_floats(wire.data(), grad, bucket.count);
-    else
-      bf16_to_floats(wire.data(), grad, bucket.count);
+    compute.divide(grad, n, static_cast<float>(world_size));
+    compute.to_half(type_, grad, wire.as<std::uint16_t>(), n);
+    collective(calls[0], wire.get());
+    compute.from_half(type_, wire.as<std::uint16_t>(), grad, n);
   }
 
  private:

@@ -1,5 +1,6 @@
 // Private to the codecs: option parsing, the small dense linear algebra PowerSGD needs, the top-k
-// selection, and the stateful codec classes (declared here so unit tests can look at their state).
+// selection (host versions, which host_codec_compute() runs), state buffers, and the stateful codec
+// classes (declared here so unit tests can look at their state).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,15 +10,19 @@
 #include <vector>
 
 #include "ddplab/strategies/codec.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 
 namespace ddplab::codec_detail {
 
-// The wire element of ElemType::IndexValue.
-struct IndexValue {
-  std::uint32_t index;
-  float value;
-};
-static_assert(sizeof(IndexValue) == 8, "IndexValue must be 8 bytes on the wire");
+using ddplab::IndexValue;  // the wire element of ElemType::IndexValue (codec_compute.hpp)
+
+// ---- codec state in a compute's memory (codecs.cpp) ----
+// Makes `buf` hold n floats in `compute` and returns them: zero-filled when it was empty or of another
+// size; moved over through the host when another compute made it (same values).
+float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n);
+// For tests: a host copy of a state buffer, kept in `view` (nullptr when buf is empty). The pointer stays
+// valid until the next call with the same view.
+const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view);
 
 // ---- options (codecs.cpp). Each throws std::invalid_argument: codec X: KEY must be WHAT, got "TEXT" ----
 [[noreturn]] void bad_option(const std::string& codec, const std::string& key, const std::string& what, const std::string& text);
@@ -60,14 +65,18 @@ class TopkCodec final : public Codec {
   TopkCodec(double ratio, bool error_feedback) : ratio_(ratio), error_feedback_(error_feedback) {}
   std::string name() const override { return "topk"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const override;
-  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override;
-  // The error-feedback residual of a bucket (nullptr before its first step or without error feedback).
+  using Codec::run;
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+           CodecCompute& compute) override;
+  // The error-feedback residual of a bucket (nullptr before its first step or without error feedback), as
+  // a host copy valid until the next call for the same bucket.
   const std::vector<float>* residual(int bucket_id) const;
 
  private:
   double ratio_;
   bool error_feedback_;
-  std::map<int, std::vector<float>> residual_;
+  std::map<int, CodecBuffer> residual_;
+  mutable std::map<int, std::vector<float>> residual_view_;
 };
 
 struct PowerSgdOptions {
@@ -84,7 +93,9 @@ class PowerSgdCodec final : public Codec {
   PowerSgdCodec(const PowerSgdOptions& o, std::uint64_t seed) : o_(o), seed_(seed) {}
   std::string name() const override { return "powersgd"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const override;
-  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) override;
+  using Codec::run;
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+           CodecCompute& compute) override;
 
   // Which tensors of a bucket are compressed, and the sizes of the P and Q buffers.
   struct Split {
@@ -93,17 +104,22 @@ class PowerSgdCodec final : public Codec {
     std::size_t uncompressed_count = 0, p_count = 0, q_count = 0;
   };
   Split split(const BucketLayout& bucket) const;
-  // State for tests: the residual and the (warm-start) Q buffer of a bucket, nullptr when absent.
+  // State for tests: the residual and the (warm-start) Q buffer of a bucket, nullptr when absent, as host
+  // copies valid until the next call of the same accessor for the same bucket.
   const std::vector<float>* residual(int bucket_id) const;
   const std::vector<float>* q_memory(int bucket_id) const;
 
  private:
   struct State {
+    CodecBuffer residual, q;  // in the compute's memory; empty when absent
+  };
+  struct View {
     std::vector<float> residual, q;
   };
   PowerSgdOptions o_;
   std::uint64_t seed_;
   std::map<int, State> state_;
+  mutable std::map<int, View> view_;
 };
 
 }  // namespace ddplab::codec_detail

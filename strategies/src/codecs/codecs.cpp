@@ -2,6 +2,7 @@
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "codecs/codec_impl.hpp"
 
@@ -25,6 +26,10 @@ const char* elem_name(ElemType t) {
     case ElemType::IndexValue: return "index_value";
   }
   return "unknown";
+}
+
+void Codec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+  run(bucket, grad, world_size, step, collective, host_codec_compute());
 }
 
 std::size_t Codec::wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const {
@@ -72,6 +77,26 @@ std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& o
 }
 
 namespace codec_detail {
+
+float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n) {
+  const std::size_t bytes = n * sizeof(float);
+  if (buf.empty() || buf.bytes() != bytes) {
+    buf = CodecBuffer(compute, bytes);  // zero-filled
+  } else if (buf.compute() != &compute) {
+    std::vector<float> host(n);
+    buf.compute()->download(host.data(), buf.get(), bytes);
+    buf = CodecBuffer(compute, bytes);
+    compute.upload(buf.get(), host.data(), bytes);
+  }
+  return buf.as<float>();
+}
+
+const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view) {
+  if (buf.empty()) return nullptr;
+  view.resize(buf.bytes() / sizeof(float));
+  buf.compute()->download(view.data(), buf.get(), buf.bytes());
+  return &view;
+}
 
 void bad_option(const std::string& codec, const std::string& key, const std::string& what, const std::string& text) {
   throw std::invalid_argument("codec " + codec + ": " + key + " must be " + what + ", got \"" + text + "\"");

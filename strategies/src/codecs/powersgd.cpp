@@ -10,6 +10,7 @@
 //    (so uncompressed tensors keep local - average, which sums to zero over ranks).
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "codecs/codec_impl.hpp"
 
@@ -63,23 +64,26 @@ std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int,
   return calls;
 }
 
-void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+                        CodecCompute& compute) {
   const std::vector<CollectiveCall> calls = plan(bucket, world_size, step);
   if (calls.empty()) return;
   const std::size_t n = bucket.count;
   const float w = static_cast<float>(world_size);
   if (step < o_.start_iter) {
     collective(calls[0], grad);
-    for (std::size_t i = 0; i < n; ++i) grad[i] /= w;
+    compute.divide(grad, n, w);
     return;
   }
 
   State& st = state_[bucket.id];
-  std::vector<float> input;  // gradient + residual, to compute the new residual at the end
+  float* residual = nullptr;
+  CodecBuffer input;  // gradient + residual, to compute the new residual at the end
   if (o_.error_feedback) {
-    if (st.residual.size() != n) st.residual.assign(n, 0.0f);  // first compressed step, or a new shape
-    for (std::size_t i = 0; i < n; ++i) grad[i] += st.residual[i];
-    input.assign(grad, grad + n);
+    residual = ensure_floats(st.residual, compute, n);  // zeros on the first compressed step, or a new shape
+    compute.add(grad, residual, n);
+    input = CodecBuffer(compute, n * sizeof(float));
+    compute.copy(input.get(), grad, n * sizeof(float));
   }
 
   const Split s = split(bucket);
@@ -87,74 +91,82 @@ void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size,
 
   // Uncompressed tensors: one contiguous float32 allreduce, averaged.
   if (s.uncompressed_count > 0) {
-    std::vector<float> flat;
-    flat.reserve(s.uncompressed_count);
-    for (std::size_t t : s.uncompressed) {
-      const TensorSlice& ts = bucket.tensors[t];
-      flat.insert(flat.end(), grad + ts.offset, grad + ts.offset + ts.count());
-    }
-    collective(calls[next_call++], flat.data());
+    CodecBuffer flat_buf(compute, s.uncompressed_count * sizeof(float));
+    float* flat = flat_buf.as<float>();
     std::size_t at = 0;
     for (std::size_t t : s.uncompressed) {
       const TensorSlice& ts = bucket.tensors[t];
-      for (std::size_t i = 0; i < ts.count(); ++i) grad[ts.offset + i] = flat[at++] / w;
+      compute.copy(flat + at, grad + ts.offset, ts.count() * sizeof(float));
+      at += ts.count();
+    }
+    collective(calls[next_call++], flat);
+    compute.divide(flat, s.uncompressed_count, w);
+    at = 0;
+    for (std::size_t t : s.uncompressed) {
+      const TensorSlice& ts = bucket.tensors[t];
+      compute.copy(grad + ts.offset, flat + at, ts.count() * sizeof(float));
+      at += ts.count();
     }
   }
 
   if (!s.compressed.empty()) {
-    // Q: reuse the previous step's (warm start) or draw it, from a seed every rank shares.
-    if (!o_.warm_start || st.q.size() != s.q_count) {
-      st.q.resize(s.q_count);
+    // Q: reuse the previous step's (warm start) or draw it, from a seed every rank shares. The draw runs
+    // on the host whatever the compute, so every rank and backend starts from the same bits.
+    if (!o_.warm_start || st.q.bytes() != s.q_count * sizeof(float)) {
+      std::vector<float> fresh(s.q_count);
       const std::uint64_t id = static_cast<std::uint64_t>(static_cast<std::int64_t>(bucket.id));
-      fill_standard_normal(st.q.data(), s.q_count, mix_seed(mix_seed(seed_, id), static_cast<std::uint64_t>(step)));
+      fill_standard_normal(fresh.data(), s.q_count, mix_seed(mix_seed(seed_, id), static_cast<std::uint64_t>(step)));
+      st.q = CodecBuffer(compute, s.q_count * sizeof(float));
+      compute.upload(st.q.get(), fresh.data(), s.q_count * sizeof(float));
     }
-    std::vector<float> p(s.p_count);
+    float* q = ensure_floats(st.q, compute, s.q_count);  // moves a warm Q made by another compute over
+    CodecBuffer p_buf(compute, s.p_count * sizeof(float));
+    float* p = p_buf.as<float>();
     std::size_t po = 0, qo = 0;
     for (std::size_t i = 0; i < s.compressed.size(); ++i) {
       const TensorSlice& ts = bucket.tensors[s.compressed[i]];
       const std::size_t r = s.ranks[i];
-      orthogonalize(st.q.data() + qo, ts.cols, r, o_.orthogonalization_epsilon);
-      matmul(grad + ts.offset, st.q.data() + qo, p.data() + po, ts.rows, ts.cols, r);
+      compute.orthogonalize(q + qo, ts.cols, r, o_.orthogonalization_epsilon);
+      compute.matmul(grad + ts.offset, q + qo, p + po, ts.rows, ts.cols, r);
       po += ts.rows * r;
       qo += ts.cols * r;
     }
-    collective(calls[next_call++], p.data());  // the sum of P's; no need to average before orthogonalizing
+    collective(calls[next_call++], p);  // the sum of P's; no need to average before orthogonalizing
 
     po = qo = 0;
     for (std::size_t i = 0; i < s.compressed.size(); ++i) {
       const TensorSlice& ts = bucket.tensors[s.compressed[i]];
       const std::size_t r = s.ranks[i];
-      orthogonalize(p.data() + po, ts.rows, r, o_.orthogonalization_epsilon);
-      matmul_tn(grad + ts.offset, p.data() + po, st.q.data() + qo, ts.rows, ts.cols, r);
+      compute.orthogonalize(p + po, ts.rows, r, o_.orthogonalization_epsilon);
+      compute.matmul_tn(grad + ts.offset, p + po, q + qo, ts.rows, ts.cols, r);
       po += ts.rows * r;
       qo += ts.cols * r;
     }
-    collective(calls[next_call++], st.q.data());
-    for (float& v : st.q) v /= w;
+    collective(calls[next_call++], q);
+    compute.divide(q, s.q_count, w);
 
     po = qo = 0;
     for (std::size_t i = 0; i < s.compressed.size(); ++i) {
       const TensorSlice& ts = bucket.tensors[s.compressed[i]];
       const std::size_t r = s.ranks[i];
-      matmul_nt(p.data() + po, st.q.data() + qo, grad + ts.offset, ts.rows, ts.cols, r);
+      compute.matmul_nt(p + po, q + qo, grad + ts.offset, ts.rows, ts.cols, r);
       po += ts.rows * r;
       qo += ts.cols * r;
     }
-    if (!o_.warm_start) st.q.clear();
+    if (!o_.warm_start) st.q.reset();
   }
 
-  if (o_.error_feedback)
-    for (std::size_t i = 0; i < n; ++i) st.residual[i] = input[i] - grad[i];
+  if (residual) compute.sub(residual, input.as<float>(), grad, n);
 }
 
 const std::vector<float>* PowerSgdCodec::residual(int bucket_id) const {
   const auto it = state_.find(bucket_id);
-  return it == state_.end() || it->second.residual.empty() ? nullptr : &it->second.residual;
+  return it == state_.end() ? nullptr : host_view(it->second.residual, view_[bucket_id].residual);
 }
 
 const std::vector<float>* PowerSgdCodec::q_memory(int bucket_id) const {
   const auto it = state_.find(bucket_id);
-  return it == state_.end() || it->second.q.empty() ? nullptr : &it->second.q;
+  return it == state_.end() ? nullptr : host_view(it->second.q, view_[bucket_id].q);
 }
 
 std::unique_ptr<Codec> make_powersgd(const CodecOptions& options, std::uint64_t seed) {

@@ -49,47 +49,44 @@ std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int, std
   return {{"all_gather", ElemType::IndexValue, topk_count(ratio_, bucket.count), flops, "topk"}};
 }
 
-void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+                    CodecCompute& compute) {
   const auto calls = plan(bucket, world_size, step);
   if (calls.empty()) return;
   const std::size_t n = bucket.count, k = calls[0].count, world = static_cast<std::size_t>(world_size);
+  if (n > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("topk: bucket too large for 32-bit indices");
 
   // acc = grad + residual, in place in grad.
-  std::vector<float>* residual = nullptr;
+  float* residual = nullptr;
   if (error_feedback_) {
-    residual = &residual_[bucket.id];
-    if (residual->size() != n) residual->assign(n, 0.0f);  // first step, or the bucket changed shape
-    for (std::size_t i = 0; i < n; ++i) grad[i] += (*residual)[i];
+    residual = ensure_floats(residual_[bucket.id], compute, n);  // zeros on the first step, or a new shape
+    compute.add(grad, residual, n);
   }
-  const std::vector<std::uint32_t> selected = topk_select(grad, n, k);
 
   // The codec does not know its rank, so its k pairs go into every rank's slot: the all-gather overwrites
   // the other slots, and this rank's slot (rank * k) holds its pairs whatever the rank.
-  std::vector<IndexValue> wire(world * k);
-  for (std::size_t j = 0; j < k; ++j) wire[j] = {selected[j], grad[selected[j]]};
-  for (std::size_t r = 1; r < world; ++r) std::copy_n(wire.begin(), k, wire.begin() + static_cast<std::ptrdiff_t>(r * k));
+  CodecBuffer wire(compute, world * k * sizeof(IndexValue));
+  IndexValue* pairs = wire.as<IndexValue>();
+  compute.topk(grad, n, k, pairs);
+  for (std::size_t r = 1; r < world; ++r) compute.copy(pairs + r * k, pairs, k * sizeof(IndexValue));
 
   // The residual keeps what was not sent.
   if (residual) {
-    std::copy_n(grad, n, residual->begin());
-    for (std::uint32_t i : selected) (*residual)[i] = 0.0f;
+    compute.copy(residual, grad, n * sizeof(float));
+    compute.zero_at(residual, pairs, k);
   }
 
-  collective(calls[0], wire.data());
+  collective(calls[0], pairs);
 
   // Decode: sum every rank's pairs in rank order, then average.
-  std::fill_n(grad, n, 0.0f);
-  for (const IndexValue& p : wire) {
-    if (p.index >= n) throw std::runtime_error("topk: received index " + std::to_string(p.index) + " outside the bucket");
-    grad[p.index] += p.value;
-  }
-  const float w = static_cast<float>(world_size);
-  for (std::size_t i = 0; i < n; ++i) grad[i] /= w;
+  compute.fill(grad, n, 0.0f);
+  compute.scatter_add(grad, n, pairs, world, k);
+  compute.divide(grad, n, static_cast<float>(world_size));
 }
 
 const std::vector<float>* TopkCodec::residual(int bucket_id) const {
   const auto it = residual_.find(bucket_id);
-  return it == residual_.end() ? nullptr : &it->second;
+  return it == residual_.end() ? nullptr : host_view(it->second, residual_view_[bucket_id]);
 }
 
 std::unique_ptr<Codec> make_topk(const CodecOptions& options, std::uint64_t) {

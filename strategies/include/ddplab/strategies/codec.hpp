@@ -47,6 +47,9 @@ struct CollectiveCall {
 // for all_gather, buf holds world * count elements and this rank's contribution is at rank * count).
 using CollectiveFn = std::function<void(const CollectiveCall& call, void* buf)>;
 
+class CodecCompute;  // codec_compute.hpp: where run() does its local work
+CodecCompute& host_codec_compute();  // on host memory
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -55,7 +58,13 @@ class Codec {
   virtual std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const = 0;
   // Replaces grad (bucket.count floats, this rank's gradients) with the average over ranks as the codec
   // reconstructs it; updates error feedback. flops_after: local work after the last collective.
-  virtual void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) = 0;
+  // All local work goes through `compute`, in whose memory grad lives (device memory for the CUDA
+  // backend's Ops::codec_compute()); so do the buffers handed to `collective`, and the codec's state.
+  // Keep using one compute per codec object: state made by another is moved over (through the host).
+  virtual void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
+                   CodecCompute& compute) = 0;
+  // The same on host memory (host_codec_compute()). Subclasses add `using Codec::run;` to keep it visible.
+  void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective);
   // Bytes this rank puts on the wire per element of its own payload is plan()'s business; this is the
   // total payload per rank for one bucket (sum over calls of count * elem_bytes), for reports.
   std::size_t wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const;
