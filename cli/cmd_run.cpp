@@ -1,4 +1,4 @@
-// `ddplab run`: measured data-parallel training over MPI.
+// `ddplab run`: measured data-parallel training over MPI (and NCCL with backend "cuda").
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "launch.hpp"
 #include "testbed.hpp"
@@ -33,6 +34,7 @@ int run_scenario(const RunRequest& req) {
                                 sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
+  if (req.backend) sc.train.backend = *req.backend;
   if (under_mpi_launcher()) {
     int argc = 0;
     char** argv = nullptr;
@@ -52,6 +54,14 @@ int run_scenario(const RunRequest& req) {
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
+  if (sc.train.backend != "cpu") {
+    // Say now, not once per rank after mpirun started, when this machine cannot run the GPU backend.
+    const std::string why = cuda_unavailable_reason();
+    if (!why.empty()) {
+      const std::string from = req.backend ? "--backend" : req.scenario + ": train.backend";
+      throw std::runtime_error(from + " \"" + sc.train.backend + "\" cannot run here: " + why);
+    }
+  }
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np);
   const int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
@@ -59,6 +69,7 @@ int run_scenario(const RunRequest& req) {
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
+  if (req.backend) args.insert(args.end(), {"--backend", *req.backend});
   if (!req.trace.empty())
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
                              std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
@@ -88,6 +99,10 @@ void add_run(CLI::App& app) {
   cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps)");
+  cmd->add_option("--backend", req->backend,
+                  "cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one rank per GPU) or cuda+mpi (GPU compute, MPI "
+                  "through host memory; ranks may share a GPU); overrides train.backend")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda+mpi"}));
   cmd->add_option("--trace", req->trace, "Write a Chrome trace JSON (Perfetto) of the steps chosen by --trace-steps");
   cmd->add_option_function<std::string>(
          "--trace-steps",

@@ -29,6 +29,7 @@ struct RunRequest {
   std::string db = kDefaultDb;
   std::optional<int> np;
   std::optional<int> max_steps;
+  std::optional<std::string> backend;  // overrides train.backend: cpu | cuda | cuda+mpi
   bool progress = false;  // set on the worker command line by the launcher
   std::string trace;      // Chrome trace of steps [trace_first, trace_last)
   std::int64_t trace_first = 10, trace_last = 13;

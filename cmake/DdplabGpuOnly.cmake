@@ -24,13 +24,33 @@ if(NOT TARGET ZLIB::ZLIB)  # zlib's runtime is everywhere; its headers may not b
                                               INTERFACE_INCLUDE_DIRECTORIES ${DDPLAB_BUNDLE_DIR}/include)
 endif()
 
+# Header-only from the bundle when the system has none: nlohmann/json, and toml++ in its header-only mode.
+find_package(nlohmann_json QUIET)
+if(NOT TARGET nlohmann_json::nlohmann_json)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  set_target_properties(nlohmann_json::nlohmann_json PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${DDPLAB_BUNDLE_DIR}/include)
+endif()
+add_library(ddplab_toml INTERFACE)
+target_include_directories(ddplab_toml SYSTEM INTERFACE ${DDPLAB_BUNDLE_DIR}/include)
+target_compile_definitions(ddplab_toml INTERFACE TOML_HEADER_ONLY=1)
+
+# The scenario types the strategies are configured with (no results store: no SQLite here).
+set(_c ${PROJECT_SOURCE_DIR}/core)
+add_library(ddplab_core STATIC ${_c}/src/units.cpp ${_c}/src/scenario.cpp ${_c}/src/cluster_presets.cpp)
+target_include_directories(ddplab_core PUBLIC ${_c}/include)
+target_link_libraries(ddplab_core PUBLIC nlohmann_json::nlohmann_json fmt::fmt PRIVATE ddplab_toml)
+
+# All of strategies/: the PlanExecutor runs on the GPU too (bench/gpu/gpu_train.cpp, tests/gpu).
 set(_s ${PROJECT_SOURCE_DIR}/strategies)
-file(GLOB _sched CONFIGURE_DEPENDS ${_s}/src/schedules/*.cpp ${_s}/src/codecs/*.cpp)
-add_library(ddplab_strategies STATIC ${_s}/src/schedule_common.cpp ${_s}/src/schedules.cpp ${_sched})
+file(GLOB _sched CONFIGURE_DEPENDS ${_s}/src/*.cpp ${_s}/src/schedules/*.cpp ${_s}/src/codecs/*.cpp ${_s}/src/policies/*.cpp)
+add_library(ddplab_strategies STATIC ${_sched})
 target_include_directories(ddplab_strategies PUBLIC ${_s}/include PRIVATE ${_s}/src)
+target_link_libraries(ddplab_strategies PUBLIC ddplab_core PRIVATE fmt::fmt)
+target_compile_definitions(ddplab_strategies PRIVATE DDPLAB_MODELS_DIR="${_s}/models")
 
 set(_r ${PROJECT_SOURCE_DIR}/runtime)
-add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/src/data.cpp ${_r}/src/mlp.cpp
+add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/src/data.cpp ${_r}/src/input_pipeline.cpp ${_r}/src/mlp.cpp
+                                  ${_r}/src/plan_executor.cpp ${_r}/src/single_process_communicator.cpp
                                   ${_r}/src/schedule_executor.cpp)
 target_include_directories(ddplab_runtime PUBLIC ${_r}/include)
 target_compile_definitions(ddplab_runtime PUBLIC DDPLAB_GPU_ONLY=1)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepares what the GPU check machine cannot download: fmt and zlib headers, googletest's sources and the
+# Prepares what the GPU check machine cannot download: fmt, zlib, nlohmann/json and toml++ headers, googletest's sources and the
 # Fashion-MNIST files, copied from this (Debian 12) machine into an ignored folder that travels with the
 # tree (the device tool's `carry`). Usage: scripts/gpu-bundle.sh [DIR] (default .gpu-bundle).
 set -eu
@@ -9,11 +9,13 @@ data=${DDPLAB_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 need() { [ -e "$1" ] || { echo "gpu-bundle: missing $1 ($2)" >&2; exit 1; }; }
 need /usr/include/fmt/format.h "apt-get install libfmt-dev"
 need /usr/include/zlib.h "apt-get install zlib1g-dev"
+need /usr/include/nlohmann/json.hpp "apt-get install nlohmann-json3-dev"
+need /usr/include/toml++/toml.h "apt-get install libtomlplusplus-dev"
 need /usr/src/googletest/CMakeLists.txt "apt-get install googletest"
 need "$data/train-images-idx3-ubyte.gz" "apt-get install dataset-fashion-mnist"
 rm -rf "$out"
 mkdir -p "$out/include" "$out/fashion-mnist"
-cp -r /usr/include/fmt "$out/include/"
+cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/toml++ "$out/include/"
 cp /usr/include/zlib.h /usr/include/zconf.h "$out/include/"
 [ -e /usr/include/x86_64-linux-gnu/zconf.h ] && cp /usr/include/x86_64-linux-gnu/zconf.h "$out/include/"
 cp -r /usr/src/googletest "$out/googletest"

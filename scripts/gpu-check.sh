@@ -1,6 +1,7 @@
 #!/bin/bash
-# The prepared device check (issue 5): builds the GPU-only target set, runs every CUDA op against the
-# reference backend, NCCL with one rank through every schedule, one epoch of the default MLP on the GPU
+# The prepared device check (issue 5): builds the GPU-only target set, runs every CUDA op and codec against
+# the reference, NCCL with one rank through every schedule, the PlanExecutor on the GPU (NCCL and host
+# staging) against the reference, one epoch of the default MLP on the GPU through the PlanExecutor
 # (accuracy within 0.5 points of the stored CPU run at the same seed), GEMM TFLOP/s at the model's
 # shapes against cuBLAS's best, and PyTorch on the same MLP and batch. Writes summary.json and logs to
 # OUTDIR and prints a short table last.
@@ -52,12 +53,19 @@ data=$bundle/fashion-mnist
 fail=0
 step "CUDA ops vs reference"
 "$build/tests/gpu/test_cuda_ops" --gtest_output="json:$out/cuda_ops.json" >"$out/cuda_ops.log" 2>&1 || fail=1
+step "codecs on the GPU vs the host"
+"$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json" >"$out/cuda_codecs.log" 2>&1 || fail=1
 step "NCCL, one rank, every schedule"
 "$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json" >"$out/nccl.log" 2>&1 || fail=1
+step "PlanExecutor on the GPU (NCCL and staged) vs reference"
+"$build/tests/gpu/test_gpu_plan_executor" --gtest_output="json:$out/plan_executor.json" >"$out/plan_executor.log" 2>&1 || fail=1
 step "GEMM TFLOP/s"
 "$build/bench/gpu/ddplab-gemm-bench" >"$out/gemm.json" 2>"$out/gemm.log" || fail=1
-step "train one epoch on the GPU (fp32, then TF32)"
+step "train one epoch on the GPU (fp32 through the PlanExecutor, bare loop, overlap+fp16, TF32)"
 "$train" --backend cuda --data "$data" --json "$out/train_cuda.json" >"$out/train_cuda.log" 2>&1 || fail=1
+"$train" --backend cuda --direct --data "$data" --json "$out/train_cuda_direct.json" >"$out/train_cuda_direct.log" 2>&1 || fail=1
+"$train" --backend cuda --policy overlap --codec fp16 --data "$data" --json "$out/train_cuda_fp16.json" \
+  >"$out/train_cuda_fp16.log" 2>&1 || fail=1
 "$train" --backend cuda --tf32 --data "$data" --json "$out/train_cuda_tf32.json" >"$out/train_cuda_tf32.log" 2>&1 || fail=1
 step "PyTorch on the same MLP and batch"
 "$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data" >"$out/pytorch.log" 2>&1 || fail=1
@@ -83,9 +91,11 @@ try:
 except OSError: pass
 cpu = json.load(open(cpu_path))
 cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
-s = {"cuda_ops": gtest("cuda_ops.json"), "nccl": gtest("nccl.json"), "cpu_reference": cpu,
-     "train_cuda": cuda, "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py}
-ok = fail == 0 and s["cuda_ops"]["failed"] == 0 and s["nccl"]["failed"] == 0
+direct, fp16 = load("train_cuda_direct.json"), load("train_cuda_fp16.json")
+s = {"cuda_ops": gtest("cuda_ops.json"), "cuda_codecs": gtest("cuda_codecs.json"), "nccl": gtest("nccl.json"),
+     "plan_executor": gtest("plan_executor.json"), "cpu_reference": cpu, "train_cuda": cuda, "train_cuda_direct": direct,
+     "train_cuda_fp16": fp16, "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py}
+ok = fail == 0 and all(s[k]["failed"] == 0 for k in ("cuda_ops", "cuda_codecs", "nccl", "plan_executor"))
 if cuda:
     s["accuracy_delta_points"] = round(100 * (cuda["test_accuracy"] - cpu["test_accuracy"]), 2)
     ok = ok and abs(s["accuracy_delta_points"]) <= 0.5
@@ -94,13 +104,18 @@ if cuda and py: s["throughput_ratio_vs_pytorch"] = round(cuda["samples_per_s"] /
 s["ok"] = ok
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
 rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
-        ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"])]
+        ("codecs GPU vs host", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_codecs"]),
+        ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"]),
+        ("PlanExecutor GPU vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["plan_executor"])]
 if cuda: rows.append(("accuracy GPU / CPU", "%.4f / %.4f (%+.2f pts)" % (cuda["test_accuracy"], cpu["test_accuracy"], s["accuracy_delta_points"])))
 if gemm:
     fwd = [l for l in gemm["layers"] if not l["tf32"]]
     rows.append(("GEMM fp32 TFLOP/s", "layers %.1f-%.1f, cuBLAS best %.1f" % (min(l["tflops"] for l in fwd), max(l["tflops"] for l in fwd), gemm["cublas_best_fp32_tflops"])))
     rows.append(("GEMM TF32 best", "%.1f TFLOP/s" % gemm["cublas_best_tf32_tflops"]))
 if cuda and py: rows.append(("samples/s ddplab / PyTorch", "%.0f / %.0f = %.2fx" % (cuda["samples_per_s"], py["samples_per_s"], s["throughput_ratio_vs_pytorch"])))
+if direct: rows.append(("samples/s bare loop (no plan)", "%.0f (acc %.4f)" % (direct["samples_per_s"], direct["test_accuracy"])))
+if fp16: rows.append(("samples/s overlap + fp16", "%.0f (acc %.4f)" % (fp16["samples_per_s"], fp16["test_accuracy"])))
+if cuda: rows.append(("peak device memory", "%.1f MiB" % (cuda["peak_device_bytes"] / 2**20)))
 if tf32: rows.append(("samples/s ddplab TF32", "%.0f (acc %.4f)" % (tf32["samples_per_s"], tf32["test_accuracy"])))
 rows.append(("result", "OK" if ok else "FAILED (see logs in %s)" % out))
 w = max(len(r[0]) for r in rows)

@@ -12,9 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
+#include "ddplab/runtime/plan_executor.hpp"
+#include "ddplab/strategies/strategy.hpp"
 
 namespace {
 
@@ -24,12 +28,17 @@ struct Args {
   int batch = 64, epochs = 1, max_steps = 0;
   unsigned long seed = 1;
   float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
-  bool tf32 = false, probe = false;
+  std::string optimizer = "sgd";  // or "adam" (beta1 0.9, beta2 0.999, eps 1e-8)
+  std::string policy = "flat", schedule = "native", codec = "none";
+  bool tf32 = false, probe = false, direct = false;
 };
 
 const char* kUsage =
     "usage: ddplab-gpu-train [--backend cuda|cpu|reference] [--tf32] [--data DIR] [--layers 784,1024,...,10]\n"
     "                        [--batch 64] [--epochs 1] [--max-steps N] [--seed 1] [--lr 0.05] [--momentum 0.9]\n"
+    "                        [--optimizer sgd|adam] [--policy flat] [--schedule native] [--codec none] [--direct]\n"
+    "  Steps run through the runtime's PlanExecutor (NCCL at world size 1 on cuda), as `ddplab run` does;\n"
+    "  --direct: forward, backward and one optimizer call per step, no plan (the bare backend).\n"
     "                        [--json FILE] | --probe (exit 0 when a CUDA device is usable, else say why)\n";
 
 Args parse(int argc, char** argv) {
@@ -51,6 +60,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = std::stoul(val());
     else if (k == "--lr") a.lr = std::stof(val());
     else if (k == "--momentum") a.momentum = std::stof(val());
+    else if (k == "--policy") a.policy = val();
+    else if (k == "--schedule") a.schedule = val();
+    else if (k == "--codec") a.codec = val();
+    else if (k == "--direct") a.direct = true;
+    else if (k == "--optimizer") {
+      a.optimizer = val();
+      if (a.optimizer != "sgd" && a.optimizer != "adam") throw std::invalid_argument("--optimizer must be sgd or adam");
+    }
     else if (k == "--layers") {
       a.layers.clear();
       std::stringstream ss(val());
@@ -110,42 +127,78 @@ int run(const Args& a) {
   ddplab::Mlp model(*ops, a.layers, a.batch);
   model.init(a.seed);
   ddplab::DeviceBuffer momentum(*ops, model.num_params());
+  ddplab::DeviceBuffer second(*ops, a.optimizer == "adam" ? model.num_params() : 0);
   ddplab::DistributedSampler sampler(train.size(), 0, 1, a.seed);
-  // Two input buffers, alternated: the next batch is copied in while the device may still read this one.
-  ddplab::DeviceBuffer x[2] = {{*ops, static_cast<std::size_t>(a.batch) * train.features},
-                               {*ops, static_cast<std::size_t>(a.batch) * train.features}};
-  std::int32_t* y[2] = {ops->alloc_labels(static_cast<std::size_t>(a.batch)), ops->alloc_labels(static_cast<std::size_t>(a.batch))};
-  std::vector<float> hx(static_cast<std::size_t>(a.batch) * train.features);
-  std::vector<std::int32_t> hy(static_cast<std::size_t>(a.batch));
+  // The trainer's input pipeline: batch s + 1 uploads from page-locked memory while step s computes.
+  ddplab::InputPipeline input(*ops, train, a.batch);
+  std::vector<std::pair<int, std::size_t>> batches;  // (epoch, offset), in step order
+  for (int epoch = 0; epoch < a.epochs; ++epoch)
+    for (std::size_t at = 0; at < sampler.per_rank(); at += static_cast<std::size_t>(a.batch))
+      if (a.max_steps == 0 || static_cast<int>(batches.size()) < a.max_steps) batches.emplace_back(epoch, at);
+  std::vector<std::size_t> idx;
+  int idx_epoch = -1;
+  auto load = [&](std::size_t s) {
+    const auto [epoch, at] = batches[s];
+    if (epoch != idx_epoch) idx = sampler.indices(epoch), idx_epoch = epoch;
+    const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(a.batch), idx.size() - at));
+    input.load(s % 2, idx, at, b);
+    return b;
+  };
+  // The runtime's path, as `ddplab run --backend cuda` runs it on each rank: the strategy's plan through
+  // PlanExecutor, NCCL on device buffers (one rank here). --direct skips the plan.
+  std::unique_ptr<ddplab::Communicator> single = ddplab::make_single_process_communicator(), nccl;
+  std::unique_ptr<ddplab::Strategy> strategy;
+  std::unique_ptr<ddplab::PlanExecutor> exec;
+  if (!a.direct) {
+    if (a.backend == "cuda") nccl = ddplab::open_nccl_communicator(*single, *ops, 300);
+    ddplab::StrategyConfig sc;
+    sc.policy = a.policy, sc.schedule = a.schedule, sc.codec = a.codec;
+    ddplab::StrategyContext ctx;
+    ctx.batch_size = a.batch;
+    ctx.seed = a.seed;
+    strategy = std::make_unique<ddplab::Strategy>(sc, ddplab::ModelSpec::mlp(a.layers), ctx);
+    ddplab::OptimizerConfig oc;
+    oc.lr = a.lr, oc.momentum = a.momentum, oc.weight_decay = a.weight_decay, oc.adam = a.optimizer == "adam";
+    exec = std::make_unique<ddplab::PlanExecutor>(nccl ? *nccl : *single, *ops, model, *strategy, oc);
+  }
   int step = 0;
-  double last_loss = 0;
+  double last_loss = 0, compute_s = 0, exposed_s = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int epoch = 0; epoch < a.epochs && (a.max_steps == 0 || step < a.max_steps); ++epoch) {
-    const auto idx = sampler.indices(epoch);
-    for (std::size_t at = 0; at < idx.size() && (a.max_steps == 0 || step < a.max_steps); at += static_cast<std::size_t>(a.batch)) {
-      const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(a.batch), idx.size() - at));
-      const int s = step % 2;
-      ddplab::gather_batch(train, idx, at, b, hx.data(), hy.data());
-      ops->to_device(x[s].data(), hx.data(), static_cast<std::size_t>(b) * train.features);
-      ops->labels_to_device(y[s], hy.data(), static_cast<std::size_t>(b));
-      model.forward(x[s].data(), b);
-      last_loss = model.backward(y[s]);
+  int b = batches.empty() ? 0 : load(0);
+  for (std::size_t s = 0; s < batches.size(); ++s) {
+    input.ready();
+    const int this_b = b;
+    if (s + 1 < batches.size()) b = load(s + 1);
+    if (exec) {
+      const ddplab::StepRecord rec = exec->run_step(step, input.x(s % 2), input.y(s % 2), this_b);
+      last_loss = rec.loss, compute_s += rec.compute_s, exposed_s += rec.exposed_comm_s;
+      ++step;
+      continue;
+    }
+    model.forward(input.x(s % 2), this_b);
+    last_loss = model.backward(input.y(s % 2));
+    if (a.optimizer == "adam")
+      ops->adam(model.params(), model.grads(), momentum.data(), second.data(), model.num_params(), a.lr, 0.9f, 0.999f,
+                1e-8f, a.weight_decay, step + 1);
+    else
       ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), a.lr, a.momentum,
                         a.weight_decay, step == 0);
-      ++step;
-    }
+    ++step;
   }
   ops->synchronize();
   const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double test_loss = 0;
   const double acc = accuracy(model, *ops, test, a.batch, &test_loss);
-  ops->free_labels(y[0]), ops->free_labels(y[1]);
   const double samples = static_cast<double>(step) * a.batch;
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "{\"backend\": \"%s\", \"steps\": %d, \"batch\": %d, \"seed\": %lu, \"train_s\": %.4f, "
-                "\"samples_per_s\": %.1f, \"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
-                ops->name().c_str(), step, a.batch, a.seed, train_s, samples / train_s, last_loss, test_loss, acc);
+                "{\"backend\": \"%s\", \"path\": \"%s\", \"policy\": \"%s\", \"codec\": \"%s\", "
+                "\"optimizer\": \"%s\", \"steps\": %d, \"batch\": %d, \"seed\": %lu, \"train_s\": %.4f, "
+                "\"samples_per_s\": %.1f, \"compute_s\": %.4f, \"exposed_comm_s\": %.4f, \"peak_device_bytes\": %zu, "
+                "\"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
+                ops->name().c_str(), exec ? "plan" : "direct", a.policy.c_str(), a.codec.c_str(), a.optimizer.c_str(),
+                step, a.batch, a.seed, train_s, samples / train_s, compute_s, exposed_s, ops->peak_device_bytes(),
+                last_loss, test_loss, acc);
   std::fputs(buf, stdout);
   if (!a.json.empty()) {
     std::ofstream f(a.json);

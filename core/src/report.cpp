@@ -214,7 +214,11 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
 
     json res = json::array();
     for (const auto& x : store.resources(r.id))
-      res.push_back({{"rank", x.rank}, {"peak_rss_bytes", x.peak_rss_bytes}, {"cpu_s", num(x.cpu_s)}, {"wall_s", num(x.wall_s)}});
+      res.push_back({{"rank", x.rank},
+                     {"peak_rss_bytes", x.peak_rss_bytes},
+                     {"peak_device_bytes", x.peak_device_bytes ? json(*x.peak_device_bytes) : json(nullptr)},
+                     {"cpu_s", num(x.cpu_s)},
+                     {"wall_s", num(x.wall_s)}});
     run["resources"] = std::move(res);
 
     all.push_back(std::move(run));

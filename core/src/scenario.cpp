@@ -306,9 +306,21 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   const std::string p = "train.";
   r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "momentum", "weight_decay", "seed",
-                      "eval_every"});
+                      "eval_every", "optimizer", "adam_beta1", "adam_beta2", "adam_eps", "comm_timeout_s"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
-  r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda"});
+  r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
+  r.read_choice(t, p, "optimizer", tr.optimizer, {"sgd", "adam"});
+  // Each optimizer's own settings are refused with the other, rather than silently ignored.
+  for (const char* k : {"adam_beta1", "adam_beta2", "adam_eps"})
+    if (tr.optimizer != "adam" && t.get(k)) r.fail(*t.get(k), p + k, "applies to optimizer = \"adam\" only");
+  if (tr.optimizer == "adam" && t.get("momentum"))
+    r.fail(*t.get("momentum"), p + "momentum", "applies to optimizer = \"sgd\" only (adam has adam_beta1)");
+  const auto unit = [](double v) { return v >= 0 && v < 1; };
+  r.read_number(t, p, "adam_beta1", tr.adam_beta1, unit, "must be a number in [0, 1)");
+  r.read_number(t, p, "adam_beta2", tr.adam_beta2, unit, "must be a number in [0, 1)");
+  r.read_number(t, p, "adam_eps", tr.adam_eps, [](double v) { return v > 0; }, "must be a number greater than 0");
+  r.read_number(t, p, "comm_timeout_s", tr.comm_timeout_s, [](double v) { return v > 0; },
+                "must be a number of seconds greater than 0");
   r.read_int(t, p, "batch_size", tr.batch_size, 1, "must be a positive integer");
   r.read_int(t, p, "epochs", tr.epochs, 1, "must be a positive integer");
   r.read_int(t, p, "max_steps", tr.max_steps, 0, "must be a non-negative integer (0 = no limit)");
@@ -363,7 +375,7 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
                                                                                    kClusterPresets[2], kClusterPresets[3]})));
     apply_cluster_preset(c, name->get());
   }
-  r.read_choice(t, p, "topology", c.topology, {"star", "fat_tree", "dragonfly", "torus"});
+  r.read_choice(t, p, "topology", c.topology, {"star", "full", "fat_tree", "dragonfly", "torus"});
   r.read_int(t, p, "devices_per_node", c.devices_per_node, 1, "must be a positive integer");
   r.read_unit(t, p, "device_memory", c.device_memory, Reader::parse_bytes_as_double, true);
   r.read_choice(t, p, "intra", c.intra, {"nvswitch", "pcie"});
@@ -377,6 +389,12 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
   read_topology_spec(r, t, "dragonfly", c.dragonfly,
                      "SimGrid's \"groups,links;chassis,links;routers,links;nodes\" (e.g. \"4,2;2,1;4,1;2\")");
   read_topology_spec(r, t, "torus", c.torus, "SimGrid's \"X,Y,...\" dimensions (e.g. \"4,4,4\")");
+  // A shape is refused with another topology rather than silently ignored (the topology may come from a preset).
+  for (const char* key : {"fat_tree", "dragonfly", "torus"})
+    if (const toml::node* n = t.get(key); n && c.topology != key)
+      r.fail(*n, p + key,
+             fmt::format("applies to topology = \"{}\" only (topology is \"{}\"{})", key, c.topology,
+                         c.topology == "full" ? ", which has no shape: every pair of nodes gets its own link" : ""));
   // Arrays of tables: inline (`stragglers = [{rank = 3, factor = 2.0}]`) or [[cluster.stragglers]].
   auto entries = [&](std::string_view key, std::string_view example, auto&& read_one) {
     const toml::node* n = t.get(key);
@@ -612,6 +630,11 @@ nlohmann::json Scenario::to_json() const {
         {"lr", train.lr},
         {"momentum", train.momentum},
         {"weight_decay", train.weight_decay},
+        {"optimizer", train.optimizer},
+        {"adam_beta1", train.adam_beta1},
+        {"adam_beta2", train.adam_beta2},
+        {"adam_eps", train.adam_eps},
+        {"comm_timeout_s", train.comm_timeout_s},
         {"seed", train.seed},
         {"eval_every", train.eval_every}}},
       {"cluster",

@@ -121,12 +121,17 @@ CREATE TABLE IF NOT EXISTS validations(
   measured REAL, predicted REAL, error_pct REAL);
 )sql";
 
+// Version 4: peak device memory per rank (NULL for host backends and for runs stored before).
+constexpr const char* kMigrateTo4 = R"sql(
+ALTER TABLE resources ADD COLUMN peak_device_bytes INTEGER;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
@@ -224,7 +229,8 @@ Store::Store(const std::string& path, int batch_rows)
                             "INSERT INTO evaluations(run_id, step, wall_s, test_loss, test_accuracy, "
                             "macro_precision, macro_recall) VALUES(?1,?2,?3,?4,?5,?6,?7)");
   pending_->ins_res = Stmt(db_, path_,
-                           "INSERT INTO resources(run_id, rank, peak_rss_bytes, cpu_s, wall_s) VALUES(?1,?2,?3,?4,?5)");
+                           "INSERT INTO resources(run_id, rank, peak_rss_bytes, cpu_s, wall_s, peak_device_bytes) "
+                           "VALUES(?1,?2,?3,?4,?5,?6)");
   pending_->ins_bench = Stmt(db_, path_,
                              "INSERT INTO collective_bench(bench_id, schedule, collective, type, bytes, count, time_us, "
                              "algbw_gbs, busbw_gbs, wrong) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
@@ -358,7 +364,8 @@ std::vector<Resources> Store::resources(std::int64_t run) const {
   pending_->flush(db_, path_);
   std::vector<Resources> out;
   Stmt s(db_, path_,
-         "SELECT rank, peak_rss_bytes, cpu_s, wall_s FROM resources WHERE run_id = ?1 ORDER BY rank, rowid");
+         "SELECT rank, peak_rss_bytes, cpu_s, wall_s, peak_device_bytes FROM resources WHERE run_id = ?1 "
+         "ORDER BY rank, rowid");
   s.bind(1, run);
   while (s.step()) {
     Resources r;
@@ -366,6 +373,7 @@ std::vector<Resources> Store::resources(std::int64_t run) const {
     r.peak_rss_bytes = s.i64(1);
     r.cpu_s = s.real(2);
     r.wall_s = s.real(3);
+    if (!s.null(4)) r.peak_device_bytes = s.i64(4);
     out.push_back(r);
   }
   return out;

@@ -148,7 +148,7 @@ struct Store::Pending {
       }
       for (auto& [run, r] : res) {
         ins_res.reset();
-        ins_res.bind(1, run).bind(2, r.rank).bind(3, r.peak_rss_bytes).bind(4, r.cpu_s).bind(5, r.wall_s).run();
+        ins_res.bind(1, run).bind(2, r.rank).bind(3, r.peak_rss_bytes).bind(4, r.cpu_s).bind(5, r.wall_s).bind(6, r.peak_device_bytes).run();
       }
       for (auto& [id, b] : bench) {
         ins_bench.reset();

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "ddplab/runtime/ops.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 
 namespace ddplab {
 namespace {
@@ -27,6 +28,7 @@ T* alloc_zeroed(std::size_t n) {
 class CpuOps final : public Ops {
  public:
   std::string name() const override { return "cpu"; }
+  CodecCompute& codec_compute() override { return host_codec_compute(); }
   float* alloc(std::size_t n) override { return alloc_zeroed<float>(n); }
   void free(float* p) override { std::free(p); }
   std::int32_t* alloc_labels(std::size_t n) override { return alloc_zeroed<std::int32_t>(n); }
@@ -96,6 +98,19 @@ class CpuOps final : public Ops {
       p[i] -= lr * buf[i];
     }
   }
+  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
+            float wd, std::int64_t t) override {
+    // Bias corrections in double, as PyTorch computes them (Python floats), then used in float.
+    const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t)));
+    const float sqrt_c2 = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t))));
+    const float step = lr / c1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float d = g[i] + wd * p[i];
+      m[i] = b1 * m[i] + (1.0f - b1) * d;
+      v[i] = b2 * v[i] + (1.0f - b2) * d * d;
+      p[i] -= step * m[i] / (std::sqrt(v[i]) / sqrt_c2 + eps);
+    }
+  }
 
  private:
   static void copy(float* dst, const float* src, std::size_t n) {
@@ -108,8 +123,8 @@ class CpuOps final : public Ops {
 std::unique_ptr<Ops> make_ops(const std::string& backend) {
   if (backend == "cpu") return std::make_unique<CpuOps>();
   if (backend == "reference") return make_reference_ops();
-  if (backend == "cuda") return make_cuda_ops();
-  throw std::invalid_argument("unknown backend \"" + backend + "\" (known: cpu, reference, cuda)");
+  if (backend == "cuda" || backend == "cuda+mpi") return make_cuda_ops();
+  throw std::invalid_argument("unknown backend \"" + backend + "\" (known: cpu, reference, cuda, cuda+mpi)");
 }
 
 }  // namespace ddplab

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ddplab/runtime/ops.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 
 namespace ddplab {
 namespace {
@@ -22,6 +23,7 @@ T* zeroed(std::size_t n) {
 class ReferenceOps final : public Ops {
  public:
   std::string name() const override { return "reference"; }
+  CodecCompute& codec_compute() override { return host_codec_compute(); }
   float* alloc(std::size_t n) override { return zeroed<float>(n); }
   void free(float* p) override { delete[] p; }
   std::int32_t* alloc_labels(std::size_t n) override { return zeroed<std::int32_t>(n); }
@@ -102,6 +104,20 @@ class ReferenceOps final : public Ops {
       const double b = first ? d : static_cast<double>(momentum) * buf[i] + d;
       buf[i] = static_cast<float>(b);
       p[i] = static_cast<float>(p[i] - static_cast<double>(lr) * b);
+    }
+  }
+  // Adam straight from its definition, in double (moments stored in float).
+  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
+            float wd, std::int64_t t) override {
+    const double c1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
+    const double c2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(g[i]) + static_cast<double>(wd) * p[i];
+      const double mi = b1 * static_cast<double>(m[i]) + (1.0 - b1) * d;
+      const double vi = b2 * static_cast<double>(v[i]) + (1.0 - b2) * d * d;
+      m[i] = static_cast<float>(mi);
+      v[i] = static_cast<float>(vi);
+      p[i] = static_cast<float>(p[i] - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
     }
   }
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuda_plugin.hpp"
+#include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
 
 namespace ddplab {
@@ -25,6 +26,7 @@ namespace {
 struct Plugin {
   ddplab_cuda_make_ops_fn* make_ops = nullptr;
   ddplab_cuda_unavailable_reason_fn* unavailable_reason = nullptr;
+  ddplab_cuda_make_nccl_fn* make_nccl = nullptr;
 };
 
 std::vector<std::string> candidates() {
@@ -58,9 +60,11 @@ Plugin load(std::string* error) {
     p.make_ops = reinterpret_cast<ddplab_cuda_make_ops_fn*>(dlsym(h, "ddplab_cuda_make_ops"));
     p.unavailable_reason =
         reinterpret_cast<ddplab_cuda_unavailable_reason_fn*>(dlsym(h, "ddplab_cuda_unavailable_reason"));
-    if (abi && p.make_ops && p.unavailable_reason && abi() == DDPLAB_CUDA_PLUGIN_ABI) return p;
+    p.make_nccl = reinterpret_cast<ddplab_cuda_make_nccl_fn*>(dlsym(h, "ddplab_cuda_make_nccl"));
+    const bool complete = abi && p.make_ops && p.unavailable_reason && p.make_nccl;
+    if (complete && abi() == DDPLAB_CUDA_PLUGIN_ABI) return p;
     tried += "; " + path + ": " +
-             (!abi || !p.make_ops || !p.unavailable_reason
+             (!complete
                   ? std::string("not a ddplab CUDA plugin (no ddplab_cuda_* symbols)")
                   : "plugin ABI " + std::to_string(abi()) + ", this program needs " +
                         std::to_string(DDPLAB_CUDA_PLUGIN_ABI) + " (a plugin from another build?)");
@@ -90,6 +94,16 @@ std::unique_ptr<Ops> make_cuda_ops(bool tf32) {
   Ops* ops = p.make_ops(tf32, -1, why, sizeof why);
   if (!ops) throw std::runtime_error(std::string("backend \"cuda\" is not available: ") + why);
   return std::unique_ptr<Ops>(ops);
+}
+
+std::unique_ptr<Communicator> open_nccl_communicator(Communicator& bootstrap, Ops& cuda_ops, double timeout_s) {
+  std::string error;
+  const Plugin p = load(&error);
+  if (!p.make_nccl) throw std::runtime_error(error);
+  char why[1024] = "";
+  Communicator* c = p.make_nccl(&bootstrap, &cuda_ops, timeout_s, why, sizeof why);
+  if (!c) throw std::runtime_error(std::string("rank ") + std::to_string(bootstrap.rank()) + ": NCCL: " + why);
+  return std::unique_ptr<Communicator>(c);
 }
 
 }  // namespace ddplab

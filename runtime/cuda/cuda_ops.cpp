@@ -4,11 +4,18 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
+
+#include <cmath>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
 #include "cuda_check.hpp"
+#include "cuda_codec.hpp"
 #include "cuda_kernels.hpp"
 
 namespace ddplab {
@@ -23,6 +30,8 @@ class CudaOps final : public Ops {
     cublasCheck(cublasSetStream(blas_, stream_));
     // Pure fp32 unless asked: CUBLAS_DEFAULT_MATH never down-converts fp32 inputs.
     cublasCheck(cublasSetMathMode(blas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    cudaCheck(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    cudaCheck(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
     cudaCheck(cudaMallocHost(reinterpret_cast<void**>(&host_loss_), 2 * sizeof(double)));
     cudaCheck(cudaMalloc(reinterpret_cast<void**>(&loss_out_), 2 * sizeof(double)));
     tf32_ = o.tf32;
@@ -30,10 +39,15 @@ class CudaOps final : public Ops {
   ~CudaOps() override {
     // No throwing from a destructor: errors here would only mask the one that is unwinding.
     cudaSetDevice(device_);
+    codec_.reset();  // queues its frees on stream_, so before the stream goes
     cudaStreamSynchronize(stream_);
     cudaFree(row_loss_);
     cudaFree(loss_out_);
     cudaFreeHost(host_loss_);
+    cudaStreamSynchronize(copy_stream_);
+    for (cudaEvent_t e : marks_) cudaEventDestroy(e);
+    cudaEventDestroy(copied_);
+    cudaStreamDestroy(copy_stream_);
     cublasDestroy(blas_);
     cudaStreamDestroy(stream_);
   }
@@ -56,6 +70,46 @@ class CudaOps final : public Ops {
     cudaCheck(cudaMemcpyAsync(dst, host, n * sizeof(std::int32_t), cudaMemcpyDefault, stream_));
   }
   void synchronize() override { cudaCheck(cudaStreamSynchronize(stream_)); }
+  CodecCompute& codec_compute() override {
+    if (!codec_) codec_ = cuda::make_codec_compute(device_, stream_);
+    return *codec_;
+  }
+  bool device_memory() const override { return true; }
+  void* alloc_host(std::size_t bytes) override {
+    void* p = nullptr;
+    cudaCheck(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+    return p;
+  }
+  void free_host(void* p) override {
+    if (p) cudaCheck(cudaFreeHost(p));
+  }
+  std::size_t peak_device_bytes() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return peak_;
+  }
+  int device() const { return device_; }
+  void prefetch(void* dst, const void* host, std::size_t bytes) override {
+    cudaCheck(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    cudaCheck(cudaEventRecord(copied_, copy_stream_));
+  }
+  void wait_prefetch() override { cudaCheck(cudaStreamWaitEvent(stream_, copied_, 0)); }
+  int mark() override {
+    if (marks_used_ == marks_.size()) {
+      cudaEvent_t e = nullptr;
+      cudaCheck(cudaEventCreate(&e));  // with timing
+      marks_.push_back(e);
+    }
+    cudaCheck(cudaEventRecord(marks_[marks_used_], stream_));
+    return static_cast<int>(marks_used_++);
+  }
+  double seconds_between(int a, int b) override {
+    if (a < 0 || b < 0 || static_cast<std::size_t>(std::max(a, b)) >= marks_used_)
+      throw std::out_of_range("seconds_between: no such mark");
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, marks_[static_cast<std::size_t>(a)], marks_[static_cast<std::size_t>(b)]));
+    return ms * 1e-3;
+  }
+  void reset_marks() override { marks_used_ = 0; }
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
             float beta, float* c, int ldc) override {
@@ -89,27 +143,51 @@ class CudaOps final : public Ops {
                     bool first) override {
     cuda::sgd_momentum(p, g, buf, n, lr, momentum, wd, first, stream_);
   }
+  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
+            float wd, std::int64_t t) override {
+    // The bias corrections in double on the host, as PyTorch computes them in Python floats.
+    const double c1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
+    const double c2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
+    cuda::adam(p, g, m, v, n, lr, b1, b2, eps, wd, static_cast<float>(c1), static_cast<float>(std::sqrt(c2)), stream_);
+  }
 
  private:
   void* zeroed(std::size_t bytes) {
     void* p = nullptr;
     cudaCheck(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
     cudaCheck(cudaMemsetAsync(p, 0, bytes, stream_));
+    std::lock_guard<std::mutex> lock(mu_);
+    sizes_[p] = bytes;
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
     return p;
   }
   void release(void* p) {
+    if (!p) return;
     // The stream may still use p; cudaFree waits for the device, which is what we need here.
-    if (p) cudaCheck(cudaFree(p));
+    cudaCheck(cudaFree(p));
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = sizes_.find(p);
+    if (it != sizes_.end()) live_ -= it->second, sizes_.erase(it);
   }
 
   int device_;
   bool tf32_ = false;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;  // prefetch: the next batch's upload overlaps this step's compute
+  cudaEvent_t copied_ = nullptr;
+  std::vector<cudaEvent_t> marks_;  // mark(): reused each step after reset_marks()
+  std::size_t marks_used_ = 0;
   cublasHandle_t blas_ = nullptr;
+  std::unique_ptr<CodecCompute> codec_;  // made on first use
   double* row_loss_ = nullptr;
   std::size_t row_loss_cap_ = 0;
   double* loss_out_ = nullptr;
   double* host_loss_ = nullptr;
+  // Bytes allocated through alloc()/alloc_labels(), for peak_device_bytes (the comm thread allocates too).
+  mutable std::mutex mu_;
+  std::unordered_map<void*, std::size_t> sizes_;
+  std::size_t live_ = 0, peak_ = 0;
 };
 
 int env_int(const char* name, int fallback) {
@@ -145,6 +223,12 @@ int local_device() {
 }
 
 std::unique_ptr<Ops> make_cuda_ops(const CudaOpsOptions& options) { return std::make_unique<CudaOps>(options); }
+
+int cuda_device(Ops& ops) {
+  auto* c = dynamic_cast<CudaOps*>(&ops);
+  if (!c) throw std::invalid_argument("cuda_device: backend \"" + ops.name() + "\" is not this program's CUDA backend");
+  return c->device();
+}
 
 cudaStream_t cuda_stream(Ops& ops) {
   auto* c = dynamic_cast<CudaOps*>(&ops);

@@ -29,5 +29,7 @@ int local_device();
 
 // The stream of a backend made by make_cuda_ops; throws std::invalid_argument for any other backend.
 cudaStream_t cuda_stream(Ops& ops);
+// The device of such a backend.
+int cuda_device(Ops& ops);
 
 }  // namespace ddplab

@@ -6,6 +6,9 @@
 #include <exception>
 
 #include "cuda_ops.hpp"
+#ifdef DDPLAB_PLUGIN_NCCL
+#include "nccl_communicator.hpp"
+#endif
 
 #define DDPLAB_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -37,4 +40,27 @@ DDPLAB_EXPORT void ddplab_cuda_unavailable_reason(char* reason, std::size_t reas
   } catch (const std::exception& e) {
     copy(e.what(), reason, reason_size);
   }
+}
+
+DDPLAB_EXPORT ddplab::Communicator* ddplab_cuda_make_nccl(ddplab::Communicator* bootstrap, ddplab::Ops* ops,
+                                                         double timeout_s, char* error, std::size_t error_size) {
+#ifdef DDPLAB_PLUGIN_NCCL
+  try {
+    ddplab::NcclOptions o;
+    o.bootstrap = bootstrap;
+    o.device = ddplab::cuda_device(*ops);
+    o.timeout_s = timeout_s;
+    o.compute_stream = ddplab::cuda_stream(*ops);
+    return ddplab::make_nccl_communicator(o).release();
+  } catch (const std::exception& e) {
+    copy(e.what(), error, error_size);
+  } catch (...) {
+    copy("unknown error", error, error_size);
+  }
+#else
+  (void)bootstrap, (void)ops, (void)timeout_s;
+  copy("this CUDA plugin was built without NCCL (reconfigure with NCCL installed, or use backend \"cuda+mpi\")",
+       error, error_size);
+#endif
+  return nullptr;
 }

@@ -5,12 +5,13 @@
 #include <cstddef>
 
 namespace ddplab {
+class Communicator;
 class Ops;
 }
 
 // Bump when the Ops interface (runtime/include/ddplab/runtime/ops.hpp) or these signatures change: the
 // loader refuses a plugin of another version instead of calling through a mismatched vtable.
-#define DDPLAB_CUDA_PLUGIN_ABI 1
+#define DDPLAB_CUDA_PLUGIN_ABI 2
 
 extern "C" {
 // DDPLAB_CUDA_PLUGIN_ABI of the plugin.
@@ -20,4 +21,9 @@ using ddplab_cuda_plugin_abi_fn = int();
 using ddplab_cuda_make_ops_fn = ddplab::Ops*(bool tf32, int device, char* error, std::size_t error_size);
 // Empty when a device is usable, else why not (same text as make_ops would fail with).
 using ddplab_cuda_unavailable_reason_fn = void(char* reason, std::size_t reason_size);
+// An NCCL communicator over `bootstrap`'s ranks (rank 0's unique id is broadcast through it), on the
+// device of `ops` (a backend this plugin made), ordered after its stream; null with the reason in error
+// (also when the plugin was built without NCCL). Delete through Communicator's virtual destructor.
+using ddplab_cuda_make_nccl_fn = ddplab::Communicator*(ddplab::Communicator* bootstrap, ddplab::Ops* ops,
+                                                       double timeout_s, char* error, std::size_t error_size);
 }

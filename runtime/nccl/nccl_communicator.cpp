@@ -26,7 +26,8 @@ ncclDataType_t nccl_type(ElemType t) {
     case ElemType::F32: return ncclFloat32;
     case ElemType::F16: return ncclFloat16;
     case ElemType::BF16: return ncclBfloat16;
-    default: throw std::invalid_argument(std::string("NCCL allreduce_sum: unsupported element type ") + elem_name(t));
+    default:  // IndexValue pairs are gathered, never summed
+      throw std::invalid_argument("NCCL allreduce_sum: unsupported element type (index/value pairs cannot be summed)");
   }
 }
 

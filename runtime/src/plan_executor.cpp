@@ -16,9 +16,11 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt)
     : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
-      momentum_(ops, model.num_params()) {
+      momentum_(ops, model.num_params()), second_(ops, opt.adam ? model.num_params() : 0),
+      staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
+  if (staged_) host_ = static_cast<float*>(ops_.alloc_host(model_.num_params() * sizeof(float)));
   thread_ = std::thread([this] { comm_loop(); });
 }
 
@@ -29,6 +31,23 @@ PlanExecutor::~PlanExecutor() {
   }
   cv_.notify_all();
   thread_.join();
+  if (host_) ops_.free_host(host_);
+}
+
+template <class F>
+void PlanExecutor::staged(float* device, std::size_t offset, std::size_t n, F f) {
+  if (!staged_) return f(device);
+  // to_host waits for the stream, so the bucket's gradients are complete and the previous step's copy
+  // back into this range is done; the copy back is ordered before the optimizer on the same stream.
+  float* host = host_ + offset;
+  ops_.to_host(host, device, n);
+  f(host);
+  ops_.to_device(device, host, n);
+}
+
+void PlanExecutor::scale(float* x, std::size_t n, float alpha) {
+  if (!staged_) return ops_.scale(x, n, alpha);
+  for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
 void PlanExecutor::comm_loop() {
@@ -101,49 +120,51 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
   const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
   const int n = comm_.size();
   const std::int64_t sync_step = step_ / strategy_.config().accumulate_steps;
-  float* grads = model_.grads() + b.offset;
-  float* params = model_.params() + b.offset;
+  const bool on_params = op.kind == OpKind::SyncParams || op.kind == OpKind::AllGather || op.kind == OpKind::Pull;
+  float* device = (on_params ? model_.params() : model_.grads()) + b.offset;
   const std::string& schedule = op.schedule;
-  switch (op.kind) {
-    case OpKind::SyncGrads: {
-      // The codec issues exactly the calls the plan announced (the simulator replays those).
-      std::size_t call_no = 0;
-      strategy_.codec().run(b.layout, grads, n, sync_step, [&](const CollectiveCall& call, void* buf) {
-        if (call_no >= op.calls.size() || op.calls[call_no].count != call.count || op.calls[call_no].type != call.type ||
-            op.calls[call_no].collective != call.collective)
-          throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
-        ++call_no;
-        collective(call, schedule, buf, out.bytes);
-      });
-      if (call_no != op.calls.size())
-        throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
-      break;
+  staged(device, b.offset, b.count, [&](float* buf) {
+    switch (op.kind) {
+      case OpKind::SyncGrads: {
+        // The codec issues exactly the calls the plan announced (the simulator replays those).
+        std::size_t call_no = 0;
+        strategy_.codec().run(b.layout, buf, n, sync_step, [&](const CollectiveCall& call, void* wire) {
+          if (call_no >= op.calls.size() || op.calls[call_no].count != call.count ||
+              op.calls[call_no].type != call.type || op.calls[call_no].collective != call.collective)
+            throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
+          ++call_no;
+          collective(call, schedule, wire, out.bytes);
+        }, staged_ ? host_codec_compute() : ops_.codec_compute());  // where buf lives
+        if (call_no != op.calls.size())
+          throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
+        break;
+      }
+      case OpKind::SyncParams:
+        collective(op.calls.at(0), schedule, buf, out.bytes);
+        scale(buf, b.count, 1.0f / static_cast<float>(n));
+        break;
+      case OpKind::ReduceScatter: {
+        collective(op.calls.at(0), schedule, buf, out.bytes);
+        const Chunk mine = strategy_.shard(b.id, comm_.rank());
+        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(n));
+        break;
+      }
+      case OpKind::Push: {
+        const Chunk mine = strategy_.shard(b.id, comm_.rank());
+        // A dedicated server has no gradients of its own: its shard only collects the workers' sum.
+        if (!strategy_.is_worker(comm_.rank())) scale(buf + mine.offset, mine.count, 0.0f);
+        collective(op.calls.at(0), schedule, buf, out.bytes);
+        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(strategy_.workers()));
+        break;
+      }
+      case OpKind::AllGather:
+      case OpKind::Pull:
+        collective(op.calls.at(0), schedule, buf, out.bytes);
+        break;
+      default:
+        throw std::logic_error(std::string("not a comm op: ") + op_name(op.kind));
     }
-    case OpKind::SyncParams:
-      collective(op.calls.at(0), schedule, params, out.bytes);
-      ops_.scale(params, b.count, 1.0f / static_cast<float>(n));
-      break;
-    case OpKind::ReduceScatter: {
-      collective(op.calls.at(0), schedule, grads, out.bytes);
-      const Chunk mine = strategy_.shard(b.id, comm_.rank());
-      ops_.scale(grads + mine.offset, mine.count, 1.0f / static_cast<float>(n));
-      break;
-    }
-    case OpKind::Push: {
-      const Chunk mine = strategy_.shard(b.id, comm_.rank());
-      // A dedicated server has no gradients of its own: its shard only collects the workers' sum.
-      if (!strategy_.is_worker(comm_.rank())) ops_.scale(grads + mine.offset, mine.count, 0.0f);
-      collective(op.calls.at(0), schedule, grads, out.bytes);
-      ops_.scale(grads + mine.offset, mine.count, 1.0f / static_cast<float>(strategy_.workers()));
-      break;
-    }
-    case OpKind::AllGather:
-    case OpKind::Pull:
-      collective(op.calls.at(0), schedule, params, out.bytes);
-      break;
-    default:
-      throw std::logic_error(std::string("not a comm op: ") + op_name(op.kind));
-  }
+  });
 }
 
 void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& rec) {
@@ -152,8 +173,12 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
   auto update = [&](std::size_t offset, std::size_t count) {
     // Accumulated micro-step gradients are summed; their mean is what the optimizer sees.
     if (k > 1) ops_.scale(model_.grads() + offset, count, 1.0f / static_cast<float>(k));
-    ops_.sgd_momentum(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, count, opt_.lr,
-                      opt_.momentum, opt_.weight_decay, first_update);
+    if (opt_.adam)
+      ops_.adam(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, second_.data() + offset,
+                count, opt_.lr, opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay, step_ / k + 1);
+    else
+      ops_.sgd_momentum(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, count, opt_.lr,
+                        opt_.momentum, opt_.weight_decay, first_update);
   };
   // A dedicated parameter server trains nothing: it has no batch, no loss and no gradients to compute.
   const bool worker = strategy_.is_worker(comm_.rank());
@@ -189,7 +214,9 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     default:
       throw std::logic_error(std::string("not a compute op: ") + op_name(op.kind));
   }
-  ops_.synchronize();
+  // No synchronize: a device backend's kernels stay queued. Comm ops are ordered after them on the device
+  // (NCCL's stream waits on the compute stream; staging's to_host waits for it), and run_step times them
+  // with device marks.
 }
 
 StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch) {
@@ -203,8 +230,16 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   batch_ = batch;
   exec_.reset_counters();
   if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
+  // Device backends: compute ops are timed by device marks (CUDA events), host backends by the clock.
+  const bool device_timing = ops_.device_memory();
+  std::vector<std::pair<int, int>> marks(device_timing ? plan.ops.size() : 0, {-1, -1});
   t0_ = Clock::now();
   rec.start = t0_;
+  int step_mark = -1;
+  if (device_timing) {
+    ops_.reset_marks();
+    step_mark = ops_.mark();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_.assign(plan.ops.size(), 0);
@@ -243,7 +278,9 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     if (comm_error_) break;
     OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
     r.start_s = since(t0_);
+    if (device_timing) marks[static_cast<std::size_t>(op.id)].first = ops_.mark();
     run_compute(op, plan, rec);
+    if (device_timing) marks[static_cast<std::size_t>(op.id)].second = ops_.mark();
     r.end_s = since(t0_);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -261,6 +298,16 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     queue_.clear();
     if (comm_error_) std::rethrow_exception(comm_error_);
   }
+  if (device_timing) {
+    // The step ends when the device is done; compute op times become device times from the step's mark
+    // (the device was idle when it was recorded: the previous step ended with this synchronize).
+    ops_.synchronize();
+    for (std::size_t i = 0; i < marks.size(); ++i)
+      if (marks[i].first >= 0) {
+        rec.ops[i].start_s = ops_.seconds_between(step_mark, marks[i].first);
+        rec.ops[i].end_s = ops_.seconds_between(step_mark, marks[i].second);
+      }
+  }
   rec.step_s = since(t0_);
   for (const OpRecord& r : rec.ops) {
     const double d = r.end_s - r.start_s;
@@ -270,6 +317,9 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     rec.bytes_sent += r.bytes;
   }
   rec.bytes_to_peer = exec_.bytes_to_peer();
+  // On a device the compute thread runs ahead of the kernels, so its waits do not measure exposed comm:
+  // take the part of the step the device spent outside compute and optimizer kernels instead.
+  if (device_timing) rec.exposed_comm_s = std::max(0.0, rec.step_s - rec.compute_s - rec.optimizer_s);
 
   if (plan.sync) {
     micro_in_window_ = 0;
@@ -286,21 +336,28 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
 void PlanExecutor::apply_layout() {
   // Move the optimizer state with the parameters: read it in the old layout, write it in the new one.
   const std::vector<ParamInfo> old_info = model_.param_info();
-  std::vector<float> before(model_.num_params()), after(model_.num_params());
-  ops_.to_host(before.data(), momentum_.data(), before.size());
   const auto& offsets = strategy_.bucketing().grad_offset;
-  for (std::size_t i = 0; i < old_info.size(); ++i)
-    std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,
-                after.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
-  ops_.to_device(momentum_.data(), after.data(), after.size());
+  std::vector<float> before(model_.num_params()), after(model_.num_params());
+  for (DeviceBuffer* state : {&momentum_, &second_}) {
+    if (state->size() == 0) continue;
+    ops_.to_host(before.data(), state->data(), before.size());
+    for (std::size_t i = 0; i < old_info.size(); ++i)
+      std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,
+                  after.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+    ops_.to_device(state->data(), after.data(), after.size());
+  }
+  ops_.synchronize();  // `after` is pageable and goes out of scope
   model_.set_offsets(offsets);
 }
 
 void PlanExecutor::average_parameters() {
   std::uint64_t bytes = 0;
   const CollectiveCall call{"allreduce", ElemType::F32, model_.num_params(), 0, "params"};
-  collective(call, strategy_.config().schedule, model_.params(), bytes);
-  ops_.scale(model_.params(), model_.num_params(), 1.0f / static_cast<float>(comm_.size()));
+  staged(model_.params(), 0, model_.num_params(), [&](float* buf) {
+    collective(call, strategy_.config().schedule, buf, bytes);
+    scale(buf, model_.num_params(), 1.0f / static_cast<float>(comm_.size()));
+  });
+  ops_.synchronize();
 }
 
 }  // namespace ddplab

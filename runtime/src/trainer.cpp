@@ -18,6 +18,7 @@
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/evaluation.hpp"
+#include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/progress.hpp"
@@ -224,6 +225,13 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const int rank = comm.rank(), world = comm.size();
   const auto& tr = sc.train;
   auto ops = make_ops(tr.backend);
+  // Backend "cuda": the plan's collectives go through NCCL on device buffers; everything else (metrics,
+  // evaluation sums, the initial broadcast) stays on MPI with host buffers. "cuda+mpi" keeps MPI for the
+  // plan too, staging buckets through host memory (PlanExecutor).
+  std::unique_ptr<Communicator> nccl;
+  if (tr.backend == "cuda") nccl = open_nccl_communicator(comm, *ops, tr.comm_timeout_s);
+  Communicator& plan_comm = nccl ? *nccl : comm;
+  const std::string backend_name = tr.backend == "cuda+mpi" ? ops->name() + "+mpi" : ops->name();
   const int eval_batch = std::max(tr.batch_size, 500);
   Mlp model(*ops, sc.model.layers, eval_batch);
   if (rank == 0) model.init(tr.seed);
@@ -256,16 +264,20 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
-    run = store->begin_run({sc.name, st.name, ops->name(), world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
+    run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
   }
   where.run = run;
 
-  PlanExecutor executor(comm, *ops, model, strategy,
-                        {static_cast<float>(tr.lr), static_cast<float>(tr.momentum), static_cast<float>(tr.weight_decay)});
-  DeviceBuffer x(*ops, static_cast<std::size_t>(tr.batch_size) * data.train.features);
-  std::int32_t* y = ops->alloc_labels(static_cast<std::size_t>(tr.batch_size));
-  std::vector<float> batch_x(static_cast<std::size_t>(tr.batch_size) * data.train.features);
-  std::vector<std::int32_t> batch_y(static_cast<std::size_t>(tr.batch_size));
+  OptimizerConfig oc;
+  oc.lr = static_cast<float>(tr.lr);
+  oc.momentum = static_cast<float>(tr.momentum);
+  oc.weight_decay = static_cast<float>(tr.weight_decay);
+  oc.adam = tr.optimizer == "adam";
+  oc.beta1 = static_cast<float>(tr.adam_beta1);
+  oc.beta2 = static_cast<float>(tr.adam_beta2);
+  oc.eps = static_cast<float>(tr.adam_eps);
+  PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
+  InputPipeline input(*ops, data.train, tr.batch_size);
   std::vector<StepMetrics> pending;
   Progress progress(opt.progress && rank == 0, st.name, total_steps);
   const auto start = Clock::now();
@@ -285,46 +297,56 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     return e;
   };
 
-  for (int epoch = 0; epoch < tr.epochs && step < total_steps; ++epoch) {
-    const auto idx = sampler.indices(epoch);
-    for (std::size_t at = 0; at < idx.size() && step < total_steps; at += static_cast<std::size_t>(tr.batch_size)) {
-      if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
-        std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
-        std::_Exit(3);
-      }
-      const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tr.batch_size), idx.size() - at));
-      where.step = step;
-      StepMetrics m;
-      m.step = step;
-      m.rank = rank;
-      m.samples = worker ? b : 0;
-      const auto t0 = Clock::now();
-      if (worker) {
-        gather_batch(data.train, idx, at, b, batch_x.data(), batch_y.data());
-        ops->to_device(x.data(), batch_x.data(), static_cast<std::size_t>(b) * data.train.features);
-        ops->labels_to_device(y, batch_y.data(), static_cast<std::size_t>(b));
-      }
-      const StepRecord rec = executor.run_step(step, x.data(), y, b);
-      trace.add(rank, step, rec);
-      m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss
-      if (worker && !std::isfinite(m.loss))
-        throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
-      m.compute_s = rec.compute_s;
-      m.comm_s = rec.comm_s;
-      m.exposed_comm_s = rec.exposed_comm_s;
-      m.optimizer_s = rec.optimizer_s;
-      m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
-      m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      pending.push_back(m);
-      if (worker) last_loss = m.loss;
-      samples_total += static_cast<std::int64_t>(b) * workers;
-      ++step;
-      progress.update(step, last_loss, samples_total);
-      if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
-      if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
+  // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
+  std::vector<std::pair<int, std::size_t>> batches;  // (epoch, offset into that epoch's indices)
+  for (int epoch = 0; epoch < tr.epochs && static_cast<std::int64_t>(batches.size()) < total_steps; ++epoch)
+    for (std::size_t at = 0; at < sampler.per_rank() && static_cast<std::int64_t>(batches.size()) < total_steps;
+         at += static_cast<std::size_t>(tr.batch_size))
+      batches.emplace_back(epoch, at);
+  std::vector<std::size_t> idx;
+  int idx_epoch = -1;
+  auto load = [&](std::size_t s) {  // gathers batch s and starts its upload; returns its size
+    const auto [epoch, at] = batches[s];
+    if (epoch != idx_epoch) idx = sampler.indices(epoch), idx_epoch = epoch;
+    const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tr.batch_size), idx.size() - at));
+    if (worker) input.load(s % 2, idx, at, b);
+    return b;
+  };
+  int next_b = batches.empty() ? 0 : load(0);
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
+      std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
+      std::_Exit(3);
     }
+    const int b = next_b;
+    where.step = step;
+    StepMetrics m;
+    m.step = step;
+    m.rank = rank;
+    m.samples = worker ? b : 0;
+    const auto t0 = Clock::now();
+    if (worker) input.ready();
+    const std::size_t slot = bi % 2;
+    if (bi + 1 < batches.size()) next_b = load(bi + 1);
+    const StepRecord rec = executor.run_step(step, input.x(slot), input.y(slot), b);
+    trace.add(rank, step, rec);
+    m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss
+    if (worker && !std::isfinite(m.loss))
+      throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
+    m.compute_s = rec.compute_s;
+    m.comm_s = rec.comm_s;
+    m.exposed_comm_s = rec.exposed_comm_s;
+    m.optimizer_s = rec.optimizer_s;
+    m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
+    m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    pending.push_back(m);
+    if (worker) last_loss = m.loss;
+    samples_total += static_cast<std::int64_t>(b) * workers;
+    ++step;
+    progress.update(step, last_loss, samples_total);
+    if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
+    if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
   }
-  ops->free_labels(y);
   where.step = -1;
   // Local SGD ends on the average of the ranks' models, so that they agree.
   if (st.policy == "local_sgd") executor.average_parameters();
@@ -333,6 +355,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const Evaluation final_eval = run_eval(step);
 
   Resources res = resource_usage(rank, start);
+  if (ops->device_memory()) res.peak_device_bytes = static_cast<std::int64_t>(ops->peak_device_bytes());
   std::vector<Resources> all(static_cast<std::size_t>(world));
   comm.gather(&res, sizeof res, all.data(), 0);
   if (store)

@@ -142,6 +142,28 @@ schedule = "ring"
   EXPECT_EQ(s.strategies[1].schedule, "ring");
 }
 
+TEST(Scenario, OptimizerAndGpuBackends) {
+  const Scenario s = parse_scenario(
+      "[train]\nbackend = \"cuda+mpi\"\noptimizer = \"adam\"\nadam_beta1 = 0.8\nadam_beta2 = 0.99\n"
+      "adam_eps = 1e-6\ncomm_timeout_s = 30\n",
+      "<string>");
+  EXPECT_EQ(s.train.backend, "cuda+mpi");
+  EXPECT_EQ(s.train.optimizer, "adam");
+  EXPECT_EQ(s.train.adam_beta1, 0.8);
+  EXPECT_EQ(s.train.adam_beta2, 0.99);
+  EXPECT_EQ(s.train.adam_eps, 1e-6);
+  EXPECT_EQ(s.train.comm_timeout_s, 30);
+  const auto j = s.to_json().at("train");
+  EXPECT_EQ(j.at("optimizer"), "adam");
+  EXPECT_EQ(j.at("adam_beta2").get<double>(), 0.99);
+  const Scenario d = parse_scenario("", "<string>");  // defaults: torch.optim.SGD / Adam's
+  EXPECT_EQ(d.train.optimizer, "sgd");
+  EXPECT_EQ(d.train.adam_beta1, 0.9);
+  EXPECT_EQ(d.train.adam_beta2, 0.999);
+  EXPECT_EQ(d.train.adam_eps, 1e-8);
+  EXPECT_EQ(d.train.comm_timeout_s, 300);
+}
+
 TEST(Scenario, ParameterCount) {
   ModelConfig m;
   EXPECT_EQ(m.parameter_count(), 2913290u);  // 784-1024-1024-1024-10: 803,840 + 2 x 1,049,600 + 10,250
@@ -238,7 +260,15 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"momentum_one", "2:12: train.momentum must be a number in [0, 1), got 1.0"},
         InvalidCase{"negative_weight_decay", "2:16: train.weight_decay must be a non-negative number, got -0.5"},
         InvalidCase{"negative_seed", "2:8: train.seed must be a non-negative integer, got -1"},
-        InvalidCase{"bad_backend", "2:11: train.backend must be one of \"cpu\", \"cuda\", got \"gpu\""},
+        InvalidCase{"bad_backend",
+                    "2:11: train.backend must be one of \"cpu\", \"cuda\", \"cuda+mpi\", got \"gpu\""},
+        InvalidCase{"bad_optimizer", "2:13: train.optimizer must be one of \"sgd\", \"adam\", got \"lamb\""},
+        InvalidCase{"adam_with_momentum",
+                    "3:12: train.momentum applies to optimizer = \"sgd\" only (adam has adam_beta1), got 0.9"},
+        InvalidCase{"adam_beta_with_sgd", "2:14: train.adam_beta2 applies to optimizer = \"adam\" only, got 0.99"},
+        InvalidCase{"adam_beta_one", "3:14: train.adam_beta1 must be a number in [0, 1), got 1.0"},
+        InvalidCase{"zero_comm_timeout",
+                    "2:18: train.comm_timeout_s must be a number of seconds greater than 0, got 0"},
         InvalidCase{"bad_duration_unit",
                     "2:16: cluster.link_latency must be a duration such as \"2us\", got \"2 sec\""},
         InvalidCase{"bad_bandwidth_unit",
@@ -258,8 +288,8 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
         InvalidCase{"simulate_world_empty",
                     "2:18: cluster.simulate_world must be a non-empty array of positive integers, got []"},
-        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", \"fat_tree\", \"dragonfly\", "
-                                    "\"torus\", got \"fat-tree\""},
+        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", \"full\", \"fat_tree\", "
+                                    "\"dragonfly\", \"torus\", got \"fat-tree\""},
         InvalidCase{"bad_dataset",
                     "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
         InvalidCase{"empty_path", "2:8: data.path must be a non-empty string, got \"\""},
@@ -445,10 +475,25 @@ TEST(ScenarioCluster, TopologyFieldsStragglersAndNodes) {
   EXPECT_EQ(parse_topology_spec("4,4,4"), (std::vector<std::vector<unsigned>>{{4, 4, 4}}));
 }
 
+TEST(ScenarioCluster, FullMeshHasNoShape) {
+  const Scenario s = parse_scenario("[cluster]\ntopology = \"full\"\nfabric_bandwidth = \"100Gbit/s\"\n", "x.toml");
+  EXPECT_EQ(s.cluster.topology, "full");
+  EXPECT_DOUBLE_EQ(*s.cluster.fabric_bandwidth, 100e9 / 8);
+  EXPECT_EQ(s.to_json()["cluster"]["topology"], "full");
+  EXPECT_NE(describe_cluster(s.cluster).find("full (a link per pair of nodes)"), std::string::npos);
+  // A shape string is refused with full (and with any other topology than its own), naming where it is.
+  EXPECT_EQ(parse_error("[cluster]\ntopology = \"full\"\ntorus = \"4,4\"\n"),
+            "fake/inline.toml:3:9: cluster.torus applies to topology = \"torus\" only (topology is \"full\", which has "
+            "no shape: every pair of nodes gets its own link), got \"4,4\"");
+  EXPECT_EQ(parse_error("[cluster]\npreset = \"dgx-h100\"\ndragonfly = \"2,1;1,1;4,1;2\"\n"),
+            "fake/inline.toml:3:13: cluster.dragonfly applies to topology = \"dragonfly\" only (topology is "
+            "\"fat_tree\"), got \"2,1;1,1;4,1;2\"");
+}
+
 TEST(ScenarioCluster, ErrorsNameFileLineColumn) {
   EXPECT_EQ(parse_error("[cluster]\ntopology = \"ring\"\n"),
-            "fake/inline.toml:2:12: cluster.topology must be one of \"star\", \"fat_tree\", \"dragonfly\", \"torus\", "
-            "got \"ring\"");
+            "fake/inline.toml:2:12: cluster.topology must be one of \"star\", \"full\", \"fat_tree\", \"dragonfly\", "
+            "\"torus\", got \"ring\"");
   EXPECT_EQ(parse_error("[cluster]\npreset = \"dgx-h200\"\n"),
             "fake/inline.toml:2:10: cluster.preset must be one of \"dgx-h100\", \"dgx-a100\", \"eth-25g\", "
             "\"cpu-testbed\", got \"dgx-h200\"");

@@ -164,6 +164,7 @@ TEST(Report, JsonParsesBackWithNullsForNan) {
   EXPECT_DOUBLE_EQ(m["evaluations"][0]["test_accuracy"].get<double>(), 0.8125);
   ASSERT_EQ(m["resources"].size(), 1u);
   EXPECT_EQ(m["resources"][0]["peak_rss_bytes"], 1 << 20);
+  EXPECT_TRUE(m["resources"][0]["peak_device_bytes"].is_null());  // a CPU run: not measured
 
   const auto& s = j[1];
   EXPECT_EQ(s["info"]["source"], "simulated");

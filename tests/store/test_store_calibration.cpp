@@ -103,7 +103,7 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
   {  // Make it a version-2 file, as ddplab before calibration wrote it.
     RawDb raw(file);
     raw.exec("DROP TABLE calibrations; DROP TABLE calibration_pingpong; DROP TABLE validations; "
-             "UPDATE schema_version SET version = 2");
+             "ALTER TABLE resources DROP COLUMN peak_device_bytes; UPDATE schema_version SET version = 2");
   }
   {
     Store store(file);
@@ -115,6 +115,31 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
     EXPECT_EQ(store.pingpong_rows(store.calibration("here")->id).size(), 1u);
   }
   RawDb raw(file);
-  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 3);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM schema_version"), 1);
+}
+
+// Version 4 adds resources.peak_device_bytes: rows from before read back as "not measured".
+TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
+  TempDir dir;
+  const auto file = dir.file("v3.db");
+  std::int64_t run = 0;
+  {
+    Store store(file);
+    run = store.begin_run(sample_info());
+    store.add_resources(run, {0, 1 << 20, 1.5, 2.0, std::nullopt});
+    store.finish_run(run, "completed");
+  }
+  {
+    RawDb raw(file);
+    raw.exec("ALTER TABLE resources DROP COLUMN peak_device_bytes; UPDATE schema_version SET version = 3");
+  }
+  Store store(file);
+  store.add_resources(run, {1, 1 << 20, 1.5, 2.0, std::int64_t{3} << 30});
+  const auto res = store.resources(run);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_FALSE(res[0].peak_device_bytes.has_value());
+  ASSERT_TRUE(res[1].peak_device_bytes.has_value());
+  EXPECT_EQ(*res[1].peak_device_bytes, std::int64_t{3} << 30);
+  EXPECT_EQ(res[0].peak_rss_bytes, 1 << 20);
 }

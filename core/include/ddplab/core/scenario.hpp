@@ -40,13 +40,18 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  std::string backend = "cpu";                           // "cpu" (later "cuda")
+  // "cpu" (OpenBLAS + MPI), "cuda" (cuBLAS + NCCL, one process per GPU) or "cuda+mpi" (GPU compute,
+  // communication staged through host memory over MPI, so several ranks may share a GPU).
+  std::string backend = "cpu";
   int batch_size = 64;                                   // per rank
   int epochs = 1;
   int max_steps = 0;                                     // 0 = no limit (run the epochs)
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
+  std::string optimizer = "sgd";                         // "sgd" (with momentum) | "adam" (torch.optim.Adam)
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
+  double comm_timeout_s = 300;                           // NCCL watchdog: a stuck collective aborts after this
   std::uint64_t seed = 1;
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
 };
@@ -57,7 +62,7 @@ inline constexpr std::array<std::string_view, 4> kClusterPresets{"dgx-h100", "dg
 struct ClusterConfig {
   int world_size = 4;                                    // ranks that `ddplab run` starts by default
   std::string preset;                                    // "" or a kClusterPresets name; explicit fields override it
-  std::string topology = "star";                         // inter-node: "star" | "fat_tree" | "dragonfly" | "torus"
+  std::string topology = "star";                         // inter-node: "star" | "full" | "fat_tree" | "dragonfly" | "torus"
   double link_bandwidth = 10e9 / 8;                      // bytes/s of one NIC, per direction
   double link_latency = 2e-6;                            // seconds, per NIC link
   // Nodes: rank r is device r % devices_per_node of node r / devices_per_node (README "Clusters").
@@ -68,7 +73,7 @@ struct ClusterConfig {
   double intra_latency = 1e-6;                           // seconds, per intra-node link
   double pcie_bandwidth = 32e9;                          // bytes/s per direction, PCIe switch <-> root complex
   std::string nics = "per_device";                       // "per_device" | "per_node"
-  std::optional<double> fabric_bandwidth;                // fat_tree/dragonfly/torus links; default: a node's NIC total
+  std::optional<double> fabric_bandwidth;                // full/fat_tree/dragonfly/torus links; default: a node's NIC total
   std::optional<double> fabric_latency;                  // their latency; default link_latency
   std::string fat_tree;                                  // SimGrid "levels;down;up;count", "" = sized to the world
   std::string dragonfly;                                 // SimGrid "groups,links;chassis,links;routers,links;nodes", "" = sized

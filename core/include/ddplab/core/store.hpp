@@ -46,6 +46,7 @@ struct Resources {
   int rank = 0;
   std::int64_t peak_rss_bytes = 0;
   double cpu_s = 0, wall_s = 0;
+  std::optional<std::int64_t> peak_device_bytes;  // high-water mark of device allocations (GPU backends)
 };
 
 struct RunRow {
@@ -179,7 +180,7 @@ class Store {
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. Older files are migrated
   // in place when opened (in one transaction); newer ones are refused.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
  private:
   struct Pending;

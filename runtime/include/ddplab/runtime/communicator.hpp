@@ -62,4 +62,14 @@ class Communicator {
 // Joins the MPI job this process was started in (mpirun / srun). Owns MPI_Init/Finalize.
 std::unique_ptr<Communicator> make_mpi_communicator(int* argc, char*** argv);
 
+// World size 1 in this process, no MPI (the GPU check machine has none). Collectives are the identity.
+std::unique_ptr<Communicator> make_single_process_communicator();
+
+class Ops;
+// Backend "cuda": an NCCL communicator over bootstrap's ranks (which broadcasts rank 0's unique id), on
+// cuda_ops' device and ordered after its stream, made by the CUDA plugin (runtime/cuda/cuda_loader.cpp).
+// A collective stuck longer than timeout_s aborts the communicator (ncclCommAbort) and throws, naming the
+// rank and the collective. Throws saying why when the plugin, NCCL or the device is missing.
+std::unique_ptr<Communicator> open_nccl_communicator(Communicator& bootstrap, Ops& cuda_ops, double timeout_s);
+
 }  // namespace ddplab

@@ -4,10 +4,15 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 namespace ddplab {
+
+class CodecCompute;  // ddplab/strategies/codec_compute.hpp
 
 // The CUDA plugin implements this class across dlopen: bump DDPLAB_CUDA_PLUGIN_ABI
 // (runtime/cuda/cuda_plugin.hpp) when its virtual functions change.
@@ -41,6 +46,40 @@ class Ops {
   // PyTorch SGD: g += wd*p; buf = first ? g : momentum*buf + g; p -= lr*buf.
   virtual void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum,
                             float weight_decay, bool first) = 0;
+  // PyTorch Adam (L2 weight decay added to the gradient), step t >= 1:
+  // g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+  virtual void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                    float eps, float weight_decay, std::int64_t t) = 0;
+
+  // True when alloc() returns memory the host cannot read (the CUDA backend). A host-memory communicator
+  // (MPI) then needs the buffers staged through host memory.
+  virtual bool device_memory() const { return false; }
+  // Host memory for transfers: page-locked on CUDA, so to_device() from it is truly asynchronous.
+  // (Inline: Ops must keep no key function, or the CUDA plugin would need the runtime's vtable.)
+  virtual void* alloc_host(std::size_t bytes) { return ::operator new(bytes); }
+  virtual void free_host(void* p) { ::operator delete(p); }
+  // Copies the next batch (from alloc_host memory) to the device on a copy stream, so that it overlaps the
+  // step running now; wait_prefetch() orders the compute queued after it behind the copies. The host
+  // buffer must stay untouched until a later wait_prefetch() and the step after it completed.
+  virtual void prefetch(void* dst, const void* host, std::size_t bytes) {
+    if (dst != host) std::memcpy(dst, host, bytes);
+  }
+  virtual void wait_prefetch() {}
+  // Device timing (CUDA events). mark() records a timestamp behind the work queued so far and returns its
+  // id; seconds_between(a, b) is the device time from mark a to mark b, valid once synchronize() returned;
+  // reset_marks() lets ids be reused (once per step). Host backends run ops synchronously, so their callers
+  // time with the host clock: mark() returns -1 there.
+  virtual int mark() { return -1; }
+  virtual double seconds_between(int, int) { return 0; }
+  virtual void reset_marks() {}
+  // High-water mark of the bytes this backend allocated on its device (0 for host backends).
+  virtual std::size_t peak_device_bytes() const { return 0; }
+  // Where codecs do their local work on this backend's memory (Codec::run's compute): host_codec_compute()
+  // for host backends, kernels on this backend's stream for CUDA. Lives as long as the backend. (Not pure
+  // so that wrappers need not forward it, but every backend overrides it; inline, as above, for the plugin.)
+  virtual CodecCompute& codec_compute() {
+    throw std::logic_error("backend " + name() + " has no codec compute (Ops::codec_compute not overridden)");
+  }
 };
 
 // "cpu" (OpenBLAS), "reference" (naive loops, no BLAS: the yardstick the CUDA ops are tested against) or

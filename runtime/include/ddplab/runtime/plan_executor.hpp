@@ -22,6 +22,8 @@ namespace ddplab {
 
 struct OptimizerConfig {
   float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
+  bool adam = false;  // torch.optim.Adam instead of SGD with momentum
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
 };
 
 // One op as it ran: times in seconds since the step began, and bytes this rank sent.
@@ -34,9 +36,9 @@ struct OpRecord {
 
 struct StepRecord {
   std::chrono::steady_clock::time_point start;  // OpRecord times are relative to this
-  double compute_s = 0;        // forward + backward
+  double compute_s = 0;        // forward + backward (device backends: CUDA-event time of their kernels)
   double comm_s = 0;           // comm ops in flight (they run one at a time on the comm thread)
-  double exposed_comm_s = 0;   // time the compute thread waited for comm
+  double exposed_comm_s = 0;   // host: time the compute thread waited for comm; device: step - compute - optimizer
   double optimizer_s = 0;
   double step_s = 0;
   std::uint64_t bytes_sent = 0;
@@ -65,6 +67,10 @@ class PlanExecutor {
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
   void apply_layout();
+  // Runs f on n elements at `device`: in place, or (staged_) on their copy in host_ and copied back.
+  template <class F>
+  void staged(float* device, std::size_t offset, std::size_t n, F f);
+  void scale(float* x, std::size_t n, float alpha);  // device or host_ memory, as staged_ says
 
   Communicator& comm_;
   Ops& ops_;
@@ -72,7 +78,12 @@ class PlanExecutor {
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;
-  DeviceBuffer momentum_;
+  DeviceBuffer momentum_;  // SGD's momentum, or Adam's first moment
+  DeviceBuffer second_;    // Adam's second moment (empty for SGD)
+  // Device-memory backend with a host-memory communicator (cuda+mpi): each comm op copies its bucket to
+  // host_ (page-locked, model-sized), communicates there, and copies the result back.
+  bool staged_ = false;
+  float* host_ = nullptr;
   std::vector<int> observed_order_;
   bool first_sync_done_ = false;
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync

@@ -16,8 +16,13 @@ struct Chunk {
 };
 
 // [offset, count) of chunk i when `count` elements are split into `parts` near-equal chunks
-// (the first count % parts chunks get one element more).
-Chunk chunk_of(std::size_t count, int parts, int i);
+// (the first count % parts chunks get one element more). Inline: the CUDA plugin's NCCL communicator
+// uses it and links no strategies library.
+inline Chunk chunk_of(std::size_t count, int parts, int i) {
+  const std::size_t p = static_cast<std::size_t>(parts), idx = static_cast<std::size_t>(i);
+  const std::size_t base = count / p, extra = count % p;
+  return {idx * base + (idx < extra ? idx : extra), base + (idx < extra ? 1 : 0)};
+}
 
 enum class RecvMode { Reduce, Copy };  // add into the buffer, or overwrite it
 
