@@ -137,18 +137,7 @@ bool on_testbed(const std::string& config_json) {
 
 ValidationRow row(const std::string& cal, const std::string& kind, std::int64_t ref, const std::string& label, int world,
                   std::int64_t bytes, const std::string& metric, double measured, double predicted) {
-  ValidationRow v;
-  v.calibration = cal;
-  v.kind = kind;
-  v.ref_id = ref;
-  v.label = label;
-  v.world_size = world;
-  v.bytes = bytes;
-  v.metric = metric;
-  v.measured = measured;
-  v.predicted = predicted;
-  v.error_pct = measured > 0 ? 100 * (predicted - measured) / measured : NAN;
-  return v;
+  return ValidationRow::compare(cal, kind, ref, label, world, bytes, metric, measured, predicted);
 }
 
 int validate(const ValidateRequest& req) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "codec_harness.hpp"
 #include "codecs/codec_impl.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
@@ -31,35 +32,7 @@ namespace {
 using codec_detail::PowerSgdCodec;
 using codec_detail::TopkCodec;
 
-// A barrier a failing rank can abort, so the others do not wait forever.
-class Rendezvous {
- public:
-  struct Aborted {};
-  explicit Rendezvous(std::size_t n) : n_(n) {}
-  void wait() {
-    std::unique_lock lock(m_);
-    if (aborted_) throw Aborted{};
-    const std::size_t gen = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0, ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return generation_ != gen || aborted_; });
-    if (aborted_) throw Aborted{};
-  }
-  void abort() {
-    std::lock_guard lock(m_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::size_t n_, arrived_ = 0, generation_ = 0;
-  bool aborted_ = false;
-};
+using testing::Rendezvous;  // tests/strategies/codec_harness.hpp
 
 // One step of one codec per rank, rank r working through computes[r] on its own copy of grads[r].
 // Returns every rank's gradients after run(); the collectives are done on the host in rank order.

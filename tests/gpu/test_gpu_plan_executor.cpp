@@ -86,7 +86,7 @@ TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
                                     config("bucketed", "bf16"), config("overlap", "topk"), config("zero1", "none"),
                                     config("overlap", "powersgd")}) {
       const Outcome want = train(*ref, *single, c, adam);
-      auto cuda = make_ops("cuda");
+      auto cuda = make_cuda_ops();
       auto nccl = open_nccl_communicator(*single, *cuda, 60);
       const Outcome device = train(*cuda, *nccl, c, adam), staged = train(*cuda, *single, c, adam);
       for (const Outcome* got : {&device, &staged}) {
@@ -105,7 +105,7 @@ TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
 
 // Double-buffered input: what the pipeline uploads is what gather_batch gives, slot by slot.
 TEST_F(GpuPlanExecutor, InputPipelineUploadsBothSlots) {
-  auto cuda = make_ops("cuda");
+  auto cuda = make_cuda_ops();
   Dataset d;
   d.features = 5, d.classes = 3;
   for (int i = 0; i < 40; ++i) {

@@ -56,18 +56,7 @@ QList<QXYSeries*> seriesOfType(QChart* chart, QAbstractSeries::SeriesType type) 
 
 ValidationRow vrow(const std::string& cal, const std::string& kind, std::int64_t ref, const std::string& label, int world,
                   std::int64_t bytes, const std::string& metric, double measured, double predicted) {
-  ValidationRow v;
-  v.calibration = cal;
-  v.kind = kind;
-  v.ref_id = ref;
-  v.label = label;
-  v.world_size = world;
-  v.bytes = bytes;
-  v.metric = metric;
-  v.measured = measured;
-  v.predicted = predicted;
-  v.error_pct = measured > 0 ? 100 * (predicted - measured) / measured : std::nan("");
-  return v;
+  return ValidationRow::compare(cal, kind, ref, label, world, bytes, metric, measured, predicted);
 }
 
 // What `ddplab validate` writes for two runs and one bench; `f` scales the predictions.

@@ -1,6 +1,7 @@
 // Results store: one SQLite file (WAL) holding measured and simulated runs with the same schema.
 // Writes are batched in transactions; a crash loses at most the unflushed batch, never the file.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -128,6 +129,17 @@ struct ValidationRow {
   std::int64_t bytes = 0;    // collective buffer size (0 for runs)
   std::string metric;        // "step_s" | "comm_s" | "busbw_gbs"
   double measured = 0, predicted = 0, error_pct = 0;  // error_pct = 100 (predicted - measured) / measured
+
+  // A comparison, its error_pct computed (NaN when nothing positive was measured).
+  static ValidationRow compare(const std::string& calibration, const std::string& kind, std::int64_t ref_id,
+                               const std::string& label, int world_size, std::int64_t bytes, const std::string& metric,
+                               double measured, double predicted) {
+    ValidationRow v;
+    v.calibration = calibration, v.kind = kind, v.ref_id = ref_id, v.label = label, v.world_size = world_size;
+    v.bytes = bytes, v.metric = metric, v.measured = measured, v.predicted = predicted;
+    v.error_pct = measured > 0 ? 100 * (predicted - measured) / measured : std::nan("");
+    return v;
+  }
 };
 
 class Store {
