@@ -61,6 +61,8 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     cudaCheck(cudaSetDevice(device_));
     cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreate(&began_));
+    cudaCheck(cudaEventCreate(&ended_));
     ncclUniqueId id{};
     if (rank_ == 0) ncclCheck(ncclGetUniqueId(&id));
     if (boot_) boot_->broadcast(&id, sizeof id, 0);
@@ -80,6 +82,8 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
       ncclCommDestroy(comm_);
     }
     cudaEventDestroy(ready_);
+    cudaEventDestroy(began_);
+    cudaEventDestroy(ended_);
     cudaStreamDestroy(stream_);
   }
 
@@ -190,6 +194,11 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
   }
 
   ChunkMemory* chunk_memory() override { return this; }
+  double take_device_seconds() override {
+    const double s = device_s_;
+    device_s_ = 0;
+    return s;
+  }
   void begin(const std::string& what) override { what_ = what; }
   unsigned char* scratch(std::size_t bytes) override { return scratch_.get(bytes); }
   void copy(void* dst, const void* src, std::size_t bytes) override {
@@ -198,7 +207,13 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
   void reduce(ElemType type, void* dst, const void* src, std::size_t count) override {
     cuda::sum_into(type, dst, src, count, stream_);
   }
-  void end_step() override { wait(what_); }
+  void end_step() override {
+    if (step_timed_) {  // a schedule step: its transfers and the reduce kernels after them
+      cudaCheck(cudaEventRecord(ended_, stream_));
+      timed_ = true, step_timed_ = false;
+    }
+    wait(what_);
+  }
 
  private:
   // A buffer as NCCL needs it: device memory as is, host memory copied to a staging buffer and back.
@@ -243,6 +258,8 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     if (group_open_) return;
     live();
     after_compute();
+    cudaCheck(cudaEventRecord(began_, stream_));
+    step_timed_ = true;
     ncclCheck(ncclGroupStart());
     group_open_ = true;
   }
@@ -251,7 +268,10 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     live();
     what_ = name;
     after_compute();
+    cudaCheck(cudaEventRecord(began_, stream_));  // after the wait for compute: the transfer's own time
     ncclCheck(enqueue());
+    cudaCheck(cudaEventRecord(ended_, stream_));
+    timed_ = true;
     settle();
     wait(name);
   }
@@ -289,6 +309,12 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
       cudaCheck(e);
       return true;
     });
+    if (timed_) {  // the stream is idle: both events have completed
+      float ms = 0;
+      cudaCheck(cudaEventElapsedTime(&ms, began_, ended_));
+      device_s_ += ms * 1e-3;
+      timed_ = false;
+    }
   }
   void kill() {
     ncclCommAbort(comm_);
@@ -301,6 +327,10 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
   int rank_ = 0, size_ = 1, local_ = 0, device_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
+  cudaEvent_t began_ = nullptr, ended_ = nullptr;  // around the last NCCL operation (take_device_seconds)
+  bool timed_ = false;                              // began_/ended_ recorded and not yet counted
+  bool step_timed_ = false;                         // began_ recorded by a schedule step's group
+  double device_s_ = 0;
   ncclComm_t comm_ = nullptr;
   bool group_open_ = false;
   std::string what_;

@@ -69,7 +69,9 @@ void PlanExecutor::comm_loop() {
     OpRecord& out = (*records_)[static_cast<std::size_t>(op->id)];
     out.start_s = since(t0_);
     try {
+      comm_.take_device_seconds();  // restart the count: this op's transfers only
       if (!comm_error_) run_comm(*op, *step_rec_, out);
+      out.device_s = comm_.take_device_seconds();
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       comm_error_ = std::current_exception();
@@ -313,7 +315,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     const double d = r.end_s - r.start_s;
     if (r.kind == OpKind::Forward || r.kind == OpKind::Backward) rec.compute_s += d;
     else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer) rec.optimizer_s += d;
-    else rec.comm_s += d;
+    else rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
     rec.bytes_sent += r.bytes;
   }
   rec.bytes_to_peer = exec_.bytes_to_peer();

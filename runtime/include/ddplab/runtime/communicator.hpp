@@ -54,6 +54,9 @@ class Communicator {
 
   // nullptr: buffers are host memory (MPI). Otherwise what the schedule executor uses instead of memcpy.
   virtual ChunkMemory* chunk_memory() { return nullptr; }
+  // Device time of the transfers since the previous call, then restarts the count (NCCL: CUDA events
+  // around each operation on its stream); -1 for host communicators, whose callers time with the clock.
+  virtual double take_device_seconds() { return -1; }
 
   // Ends every rank of the job at once: a failed rank must not leave the others waiting forever.
   [[noreturn]] virtual void abort(int code) = 0;

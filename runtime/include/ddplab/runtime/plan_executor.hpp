@@ -31,13 +31,14 @@ struct OpRecord {
   OpKind kind;
   int index;
   double start_s = 0, end_s = 0;
+  double device_s = -1;  // comm ops on NCCL: device time of their transfers (CUDA events); -1: host-timed
   std::uint64_t bytes = 0;
 };
 
 struct StepRecord {
   std::chrono::steady_clock::time_point start;  // OpRecord times are relative to this
   double compute_s = 0;        // forward + backward (device backends: CUDA-event time of their kernels)
-  double comm_s = 0;           // comm ops in flight (they run one at a time on the comm thread)
+  double comm_s = 0;           // comm ops in flight (one at a time on the comm thread); NCCL: their transfers' event time
   double exposed_comm_s = 0;   // host: time the compute thread waited for comm; device: step - compute - optimizer
   double optimizer_s = 0;
   double step_s = 0;
