@@ -306,9 +306,15 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   const std::string p = "train.";
   r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "momentum", "weight_decay", "seed",
-                      "eval_every", "optimizer", "adam_beta1", "adam_beta2", "adam_eps", "comm_timeout_s"});
+                      "eval_every", "optimizer", "adam_beta1", "adam_beta2", "adam_eps", "comm_timeout_s", "tf32"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
+  if (const toml::node* n = t.get("tf32")) {
+    const auto v = n->as_boolean();
+    if (!v) r.fail(*n, p + "tf32", "must be true or false");
+    if (tr.backend == "cpu") r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
+    tr.tf32 = v->get();
+  }
   r.read_choice(t, p, "optimizer", tr.optimizer, {"sgd", "adam"});
   // Each optimizer's own settings are refused with the other, rather than silently ignored.
   for (const char* k : {"adam_beta1", "adam_beta2", "adam_eps"})
@@ -635,6 +641,7 @@ nlohmann::json Scenario::to_json() const {
         {"adam_beta2", train.adam_beta2},
         {"adam_eps", train.adam_eps},
         {"comm_timeout_s", train.comm_timeout_s},
+        {"tf32", train.tf32},
         {"seed", train.seed},
         {"eval_every", train.eval_every}}},
       {"cluster",

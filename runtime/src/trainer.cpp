@@ -224,7 +224,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                                Store* store, const WorkerOptions& opt, const Fault& fault, Where& where) {
   const int rank = comm.rank(), world = comm.size();
   const auto& tr = sc.train;
-  auto ops = make_ops(tr.backend);
+  auto ops = tr.backend == "cpu" ? make_ops(tr.backend) : make_cuda_ops(tr.tf32);
   // Backend "cuda": the plan's collectives go through NCCL on device buffers; everything else (metrics,
   // evaluation sums, the initial broadcast) stays on MPI with host buffers. "cuda+mpi" keeps MPI for the
   // plan too, staging buckets through host memory (PlanExecutor).

@@ -145,7 +145,7 @@ schedule = "ring"
 TEST(Scenario, OptimizerAndGpuBackends) {
   const Scenario s = parse_scenario(
       "[train]\nbackend = \"cuda+mpi\"\noptimizer = \"adam\"\nadam_beta1 = 0.8\nadam_beta2 = 0.99\n"
-      "adam_eps = 1e-6\ncomm_timeout_s = 30\n",
+      "adam_eps = 1e-6\ncomm_timeout_s = 30\ntf32 = true\n",
       "<string>");
   EXPECT_EQ(s.train.backend, "cuda+mpi");
   EXPECT_EQ(s.train.optimizer, "adam");
@@ -153,6 +153,7 @@ TEST(Scenario, OptimizerAndGpuBackends) {
   EXPECT_EQ(s.train.adam_beta2, 0.99);
   EXPECT_EQ(s.train.adam_eps, 1e-6);
   EXPECT_EQ(s.train.comm_timeout_s, 30);
+  EXPECT_TRUE(s.train.tf32);
   const auto j = s.to_json().at("train");
   EXPECT_EQ(j.at("optimizer"), "adam");
   EXPECT_EQ(j.at("adam_beta2").get<double>(), 0.99);
@@ -162,6 +163,7 @@ TEST(Scenario, OptimizerAndGpuBackends) {
   EXPECT_EQ(d.train.adam_beta2, 0.999);
   EXPECT_EQ(d.train.adam_eps, 1e-8);
   EXPECT_EQ(d.train.comm_timeout_s, 300);
+  EXPECT_FALSE(d.train.tf32);
 }
 
 TEST(Scenario, ParameterCount) {
@@ -267,6 +269,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "3:12: train.momentum applies to optimizer = \"sgd\" only (adam has adam_beta1), got 0.9"},
         InvalidCase{"adam_beta_with_sgd", "2:14: train.adam_beta2 applies to optimizer = \"adam\" only, got 0.99"},
         InvalidCase{"adam_beta_one", "3:14: train.adam_beta1 must be a number in [0, 1), got 1.0"},
+        InvalidCase{"tf32_on_cpu", "2:8: train.tf32 applies to backend \"cuda\" or \"cuda+mpi\" only, got true"},
+        InvalidCase{"tf32_not_bool", "3:8: train.tf32 must be true or false, got 1"},
         InvalidCase{"zero_comm_timeout",
                     "2:18: train.comm_timeout_s must be a number of seconds greater than 0, got 0"},
         InvalidCase{"bad_duration_unit",

@@ -52,6 +52,7 @@ struct TrainConfig {
   std::string optimizer = "sgd";                         // "sgd" (with momentum) | "adam" (torch.optim.Adam)
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
   double comm_timeout_s = 300;                           // NCCL watchdog: a stuck collective aborts after this
+  bool tf32 = false;                                     // GPU GEMMs on TF32 tensor cores (cuda backends only)
   std::uint64_t seed = 1;
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
 };
