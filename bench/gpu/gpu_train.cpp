@@ -131,24 +131,14 @@ int run(const Args& a) {
   ddplab::DistributedSampler sampler(train.size(), 0, 1, a.seed);
   // The trainer's input pipeline: batch s + 1 uploads from page-locked memory while step s computes.
   ddplab::InputPipeline input(*ops, train, a.batch);
-  std::vector<std::pair<int, std::size_t>> batches;  // (epoch, offset), in step order
-  for (int epoch = 0; epoch < a.epochs; ++epoch)
-    for (std::size_t at = 0; at < sampler.per_rank(); at += static_cast<std::size_t>(a.batch))
-      if (a.max_steps == 0 || static_cast<int>(batches.size()) < a.max_steps) batches.emplace_back(epoch, at);
-  std::vector<std::size_t> idx;
-  int idx_epoch = -1;
-  auto load = [&](std::size_t s) {
-    const auto [epoch, at] = batches[s];
-    if (epoch != idx_epoch) idx = sampler.indices(epoch), idx_epoch = epoch;
-    const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(a.batch), idx.size() - at));
-    input.load(s % 2, idx, at, b);
-    return b;
-  };
+  input.plan(sampler, a.epochs, a.max_steps);
   // The runtime's path, as `ddplab run --backend cuda` runs it on each rank: the strategy's plan through
   // PlanExecutor, NCCL on device buffers (one rank here). --direct skips the plan.
   std::unique_ptr<ddplab::Communicator> single = ddplab::make_single_process_communicator(), nccl;
   std::unique_ptr<ddplab::Strategy> strategy;
   std::unique_ptr<ddplab::PlanExecutor> exec;
+  ddplab::OptimizerConfig oc;  // Adam with torch's defaults
+  oc.lr = a.lr, oc.momentum = a.momentum, oc.weight_decay = a.weight_decay, oc.adam = a.optimizer == "adam";
   if (!a.direct) {
     if (a.backend == "cuda") nccl = ddplab::open_nccl_communicator(*single, *ops, 300);
     ddplab::StrategyConfig sc;
@@ -157,18 +147,16 @@ int run(const Args& a) {
     ctx.batch_size = a.batch;
     ctx.seed = a.seed;
     strategy = std::make_unique<ddplab::Strategy>(sc, ddplab::ModelSpec::mlp(a.layers), ctx);
-    ddplab::OptimizerConfig oc;
-    oc.lr = a.lr, oc.momentum = a.momentum, oc.weight_decay = a.weight_decay, oc.adam = a.optimizer == "adam";
     exec = std::make_unique<ddplab::PlanExecutor>(nccl ? *nccl : *single, *ops, model, *strategy, oc);
   }
   int step = 0;
   double last_loss = 0, compute_s = 0, exposed_s = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  int b = batches.empty() ? 0 : load(0);
-  for (std::size_t s = 0; s < batches.size(); ++s) {
+  int b = input.steps() == 0 ? 0 : input.load_step(0);
+  for (std::size_t s = 0; s < input.steps(); ++s) {
     input.ready();
     const int this_b = b;
-    if (s + 1 < batches.size()) b = load(s + 1);
+    if (s + 1 < input.steps()) b = input.load_step(s + 1);
     if (exec) {
       const ddplab::StepRecord rec = exec->run_step(step, input.x(s % 2), input.y(s % 2), this_b);
       last_loss = rec.loss, compute_s += rec.compute_s, exposed_s += rec.exposed_comm_s;
@@ -177,9 +165,9 @@ int run(const Args& a) {
     }
     model.forward(input.x(s % 2), this_b);
     last_loss = model.backward(input.y(s % 2));
-    if (a.optimizer == "adam")
-      ops->adam(model.params(), model.grads(), momentum.data(), second.data(), model.num_params(), a.lr, 0.9f, 0.999f,
-                1e-8f, a.weight_decay, step + 1);
+    if (oc.adam)
+      ops->adam(model.params(), model.grads(), momentum.data(), second.data(), model.num_params(), oc.lr, oc.beta1,
+                oc.beta2, oc.eps, oc.weight_decay, step + 1);
     else
       ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), a.lr, a.momentum,
                         a.weight_decay, step == 0);

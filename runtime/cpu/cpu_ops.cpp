@@ -123,8 +123,8 @@ class CpuOps final : public Ops {
 std::unique_ptr<Ops> make_ops(const std::string& backend) {
   if (backend == "cpu") return std::make_unique<CpuOps>();
   if (backend == "reference") return make_reference_ops();
-  if (backend == "cuda" || backend == "cuda+mpi") return make_cuda_ops();
-  throw std::invalid_argument("unknown backend \"" + backend + "\" (known: cpu, reference, cuda, cuda+mpi)");
+  if (backend == "cuda") return make_cuda_ops();
+  throw std::invalid_argument("unknown backend \"" + backend + "\" (known: cpu, reference, cuda)");
 }
 
 }  // namespace ddplab

@@ -1,5 +1,6 @@
 #include "ddplab/runtime/input_pipeline.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ddplab {
@@ -31,6 +32,23 @@ void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, 
   const std::size_t n = static_cast<std::size_t>(count);
   ops_.prefetch(x_[slot].data(), host_x_[slot], n * static_cast<std::size_t>(data_.features) * sizeof(float));
   ops_.prefetch(y_[slot], host_y_[slot], n * sizeof(std::int32_t));
+}
+
+void InputPipeline::plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps) {
+  sampler_ = &sampler;
+  steps_.clear();
+  idx_epoch_ = -1;
+  auto full = [&] { return max_steps > 0 && static_cast<std::int64_t>(steps_.size()) >= max_steps; };
+  for (int epoch = 0; epoch < epochs && !full(); ++epoch)
+    for (std::size_t at = 0; at < sampler.per_rank() && !full(); at += batch_) steps_.emplace_back(epoch, at);
+}
+
+int InputPipeline::load_step(std::size_t step, bool upload) {
+  const auto [epoch, at] = steps_.at(step);
+  if (epoch != idx_epoch_) idx_ = sampler_->indices(epoch), idx_epoch_ = epoch;
+  const int count = static_cast<int>(std::min(batch_, idx_.size() - at));
+  if (upload) load(step % 2, idx_, at, count);
+  return count;
 }
 
 }  // namespace ddplab

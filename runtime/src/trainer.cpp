@@ -298,22 +298,9 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   };
 
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
-  std::vector<std::pair<int, std::size_t>> batches;  // (epoch, offset into that epoch's indices)
-  for (int epoch = 0; epoch < tr.epochs && static_cast<std::int64_t>(batches.size()) < total_steps; ++epoch)
-    for (std::size_t at = 0; at < sampler.per_rank() && static_cast<std::int64_t>(batches.size()) < total_steps;
-         at += static_cast<std::size_t>(tr.batch_size))
-      batches.emplace_back(epoch, at);
-  std::vector<std::size_t> idx;
-  int idx_epoch = -1;
-  auto load = [&](std::size_t s) {  // gathers batch s and starts its upload; returns its size
-    const auto [epoch, at] = batches[s];
-    if (epoch != idx_epoch) idx = sampler.indices(epoch), idx_epoch = epoch;
-    const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(tr.batch_size), idx.size() - at));
-    if (worker) input.load(s % 2, idx, at, b);
-    return b;
-  };
-  int next_b = batches.empty() ? 0 : load(0);
-  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+  input.plan(sampler, tr.epochs, total_steps);
+  int next_b = input.steps() == 0 ? 0 : input.load_step(0, worker);
+  for (std::size_t bi = 0; bi < input.steps(); ++bi) {
     if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
       std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
       std::_Exit(3);
@@ -327,7 +314,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     const auto t0 = Clock::now();
     if (worker) input.ready();
     const std::size_t slot = bi % 2;
-    if (bi + 1 < batches.size()) next_b = load(bi + 1);
+    if (bi + 1 < input.steps()) next_b = input.load_step(bi + 1, worker);
     const StepRecord rec = executor.run_step(step, input.x(slot), input.y(slot), b);
     trace.add(rank, step, rec);
     m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss

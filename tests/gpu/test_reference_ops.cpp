@@ -29,7 +29,9 @@ TEST(Adam, FirstStepClosedFormSecondStepRecurrence) {
       m[i] = 0.9 * m[i] + 0.1 * d;
       v[i] = 0.999 * v[i] + 0.001 * d * d;
       q[i] -= lr * (m[i] / (1 - std::pow(0.9, t))) / (std::sqrt(v[i] / (1 - std::pow(0.999, t))) + eps);
-      if (t == 1) EXPECT_NEAR(q[i], p0[i] - lr * d / (std::abs(d) + eps), 1e-12) << "closed form, element " << i;
+      if (t == 1) {
+        EXPECT_NEAR(q[i], p0[i] - lr * d / (std::abs(d) + eps), 1e-12) << "closed form, element " << i;
+      }
     }
     want.push_back(q);
   }
@@ -50,7 +52,7 @@ TEST(ReferenceOps, MakeOpsKnowsEveryBackend) {
     make_ops("tpu");
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("cpu, reference, cuda, cuda+mpi"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cpu, reference, cuda"), std::string::npos) << e.what();
   }
 }
 

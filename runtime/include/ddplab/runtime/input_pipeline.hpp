@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ddplab/runtime/data.hpp"
@@ -20,6 +21,14 @@ class InputPipeline {
 
   // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload.
   void load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count);
+
+  // A run's batches in step order: `epochs` passes over `sampler` (kept by reference) in steps of the batch
+  // size, at most max_steps of them (0: no limit).
+  void plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps);
+  std::size_t steps() const { return steps_.size(); }
+  // Loads batch `step` of the plan into slot step % 2 (upload = false: only its size, for a rank that
+  // takes no data) and returns its size.
+  int load_step(std::size_t step, bool upload = true);
   // Compute queued from now on waits for the uploads started so far.
   void ready() { ops_.wait_prefetch(); }
   const float* x(std::size_t slot) const { return x_[slot].data(); }
@@ -29,6 +38,10 @@ class InputPipeline {
   Ops& ops_;
   const Dataset& data_;
   std::size_t batch_;
+  const DistributedSampler* sampler_ = nullptr;
+  std::vector<std::pair<int, std::size_t>> steps_;  // (epoch, offset into that epoch's indices)
+  std::vector<std::size_t> idx_;                     // the indices of epoch idx_epoch_
+  int idx_epoch_ = -1;
   DeviceBuffer x_[2];
   std::int32_t* y_[2] = {nullptr, nullptr};
   float* host_x_[2] = {nullptr, nullptr};
