@@ -14,13 +14,25 @@ namespace {
 // Flows carry no data, only a simulated size; every send points at this.
 int g_payload = 0;
 
-bool same_peers(const std::vector<PhaseFlow>& a, const std::vector<PhaseFlow>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const PhaseFlow& x, const PhaseFlow& y) { return x.peer == y.peer; });
+// Indices of `flows` ordered by peer (a schedule has at most one send, and one receive, per pair and step).
+std::vector<std::uint32_t> by_peer(const std::vector<PhaseFlow>& flows) {
+  std::vector<std::uint32_t> idx(flows.size());
+  for (std::uint32_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) { return flows[a].peer < flows[b].peer; });
+  return idx;
 }
 
-void add_elems(std::vector<PhaseFlow>& into, const std::vector<PhaseFlow>& step) {
-  for (std::size_t i = 0; i < into.size(); ++i) into[i].elems += step[i].elems;
+bool same_peers(const std::vector<PhaseFlow>& a, const std::vector<std::uint32_t>& ai, const std::vector<PhaseFlow>& b,
+                const std::vector<std::uint32_t>& bi) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < ai.size(); ++k)
+    if (a[ai[k]].peer != b[bi[k]].peer) return false;
+  return true;
+}
+
+void add_elems(std::vector<PhaseFlow>& into, const std::vector<std::uint32_t>& into_i, const std::vector<PhaseFlow>& step,
+               const std::vector<std::uint32_t>& step_i) {
+  for (std::size_t k = 0; k < into_i.size(); ++k) into[into_i[k]].elems += step[step_i[k]].elems;
 }
 
 // Ring allreduce / reduce-scatter / all-gather over all n ranks (ring.cpp, ring_shards.cpp): every step each
@@ -54,37 +66,46 @@ Phases phases_of(const Schedule& s) {
   const int n = s.world_size;
   Phases p{s.name, n, {}, 0};
   const std::size_t steps = s.ranks.empty() ? 0 : s.ranks.front().size();
+  // Flows keep the schedule's order, which the replay posts them in: SimGrid's outcome can depend on the order
+  // of simultaneous sends (a double binary tree on a torus moved 6.5% when one rank's sends were reordered), so
+  // a step that merges with nothing must replay exactly as the exact mode does. Peers are compared in sorted
+  // order through index arrays (`order` for the current phase, `step_order` for this step).
   std::vector<RankPhase> step_flows(static_cast<std::size_t>(n));
+  struct Order {
+    std::vector<std::uint32_t> sends, recvs;
+  };
+  std::vector<Order> order(static_cast<std::size_t>(n)), step_order(static_cast<std::size_t>(n));
   for (std::size_t t = 0; t < steps; ++t) {
-    // This step's flows per rank, sorted by peer (a schedule has at most one send per pair and step).
     for (int r = 0; r < n; ++r) {
-      const ScheduleStep& st = s.ranks[static_cast<std::size_t>(r)].at(t);
-      RankPhase& f = step_flows[static_cast<std::size_t>(r)];
+      const auto ri = static_cast<std::size_t>(r);
+      const ScheduleStep& st = s.ranks[ri].at(t);
+      RankPhase& f = step_flows[ri];
       f.sends.clear();
       f.recvs.clear();
       for (const auto& op : st.sends) f.sends.push_back({op.peer, op.chunk.count});
       for (const auto& op : st.recvs) f.recvs.push_back({op.peer, op.chunk.count});
-      auto by_peer = [](const PhaseFlow& a, const PhaseFlow& b) { return a.peer < b.peer; };
-      std::sort(f.sends.begin(), f.sends.end(), by_peer);
-      std::sort(f.recvs.begin(), f.recvs.end(), by_peer);
+      step_order[ri] = {by_peer(f.sends), by_peer(f.recvs)};
       p.exact_messages += f.sends.size();
     }
     // Merge into the current phase only when every rank keeps its set of (peer, direction) pairs.
     bool merge = !p.phases.empty();
     for (int r = 0; merge && r < n; ++r) {
-      const RankPhase& cur = p.phases.back().ranks[static_cast<std::size_t>(r)];
-      const RankPhase& f = step_flows[static_cast<std::size_t>(r)];
-      merge = same_peers(cur.sends, f.sends) && same_peers(cur.recvs, f.recvs);
+      const auto ri = static_cast<std::size_t>(r);
+      const RankPhase& cur = p.phases.back().ranks[ri];
+      merge = same_peers(cur.sends, order[ri].sends, step_flows[ri].sends, step_order[ri].sends) &&
+              same_peers(cur.recvs, order[ri].recvs, step_flows[ri].recvs, step_order[ri].recvs);
     }
     if (merge) {
       Phase& ph = p.phases.back();
       ++ph.steps;
       for (int r = 0; r < n; ++r) {
-        add_elems(ph.ranks[static_cast<std::size_t>(r)].sends, step_flows[static_cast<std::size_t>(r)].sends);
-        add_elems(ph.ranks[static_cast<std::size_t>(r)].recvs, step_flows[static_cast<std::size_t>(r)].recvs);
+        const auto ri = static_cast<std::size_t>(r);
+        add_elems(ph.ranks[ri].sends, order[ri].sends, step_flows[ri].sends, step_order[ri].sends);
+        add_elems(ph.ranks[ri].recvs, order[ri].recvs, step_flows[ri].recvs, step_order[ri].recvs);
       }
     } else {
       p.phases.push_back({1, step_flows});
+      order.swap(step_order);
     }
   }
   return p;
@@ -129,27 +150,37 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
   for (const Phase& ph : p.phases) {
     const RankPhase& rp = ph.ranks[static_cast<std::size_t>(rank)];
     if (rp.idle()) continue;  // an idle step costs nothing in the exact mode either
-    // Receives are posted at once; each send waits out the latency of the steps merged away on its own route
-    // (steps - 1 route latencies), then its flow pays the last one. Flows on routes of different latency thus
-    // keep the exact mode's offsets instead of all competing for shared links from the same instant.
     comms.clear();
     sinks.assign(rp.recvs.size(), nullptr);
-    for (std::size_t i = 0; i < rp.recvs.size(); ++i)
-      comms.push_back(boxes.from(rp.recvs[i].peer)->get_async<int>(&sinks[i]));
-    delays.clear();
-    for (std::size_t i = 0; i < rp.sends.size(); ++i)
-      delays.emplace_back(ph.steps > 1 ? (ph.steps - 1) * latency(rank, rp.sends[i].peer) : 0.0, i);
-    std::sort(delays.begin(), delays.end());
-    const double start = sg4::Engine::get_clock();
-    for (const auto& [delay, i] : delays) {
-      const double wait = start + delay - sg4::Engine::get_clock();
-      if (wait > 0) sg4::this_actor::sleep_for(wait);
-      const PhaseFlow& f = rp.sends[i];
+    auto post_recvs = [&] {
+      for (std::size_t i = 0; i < rp.recvs.size(); ++i)
+        comms.push_back(boxes.from(rp.recvs[i].peer)->get_async<int>(&sinks[i]));
+    };
+    auto post_send = [&](const PhaseFlow& f) {
       const std::uint64_t bytes = f.elems * elem_bytes;
       comms.push_back(boxes.to(f.peer)->put_async(&g_payload, bytes));
       sent += bytes;
       tally.to_peer[f.peer] += bytes;
       ++tally.messages;
+    };
+    if (ph.steps == 1) {  // one schedule step: exactly as replay_schedule posts it
+      for (const PhaseFlow& f : rp.sends) post_send(f);
+      post_recvs();
+      sg4::Comm::wait_all(comms);
+      continue;
+    }
+    // Receives are posted at once; each send waits out the latency of the steps merged away on its own route
+    // (steps - 1 route latencies), then its flow pays the last one. Flows on routes of different latency thus
+    // keep the exact mode's offsets instead of all competing for shared links from the same instant.
+    post_recvs();
+    delays.clear();
+    for (std::size_t i = 0; i < rp.sends.size(); ++i) delays.emplace_back((ph.steps - 1) * latency(rank, rp.sends[i].peer), i);
+    std::sort(delays.begin(), delays.end());  // ties keep the schedule's order
+    const double start = sg4::Engine::get_clock();
+    for (const auto& [delay, i] : delays) {
+      const double wait = start + delay - sg4::Engine::get_clock();
+      if (wait > 0) sg4::this_actor::sleep_for(wait);
+      post_send(rp.sends[i]);
     }
     sg4::Comm::wait_all(comms);
   }

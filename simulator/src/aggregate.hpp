@@ -25,7 +25,7 @@ struct PhaseFlow {
   std::uint64_t elems = 0;  // summed over the phase's steps
 };
 
-// One rank's part of a phase; sends and recvs sorted by peer.
+// One rank's part of a phase; sends and recvs in the order of the phase's first schedule step.
 struct RankPhase {
   std::vector<PhaseFlow> sends, recvs;
   bool idle() const { return sends.empty() && recvs.empty(); }
