@@ -23,7 +23,8 @@ constexpr double kTolerance = 0.02;
 // 16 ranks, fat-tree; reduce-scatter / all-gather 12.9%), 7.5% (ring, 16 ranks, dragonfly), 7.0%
 // (hierarchical, 16 ranks, torus), 6.6% (ring, 32 ranks, dragonfly), 5.2% and 4.5% (hierarchical, 64 and 256
 // ranks, torus), 4.1% (ring, 32 ranks, fat-tree); 18 of 280 comparisons exceed 2%. Held to 14% until the
-// model improves. Star and full clusters, and rings of 64 ranks and more on every topology, are held to 2%.
+// model improves. Star and full clusters, and the rings of 64 and 256 ranks below on every topology, are held
+// to 2% (not every large ring is: 96 ranks on the dragonfly measured 2.7%).
 constexpr double kNonStarTolerance = 0.14;
 constexpr std::size_t kBucket = (25u << 20) / 4;  // a 25 MiB bucket of float32
 
@@ -216,7 +217,7 @@ Scenario resnet50_scenario(const std::string& policy, const std::string& schedul
 
 TEST(SimulatorAggregate, AgreesWithExactOnDdpSteps) {
   // Whole step plans (compute overlapped with bucketed collectives), including ZeRO-1 and the parameter server.
-  // Off the star too: rings of 64 ranks and more held to kTolerance (as the schedules above), the rest to
+  // Off the star too: overlap-ring at 64 ranks held to kTolerance (as the rings above), the rest to
   // kNonStarTolerance (measured: ZeRO-1's rings at 32 ranks on the dragonfly, step +1.9%, comm +3.1%).
   struct Case {
     std::string policy, schedule;
