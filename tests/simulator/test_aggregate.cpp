@@ -34,17 +34,23 @@ SimOptions mode(const std::string& m) {
   return o;
 }
 
+// One device per node, 100 Gbit/s links of 2 us: as clusters() below.
+ClusterConfig one_device_cluster(const std::string& topology) {
+  ClusterConfig c;
+  c.topology = topology;
+  c.link_bandwidth = 100e9 / 8;
+  c.link_latency = 2e-6;
+  return c;
+}
+
 // Every cluster shape the simulator accepts: each topology a ClusterConfig names, with one and with four
 // devices per node. Shapes the platform builder rejects are left out (and named in the test's output).
 std::vector<ClusterConfig> clusters() {
   std::vector<ClusterConfig> out;
   for (const char* topology : {"star", "full", "fat_tree", "dragonfly", "torus"})
     for (int devices : {1, 4}) {
-      ClusterConfig c;
-      c.topology = topology;
+      ClusterConfig c = one_device_cluster(topology);
       c.devices_per_node = devices;
-      c.link_bandwidth = 100e9 / 8;
-      c.link_latency = 2e-6;
       try {
         sim::validate_cluster(c);
         out.push_back(c);
@@ -168,10 +174,7 @@ TEST(SimulatorAggregate, UnmergedStepsReplayInScheduleOrder) {
   // No step of a 256-rank double binary tree merges, so the aggregated mode must give the exact mode's time.
   // SimGrid's outcome depends on the order in which a rank posts simultaneous sends: on a torus ring of 256
   // nodes, posting them sorted by peer instead of in the schedule's order made the step 6.5% shorter.
-  ClusterConfig c;
-  c.topology = "torus";
-  c.link_bandwidth = 100e9 / 8;
-  c.link_latency = 2e-6;
+  const ClusterConfig c = one_device_cluster("torus");
   const Schedule s = double_binary_tree_allreduce(256, kBucket);
   const auto p = sim::phases_of(s);
   ASSERT_EQ(p.phases.size(), s.ranks[0].size());  // nothing merged
@@ -185,10 +188,7 @@ TEST(SimulatorAggregate, FatTreeGapIsCrossTraffic) {
   // The largest gap above (ring reduce-scatter, 16 ranks, fat-tree, one device per node) comes from TCP
   // cross-traffic: acknowledgements load the reverse routes, which the exact mode's per-step messages feel
   // far more than whole-phase flows. Without cross-traffic the two modes agree.
-  ClusterConfig c;
-  c.topology = "fat_tree";
-  c.link_bandwidth = 100e9 / 8;
-  c.link_latency = 2e-6;
+  const ClusterConfig c = one_device_cluster("fat_tree");
   const Schedule s = ring_reduce_scatter(16, kBucket);
   SimOptions exact = mode("exact"), agg = mode("aggregated");
   exact.crosstraffic = agg.crosstraffic = false;
