@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
@@ -249,9 +250,11 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
   else
     std::printf("%5s %-9s %5s %4s %-18s %12s %11s %11s %11s %7s\n", "bench", "status", "world", "rpn", "schedule",
                 "size (B)", "time_us", "algbw GB/s", "busbw GB/s", "#wrong");
+  std::size_t shown = 0;
   for (const auto& b : store.benches()) {
     if (only && b.id != *only) continue;
     for (const auto& r : store.bench_rows(b.id)) {
+      ++shown;
       const std::string wrong = r.wrong ? std::to_string(*r.wrong) : (csv ? "" : "N/A");
       if (csv)
         std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s\n", static_cast<long long>(b.id),
@@ -264,6 +267,9 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
                     static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
     }
   }
+  if (shown == 0)  // the header alone would not say why
+    std::fprintf(stderr, "%s has no %s: `ddplab bench collectives` measures some\n", db.c_str(),
+                 only ? fmt::format("bench {}", *only).c_str() : "collective benches");
   return 0;
 }
 
@@ -276,7 +282,7 @@ void add_bench(CLI::App& app) {
   auto req = std::make_shared<BenchRequest>();
   auto* cmd = bench->add_subcommand(
       "collectives", "Allreduce bandwidth and correctness of every schedule vs the native collective, per buffer size");
-  auto* np_opt = cmd->add_option("--np", req->np, "Ranks to start")->capture_default_str()->check(CLI::PositiveNumber);
+  auto* np_opt = cmd->add_option("--np", req->np, "Ranks to start")->capture_default_str()->check(positive_int());
   cmd->add_option("--sizes", req->sizes,
                   "Bytes of float32 per rank: LO:HI doubling from LO (like nccl-tests -b LO -e HI -f 2), or a comma "
                   "list; rounded down to whole floats")
@@ -284,13 +290,13 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--schedules", req->schedules,
                   "Comma list of allreduce schedules (default: " + join(allreduce_schedule_names()) + ")")
       ->delimiter(',');
-  cmd->add_option("--iters", req->iters, "Timed iterations per size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--iters", req->iters, "Timed iterations per size")->capture_default_str()->check(positive_int());
   cmd->add_option("--warmup", req->warmup, "Untimed iterations per size before timing")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_int());
   cmd->add_option("--ranks-per-node", req->ranks_per_node,
                   "Consecutive ranks per node for hierarchical schedules (default: the ranks on rank 0's node)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
   cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
@@ -446,7 +447,8 @@ void add_calibrate(CLI::App& app) {
   auto req = std::make_shared<CalibrateRequest>();
   auto* cmd = app.add_subcommand("calibrate", "Measure ping-pong, collectives and compute here; fit and store the simulator's network model");
   auto* np_opt = cmd->add_option("--np", req->np, "Ranks to start (ping-pong runs between rank 0 and each other rank)")
-                     ->capture_default_str();
+                     ->capture_default_str()
+                     ->check(positive_int());
   cmd->add_option("--name", req->name, "Name to store the fit under; a scenario uses it as [cluster] calibration = NAME")
       ->capture_default_str();
   cmd->add_option("--sizes", req->sizes, "Ping-pong message sizes: LO:HI doubling, or a comma list")->capture_default_str();
@@ -454,11 +456,11 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--schedules", req->schedules,
                   "Comma list of allreduce schedules (default: all, and native); none: measure no collectives")
       ->delimiter(',');
-  cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")->capture_default_str()->check(positive_int());
   cmd->add_option("--pingpong-budget", req->pingpong_budget,
                   "Seconds of round trips per ping-pong size and peer (5 to 100 round trips; fewer on slow links)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(number_in(0.0, 3600.0, true));
   cmd->add_option("--fit", req->fit,
                   "Fit the simulator's model to: ring (the steps of the runtime's ring allreduce of n x each size), "
                   "exchange (every rank sends right and receives left at once, in a bare loop) or pingpong (one "
@@ -468,7 +470,7 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--scenario", req->scenario, "Also measure per-layer compute of this scenario's MLP at its batch size");
   cmd->add_option("--tolerance", req->tolerance, "Relative error each size interval's fit must stay within")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
+      ->check(number_in(1e-6, 1.0));
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");
   cmd->add_option("--testbed-tag", req->testbed_tag)->group("");

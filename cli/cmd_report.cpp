@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
 
@@ -24,11 +25,15 @@ void add_report(CLI::App& app) {
   cmd->add_flag("--json", a->json, "JSON, runs with their summaries and evaluations")->excludes(csv);
   cmd->add_option("-o,--output", a->out, "Write to this file instead of standard output");
   cmd->add_option("--target-accuracy", a->target, "Add the time (s) each run took to reach this test accuracy")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->callback([a] {
     if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
     const auto runs = store.summaries();
+    // Table and CSV stay well-formed for scripts; a person reading the table is told why it is empty.
+    if (runs.empty() && !a->csv && !a->json)
+      std::fprintf(stderr, "%s has no runs yet: `ddplab run SCENARIO` measures some, `ddplab simulate SCENARIO` predicts some\n",
+                   a->db.c_str());
     std::vector<std::optional<double>> tta;
     if (a->target)
       for (const auto& r : runs) tta.push_back(time_to_accuracy(store, r.run.id, *a->target));

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -96,9 +97,10 @@ void add_run(CLI::App& app) {
   auto req = std::make_shared<RunRequest>();
   auto* cmd = app.add_subcommand("run", "Train a scenario's strategies on real data over MPI and store the measurements");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file (e.g. scenarios/default.toml)")->required();
-  cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)");
+  cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)")->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
-  cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps)");
+  cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps; 0 = no limit)")
+      ->check(non_negative_int());
   cmd->add_option("--backend", req->backend,
                   "cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one rank per GPU) or cuda+mpi (GPU compute, MPI "
                   "through host memory; ranks may share a GPU); overrides train.backend")

@@ -24,7 +24,7 @@ namespace {
 // With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
 // mode: SimOptions::mode ("auto", "exact" or "aggregated").
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
-  const Scenario sc = load_scenario(req.scenario);
+  const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
   for (int w : worlds)
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
@@ -100,8 +100,11 @@ void add_simulate(CLI::App& app) {
   auto mode = std::make_shared<std::string>("auto");
   auto* cmd = app.add_subcommand("simulate", "Predict step time and scaling at larger world sizes with SimGrid");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
-  cmd->add_option("--world", req->worlds, "World sizes, e.g. 2,4,8,...,1024 (default: cluster.simulate_world)")
-      ->delimiter(',');
+  auto worlds = std::make_shared<std::string>();
+  cmd->add_option("--world", *worlds,
+                  "World sizes: a list, e.g. 8,64,512; \"...\" continues the progression of the two sizes before it "
+                  "(2,4,...,1024 doubles; 8,16,24,...,64 adds 8) (default: cluster.simulate_world)")
+      ->option_text("LIST");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--strategy", req->strategy, "Only this strategy (default: all of the scenario's)");
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")
@@ -118,13 +121,23 @@ void add_simulate(CLI::App& app) {
          fmt::format("Merge schedule steps into phases of concurrent flows (fast; default above {} ranks)", kExactMaxWorld))
       ->excludes(exact);
   cmd->footer(
-      "Compute time per step comes from the latest measured run of the same scenario and strategy in the store,\n"
-      "or from [cluster].compute_s in the scenario, or from the model's FLOPs and [cluster].device_flops.\n"
+      "Compute time per step comes from [cluster].compute_s in the scenario, or from the latest measured run of\n"
+      "the same scenario and strategy in the store, or from the model's FLOPs and [cluster].device_flops.\n"
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
       "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"
-      "(--aggregated; within 2% of --exact). Without either flag, worlds above 256 ranks are aggregated.");
-  cmd->callback([req, trace, mode] { g_exit_code = simulate_traced(*req, *trace, *mode); });
+      "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology). Without\n"
+      "either flag, worlds above 256 ranks are aggregated.");
+  cmd->callback([req, trace, mode, worlds] {
+    if (!worlds->empty()) {
+      try {
+        req->worlds = parse_world_list(*worlds);  // units.hpp
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("--world: {}", e.what()));
+      }
+    }
+    g_exit_code = simulate_traced(*req, *trace, *mode);
+  });
 }
 
 }  // namespace ddplab::cli

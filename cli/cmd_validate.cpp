@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
@@ -215,8 +216,11 @@ int validate(const ValidateRequest& req) {
         rows.push_back(row(cal_name, "run", run.id, st.name, world, 0, metric, measured, predicted));
         print(rows.back());
       }
-      breakdown += fmt::format("# run {} {} (world {}): medians over {} of {} steps (first {} skipped); compute {}\n", run.id,
-                               st.name, world, m.used, m.steps, m.skipped,
+      const std::string skipped =
+          m.skipped < req.warmup ? fmt::format("first {} skipped: the run has fewer steps than --warmup {}", m.skipped, req.warmup)
+                                 : fmt::format("first {} skipped", m.skipped);
+      breakdown += fmt::format("# run {} {} (world {}): medians over {} of {} steps ({}); compute {}\n", run.id,
+                               st.name, world, m.used, m.steps, skipped,
                                use_cal ? fmt::format("from calibration \"{}\"", cal_name) : std::string("as measured"));
       for (auto [part, measured, predicted] :
            {std::tuple{"compute", m.compute_s, r.compute_s}, std::tuple{"optimizer", m.optimizer_s, r.optimizer_s},
@@ -291,7 +295,7 @@ void add_validate(CLI::App& app) {
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")->capture_default_str();
   cmd->add_option("--warmup", req->warmup, "Steps skipped at the start of each measured run")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_int());
   cmd->add_option("--compute", req->compute,
                   "Compute of a run: calibration (the calibration's per-layer times: a prediction), measured (the run's "
                   "own), auto (calibration when it measured the run's model and batch)")

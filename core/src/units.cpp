@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -114,6 +115,57 @@ std::string format_duration(double seconds) {
     digits = render(v);
   }
   return fmt::format("{} {}", digits, scales[i].name);
+}
+
+std::vector<int> parse_world_list(std::string_view text) {
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument(fmt::format("world sizes \"{}\": {}", text, why));
+  };
+  std::vector<std::string> items;
+  std::stringstream in{std::string(text)};
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  if (text.empty() || text.back() == ',') items.push_back("");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string& item = items[i];
+    if (item == "...") {
+      if (out.size() < 2 || i + 1 >= items.size() || items[i + 1] == "...")
+        throw fail("\"...\" needs two sizes before it and one after it, e.g. 2,4,...,1024");
+      continue;  // expanded when the size after it is read
+    }
+    std::size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw fail(fmt::format("\"{}\" is not a whole number", item));
+    if (v < 1 || v > (1L << 24)) throw fail(fmt::format("world sizes must be 1 to {}, got {}", 1L << 24, v));
+    if (i > 0 && items[i - 1] == "...") {
+      // Multiplying when b is a multiple of a (2,4,...,1024), adding otherwise (8,16,24,...,64): a mistyped end
+      // is an error, never a silently different list.
+      const long a = out[out.size() - 2], b = out.back();
+      if (b <= a) throw fail(fmt::format("{},{},... does not grow", a, b));
+      if (v <= b) throw fail(fmt::format("the size after \"...\" must be larger than {}, got {}", b, v));
+      const bool geometric = b % a == 0;
+      std::vector<int> terms;
+      long next = b;
+      for (;;) {
+        next = geometric ? next * (b / a) : next + (b - a);
+        if (next >= v) break;
+        terms.push_back(static_cast<int>(next));
+      }
+      if (next != v)
+        throw fail(fmt::format("{} is not in the progression {},{},{},... ({} {}); for {} steps write three sizes, e.g. "
+                               "{},{},{},...",
+                               v, a, b, geometric ? b * (b / a) : 2 * b - a, geometric ? "times" : "plus",
+                               geometric ? b / a : b - a, geometric ? "equal" : "growing", a, 2 * a, 3 * a));
+      out.insert(out.end(), terms.begin(), terms.end());
+    }
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
 }
 
 }  // namespace ddplab

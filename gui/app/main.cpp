@@ -3,6 +3,7 @@
 //   ddplab-gui results.db --screenshot out.png render offscreen at a fixed size and exit
 //   ddplab-gui results.db --view validation    start on the Validation tab (predicted vs measured)
 #include <QApplication>
+#include <QComboBox>
 #include <QCommandLineParser>
 #include <QMessageBox>
 #include <QRegularExpression>
@@ -87,7 +88,13 @@ int main(int argc, char** argv) {
   const bool loaded = window.openStore(path, &error);
   window.showValidation(tab == "validation");
   if (loaded && parser.isSet(metric) && !window.validationView()->setCurrentMetric(parser.value(metric))) {
-    printErr("--metric " + parser.value(metric) + ": the latest validation has no such metric (step_s, comm_s, busbw_gbs)");
+    QStringList present;  // what the latest validation does have
+    const QComboBox* box = window.validationView()->metricCombo();
+    for (int i = 0; i < box->count(); ++i) present << box->itemData(i).toString();
+    printErr("--metric " + parser.value(metric) +
+             (present.isEmpty() ? QStringLiteral(": the store has no validations yet (`ddplab validate` makes them)")
+                                : ": the latest validation has no rows of it (it has " + present.join(", ") +
+                                      "; known metrics: step_s, comm_s, busbw_gbs)"));
     return 2;
   }
 

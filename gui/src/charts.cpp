@@ -116,7 +116,7 @@ void LossChartView::plot(const std::vector<const RunRecord*>& runs) {
   }
 
   if (c->series().isEmpty()) {
-    c->setTitle(tr("Loss vs step (no measured runs in view)"));
+    c->setTitle(tr("Loss vs step: none measured"));  // short: the chart can be narrow
     x->setRange(0, 10);
     y->setRange(0, 1);
     return;
@@ -224,9 +224,9 @@ void ThroughputChartView::plot(const std::vector<const RunRecord*>& runs) {
   }
 
   if (c->series().isEmpty()) {
-    c->setTitle(tr("Throughput vs world size (no runs in view)"));
+    c->setTitle(tr("Throughput vs world size: no runs"));
     x->setRange(1, 16);
-    y->setRange(logY_ ? 1 : 0, logY_ ? 10 : 1);
+    y->setRange(logY_ ? 1 : 0, logY_ ? 10 : 4);  // whole-number ticks under the "%.0f" labels
     return;
   }
   c->setTitle(tr("Throughput vs world size"));

@@ -15,6 +15,7 @@
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
+#include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/evaluation.hpp"
@@ -360,9 +361,12 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   where.run = -1;
   if (rank == 0) {
     const double wall = seconds_since(start);
-    std::printf("%-12s %d ranks  %lld steps  %.1fs  %.0f samples/s  final loss %.4f  test acc %.4f%s\n", st.name.c_str(),
-                world, static_cast<long long>(step), wall, static_cast<double>(samples_total) / wall, last_loss,
-                final_eval.test_accuracy, out.ok ? "  params identical on all ranks" : "");
+    // Wall clock of the whole run (evaluation included) and rank 0's last loss: `ddplab report` gives the
+    // stored figures (samples over the slowest rank's step times, loss averaged over ranks).
+    std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank 0)  test acc %.4f%s\n",
+                st.name.c_str(), world, static_cast<long long>(step), format_duration(wall).c_str(),
+                static_cast<double>(samples_total) / wall, last_loss, final_eval.test_accuracy,
+                out.ok ? "  params identical on all ranks" : "");
     std::fflush(stdout);
   }
   return out;

@@ -138,13 +138,15 @@ std::vector<TraceEvent> trace_events(const SimStepResult& r) {
 }
 
 ComputeSource compute_source(const Scenario& scenario, const StrategyConfig& strategy, const Store& store) {
+  // What the scenario says wins over the store: a measured run on oversubscribed cores inflates compute, and
+  // `compute_s` is how a user corrects it.
+  if (scenario.cluster.compute_s)
+    return {*scenario.cluster.compute_s, scenario.cluster.optimizer_s.value_or(0.0),
+            "scenario [cluster].compute_s"};
   if (auto id = store.latest_measured(scenario.name, strategy.name)) {
     const RunSummary s = store.summary(*id);
     return {s.compute_s, s.optimizer_s, fmt::format("measured run #{}", *id)};
   }
-  if (scenario.cluster.compute_s)
-    return {*scenario.cluster.compute_s, scenario.cluster.optimizer_s.value_or(0.0),
-            "scenario [cluster].compute_s"};
   if (const ClusterConfig& c = scenario.cluster; c.device_flops) {
     // Forward + backward of one micro-batch at a fraction of the device's peak.
     const ModelSpec model = model_spec_for(scenario.model);

@@ -250,12 +250,14 @@ std::int64_t full_mesh_links(int nodes) {
 
 void check_full_mesh_size(const ClusterConfig& c, int nodes) {
   if (nodes <= kMaxFullMeshNodes) return;
+  // Measured: 523,776 links (1024 nodes) took 0.84 GB, about 1.6 kB a link.
+  auto gigabytes = [](std::int64_t links) { return static_cast<double>(links) * 1.6e3 / 1e9; };
   throw std::invalid_argument(fmt::format(
       "simulator: [cluster].topology = \"full\" gives every pair of nodes its own link: {} nodes ({} devices per node) "
-      "need {} links, about {:.1f} GB of SimGrid platform; the limit is {} nodes ({} links, about 0.9 GB and 10 s to "
-      "build). Use topology = \"fat_tree\" (sized to the world, full bisection) or more devices_per_node",
-      nodes, c.devices_per_node, full_mesh_links(nodes), static_cast<double>(full_mesh_links(nodes)) * 1.6e3 / 1e9,
-      kMaxFullMeshNodes, full_mesh_links(kMaxFullMeshNodes)));
+      "need {} links, about {:.2f} GB of SimGrid platform; the limit is {} nodes ({} links, about {:.2f} GB and 10 s "
+      "to build). Use topology = \"fat_tree\" (sized to the world, full bisection) or more devices_per_node",
+      nodes, c.devices_per_node, full_mesh_links(nodes), gigabytes(full_mesh_links(nodes)), kMaxFullMeshNodes,
+      full_mesh_links(kMaxFullMeshNodes), gigabytes(full_mesh_links(kMaxFullMeshNodes))));
 }
 
 double host_speed(const ClusterConfig& c, int rank) {

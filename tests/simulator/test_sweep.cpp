@@ -83,7 +83,7 @@ TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
   EXPECT_TRUE(store.runs().empty());
 }
 
-TEST(SimulatorSources, ScenarioThenMeasured) {
+TEST(SimulatorSources, ScenarioOverridesMeasured) {
   const test::TempDir tmp("ddplab-sim");
   Store store(tmp.file("results.db"));
   Scenario sc = scenario();
@@ -93,7 +93,7 @@ TEST(SimulatorSources, ScenarioThenMeasured) {
   EXPECT_DOUBLE_EQ(src.optimizer_s, 0.0);  // defaults to 0 when only compute_s is given
   EXPECT_EQ(src.origin, "scenario [cluster].compute_s");
 
-  // A completed measured run takes precedence.
+  // A completed measured run of the same scenario and strategy.
   RunInfo info;
   info.scenario = sc.name;
   info.strategy = sc.strategies[0].name;
@@ -115,6 +115,12 @@ TEST(SimulatorSources, ScenarioThenMeasured) {
     store.add_step(id, m);
   }
   store.finish_run(id, "completed");
+  // The scenario's compute_s still wins (it corrects a measurement on oversubscribed cores)...
+  src = compute_source(sc, sc.strategies[0], store);
+  EXPECT_DOUBLE_EQ(src.compute_s, 0.02);
+  EXPECT_EQ(src.origin, "scenario [cluster].compute_s");
+  // ...and without it the completed measured run is used.
+  sc.cluster.compute_s.reset();
   src = compute_source(sc, sc.strategies[0], store);
   EXPECT_NEAR(src.compute_s, 0.012, 1e-12);
   EXPECT_NEAR(src.optimizer_s, 0.002, 1e-12);

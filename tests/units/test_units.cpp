@@ -147,3 +147,36 @@ TEST(Units, RoundTripThroughFormat) {
   EXPECT_EQ(parse_bytes("25.0 MiB"), 26214400u);
   EXPECT_DOUBLE_EQ(parse_duration("2.00 us"), 2e-6);
 }
+
+TEST(Units, WorldLists) {
+  EXPECT_EQ(parse_world_list("8"), (std::vector<int>{8}));
+  EXPECT_EQ(parse_world_list("8,64,512"), (std::vector<int>{8, 64, 512}));
+  EXPECT_EQ(parse_world_list("2,4,...,64"), (std::vector<int>{2, 4, 8, 16, 32, 64}));  // doubles
+  EXPECT_EQ(parse_world_list("8,16,...,64"), (std::vector<int>{8, 16, 32, 64}));          // 16 = 2 x 8: doubles
+  EXPECT_EQ(parse_world_list("8,16,24,...,48"), (std::vector<int>{8, 16, 24, 32, 40, 48}));  // 24 = 16 + 8: adds 8
+  EXPECT_EQ(parse_world_list("2,4,8,...,32"), (std::vector<int>{2, 4, 8, 16, 32}));
+  EXPECT_EQ(parse_world_list("3,9,...,81,100"), (std::vector<int>{3, 9, 27, 81, 100}));
+  EXPECT_EQ(parse_world_list("4,6,...,10"), (std::vector<int>{4, 6, 8, 10}));  // 6 % 4 != 0: adds 2
+  EXPECT_EQ(parse_world_list("2,4,...,8"), (std::vector<int>{2, 4, 8}));
+  auto error_of = [](const char* text) {
+    try {
+      parse_world_list(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A mistyped end is refused, never read as another progression (2,4,6,...,1000 would be 500 simulations).
+  EXPECT_NE(error_of("2,4,...,1000").find("1000 is not in the progression 2,4,8,... (times 2)"), std::string::npos)
+      << error_of("2,4,...,1000");
+  EXPECT_NE(error_of("4,6,...,11").find("11 is not in the progression 4,6,8,... (plus 2)"), std::string::npos);
+  EXPECT_NE(error_of("...,8").find("needs two sizes before it"), std::string::npos);
+  EXPECT_NE(error_of("2,4,...").find("needs two sizes before it and one after it"), std::string::npos);
+  EXPECT_NE(error_of("8,4,...,1").find("does not grow"), std::string::npos);
+  EXPECT_NE(error_of("2,4,...,4").find("must be larger than 4, got 4"), std::string::npos);
+  EXPECT_NE(error_of("8,x").find("\"x\" is not a whole number"), std::string::npos);
+  EXPECT_NE(error_of("8,").find("\"\" is not a whole number"), std::string::npos);
+  EXPECT_NE(error_of("").find("is not a whole number"), std::string::npos);
+  EXPECT_NE(error_of("0").find("world sizes must be 1 to"), std::string::npos);
+  EXPECT_NE(error_of("2.5").find("\"2.5\" is not a whole number"), std::string::npos);
+}

@@ -129,9 +129,9 @@ struct ComputeSource {
   std::string origin;  // "measured run #12", "scenario [cluster].compute_s" or "model FLOPs / (device_flops x efficiency)"
 };
 
-// Compute and optimizer time per step: the means of the latest completed measured run of this
-// scenario + strategy in the store; otherwise the scenario's [cluster].compute_s / optimizer_s
-// (optimizer_s defaults to 0); otherwise, with [cluster].device_flops, batch x the model's forward +
+// Compute and optimizer time per step: the scenario's [cluster].compute_s / optimizer_s (optimizer_s
+// defaults to 0) when it sets compute_s; otherwise the means of the latest completed measured run of this
+// scenario + strategy in the store; otherwise, with [cluster].device_flops, batch x the model's forward +
 // backward FLOPs per sample / (device_flops x compute_efficiency), and optimizer_s = [cluster].optimizer_s,
 // or 20 bytes per parameter / device_mem_bw, or 0; otherwise std::runtime_error explaining the options.
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&);
