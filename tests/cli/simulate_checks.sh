@@ -1,0 +1,37 @@
+#!/bin/bash
+# `ddplab simulate` and option checks end to end, no MPI: a "..." world list expands and a mistyped end is
+# refused before anything runs, a scenario's bad schedule name is a file:line:col error as under `run`, and
+# numeric options say what they allow.
+# usage: simulate_checks.sh DDPLAB SCENARIO_DIR
+set -u
+ddplab=$1 scenarios=$2
+work=$(mktemp -d /tmp/ddplab-cli-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out" "$work/err" 2>/dev/null; exit 1; }
+
+# presets-eth-25g derives compute from FLOPs: no measured run needed.
+"$ddplab" simulate "$scenarios/presets-eth-25g.toml" --strategy overlap-ring --world 2,4,...,16 --db "$work/a.db" \
+  >"$work/out" 2>"$work/err" || fail "simulate --world 2,4,...,16 exited $?"
+worlds=$(awk '$1 ~ /^[0-9]+$/ && $NF ~ /^[0-9]+$/ {print $1}' "$work/out" | tr '\n' ' ')
+[[ $worlds == "2 4 8 16 " ]] || fail "expected worlds 2 4 8 16, got: $worlds"
+
+"$ddplab" simulate "$scenarios/presets-eth-25g.toml" --world 2,4,...,1000 --db "$work/b.db" >"$work/out" 2>"$work/err" \
+  && fail "a world list ending off its progression was accepted"
+grep -q -- '--world: world sizes "2,4,...,1000": 1000 is not in the progression 2,4,8,... (times 2)' "$work/err" \
+  || fail "mistyped world list not explained"
+[[ ! -e $work/b.db ]] || fail "a refused command created the store"
+
+sed 's/^schedule = .*/schedule = "tree"/' "$scenarios/ci-small.toml" >"$work/bad.toml"
+line=$(grep -n '^schedule = "tree"' "$work/bad.toml" | head -1 | cut -d: -f1)
+[[ -n $line ]] || fail "ci-small.toml has no schedule line to break"
+"$ddplab" simulate "$work/bad.toml" --world 2 --db "$work/c.db" >"$work/out" 2>"$work/err" \
+  && fail "an unknown schedule was accepted"
+grep -q "bad.toml:$line:12: strategy\[0\].schedule must be one of \"native\", \"ring\"" "$work/err" \
+  || fail "unknown schedule not named with file:line:col"
+
+"$ddplab" bench collectives --iters 0 >"$work/out" 2>"$work/err" && fail "--iters 0 was accepted"
+grep -q -- '--iters: must be > 0, got 0' "$work/err" || fail "--iters 0 not explained"
+"$ddplab" run "$scenarios/ci-small.toml" --max-steps -1 --db "$work/d.db" >"$work/out" 2>"$work/err" \
+  && fail "--max-steps -1 was accepted"
+grep -q -- '--max-steps: must be >= 0, got -1' "$work/err" || fail "--max-steps -1 not explained"
+echo "simulate_checks: ok"
