@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 db=$work/results.db
 fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out" "$work/err" 2>/dev/null; exit 1; }
 
-"$ddplab" calibrate --np 2 --sizes 1KiB:1MiB --coll-sizes 4KiB:64KiB --schedules native,ring --coll-iters 3 \
+"$ddplab" calibrate --np 2 --sizes 1KiB:1MiB --coll-sizes 4KiB:64KiB --schedules native,ring --coll-iters 10 \
   --name t --scenario "$scenario" --db "$db" >"$work/out" 2>"$work/err" || fail "calibrate exited $?"
 grep -q '^# calibration "t" (link class mpi): latency ' "$work/out" || fail "no fit summary"
 # The fit table: one row per size 1 KiB .. 1 MiB (11), with measured, fitted and error %.
