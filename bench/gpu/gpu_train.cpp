@@ -185,7 +185,8 @@ int run(const Args& a) {
                 "\"samples_per_s\": %.1f, \"compute_s\": %.4f, \"exposed_comm_s\": %.4f, \"peak_device_bytes\": %zu, "
                 "\"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
                 ops->name().c_str(), exec ? "plan" : "direct", a.policy.c_str(), a.codec.c_str(), a.optimizer.c_str(),
-                step, a.batch, a.seed, train_s, samples / train_s, compute_s, exposed_s, ops->peak_device_bytes(),
+                step, a.batch, a.seed, train_s, samples / train_s, compute_s, exposed_s,
+                ops->peak_device_bytes() + (nccl ? nccl->device_bytes() : 0),  // as the trainer counts it
                 last_loss, test_loss, acc);
   std::fputs(buf, stdout);
   if (!a.json.empty()) {

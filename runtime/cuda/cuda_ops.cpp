@@ -83,9 +83,18 @@ class CudaOps final : public Ops {
   void free_host(void* p) override {
     if (p) cudaCheck(cudaFreeHost(p));
   }
+  // What alloc()/alloc_labels() held at most, plus the high-water mark of the device's default memory pool,
+  // where the codecs' cudaMallocAsync buffers live. The two peaks may fall at different times: an upper bound.
   std::size_t peak_device_bytes() const override {
+    std::size_t pool_high = 0;
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, device_) == cudaSuccess) {
+      std::uint64_t high = 0;
+      if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high) == cudaSuccess) pool_high = high;
+    }
+    cudaGetLastError();  // a failed query only leaves the pool out
     std::lock_guard<std::mutex> lock(mu_);
-    return peak_;
+    return peak_ + pool_high;
   }
   int device() const { return device_; }
   void prefetch(void* dst, const void* host, std::size_t bytes) override {

@@ -343,7 +343,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const Evaluation final_eval = run_eval(step);
 
   Resources res = resource_usage(rank, start);
-  if (ops->device_memory()) res.peak_device_bytes = static_cast<std::int64_t>(ops->peak_device_bytes());
+  if (ops->device_memory())
+    res.peak_device_bytes = static_cast<std::int64_t>(ops->peak_device_bytes() + plan_comm.device_bytes());
   std::vector<Resources> all(static_cast<std::size_t>(world));
   comm.gather(&res, sizeof res, all.data(), 0);
   if (store)

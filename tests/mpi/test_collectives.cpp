@@ -111,8 +111,9 @@ TEST(MpiCollectives, BroadcastAndGather) {
   const int mine = c.rank() * 10;
   std::vector<int> all(static_cast<std::size_t>(c.size()));
   c.gather(&mine, sizeof mine, all.data(), 0);
-  if (c.rank() == 0)
+  if (c.rank() == 0) {
     for (int r = 0; r < c.size(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], r * 10);
+  }
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ class Communicator {
   // Device time of the transfers since the previous call, then restarts the count (NCCL: CUDA events
   // around each operation on its stream); -1 for host communicators, whose callers time with the clock.
   virtual double take_device_seconds() { return -1; }
+  // Device memory this communicator holds (NCCL: what its initialisation took from the device, plus its
+  // staging and scratch buffers); 0 for host communicators. Counted in a run's peak_device_bytes.
+  virtual std::size_t device_bytes() const { return 0; }
 
   // Ends every rank of the job at once: a failed rank must not leave the others waiting forever.
   [[noreturn]] virtual void abort(int code) = 0;

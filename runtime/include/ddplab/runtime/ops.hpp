@@ -72,7 +72,8 @@ class Ops {
   virtual int mark() { return -1; }
   virtual double seconds_between(int, int) { return 0; }
   virtual void reset_marks() {}
-  // High-water mark of the bytes this backend allocated on its device (0 for host backends).
+  // High-water mark of the bytes this backend allocated on its device, its codecs' buffers included (0 for
+  // host backends).
   virtual std::size_t peak_device_bytes() const { return 0; }
   // Where codecs do their local work on this backend's memory (Codec::run's compute): host_codec_compute()
   // for host backends, kernels on this backend's stream for CUDA. Lives as long as the backend. (Not pure
