@@ -59,12 +59,16 @@ void PlanExecutor::comm_loop() {
       if (stop_) return;
       op = queue_.front();
       queue_.pop_front();
-      // A bucket's collective waits for the backward op that completes the bucket.
+      // A bucket's collective waits for the backward op that completes the bucket (or for the step to end
+      // without it: an error here or on the compute thread, or the executor closing).
       cv_.wait(lock, [&] {
+        if (stop_ || aborted_ || comm_error_) return true;
         for (int d : op->deps)
           if (!done_[static_cast<std::size_t>(d)]) return false;
         return true;
       });
+      if (stop_) return;
+      if (aborted_) continue;
     }
     OpRecord& out = (*records_)[static_cast<std::size_t>(op->id)];
     out.start_s = since(t0_);
@@ -222,8 +226,10 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
 }
 
 StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch) {
-  const StepPlan plan = strategy_.plan(step);
-  StepRecord rec;
+  plan_ = strategy_.plan(step);
+  const StepPlan& plan = plan_;
+  current_ = StepRecord{};
+  StepRecord& rec = current_;
   rec.ops.resize(plan.ops.size());
   for (std::size_t i = 0; i < plan.ops.size(); ++i) rec.ops[i] = {plan.ops[i].kind, plan.ops[i].index};
   step_ = step;
@@ -248,6 +254,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     records_ = &rec.ops;
     step_rec_ = &rec;
     comm_error_ = nullptr;
+    aborted_ = false;
   }
   auto wait_for = [&](const std::vector<int>& deps) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -267,28 +274,42 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   for (const PlanOp& op : plan.ops)
     if (is_comm(op.kind))
       for (int d : op.deps) wakes_comm[static_cast<std::size_t>(d)] = 1;
-  for (const PlanOp& op : plan.ops) {
-    if (is_comm(op.kind)) {
+  // Every comm op goes to the comm thread now, in plan order; it starts each one once its deps are done. A
+  // plan lists a bucket's collective after the whole backward pass (policies add compute first), so queueing
+  // it only when this loop reached it would start it after backward: no overlap at all. The simulator's comm
+  // stream has the same rule (plan_replay.cpp).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PlanOp& op : plan.ops)
+      if (is_comm(op.kind)) queue_.push_back(&op);
+  }
+  cv_.notify_all();
+  try {
+    for (const PlanOp& op : plan.ops) {
+      if (is_comm(op.kind)) continue;
+      wait_for(op.deps);
+      if (comm_error_) break;
+      OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
+      r.start_s = since(t0_);
+      if (device_timing) marks[static_cast<std::size_t>(op.id)].first = ops_.mark();
+      run_compute(op, plan, rec);
+      if (device_timing) marks[static_cast<std::size_t>(op.id)].second = ops_.mark();
+      r.end_s = since(t0_);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        queue_.push_back(&op);
+        done_[static_cast<std::size_t>(op.id)] = 1;
       }
-      cv_.notify_all();
-      continue;
+      if (wakes_comm[static_cast<std::size_t>(op.id)]) cv_.notify_all();
     }
-    wait_for(op.deps);
-    if (comm_error_) break;
-    OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
-    r.start_s = since(t0_);
-    if (device_timing) marks[static_cast<std::size_t>(op.id)].first = ops_.mark();
-    run_compute(op, plan, rec);
-    if (device_timing) marks[static_cast<std::size_t>(op.id)].second = ops_.mark();
-    r.end_s = since(t0_);
+  } catch (...) {
+    // Comm ops still queued wait for compute that will not happen: drop them.
     {
       std::lock_guard<std::mutex> lock(mu_);
-      done_[static_cast<std::size_t>(op.id)] = 1;
+      aborted_ = true;
+      queue_.clear();
     }
-    if (wakes_comm[static_cast<std::size_t>(op.id)]) cv_.notify_all();
+    cv_.notify_all();
+    throw;
   }
   // Comm that is still running when compute is done is exposed too.
   std::vector<int> all(plan.ops.size());

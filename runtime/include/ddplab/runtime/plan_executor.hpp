@@ -93,6 +93,11 @@ class PlanExecutor {
   int batch_ = 0;
   std::int64_t step_ = 0;
 
+  // The step in flight; members, not run_step's locals, so that the comm thread never points into a
+  // frame that an exception unwound.
+  StepPlan plan_;
+  StepRecord current_;
+
   // Shared with the comm thread.
   std::mutex mu_;
   std::condition_variable cv_;
@@ -102,6 +107,7 @@ class PlanExecutor {
   StepRecord* step_rec_ = nullptr;
   std::exception_ptr comm_error_;
   bool stop_ = false;
+  bool aborted_ = false;  // the compute thread left the step on an exception: drop its comm ops
   std::chrono::steady_clock::time_point t0_;
   std::thread thread_;
 };
