@@ -215,6 +215,7 @@ int bench_collectives(const BenchRequest& req) {
     throw std::invalid_argument(std::string("--sizes: ") + e.what());
   }
   const auto names = resolve_schedules(req);
+  require_writable_store(req.db);
   const std::int64_t before = last_bench_id(req.db);
   std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(np),
                                    "--sizes",  req.sizes,     "--schedules", join(names),

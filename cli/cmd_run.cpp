@@ -1,15 +1,19 @@
 // `ddplab run`: measured data-parallel training over MPI (and NCCL with backend "cuda").
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -18,6 +22,17 @@
 #include "testbed.hpp"
 
 namespace ddplab::cli {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+// Whether a run's host_info names this launch (its ranks inherit DDPLAB_LAUNCH_ID; version.cpp).
+bool launched_by(const std::string& host_info, const std::string& launch_id) {
+  const auto j = nlohmann::json::parse(host_info, nullptr, false);
+  return j.is_object() && j.value("launch_id", std::string()) == launch_id;
+}
+
+}  // namespace
 
 std::int64_t last_run_id(const std::string& db) {
   Store store(db);
@@ -67,6 +82,17 @@ int run_scenario(const RunRequest& req) {
   if (req.testbed) bed = testbed::require_up(req.np);
   const int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
+  // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
+  // not after mpirun started and the strategies before this one trained.
+  for (const auto& st : sc.strategies) {
+    try {
+      Strategy(st, model_spec_for(sc.model), StrategyContext{np, 1, sc.train.batch_size, sc.train.seed});
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: {}", req.scenario, st.name, np,
+                                              np == 1 ? "" : "s", e.what()));
+    }
+  }
+  require_writable_store(req.db);
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
@@ -75,15 +101,20 @@ int run_scenario(const RunRequest& req) {
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
                              std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
-  const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
+  // Every rank stores this launch's id with its runs (host_info.launch_id): see the failure handling below.
+  const std::string launch_id = fmt::format("{}-{}", getpid(), Clock::now().time_since_epoch().count());
+  std::vector<std::string> mpirun_extra = bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{};
+  mpirun_extra.insert(mpirun_extra.end(), {"-x", "DDPLAB_LAUNCH_ID=" + launch_id});
+  const LaunchPlan plan = plan_launch(np, args, mpirun_extra);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const int rc = execute(plan);
   if (bed) testbed::tag_runs(req.db, before, *bed);
   if (rc != 0) {
-    // A rank that died was killed with the rest of the job; whatever run it left "running" failed.
+    // A rank that died was killed with the rest of the job; whatever run it left "running" failed. Only this
+    // launch's runs: another job may be writing the same store.
     Store store(req.db);
     for (const auto& r : store.runs())
-      if (r.id > before && r.status == "running") {
+      if (r.id > before && r.status == "running" && launched_by(r.info.host_info, launch_id)) {
         store.finish_run(r.id, "failed");
         std::fprintf(stderr, "ddplab: run %lld (%s) marked failed\n", static_cast<long long>(r.id), r.info.strategy.c_str());
       }

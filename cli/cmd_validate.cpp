@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "launch.hpp"
 #include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
@@ -144,6 +145,7 @@ ValidationRow row(const std::string& cal, const std::string& kind, std::int64_t 
 int validate(const ValidateRequest& req) {
   if (access(req.db.c_str(), F_OK) != 0)
     throw std::runtime_error(req.db + ": no results store here (run `ddplab run` or `ddplab calibrate` first)");
+  require_writable_store(req.db);  // validate stores its rows: say so before simulating, not after
   Store store(req.db);
   if (req.compute != "auto" && req.compute != "calibration" && req.compute != "measured")
     throw std::invalid_argument("--compute must be auto, calibration or measured, got \"" + req.compute + "\"");

@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
+
+#include <fmt/format.h>
 
 extern char** environ;
 
@@ -75,6 +79,29 @@ std::string shell_join(const std::vector<std::string>& argv) {
     out += plain ? a : "'" + a + "'";
   }
   return out;
+}
+
+void require_writable_store(const std::string& db) {
+  namespace fs = std::filesystem;
+  const fs::path path(db);
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::create_directories(dir, ec);  // the store's own open creates them too; a failure shows below
+  auto fail = [&](const std::string& what) {
+    throw std::runtime_error(fmt::format("results store {} is not writable: {}", db, what));
+  };
+  if (fs::exists(path)) {
+    FILE* f = std::fopen(db.c_str(), "r+");
+    if (!f) fail(std::strerror(errno));
+    std::fclose(f);
+  }
+  // SQLite writes its -wal and -shm files beside the store.
+  std::string probe = (dir / ".ddplab-write-probe-XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) fail(fmt::format("cannot create files in {} ({})", dir.string(), std::strerror(errno)));
+  close(fd);
+  unlink(probe.c_str());
 }
 
 }  // namespace ddplab::cli

@@ -23,6 +23,10 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
 // Runs the plan, waits, and returns mpirun's exit status (128 + signal when killed).
 int execute(const LaunchPlan& plan);
 
+// Throws std::runtime_error naming the store when it could not be written (a read-only or immutable file, or
+// a directory where SQLite cannot create its journal), before a job starts that would fail on its first row.
+void require_writable_store(const std::string& db);
+
 std::string self_executable();
 std::string shell_join(const std::vector<std::string>& argv);
 

@@ -116,6 +116,8 @@ class TraceCollector {
   }
   void add(int rank, std::int64_t step, const StepRecord& rec) {
     if (path_.empty() || step < opt_.trace_first || step >= opt_.trace_last) return;
+    if (first_ < 0) first_ = step;
+    last_ = step;
     const double base = std::chrono::duration<double>(rec.start - origin_).count();
     for (const OpRecord& op : rec.ops) {
       if (op.end_s <= op.start_s && op.bytes == 0) continue;  // never ran (e.g. an empty bucket)
@@ -126,9 +128,12 @@ class TraceCollector {
                        {"start_s", base + op.start_s}, {"dur_s", op.end_s - op.start_s}, {"args", args}});
     }
   }
-  // Collective: every rank calls it. Returns the path written (rank 0), or "".
+  std::int64_t first_traced() const { return first_; }
+  std::int64_t last_traced() const { return last_; }
+  // Collective: every rank calls it. Returns the path written (rank 0), or "". Nothing is written when the
+  // run ended before the first step asked for (every rank ran the same steps, so all skip alike).
   std::string write(Communicator& comm, const nlohmann::json& metadata) {
-    if (path_.empty()) return "";
+    if (path_.empty() || first_ < 0) return "";
     const std::string text = mine_.dump();
     const long long len = static_cast<long long>(text.size());
     std::vector<long long> lens(static_cast<std::size_t>(comm.size()));
@@ -157,6 +162,7 @@ class TraceCollector {
   const WorkerOptions& opt_;
   Clock::time_point origin_;
   std::string path_;
+  std::int64_t first_ = -1, last_ = -1;  // steps traced
   nlohmann::json mine_ = nlohmann::json::array();
 };
 
@@ -351,8 +357,13 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     for (const auto& r : all) store->add_resources(run, r);
 
   const std::string trace_file = trace.write(comm, {{"scenario", sc.name}, {"strategy", st.to_json()}, {"world_size", world}});
-  if (!trace_file.empty()) std::printf("trace of steps %lld..%lld written to %s\n", static_cast<long long>(opt.trace_first),
-                                       static_cast<long long>(opt.trace_last - 1), trace_file.c_str());
+  if (!trace_file.empty())
+    std::printf("trace of steps %lld..%lld written to %s\n", static_cast<long long>(trace.first_traced()),
+                static_cast<long long>(trace.last_traced()), trace_file.c_str());
+  else if (!opt.trace_path.empty() && rank == 0)
+    std::printf("trace: no step in %lld..%lld ran (the run took %lld steps); nothing written\n",
+                static_cast<long long>(opt.trace_first), static_cast<long long>(opt.trace_last - 1),
+                static_cast<long long>(step));
 
   StrategyOutcome out;
   assemble_server_models(comm, *ops, model, strategy);

@@ -1,8 +1,9 @@
 #!/bin/bash
-# `ddplab simulate` and option checks end to end, no MPI: a "..." world list expands and a mistyped end is
-# refused before anything runs, a scenario's bad schedule name is a file:line:col error as under `run`, and
-# numeric options say what they allow.
-# usage: simulate_checks.sh DDPLAB SCENARIO_DIR
+# The command line end to end, no MPI: a "..." world list expands and a mistyped end is refused before anything
+# runs, a scenario's bad schedule name is a file:line:col error under `simulate` as under `run`, numeric options
+# say what they allow, and `run` refuses before mpirun a strategy that cannot run on --np ranks and a store it
+# could not write.
+# usage: cli_checks.sh DDPLAB SCENARIO_DIR
 set -u
 ddplab=$1 scenarios=$2
 work=$(mktemp -d /tmp/ddplab-cli-XXXXXX)
@@ -34,4 +35,27 @@ grep -q -- '--iters: must be > 0, got 0' "$work/err" || fail "--iters 0 not expl
 "$ddplab" run "$scenarios/ci-small.toml" --max-steps -1 --db "$work/d.db" >"$work/out" 2>"$work/err" \
   && fail "--max-steps -1 was accepted"
 grep -q -- '--max-steps: must be >= 0, got -1' "$work/err" || fail "--max-steps -1 not explained"
-echo "simulate_checks: ok"
+cat >"$work/ps.toml" <<'TOML'
+[model]
+layers = [784, 32, 10]
+[train]
+max_steps = 2
+[[strategy]]
+name = "base"
+[[strategy]]
+name = "ps1"
+policy = "ps"
+schedule = "native"
+ps_servers = 1
+TOML
+"$ddplab" run "$work/ps.toml" --np 1 --db "$work/e.db" >"$work/out" 2>"$work/err" && fail "ps with no worker was accepted"
+grep -q 'strategy "ps1" cannot run on 1 rank: policy ps: ps_servers = 1 dedicated servers leave no worker' "$work/err" \
+  || fail "ps_servers >= --np not refused before mpirun"
+grep -q mpirun "$work/err" && fail "mpirun started although a strategy cannot run"
+[[ ! -e $work/e.db ]] || fail "the refused run created the store"
+
+"$ddplab" run "$scenarios/ci-small.toml" --np 1 --db /proc/ddplab-cli-check.db >"$work/out" 2>"$work/err" \
+  && fail "a store in /proc was accepted"
+grep -q 'results store /proc/ddplab-cli-check.db is not writable: cannot create files in /proc' "$work/err" \
+  || fail "an unwritable store not refused before mpirun"
+echo "cli_checks: ok"
