@@ -302,7 +302,9 @@ void print_fit(const Calibration& c) {
     std::printf(" %13llu %14.3f %14.3f %9.2f\n", static_cast<unsigned long long>(s.bytes), s.one_way_s * 1e6,
                 fit * 1e6, err);
   }
-  std::printf("# max |error| %.2f%% over %zu sizes\n", worst, c.samples.size());
+  std::printf("# max |error| %.2f%% over %zu sizes: the fit's own samples, which its size intervals interpolate;\n"
+              "# how well it predicts training and benches is what `ddplab validate` measures\n",
+              worst, c.samples.size());
 }
 
 // One rank of the job. Rank 0 fits, prints and stores.
