@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "validators.hpp"
@@ -23,15 +22,7 @@
 
 namespace ddplab::cli {
 namespace {
-
 using Clock = std::chrono::system_clock;
-
-// Whether a run's host_info names this launch (its ranks inherit DDPLAB_LAUNCH_ID; version.cpp).
-bool launched_by(const std::string& host_info, const std::string& launch_id) {
-  const auto j = nlohmann::json::parse(host_info, nullptr, false);
-  return j.is_object() && j.value("launch_id", std::string()) == launch_id;
-}
-
 }  // namespace
 
 std::int64_t last_run_id(const std::string& db) {
@@ -108,13 +99,13 @@ int run_scenario(const RunRequest& req) {
   const LaunchPlan plan = plan_launch(np, args, mpirun_extra);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const int rc = execute(plan);
-  if (bed) testbed::tag_runs(req.db, before, *bed);
+  if (bed) testbed::tag_runs(req.db, before, launch_id, *bed);
   if (rc != 0) {
     // A rank that died was killed with the rest of the job; whatever run it left "running" failed. Only this
     // launch's runs: another job may be writing the same store.
     Store store(req.db);
-    for (const auto& r : store.runs())
-      if (r.id > before && r.status == "running" && launched_by(r.info.host_info, launch_id)) {
+    for (const auto& r : launch_runs(store, before, launch_id))
+      if (r.status == "running") {
         store.finish_run(r.id, "failed");
         std::fprintf(stderr, "ddplab: run %lld (%s) marked failed\n", static_cast<long long>(r.id), r.info.strategy.c_str());
       }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -77,6 +78,16 @@ std::string shell_join(const std::vector<std::string>& argv) {
     if (!out.empty()) out += ' ';
     const bool plain = !a.empty() && a.find_first_of(" \t\"'$\\") == std::string::npos;
     out += plain ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+std::vector<RunRow> launch_runs(Store& store, std::int64_t after_id, const std::string& launch_id) {
+  std::vector<RunRow> out;
+  for (auto& r : store.runs()) {
+    if (r.id <= after_id) continue;
+    const auto j = nlohmann::json::parse(r.info.host_info, nullptr, false);
+    if (j.is_object() && j.value("launch_id", std::string()) == launch_id) out.push_back(std::move(r));
   }
   return out;
 }

@@ -1,8 +1,11 @@
 // Starting and joining MPI jobs: `ddplab run` on one machine spawns `mpirun -np N` of itself;
 // under mpirun or srun it joins the job directly.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "ddplab/core/store.hpp"
 
 namespace ddplab::cli {
 
@@ -22,6 +25,10 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
 
 // Runs the plan, waits, and returns mpirun's exit status (128 + signal when killed).
 int execute(const LaunchPlan& plan);
+
+// The runs one `ddplab run` launch stored: ids above `after_id` whose host_info carries `launch_id` (its ranks
+// inherit DDPLAB_LAUNCH_ID; version.cpp). Another job may be writing the same store at the same time.
+std::vector<RunRow> launch_runs(Store& store, std::int64_t after_id, const std::string& launch_id);
 
 // Throws std::runtime_error naming the store when it could not be written (a read-only or immutable file, or
 // a directory where SQLite cannot create its journal), before a job starts that would fail on its first row.

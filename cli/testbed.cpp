@@ -17,6 +17,7 @@
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
+#include "launch.hpp"
 
 namespace ddplab::cli::testbed {
 
@@ -320,11 +321,10 @@ std::vector<std::string> tbf_args(std::uint64_t rate_bps) {
   return {"tbf", "rate", std::to_string(rate_bps) + "bit", "burst", std::to_string(burst), "latency", "20ms"};
 }
 
-void tag_runs(const std::string& db, std::int64_t after_id, const State& s) {
+void tag_runs(const std::string& db, std::int64_t after_id, const std::string& launch_id, const State& s) {
   if (access(db.c_str(), F_OK) != 0) return;  // the job failed before storing anything
   Store store(db);
-  for (const auto& r : store.runs()) {
-    if (r.id <= after_id) continue;
+  for (const auto& r : launch_runs(store, after_id, launch_id)) {
     nlohmann::json cfg = nlohmann::json::parse(r.info.config_json, nullptr, false);
     if (cfg.is_discarded() || !cfg.is_object()) cfg = nlohmann::json::object();
     cfg["testbed"] = run_tag(s);

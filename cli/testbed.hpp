@@ -105,7 +105,7 @@ int status();                // 0: up and whole; 1: nothing up; 3: incomplete or
 // also when `np` (the user's --np) is given and differs from the host count.
 State require_up(std::optional<int> np = std::nullopt);
 
-// Adds "testbed": run_tag(s) to the config of every run in `db` with an id above `after_id`.
-void tag_runs(const std::string& db, std::int64_t after_id, const State& s);
+// Adds "testbed": run_tag(s) to the config of every run the launch `launch_id` stored in `db` (launch_runs).
+void tag_runs(const std::string& db, std::int64_t after_id, const std::string& launch_id, const State& s);
 
 }  // namespace ddplab::cli::testbed

@@ -197,17 +197,20 @@ TEST(TestbedShaper, BurstCoversAMillisecondOfTraffic) {
 TEST(TestbedStore, RunsAreTaggedWithTheTestbed) {
   ddplab::test::TempDir dir("ddplab-testbed");
   const std::string db = dir.file("r.db");
-  std::int64_t before = 0, tagged = 0;
+  std::int64_t before = 0, tagged = 0, other = 0;
   {
     ddplab::Store store(db);
     before = store.begin_run({"sc", "old", "cpu", 2, "measured", "{\"a\":1}", "{}", 64});
-    tagged = store.begin_run({"sc", "new", "cpu", 2, "measured", "{\"a\":2}", "{}", 64});
+    tagged = store.begin_run({"sc", "new", "cpu", 2, "measured", "{\"a\":2}", "{\"launch_id\":\"L1\"}", 64});
+    // Another job writing the same store at the same time: not this launch's run.
+    other = store.begin_run({"sc", "new", "cpu", 2, "measured", "{\"a\":3}", "{\"launch_id\":\"L2\"}", 64});
   }
-  tb::tag_runs(db, before, sample_state(dir.file(""), 3));
+  tb::tag_runs(db, before, "L1", sample_state(dir.file(""), 3));
   ddplab::Store store(db);
   const auto old_cfg = nlohmann::json::parse(store.run(before)->info.config_json);
   const auto new_cfg = nlohmann::json::parse(store.run(tagged)->info.config_json);
   EXPECT_FALSE(old_cfg.contains("testbed"));
+  EXPECT_FALSE(nlohmann::json::parse(store.run(other)->info.config_json).contains("testbed"));
   EXPECT_EQ(new_cfg["a"], 2);
   EXPECT_EQ(new_cfg["testbed"]["hosts"], 3);
   EXPECT_EQ(new_cfg["testbed"]["rate"], "1gbit");
