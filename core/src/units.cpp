@@ -133,14 +133,10 @@ std::vector<int> parse_world_list(std::string_view text) {
         throw fail("\"...\" needs two sizes before it and one after it, e.g. 2,4,...,1024");
       continue;  // expanded when the size after it is read
     }
-    std::size_t used = 0;
     long v = 0;
-    try {
-      v = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size()) throw fail(fmt::format("\"{}\" is not a whole number", item));
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw fail(fmt::format("\"{}\" is not a whole number", item));
     if (v < 1 || v > (1L << 24)) throw fail(fmt::format("world sizes must be 1 to {}, got {}", 1L << 24, v));
     if (i > 0 && items[i - 1] == "...") {
       // Multiplying when b is a multiple of a (2,4,...,1024), adding otherwise (8,16,24,...,64): a mistyped end
@@ -149,19 +145,14 @@ std::vector<int> parse_world_list(std::string_view text) {
       if (b <= a) throw fail(fmt::format("{},{},... does not grow", a, b));
       if (v <= b) throw fail(fmt::format("the size after \"...\" must be larger than {}, got {}", b, v));
       const bool geometric = b % a == 0;
-      std::vector<int> terms;
-      long next = b;
-      for (;;) {
-        next = geometric ? next * (b / a) : next + (b - a);
-        if (next >= v) break;
-        terms.push_back(static_cast<int>(next));
-      }
+      long next = geometric ? b * (b / a) : 2 * b - a;
+      for (; next < v; next = geometric ? next * (b / a) : next + (b - a)) out.push_back(static_cast<int>(next));
       if (next != v)
-        throw fail(fmt::format("{} is not in the progression {},{},{},... ({} {}); for {} steps write three sizes, e.g. "
-                               "{},{},{},...",
-                               v, a, b, geometric ? b * (b / a) : 2 * b - a, geometric ? "times" : "plus",
-                               geometric ? b / a : b - a, geometric ? "equal" : "growing", a, 2 * a, 3 * a));
-      out.insert(out.end(), terms.begin(), terms.end());
+        throw fail(fmt::format("{} is not in the progression {},{},{},... ({} {}){}", v, a, b,
+                               geometric ? b * (b / a) : 2 * b - a, geometric ? "times" : "plus",
+                               geometric ? b / a : b - a,
+                               geometric ? fmt::format("; for equal steps write three sizes, e.g. {},{},{},...", a, 2 * a, 3 * a)
+                                         : std::string()));
     }
     out.push_back(static_cast<int>(v));
   }

@@ -353,7 +353,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   } else {
     ++micro_in_window_;
   }
-  return rec;
+  return std::move(rec);  // current_ is done with: every comm op of the step has finished
 }
 
 void PlanExecutor::apply_layout() {
