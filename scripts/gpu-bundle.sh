@@ -1,6 +1,6 @@
 #!/bin/sh
-# Prepares what the GPU check machine cannot download: fmt, zlib, nlohmann/json and toml++ headers, googletest's sources and the
-# Fashion-MNIST files, copied from this (Debian 12) machine into an ignored folder that travels with the
+# Prepares what the GPU check machine cannot download: fmt, zlib, nlohmann/json and toml++ headers, NCCL's header (for
+# a machine whose NCCL wheel ships none), googletest's sources and the Fashion-MNIST files, copied from this (Debian 12) machine into an ignored folder that travels with the
 # tree (the device tool's `carry`). Usage: scripts/gpu-bundle.sh [DIR] (default .gpu-bundle).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,8 +13,11 @@ need /usr/include/nlohmann/json.hpp "apt-get install nlohmann-json3-dev"
 need /usr/include/toml++/toml.h "apt-get install libtomlplusplus-dev"
 need /usr/src/googletest/CMakeLists.txt "apt-get install googletest"
 need "$data/train-images-idx3-ubyte.gz" "apt-get install dataset-fashion-mnist"
+nccl_h=${NCCL_ROOT:-/usr/local/cuda}/include/nccl.h
+need "$nccl_h" "NCCL's development files (set NCCL_ROOT)"
 rm -rf "$out"
-mkdir -p "$out/include" "$out/fashion-mnist"
+mkdir -p "$out/include" "$out/fashion-mnist" "$out/nccl/include"
+cp "$nccl_h" "$out/nccl/include/"
 cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/toml++ "$out/include/"
 cp /usr/include/zlib.h /usr/include/zconf.h "$out/include/"
 [ -e /usr/include/x86_64-linux-gnu/zconf.h ] && cp /usr/include/x86_64-linux-gnu/zconf.h "$out/include/"

@@ -9,7 +9,8 @@
 # usage: scripts/gpu-check.sh [--dry-run] OUTDIR
 #   --dry-run   configure and build only, then stop (what can be checked without a GPU)
 # Environment: DDPLAB_GPU_BUNDLE (default .gpu-bundle, from scripts/gpu-bundle.sh), CUDA_ARCH (default 90),
-# JOBS (default: all cores), PYTHON (default python3).
+# JOBS (default: all cores), PYTHON (default python3), STEP_TIMEOUT (seconds per part, default 120),
+# NCCL_ROOT (default: the toolkit's, the system's, or PyTorch's nvidia-nccl wheel).
 set -u
 usage() { echo "usage: $0 [--dry-run] OUTDIR" >&2; exit 2; }
 die() { echo "gpu-check: $*" >&2; exit "${code:-1}"; }
@@ -18,7 +19,7 @@ dry=0 out=""
 for a in "$@"; do
   case "$a" in
     --dry-run) dry=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $a" >&2; usage ;;
     *) [ -z "$out" ] || usage; out=$a ;;
   esac
@@ -37,6 +38,24 @@ py=${PYTHON:-python3}
 command -v cmake >/dev/null || code=2 die "cmake not found"
 
 step() { printf '== %s\n' "$*"; }
+# What the machine has, first: when the build fails, this says why in the same call.
+{ echo "date: $(date -u)"; nvidia-smi -L 2>&1; nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
+  echo "nvcc: $(command -v nvcc) $(nvcc --version 2>&1 | tail -1)"; echo "cmake: $(cmake --version | head -1)"
+  echo "c++: $(${CXX:-c++} --version 2>&1 | head -1)"; echo "cores: $(nproc)"
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())' 2>&1
+  ls /usr/local/cuda/lib64 2>&1 | grep -E "cublas|nccl|cudart" | head; } >"$out/machine.txt" 2>&1
+# NCCL: the toolkit's or the system's when present, else the one PyTorch's wheels carry (nvidia-nccl-cu13,
+# which ships libnccl.so.2 but no libnccl.so); its header from the wheel, else the bundle's.
+if [ -z "${NCCL_ROOT:-}" ] && [ ! -e /usr/local/cuda/include/nccl.h ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so '; then
+  whl=$("$py" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  if [ -n "$whl" ] && [ -e "$whl/lib/libnccl.so.2" ]; then
+    nr=$build/nccl-root; mkdir -p "$nr/lib" "$nr/include"
+    ln -sf "$whl/lib/libnccl.so.2" "$nr/lib/libnccl.so.2"; ln -sf "$whl/lib/libnccl.so.2" "$nr/lib/libnccl.so"
+    if [ -e "$whl/include/nccl.h" ]; then cp "$whl"/include/*.h "$nr/include/"; else cp "$bundle"/nccl/include/*.h "$nr/include/"; fi
+    export NCCL_ROOT=$nr LD_LIBRARY_PATH=$nr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "nccl: from $whl" >>"$out/machine.txt"
+  fi
+fi
 step "configure + build (log: $out/build.log)"
 gen=""; command -v ninja >/dev/null && gen="-G Ninja"
 { cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DDDPLAB_GPU_ONLY=ON \
@@ -51,24 +70,35 @@ if ! why=$("$train" --probe); then
 fi
 data=$bundle/fashion-mnist
 fail=0
+# Each part runs under its own time limit (STEP_TIMEOUT, default 120 s), so one hang costs one part, not the
+# call; a part that fails or times out is named in steps.txt and its log's tail is printed.
+part() {  # part NAME LOG command...
+  local name=$1 log=$2; shift 2
+  local t0=$SECONDS; timeout -k 5 "${STEP_TIMEOUT:-120}" "$@" >"$log" 2>&1; local rc=$?
+  printf '%-16s rc %-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" >>"$out/steps.txt"
+  if [ $rc -ne 0 ]; then
+    fail=1; [ $rc -eq 124 ] && echo "  $name: timed out after ${STEP_TIMEOUT:-120} s" >&2
+    echo "  $name failed (rc $rc); last lines of $log:" >&2; tail -15 "$log" | sed 's/^/    /' >&2
+  fi
+}
 step "CUDA ops vs reference"
-"$build/tests/gpu/test_cuda_ops" --gtest_output="json:$out/cuda_ops.json" >"$out/cuda_ops.log" 2>&1 || fail=1
+part cuda_ops "$out/cuda_ops.log" "$build/tests/gpu/test_cuda_ops" --gtest_output="json:$out/cuda_ops.json"
 step "codecs on the GPU vs the host"
-"$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json" >"$out/cuda_codecs.log" 2>&1 || fail=1
+part cuda_codecs "$out/cuda_codecs.log" "$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json"
 step "NCCL, one rank, every schedule"
-"$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json" >"$out/nccl.log" 2>&1 || fail=1
+part nccl "$out/nccl.log" "$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json"
 step "PlanExecutor on the GPU (NCCL and staged) vs reference"
-"$build/tests/gpu/test_gpu_plan_executor" --gtest_output="json:$out/plan_executor.json" >"$out/plan_executor.log" 2>&1 || fail=1
+part plan_executor "$out/plan_executor.log" "$build/tests/gpu/test_gpu_plan_executor" --gtest_output="json:$out/plan_executor.json"
 step "GEMM TFLOP/s"
-"$build/bench/gpu/ddplab-gemm-bench" >"$out/gemm.json" 2>"$out/gemm.log" || fail=1
+part gemm "$out/gemm.log" sh -c '"$1" >"$2"' gemm "$build/bench/gpu/ddplab-gemm-bench" "$out/gemm.json"
 step "train one epoch on the GPU (fp32 through the PlanExecutor, bare loop, overlap+fp16, TF32)"
-"$train" --backend cuda --data "$data" --json "$out/train_cuda.json" >"$out/train_cuda.log" 2>&1 || fail=1
-"$train" --backend cuda --direct --data "$data" --json "$out/train_cuda_direct.json" >"$out/train_cuda_direct.log" 2>&1 || fail=1
-"$train" --backend cuda --policy overlap --codec fp16 --data "$data" --json "$out/train_cuda_fp16.json" \
-  >"$out/train_cuda_fp16.log" 2>&1 || fail=1
-"$train" --backend cuda --tf32 --data "$data" --json "$out/train_cuda_tf32.json" >"$out/train_cuda_tf32.log" 2>&1 || fail=1
+part train_cuda "$out/train_cuda.log" "$train" --backend cuda --data "$data" --json "$out/train_cuda.json"
+part train_direct "$out/train_cuda_direct.log" "$train" --backend cuda --direct --data "$data" --json "$out/train_cuda_direct.json"
+part train_fp16 "$out/train_cuda_fp16.log" "$train" --backend cuda --policy overlap --codec fp16 --data "$data" \
+  --json "$out/train_cuda_fp16.json"
+part train_tf32 "$out/train_cuda_tf32.log" "$train" --backend cuda --tf32 --data "$data" --json "$out/train_cuda_tf32.json"
 step "PyTorch on the same MLP and batch"
-"$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data" >"$out/pytorch.log" 2>&1 || fail=1
+part pytorch "$out/pytorch.log" "$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data"
 
 "$py" - "$out" "$root/bench/gpu/cpu_reference.json" "$fail" <<'PY'
 import json, os, sys
