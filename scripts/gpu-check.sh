@@ -97,8 +97,27 @@ part train_direct "$out/train_cuda_direct.log" "$train" --backend cuda --direct 
 part train_fp16 "$out/train_cuda_fp16.log" "$train" --backend cuda --policy overlap --codec fp16 --data "$data" \
   --json "$out/train_cuda_fp16.json"
 part train_tf32 "$out/train_cuda_tf32.log" "$train" --backend cuda --tf32 --data "$data" --json "$out/train_cuda_tf32.json"
-step "PyTorch on the same MLP and batch"
-part pytorch "$out/pytorch.log" "$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data"
+step "PyTorch on the same MLP and batch (eager, and the step in a CUDA graph)"
+part pytorch "$out/pytorch.log" "$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data" --graph
+step "larger batches, 4 epochs each: ddplab and PyTorch"
+for b in 256 1024; do
+  part "train_b$b" "$out/train_cuda_b$b.log" "$train" --backend cuda --batch $b --epochs 4 --data "$data" \
+    --json "$out/train_cuda_b$b.json"
+done
+part pytorch_sweep "$out/pytorch_sweep.log" "$py" "$root/bench/pytorch/ddp_mlp_gpu.py" --data "$data" --graph \
+  --batches 256,1024 --epochs 4
+step "compute-sanitizer: memcheck on the op and codec tests, racecheck on the shared-memory kernels"
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$san" ]; then
+  STEP_TIMEOUT=${SANITIZER_TIMEOUT:-180} part memcheck "$out/memcheck.log" "$san" --tool memcheck --error-exitcode 9 \
+    "$build/tests/gpu/test_cuda_ops"
+  STEP_TIMEOUT=${SANITIZER_TIMEOUT:-180} part memcheck_codecs "$out/memcheck_codecs.log" "$san" --tool memcheck \
+    --error-exitcode 9 "$build/tests/gpu/test_cuda_codecs"
+  STEP_TIMEOUT=${SANITIZER_TIMEOUT:-180} part racecheck "$out/racecheck.log" "$san" --tool racecheck --error-exitcode 9 \
+    "$build/tests/gpu/test_cuda_ops" --gtest_filter='CudaVsReference.BiasGrad*:CudaVsReference.Softmax*'
+else
+  echo "  compute-sanitizer not found: memcheck and racecheck not run" | tee -a "$out/steps.txt"
+fi
 
 "$py" - "$out" "$root/bench/gpu/cpu_reference.json" "$fail" <<'PY'
 import json, os, sys
@@ -114,11 +133,14 @@ def gtest(name):
     skipped = sum(1 for t in cases if t.get("result") == "SKIPPED")
     failed = sum(1 for t in cases if "failures" in t)
     return {"passed": len(cases) - skipped - failed, "failed": failed, "skipped": skipped}
-py = None
-try:
-    for line in open(os.path.join(out, "pytorch.log")):
-        if line.startswith("PYTORCH_RESULT "): py = json.loads(line.split(" ", 1)[1])
-except OSError: pass
+torch_runs = {}  # (batch, mode) -> PyTorch's result
+for log in ("pytorch.log", "pytorch_sweep.log"):
+    try:
+        for line in open(os.path.join(out, log)):
+            if line.startswith("PYTORCH_RESULT "):
+                r = json.loads(line.split(" ", 1)[1]); torch_runs[(r["batch"], r.get("mode", "eager"))] = r
+    except OSError: pass
+py = torch_runs.get((64, "eager"))
 cpu = json.load(open(cpu_path))
 cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
 direct, fp16 = load("train_cuda_direct.json"), load("train_cuda_fp16.json")
@@ -131,6 +153,17 @@ if cuda:
     ok = ok and abs(s["accuracy_delta_points"]) <= 0.5
 else: ok = False
 if cuda and py: s["throughput_ratio_vs_pytorch"] = round(cuda["samples_per_s"] / py["samples_per_s"], 2)
+# Steady state (after each program's warm-up steps), per batch: ddplab against PyTorch eager and graphed.
+sweep = []
+for b, d in ((64, cuda), (256, load("train_cuda_b256.json")), (1024, load("train_cuda_b1024.json"))):
+    e, g = torch_runs.get((b, "eager")), torch_runs.get((b, "graph"))
+    row = {"batch": b, "ddplab": d and d.get("steady_samples_per_s"), "pytorch_eager": e and e.get("steady_samples_per_s"),
+           "pytorch_graph": g and g.get("steady_samples_per_s")}
+    for k in ("pytorch_eager", "pytorch_graph"):
+        if row["ddplab"] and row[k]: row["ratio_vs_" + k] = round(row["ddplab"] / row[k], 2)
+    sweep.append(row)
+s["steady_throughput"] = sweep
+s["pytorch_runs"] = list(torch_runs.values())
 s["ok"] = ok
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
 rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
@@ -143,10 +176,19 @@ if gemm:
     rows.append(("GEMM fp32 TFLOP/s", "layers %.1f-%.1f, cuBLAS best %.1f" % (min(l["tflops"] for l in fwd), max(l["tflops"] for l in fwd), gemm["cublas_best_fp32_tflops"])))
     rows.append(("GEMM TF32 best", "%.1f TFLOP/s" % gemm["cublas_best_tf32_tflops"]))
 if cuda and py: rows.append(("samples/s ddplab / PyTorch", "%.0f / %.0f = %.2fx" % (cuda["samples_per_s"], py["samples_per_s"], s["throughput_ratio_vs_pytorch"])))
+for r in sweep:
+    if r["ddplab"]:
+        f = lambda k: ("%.0f (%.2fx)" % (r[k], r["ratio_vs_" + k])) if r.get("ratio_vs_" + k) else "-"
+        rows.append(("steady b%d: ddplab / eager / graph" % r["batch"], "%.0f / %s / %s" % (r["ddplab"], f("pytorch_eager"), f("pytorch_graph"))))
 if direct: rows.append(("samples/s bare loop (no plan)", "%.0f (acc %.4f)" % (direct["samples_per_s"], direct["test_accuracy"])))
 if fp16: rows.append(("samples/s overlap + fp16", "%.0f (acc %.4f)" % (fp16["samples_per_s"], fp16["test_accuracy"])))
 if cuda: rows.append(("peak device memory", "%.1f MiB" % (cuda["peak_device_bytes"] / 2**20)))
 if tf32: rows.append(("samples/s ddplab TF32", "%.0f (acc %.4f)" % (tf32["samples_per_s"], tf32["test_accuracy"])))
+try:
+    for line in open(os.path.join(out, "steps.txt")):
+        if line.split()[0] in ("memcheck", "memcheck_codecs", "racecheck"):
+            rows.append(("compute-sanitizer " + line.split()[0], "clean" if line.split()[2] == "0" else "rc " + line.split()[2] + " (see its log)"))
+except OSError: pass
 rows.append(("result", "OK" if ok else "FAILED (see logs in %s)" % out))
 w = max(len(r[0]) for r in rows)
 for k, v in rows: print(k.ljust(w), " ", v)

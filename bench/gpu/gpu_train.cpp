@@ -25,7 +25,7 @@ namespace {
 struct Args {
   std::string backend = "cuda", data = "/usr/share/datasets/fashion-mnist", json;
   std::vector<int> layers = {784, 1024, 1024, 1024, 10};
-  int batch = 64, epochs = 1, max_steps = 0;
+  int batch = 64, epochs = 1, max_steps = 0, warmup_steps = 20;
   unsigned long seed = 1;
   float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
   std::string optimizer = "sgd";  // or "adam" (beta1 0.9, beta2 0.999, eps 1e-8)
@@ -37,8 +37,10 @@ const char* kUsage =
     "usage: ddplab-gpu-train [--backend cuda|cpu|reference] [--tf32] [--data DIR] [--layers 784,1024,...,10]\n"
     "                        [--batch 64] [--epochs 1] [--max-steps N] [--seed 1] [--lr 0.05] [--momentum 0.9]\n"
     "                        [--optimizer sgd|adam] [--policy flat] [--schedule native] [--codec none] [--direct]\n"
+    "                        [--warmup-steps 20]\n"
     "  Steps run through the runtime's PlanExecutor (NCCL at world size 1 on cuda), as `ddplab run` does;\n"
     "  --direct: forward, backward and one optimizer call per step, no plan (the bare backend).\n"
+    "  steady_samples_per_s leaves out the first --warmup-steps steps (lazy module loading, first collectives).\n"
     "                        [--json FILE] | --probe (exit 0 when a CUDA device is usable, else say why)\n";
 
 Args parse(int argc, char** argv) {
@@ -57,6 +59,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--batch") a.batch = std::stoi(val());
     else if (k == "--epochs") a.epochs = std::stoi(val());
     else if (k == "--max-steps") a.max_steps = std::stoi(val());
+    else if (k == "--warmup-steps") a.warmup_steps = std::stoi(val());
     else if (k == "--seed") a.seed = std::stoul(val());
     else if (k == "--lr") a.lr = std::stof(val());
     else if (k == "--momentum") a.momentum = std::stof(val());
@@ -77,6 +80,8 @@ Args parse(int argc, char** argv) {
       std::exit(0);
     } else throw std::invalid_argument("unknown option " + k);
   }
+  if (a.batch <= 0 || a.epochs <= 0 || a.max_steps < 0 || a.warmup_steps < 0)
+    throw std::invalid_argument("--batch and --epochs must be > 0, --max-steps and --warmup-steps >= 0");
   return a;
 }
 
@@ -152,8 +157,10 @@ int run(const Args& a) {
   int step = 0;
   double last_loss = 0, compute_s = 0, exposed_s = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  auto t_warm = t0;
   int b = input.steps() == 0 ? 0 : input.load_step(0);
   for (std::size_t s = 0; s < input.steps(); ++s) {
+    if (s == static_cast<std::size_t>(a.warmup_steps)) t_warm = std::chrono::steady_clock::now();
     input.ready();
     const int this_b = b;
     if (s + 1 < input.steps()) b = input.load_step(s + 1);
@@ -174,7 +181,11 @@ int run(const Args& a) {
     ++step;
   }
   ops->synchronize();
-  const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  const double train_s = std::chrono::duration<double>(t1 - t0).count();
+  // Steps are timed from the host: each returns its loss, so every step boundary is a synchronisation.
+  const int steady_steps = step - a.warmup_steps;
+  const double steady = steady_steps > 0 ? steady_steps * double(a.batch) / std::chrono::duration<double>(t1 - t_warm).count() : 0.0;
   double test_loss = 0;
   const double acc = accuracy(model, *ops, test, a.batch, &test_loss);
   const double samples = static_cast<double>(step) * a.batch;
@@ -182,10 +193,10 @@ int run(const Args& a) {
   std::snprintf(buf, sizeof buf,
                 "{\"backend\": \"%s\", \"path\": \"%s\", \"policy\": \"%s\", \"codec\": \"%s\", "
                 "\"optimizer\": \"%s\", \"steps\": %d, \"batch\": %d, \"seed\": %lu, \"train_s\": %.4f, "
-                "\"samples_per_s\": %.1f, \"compute_s\": %.4f, \"exposed_comm_s\": %.4f, \"peak_device_bytes\": %zu, "
+                "\"samples_per_s\": %.1f, \"steady_samples_per_s\": %.1f, \"compute_s\": %.4f, \"exposed_comm_s\": %.4f, \"peak_device_bytes\": %zu, "
                 "\"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
                 ops->name().c_str(), exec ? "plan" : "direct", a.policy.c_str(), a.codec.c_str(), a.optimizer.c_str(),
-                step, a.batch, a.seed, train_s, samples / train_s, compute_s, exposed_s,
+                step, a.batch, a.seed, train_s, samples / train_s, steady, compute_s, exposed_s,
                 ops->peak_device_bytes() + (nccl ? nccl->device_bytes() : 0),  // as the trainer counts it
                 last_loss, test_loss, acc);
   std::fputs(buf, stdout);
