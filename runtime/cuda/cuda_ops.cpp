@@ -32,6 +32,7 @@ class CudaOps final : public Ops {
     cublasCheck(cublasSetMathMode(blas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     cudaCheck(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     cudaCheck(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&consumed_, cudaEventDisableTiming));
     cudaCheck(cudaMallocHost(reinterpret_cast<void**>(&host_loss_), 2 * sizeof(double)));
     cudaCheck(cudaMalloc(reinterpret_cast<void**>(&loss_out_), 2 * sizeof(double)));
     tf32_ = o.tf32;
@@ -47,6 +48,7 @@ class CudaOps final : public Ops {
     cudaStreamSynchronize(copy_stream_);
     for (cudaEvent_t e : marks_) cudaEventDestroy(e);
     cudaEventDestroy(copied_);
+    cudaEventDestroy(consumed_);
     cudaStreamDestroy(copy_stream_);
     cublasDestroy(blas_);
     cudaStreamDestroy(stream_);
@@ -98,10 +100,15 @@ class CudaOps final : public Ops {
   }
   int device() const { return device_; }
   void prefetch(void* dst, const void* host, std::size_t bytes) override {
+    // `dst` is a slot that compute queued earlier may still read (a bare loop does not synchronize
+    // between steps): the copy waits for that compute, and overlaps only what is queued after it.
+    cudaCheck(cudaEventRecord(consumed_, stream_));
+    cudaCheck(cudaStreamWaitEvent(copy_stream_, consumed_, 0));
     cudaCheck(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, copy_stream_));
     cudaCheck(cudaEventRecord(copied_, copy_stream_));
   }
   void wait_prefetch() override { cudaCheck(cudaStreamWaitEvent(stream_, copied_, 0)); }
+  void bind_thread() override { cudaCheck(cudaSetDevice(device_)); }
   int mark() override {
     if (marks_used_ == marks_.size()) {
       cudaEvent_t e = nullptr;
@@ -185,6 +192,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;  // prefetch: the next batch's upload overlaps this step's compute
   cudaEvent_t copied_ = nullptr;
+  cudaEvent_t consumed_ = nullptr;  // prefetch: the compute queued before a copy, which may read its slot
   std::vector<cudaEvent_t> marks_;  // mark(): reused each step after reset_marks()
   std::size_t marks_used_ = 0;
   cublasHandle_t blas_ = nullptr;

@@ -11,7 +11,7 @@ class Ops;
 
 // Bump when the Ops interface (runtime/include/ddplab/runtime/ops.hpp) or these signatures change: the
 // loader refuses a plugin of another version instead of calling through a mismatched vtable.
-#define DDPLAB_CUDA_PLUGIN_ABI 3
+#define DDPLAB_CUDA_PLUGIN_ABI 4
 
 extern "C" {
 // DDPLAB_CUDA_PLUGIN_ABI of the plugin.

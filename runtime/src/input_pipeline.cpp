@@ -14,9 +14,16 @@ InputPipeline::InputPipeline(Ops& ops, const Dataset& data, int batch_size)
     host_x_[s] = static_cast<float*>(ops.alloc_host(batch_ * features * sizeof(float)));
     host_y_[s] = static_cast<std::int32_t*>(ops.alloc_host(batch_ * sizeof(std::int32_t)));
   }
+  loader_ = std::thread([this] { loader_loop(); });
 }
 
 InputPipeline::~InputPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  loader_.join();  // finishes the load it has
   ops_.synchronize();  // no upload may still read the host buffers
   for (int s = 0; s < 2; ++s) {
     ops_.free_labels(y_[s]);
@@ -28,10 +35,42 @@ InputPipeline::~InputPipeline() {
 void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count) {
   if (slot > 1 || count < 0 || static_cast<std::size_t>(count) > batch_)
     throw std::invalid_argument("InputPipeline::load: slot or batch size out of range");
-  gather_batch(data_, idx, first, count, host_x_[slot], host_y_[slot]);
-  const std::size_t n = static_cast<std::size_t>(count);
-  ops_.prefetch(x_[slot].data(), host_x_[slot], n * static_cast<std::size_t>(data_.features) * sizeof(float));
-  ops_.prefetch(y_[slot], host_y_[slot], n * sizeof(std::int32_t));
+  join_load();
+  do_load(Load{slot, first, count}, idx);
+}
+
+void InputPipeline::do_load(const Load& l, const std::vector<std::size_t>& idx) {
+  gather_batch(data_, idx, l.first, l.count, host_x_[l.slot], host_y_[l.slot]);
+  const std::size_t n = static_cast<std::size_t>(l.count);
+  ops_.prefetch(x_[l.slot].data(), host_x_[l.slot], n * static_cast<std::size_t>(data_.features) * sizeof(float));
+  ops_.prefetch(y_[l.slot], host_y_[l.slot], n * sizeof(std::int32_t));
+}
+
+void InputPipeline::loader_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || pending_; });
+    if (!pending_) return;  // stopping, nothing left to load
+    const Load l = next_;
+    lock.unlock();
+    std::exception_ptr err;
+    try {
+      ops_.bind_thread();
+      do_load(l, idx_);  // idx_ stays as it is until join_load() returned
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    error_ = err;
+    pending_ = false;
+    cv_.notify_all();
+  }
+}
+
+void InputPipeline::join_load() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void InputPipeline::plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps) {
@@ -44,10 +83,18 @@ void InputPipeline::plan(const DistributedSampler& sampler, int epochs, std::int
 }
 
 int InputPipeline::load_step(std::size_t step, bool upload) {
+  join_load();  // the loader reads idx_, and one load at a time
   const auto [epoch, at] = steps_.at(step);
   if (epoch != idx_epoch_) idx_ = sampler_->indices(epoch), idx_epoch_ = epoch;
   const int count = static_cast<int>(std::min(batch_, idx_.size() - at));
-  if (upload) load(step % 2, idx_, at, count);
+  if (upload) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      next_ = Load{step % 2, at, count};
+      pending_ = true;
+    }
+    cv_.notify_all();
+  }
   return count;
 }
 

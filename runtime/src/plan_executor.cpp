@@ -73,6 +73,7 @@ void PlanExecutor::comm_loop() {
     OpRecord& out = (*records_)[static_cast<std::size_t>(op->id)];
     out.start_s = since(t0_);
     try {
+      ops_.bind_thread();  // this thread's device calls (reduce kernels, events) go to the backend's device
       comm_.take_device_seconds();  // restart the count: this op's transfers only
       if (!comm_error_) run_comm(*op, *step_rec_, out);
       out.device_s = comm_.take_device_seconds();

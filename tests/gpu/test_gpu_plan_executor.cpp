@@ -128,5 +128,62 @@ TEST_F(GpuPlanExecutor, InputPipelineUploadsBothSlots) {
   }
 }
 
+// The loader thread (bound to the device) gathers and uploads every step of two epochs; each step reads
+// exactly gather_batch's samples.
+TEST_F(GpuPlanExecutor, InputPipelineLoaderThreadUploadsEveryStep) {
+  auto cuda = make_cuda_ops();
+  Dataset d;
+  d.features = 7, d.classes = 3;
+  for (int i = 0; i < 44; ++i) {
+    for (int f = 0; f < d.features; ++f) d.images.push_back(static_cast<float>(i * 10 + f));
+    d.labels.push_back(i % 3);
+  }
+  DistributedSampler sampler(d.size(), 0, 1, 4);
+  InputPipeline in(*cuda, d, 8);
+  in.plan(sampler, 2, 0);
+  int b = in.load_step(0);
+  for (std::size_t s = 0; s < in.steps(); ++s) {
+    in.ready();
+    const int this_b = b;
+    if (s + 1 < in.steps()) b = in.load_step(s + 1);
+    std::vector<float> want(static_cast<std::size_t>(this_b * d.features)), got(want.size());
+    std::vector<std::int32_t> want_y(static_cast<std::size_t>(this_b));
+    gather_batch(d, sampler.indices(static_cast<int>(s / 6)), (s % 6) * 8, this_b, want.data(), want_y.data());
+    cuda->to_host(got.data(), in.x(s % 2), got.size());  // on the compute stream, behind ready()
+    EXPECT_EQ(got, want) << "step " << s;
+  }
+}
+
+// The copy into a slot waits for the compute queued before it, which may still read that slot (a bare
+// training loop does not synchronize between steps). Twenty products C = A * I read A for several
+// milliseconds; a copy of zeros into A queued right behind them must not change what they read.
+TEST_F(GpuPlanExecutor, PrefetchWaitsForComputeThatReadsItsSlot) {
+  auto cuda = make_cuda_ops();
+  const int n = 2048;
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  std::vector<float> a(nn), eye(nn, 0.0f), got(nn);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : a) v = u(rng);
+  for (int i = 0; i < n; ++i) eye[static_cast<std::size_t>(i) * n + i] = 1.0f;
+  DeviceBuffer da(*cuda, nn), di(*cuda, nn), dc(*cuda, nn);
+  cuda->to_device(da.data(), a.data(), nn);
+  cuda->to_device(di.data(), eye.data(), nn);
+  auto* zeros = static_cast<float*>(cuda->alloc_host(nn * sizeof(float)));
+  std::fill(zeros, zeros + nn, 0.0f);
+  for (int r = 0; r < 20; ++r)  // exact in fp32: one product by 1, the rest by 0
+    cuda->gemm(false, false, n, n, n, 1.0f, da.data(), n, di.data(), n, 0.0f, dc.data(), n);
+  cuda->prefetch(da.data(), zeros, nn * sizeof(float));
+  cuda->wait_prefetch();
+  cuda->synchronize();
+  cuda->to_host(got.data(), dc.data(), nn);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < nn; ++i) differ += got[i] != a[i];
+  EXPECT_EQ(differ, 0u) << "the upload overwrote A while products still read it";
+  cuda->to_host(got.data(), da.data(), nn);
+  EXPECT_EQ(std::count(got.begin(), got.end(), 0.0f), static_cast<std::ptrdiff_t>(nn)) << "the upload did not land";
+  cuda->free_host(zeros);
+}
+
 }  // namespace
 }  // namespace ddplab

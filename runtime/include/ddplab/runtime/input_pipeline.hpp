@@ -1,9 +1,14 @@
-// Double-buffered input: batch s + 1 is gathered into page-locked host memory and uploaded on the
-// backend's copy stream while step s computes (Ops::prefetch); ready() orders the next compute after
-// the upload. Two slots, alternated by step: a slot is refilled only after the step that read it ended.
+// Double-buffered input: batch s + 1 is gathered into page-locked host memory by a loader thread and
+// uploaded on the backend's copy stream while step s computes (Ops::prefetch); ready() waits for the
+// loader and orders the next compute after the upload. Two slots, alternated by step: a slot is refilled
+// only after the step that read it was queued, and its upload waits for that step's compute.
 #pragma once
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,18 +24,22 @@ class InputPipeline {
   InputPipeline(const InputPipeline&) = delete;
   InputPipeline& operator=(const InputPipeline&) = delete;
 
-  // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload.
+  // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload, on this thread.
   void load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count);
 
   // A run's batches in step order: `epochs` passes over `sampler` (kept by reference) in steps of the batch
   // size, at most max_steps of them (0: no limit).
   void plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps);
   std::size_t steps() const { return steps_.size(); }
-  // Loads batch `step` of the plan into slot step % 2 (upload = false: only its size, for a rank that
-  // takes no data) and returns its size.
+  // Hands batch `step` of the plan to the loader thread, for slot step % 2 (upload = false: only its
+  // size, for a rank that takes no data), and returns its size at once.
   int load_step(std::size_t step, bool upload = true);
-  // Compute queued from now on waits for the uploads started so far.
-  void ready() { ops_.wait_prefetch(); }
+  // Waits for the loader; compute queued from now on waits for the uploads started so far. Rethrows an
+  // error of the load.
+  void ready() {
+    join_load();
+    ops_.wait_prefetch();
+  }
   const float* x(std::size_t slot) const { return x_[slot].data(); }
   const std::int32_t* y(std::size_t slot) const { return y_[slot]; }
 
@@ -46,6 +55,21 @@ class InputPipeline {
   std::int32_t* y_[2] = {nullptr, nullptr};
   float* host_x_[2] = {nullptr, nullptr};
   std::int32_t* host_y_[2] = {nullptr, nullptr};
+
+  // The loader thread: one load at a time (the other slot is the one being computed on).
+  struct Load {
+    std::size_t slot = 0, first = 0;
+    int count = 0;
+  };
+  void loader_loop();
+  void do_load(const Load& l, const std::vector<std::size_t>& idx);
+  void join_load();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Load next_;
+  bool pending_ = false, stop_ = false;
+  std::exception_ptr error_;
+  std::thread loader_;
 };
 
 }  // namespace ddplab

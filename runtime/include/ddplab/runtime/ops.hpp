@@ -59,12 +59,17 @@ class Ops {
   virtual void* alloc_host(std::size_t bytes) { return ::operator new(bytes); }
   virtual void free_host(void* p) { ::operator delete(p); }
   // Copies the next batch (from alloc_host memory) to the device on a copy stream, so that it overlaps the
-  // step running now; wait_prefetch() orders the compute queued after it behind the copies. The host
-  // buffer must stay untouched until a later wait_prefetch() and the step after it completed.
+  // step running now; wait_prefetch() orders the compute queued after it behind the copies. A copy starts
+  // only after the compute queued before it, which may still read `dst`. The host buffer must stay
+  // untouched until a later wait_prefetch() and the step after it completed. It may be called from
+  // another thread than the compute's (after bind_thread()), but not concurrently with wait_prefetch().
   virtual void prefetch(void* dst, const void* host, std::size_t bytes) {
     if (dst != host) std::memcpy(dst, host, bytes);
   }
   virtual void wait_prefetch() {}
+  // Makes the calling thread's device calls go to this backend's device (CUDA's current device is per
+  // thread, and a rank's device need not be device 0). Threads other than the creator call it first.
+  virtual void bind_thread() {}
   // Device timing (CUDA events). mark() records a timestamp behind the work queued so far and returns its
   // id; seconds_between(a, b) is the device time from mark a to mark b, valid once synchronize() returned;
   // reset_marks() lets ids be reused (once per step). Host backends run ops synchronously, so their callers

@@ -1,0 +1,50 @@
+// A test backend that forwards every op to a real one (CPU by default), so a test overrides only the
+// behaviour it examines: claiming device memory, counting allocations, holding a prefetch back.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ddplab/runtime/ops.hpp"
+
+namespace ddplab {
+
+class ForwardingOps : public Ops {
+ public:
+  explicit ForwardingOps(std::unique_ptr<Ops> in = make_ops("cpu")) : in_(std::move(in)) {}
+  std::string name() const override { return in_->name(); }
+  float* alloc(std::size_t n) override { return in_->alloc(n); }
+  void free(float* p) override { in_->free(p); }
+  std::int32_t* alloc_labels(std::size_t n) override { return in_->alloc_labels(n); }
+  void free_labels(std::int32_t* p) override { in_->free_labels(p); }
+  void to_device(float* d, const float* h, std::size_t n) override { in_->to_device(d, h, n); }
+  void to_host(float* h, const float* d, std::size_t n) override { in_->to_host(h, d, n); }
+  void labels_to_device(std::int32_t* d, const std::int32_t* h, std::size_t n) override { in_->labels_to_device(d, h, n); }
+  void synchronize() override { in_->synchronize(); }
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+            float beta, float* c, int ldc) override {
+    in_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void add_bias(float* y, const float* b, int r, int c) override { in_->add_bias(y, b, r, c); }
+  void bias_grad(const float* dy, float* db, int r, int c, bool acc) override { in_->bias_grad(dy, db, r, c, acc); }
+  void relu(float* y, std::size_t n) override { in_->relu(y, n); }
+  void relu_backward(float* dx, const float* y, std::size_t n) override { in_->relu_backward(dx, y, n); }
+  double softmax_xent(const float* z, const std::int32_t* y, int r, int c, float* dz) override {
+    return in_->softmax_xent(z, y, r, c, dz);
+  }
+  void scale(float* x, std::size_t n, float a) override { in_->scale(x, n, a); }
+  void sgd_momentum(float* p, const float* g, float* b, std::size_t n, float lr, float mom, float wd, bool first) override {
+    in_->sgd_momentum(p, g, b, n, lr, mom, wd, first);
+  }
+  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
+            float wd, std::int64_t t) override {
+    in_->adam(p, g, m, v, n, lr, b1, b2, eps, wd, t);
+  }
+  void prefetch(void* dst, const void* host, std::size_t bytes) override { in_->prefetch(dst, host, bytes); }
+  void wait_prefetch() override { in_->wait_prefetch(); }
+  void bind_thread() override { in_->bind_thread(); }
+
+ protected:
+  std::unique_ptr<Ops> in_;
+};
+
+}  // namespace ddplab
