@@ -87,6 +87,9 @@ step "codecs on the GPU vs the host"
 part cuda_codecs "$out/cuda_codecs.log" "$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json"
 step "NCCL, one rank, every schedule"
 part nccl "$out/nccl.log" "$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json"
+step "NCCL watchdog: a world of two whose second rank never comes is aborted after 3 s"
+STEP_TIMEOUT=60 part nccl_watchdog "$out/nccl_watchdog.log" "$build/tests/gpu/test_nccl_watchdog" \
+  --gtest_output="json:$out/nccl_watchdog.json"
 step "PlanExecutor on the GPU (NCCL and staged) vs reference"
 part plan_executor "$out/plan_executor.log" "$build/tests/gpu/test_gpu_plan_executor" --gtest_output="json:$out/plan_executor.json"
 step "GEMM TFLOP/s"
@@ -145,9 +148,10 @@ cpu = json.load(open(cpu_path))
 cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
 direct, fp16 = load("train_cuda_direct.json"), load("train_cuda_fp16.json")
 s = {"cuda_ops": gtest("cuda_ops.json"), "cuda_codecs": gtest("cuda_codecs.json"), "nccl": gtest("nccl.json"),
+     "nccl_watchdog": gtest("nccl_watchdog.json"),
      "plan_executor": gtest("plan_executor.json"), "cpu_reference": cpu, "train_cuda": cuda, "train_cuda_direct": direct,
      "train_cuda_fp16": fp16, "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py}
-ok = fail == 0 and all(s[k]["failed"] == 0 for k in ("cuda_ops", "cuda_codecs", "nccl", "plan_executor"))
+ok = fail == 0 and all(s[k]["failed"] == 0 for k in ("cuda_ops", "cuda_codecs", "nccl", "nccl_watchdog", "plan_executor"))
 if cuda:
     s["accuracy_delta_points"] = round(100 * (cuda["test_accuracy"] - cpu["test_accuracy"]), 2)
     ok = ok and abs(s["accuracy_delta_points"]) <= 0.5
@@ -169,6 +173,7 @@ json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
 rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
         ("codecs GPU vs host", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_codecs"]),
         ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"]),
+        ("NCCL watchdog (stuck init)", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl_watchdog"]),
         ("PlanExecutor GPU vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["plan_executor"])]
 if cuda: rows.append(("accuracy GPU / CPU", "%.4f / %.4f (%+.2f pts)" % (cuda["test_accuracy"], cpu["test_accuracy"], s["accuracy_delta_points"])))
 if gemm:

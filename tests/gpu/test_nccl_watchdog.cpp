@@ -1,0 +1,71 @@
+// The NCCL watchdog on a real device (label gpu; skipped without one): a world of two whose second rank
+// never comes. ncclCommInitRank then waits for a peer forever; the watchdog must abort the communicator
+// (ncclCommAbort) after its timeout and fail naming the rank and the operation, instead of hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "cuda_ops.hpp"
+#include "nccl_communicator.hpp"
+
+namespace ddplab {
+namespace {
+
+// Rank 0 of a two-rank job whose rank 1 never starts. Only what NCCL's set-up asks of a bootstrap works:
+// rank 0 is the root of the id's broadcast, so it sends nothing.
+class LoneRankOfTwo final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  int local_rank() const override { return 0; }
+  void broadcast(void*, std::size_t, int root) override {
+    if (root != 0) unused("a broadcast from rank " + std::to_string(root));
+  }
+  void barrier() override { unused("barrier"); }
+  void allreduce_sum(float*, std::size_t) override { unused("allreduce"); }
+  void allreduce_sum(double*, std::size_t) override { unused("allreduce"); }
+  void allreduce_min(int*, std::size_t) override { unused("allreduce"); }
+  void allreduce_sum(void*, std::size_t, ElemType) override { unused("allreduce"); }
+  void all_gather(void*, std::size_t) override { unused("all_gather"); }
+  void reduce_scatter_sum(float*, std::size_t) override { unused("reduce_scatter"); }
+  void all_gather_shards(float*, std::size_t) override { unused("all_gather_shards"); }
+  void gather(const void*, std::size_t, void*, int) override { unused("gather"); }
+  void isend(const void*, std::size_t, int, int) override { unused("isend"); }
+  void irecv(void*, std::size_t, int, int) override { unused("irecv"); }
+  void wait_all() override { unused("wait_all"); }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+
+ private:
+  [[noreturn]] static void unused(const std::string& what) {
+    throw std::logic_error("LoneRankOfTwo: the NCCL set-up asked for " + what);
+  }
+};
+
+TEST(NcclWatchdog, AbortsAnInitThatNoPeerJoins) {
+  const std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  LoneRankOfTwo boot;
+  NcclOptions o;
+  o.bootstrap = &boot;
+  o.timeout_s = 3;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    auto comm = make_nccl_communicator(o);
+    FAIL() << "a world of two initialised with one rank";
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(message.find("rank 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("ncclCommInitRank"), std::string::npos) << message;
+  EXPECT_NE(message.find("ncclCommAbort"), std::string::npos) << message;
+  EXPECT_GE(waited, 3.0) << "failed before the timeout: " << message;
+  EXPECT_LT(waited, 30.0) << "the abort took " << waited << " s";
+}
+
+}  // namespace
+}  // namespace ddplab
