@@ -87,7 +87,7 @@ step "codecs on the GPU vs the host"
 part cuda_codecs "$out/cuda_codecs.log" "$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json"
 step "NCCL, one rank, every schedule"
 part nccl "$out/nccl.log" "$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json"
-step "NCCL watchdog: a world of two whose second rank never comes is aborted after 3 s"
+step "NCCL watchdog: a stuck init and a stuck receive are aborted after 3 s"
 STEP_TIMEOUT=60 part nccl_watchdog "$out/nccl_watchdog.log" "$build/tests/gpu/test_nccl_watchdog" \
   --gtest_output="json:$out/nccl_watchdog.json"
 step "PlanExecutor on the GPU (NCCL and staged) vs reference"
@@ -173,7 +173,7 @@ json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
 rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
         ("codecs GPU vs host", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_codecs"]),
         ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"]),
-        ("NCCL watchdog (stuck init)", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl_watchdog"]),
+        ("NCCL watchdog (stuck init, recv)", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl_watchdog"]),
         ("PlanExecutor GPU vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["plan_executor"])]
 if cuda: rows.append(("accuracy GPU / CPU", "%.4f / %.4f (%+.2f pts)" % (cuda["test_accuracy"], cpu["test_accuracy"], s["accuracy_delta_points"])))
 if gemm:

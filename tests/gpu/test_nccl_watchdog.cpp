@@ -1,12 +1,15 @@
-// The NCCL watchdog on a real device (label gpu; skipped without one): a world of two whose second rank
-// never comes. ncclCommInitRank then waits for a peer forever; the watchdog must abort the communicator
-// (ncclCommAbort) after its timeout and fail naming the rank and the operation, instead of hanging.
+// The NCCL watchdog on a real device (label gpu; skipped without one). A world of two whose second rank
+// never comes: ncclCommInitRank waits for a peer forever. A receive that no send matches: its kernel
+// waits forever. Either way the watchdog must abort the communicator (ncclCommAbort) after its timeout
+// and fail naming the rank and the operation, instead of hanging.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include <cuda_runtime_api.h>
 
 #include "cuda_ops.hpp"
 #include "nccl_communicator.hpp"
@@ -65,6 +68,38 @@ TEST(NcclWatchdog, AbortsAnInitThatNoPeerJoins) {
   EXPECT_NE(message.find("ncclCommAbort"), std::string::npos) << message;
   EXPECT_GE(waited, 3.0) << "failed before the timeout: " << message;
   EXPECT_LT(waited, 30.0) << "the abort took " << waited << " s";
+}
+
+// What a schedule step does (begin, transfers, end_step), with a receive from rank 0 that no send matches.
+TEST(NcclWatchdog, AbortsAStepWhoseReceiveNeverCompletes) {
+  const std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  NcclOptions o;
+  o.timeout_s = 3;
+  auto comm = make_nccl_communicator(o);
+  ChunkMemory* mem = comm->chunk_memory();
+  ASSERT_NE(mem, nullptr);
+  void* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 4096), cudaSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    mem->begin("unmatched receive");
+    comm->irecv(buf, 4096, 0, 0);
+    comm->wait_all();
+    mem->end_step();
+    FAIL() << "a receive that no send matches completed";
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(message.find("rank 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("unmatched receive"), std::string::npos) << message;
+  EXPECT_NE(message.find("ncclCommAbort"), std::string::npos) << message;
+  EXPECT_GE(waited, 3.0) << "failed before the timeout: " << message;
+  EXPECT_LT(waited, 30.0) << "the abort took " << waited << " s";
+  EXPECT_THROW(comm->barrier(), std::runtime_error);  // an aborted communicator refuses further work
+  cudaFree(buf);
 }
 
 }  // namespace
