@@ -2,8 +2,11 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +19,12 @@
 
 namespace ddplab {
 namespace {
+
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
 
 struct NcclTimeout : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -35,6 +44,7 @@ ncclDataType_t nccl_type(ElemType t) {
 class Grow {
  public:
   ~Grow() { cudaFree(p_); }
+  void leak() { p_ = nullptr, cap_ = 0; }  // cudaFree would wait for a device that may never finish
   std::size_t capacity() const { return cap_; }
   unsigned char* get(std::size_t bytes) {
     if (bytes > cap_) {
@@ -54,7 +64,7 @@ class Grow {
 class NcclCommunicator final : public Communicator, public ChunkMemory {
  public:
   explicit NcclCommunicator(const NcclOptions& o)
-      : boot_(o.bootstrap), timeout_(o.timeout_s), compute_(o.compute_stream) {
+      : boot_(o.bootstrap), timeout_(o.timeout_s), abort_grace_(o.abort_grace_s), compute_(o.compute_stream) {
     rank_ = boot_ ? boot_->rank() : 0;
     size_ = boot_ ? boot_->size() : 1;
     local_ = boot_ ? boot_->local_rank() : 0;
@@ -80,6 +90,10 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     init_bytes_ = free_before > free_after ? free_before - free_after : 0;
   }
   ~NcclCommunicator() override {
+    if (abort_done_ && !abort_done_->load()) {  // the abort still waits on the device: touch nothing
+      scratch_.leak(), staging_.leak();
+      return;
+    }
     if (comm_) {
       cudaStreamSynchronize(stream_);
       ncclCommFinalize(comm_);
@@ -193,8 +207,7 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
   }
 
   [[noreturn]] void abort(int code) override {
-    if (comm_) ncclCommAbort(comm_);
-    comm_ = nullptr;
+    kill();
     if (boot_) boot_->abort(code);
     std::_Exit(code);
   }
@@ -305,7 +318,10 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_) {
         kill();
         throw NcclTimeout("rank " + std::to_string(rank_) + ": NCCL " + what + " did not complete within " +
-                          std::to_string(timeout_) + " s; communicator aborted (ncclCommAbort)");
+                          fmt_seconds(timeout_) + " s; " +
+                          (abort_done_->load() ? std::string("communicator aborted (ncclCommAbort)")
+                                               : "ncclCommAbort still waits on the device after " +
+                                                     fmt_seconds(abort_grace_) + " s; failing without it"));
       }
       if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -325,13 +341,26 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
       timed_ = false;
     }
   }
+  // ncclCommAbort can wait for the stream: on the H200 an allreduce queued behind compute that never
+  // ended kept it waiting until the compute did. So it runs on a thread of its own, and after
+  // abort_grace_s the error is raised anyway; the destructor then leaves the stream and buffers alone.
   void kill() {
-    ncclCommAbort(comm_);
+    if (!comm_) return;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread([c = comm_, done] {
+      ncclCommAbort(c);
+      done->store(true);
+    }).detach();
     comm_ = nullptr;
+    abort_done_ = done;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(abort_grace_);
+    while (!done->load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   Communicator* boot_;
-  double timeout_;
+  double timeout_, abort_grace_;
+  std::shared_ptr<std::atomic<bool>> abort_done_;  // set by kill(); true once ncclCommAbort returned
   cudaStream_t compute_;
   int rank_ = 0, size_ = 1, local_ = 0, device_ = 0;
   cudaStream_t stream_ = nullptr;

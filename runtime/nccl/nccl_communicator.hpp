@@ -17,6 +17,7 @@ struct NcclOptions {
   Communicator* bootstrap = nullptr;
   int device = -1;                         // -1: local_device() (the local rank's device)
   double timeout_s = 300;                  // watchdog: a collective stuck longer aborts the communicator
+  double abort_grace_s = 10;               // how long the error waits for ncclCommAbort to return
   cudaStream_t compute_stream = nullptr;   // each operation first waits for the work queued here
 };
 
