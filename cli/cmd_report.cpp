@@ -17,6 +17,7 @@ void add_report(CLI::App& app) {
     std::string db = kDefaultDb, out;
     bool csv = false, json = false;
     std::optional<double> target;
+    int skip_steps = 0;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
@@ -26,10 +27,16 @@ void add_report(CLI::App& app) {
   cmd->add_option("-o,--output", a->out, "Write to this file instead of standard output");
   cmd->add_option("--target-accuracy", a->target, "Add the time (s) each run took to reach this test accuracy")
       ->check(number_in(0.0, 1.0));
+  cmd->add_option("--skip-steps", a->skip_steps,
+                  "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
+      ->check(non_negative_int());
   cmd->callback([a] {
     if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
-    const auto runs = store.summaries();
+    const auto runs = store.summaries(a->skip_steps);
+    if (a->skip_steps > 0 && !a->csv && !a->json && !runs.empty())
+      std::fprintf(stderr, "averages leave out each run's first %d steps (its steps column counts those averaged)\n",
+                   a->skip_steps);
     // Table and CSV stay well-formed for scripts; a person reading the table is told why it is empty.
     if (runs.empty() && !a->csv && !a->json)
       std::fprintf(stderr, "%s has no runs yet: `ddplab run SCENARIO` measures some, `ddplab simulate SCENARIO` predicts some\n",

@@ -45,6 +45,12 @@ struct ValidateRequest {
   bool runs_only = false;          // skip the collective benches
 };
 
+// A stored metric as the table shows it: times (stored in seconds, "_s") in milliseconds.
+std::string shown(const std::string& metric) {
+  const bool seconds = metric.size() > 2 && metric.compare(metric.size() - 2, 2, "_s") == 0;
+  return seconds ? metric.substr(0, metric.size() - 2) + "_ms" : metric;
+}
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -178,12 +184,10 @@ int validate(const ValidateRequest& req) {
   std::printf("%-10s %6s %-20s %5s %12s %-10s %12s %12s %9s\n", "kind", "id", "label", "world", "size (B)", "metric",
               "measured", "predicted", "error %");
   auto print = [](const ValidationRow& v) {
-    const bool bw = v.metric == "busbw_gbs";
-    const double scale = bw ? 1.0 : 1e3;  // seconds shown as ms
+    const double scale = v.metric == "busbw_gbs" ? 1.0 : 1e3;  // seconds shown as ms
     std::printf("%-10s %6lld %-20s %5d %12lld %-10s %12.4f %12.4f %9.1f\n", v.kind.c_str(), static_cast<long long>(v.ref_id),
-                v.label.c_str(), v.world_size, static_cast<long long>(v.bytes),
-                (bw ? v.metric : v.metric.substr(0, v.metric.size() - 2) + "_ms").c_str(), v.measured * scale,
-                v.predicted * scale, v.error_pct);
+                v.label.c_str(), v.world_size, static_cast<long long>(v.bytes), shown(v.metric).c_str(),
+                v.measured * scale, v.predicted * scale, v.error_pct);
   };
 
   // Per run, where the step's time goes, measured (steady-state medians) and predicted: printed after the table.
@@ -278,7 +282,7 @@ int validate(const ValidateRequest& req) {
     for (const auto& v : rows)
       if (v.metric == metric && std::isfinite(v.error_pct)) e.push_back(std::abs(v.error_pct));
     if (!e.empty())
-      std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", metric, median_of(e),
+      std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", shown(metric).c_str(), median_of(e),
                   *std::max_element(e.begin(), e.end()), e.size());
   }
   if (counted) std::printf("# mean absolute error %.1f%% over %d comparisons (stored in table validations)\n", sum / counted, counted);

@@ -165,6 +165,7 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
         {"status", r.status},
         {"summary",
          {{"steps", s.steps},
+          {"skipped_steps", s.skipped},
           {"samples_per_s", num(s.samples_per_s)},
           {"step_s", num(s.step_s)},
           {"compute_s", num(s.compute_s)},

@@ -382,17 +382,35 @@ std::vector<Resources> Store::resources(std::int64_t run) const {
 namespace {
 
 // The aggregates of one run; see RunSummary for the definitions.
-RunSummary summarize(sqlite3* db, const std::string& path, RunRow row) {
+RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_steps) {
   RunSummary sum;
   sum.run = std::move(row);
   const std::int64_t id = sum.run.id;
+  // The first step that counts: the (skip_steps + 1)-th distinct one, or the last when there are fewer.
+  std::int64_t from = std::numeric_limits<std::int64_t>::min();
+  if (skip_steps > 0) {
+    Stmt s(db, path,
+           "SELECT step FROM (SELECT DISTINCT step FROM steps WHERE run_id = ?1 ORDER BY step) "
+           "LIMIT 1 OFFSET ?2");
+    s.bind(1, id).bind(2, static_cast<std::int64_t>(skip_steps));
+    if (s.step()) {
+      from = s.i64(0);
+    } else {
+      Stmt last(db, path, "SELECT MAX(step) FROM steps WHERE run_id = ?1");
+      last.bind(1, id);
+      if (last.step() && last.opt_i64(0)) from = last.i64(0);
+    }
+    Stmt n(db, path, "SELECT COUNT(DISTINCT step) FROM steps WHERE run_id = ?1 AND step < ?2");
+    n.bind(1, id).bind(2, from);
+    if (n.step()) sum.skipped = n.i64(0);
+  }
   {
     // Per step: the slowest rank sets the pace; samples add up over ranks.
     Stmt s(db, path,
            "WITH per_step AS (SELECT MAX(step_s) AS slowest, SUM(samples) AS samples "
-           "                  FROM steps WHERE run_id = ?1 GROUP BY step) "
+           "                  FROM steps WHERE run_id = ?1 AND step >= ?2 GROUP BY step) "
            "SELECT COUNT(*), TOTAL(samples), TOTAL(slowest), AVG(slowest) FROM per_step");
-    s.bind(1, id);
+    s.bind(1, id).bind(2, from);
     if (s.step()) {
       sum.steps = s.i64(0);
       const double samples = s.real(1), time = s.real(2);
@@ -406,8 +424,8 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row) {
            "SELECT AVG(compute_s), AVG(comm_s), AVG(exposed_comm_s), AVG(optimizer_s), AVG(bytes_sent), "
            "       (SELECT AVG(loss) FROM steps WHERE run_id = ?1 "
            "          AND step = (SELECT MAX(step) FROM steps WHERE run_id = ?1)) "
-           "FROM steps WHERE run_id = ?1");
-    s.bind(1, id);
+           "FROM steps WHERE run_id = ?1 AND step >= ?2");
+    s.bind(1, id).bind(2, from);
     if (s.step()) {
       sum.compute_s = s.opt(0).value_or(0.0);
       sum.comm_s = s.opt(1).value_or(0.0);
@@ -428,15 +446,15 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row) {
 
 }  // namespace
 
-RunSummary Store::summary(std::int64_t id) const {
+RunSummary Store::summary(std::int64_t id, int skip_steps) const {
   auto row = run(id);  // flushes pending rows
   if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, id));
-  return summarize(db_, path_, std::move(*row));
+  return summarize(db_, path_, std::move(*row), skip_steps);
 }
 
-std::vector<RunSummary> Store::summaries() const {
+std::vector<RunSummary> Store::summaries(int skip_steps) const {
   std::vector<RunSummary> out;
-  for (auto& row : runs()) out.push_back(summarize(db_, path_, std::move(row)));
+  for (auto& row : runs()) out.push_back(summarize(db_, path_, std::move(row), skip_steps));
   return out;
 }
 

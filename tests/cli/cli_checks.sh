@@ -1,8 +1,8 @@
 #!/bin/bash
 # The command line end to end, no MPI: a "..." world list expands and a mistyped end is refused before anything
 # runs, a scenario's bad schedule name is a file:line:col error under `simulate` as under `run`, numeric options
-# say what they allow, and `run` refuses before mpirun a strategy that cannot run on --np ranks and a store it
-# could not write.
+# say what they allow, report can skip warm-up steps, and `run` refuses before mpirun a strategy that cannot run
+# on --np ranks and a store it could not write.
 # usage: cli_checks.sh DDPLAB SCENARIO_DIR
 set -u
 ddplab=$1 scenarios=$2
@@ -15,6 +15,13 @@ fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out" "$work/err" 2>/dev/
   >"$work/out" 2>"$work/err" || fail "simulate --world 2,4,...,16 exited $?"
 worlds=$(awk '$1 ~ /^[0-9]+$/ && $NF ~ /^[0-9]+$/ {print $1}' "$work/out" | tr '\n' ' ')
 [[ $worlds == "2 4 8 16 " ]] || fail "expected worlds 2 4 8 16, got: $worlds"
+
+# report --skip-steps: a simulated run's one step always counts; a negative count is refused.
+"$ddplab" report --db "$work/a.db" --skip-steps 3 --json >"$work/out" 2>"$work/err" || fail "report --skip-steps 3 exited $?"
+grep -q '"skipped_steps": 0' "$work/out" || fail "report --json does not say how many steps it skipped"
+grep -q '"steps": 1' "$work/out" || fail "a one-step simulated run lost its step under --skip-steps"
+"$ddplab" report --db "$work/a.db" --skip-steps -1 >"$work/out" 2>"$work/err" && fail "--skip-steps -1 was accepted"
+grep -q -- '--skip-steps: must be >= 0, got -1' "$work/err" || fail "--skip-steps -1 not explained"
 
 "$ddplab" simulate "$scenarios/presets-eth-25g.toml" --world 2,4,...,1000 --db "$work/b.db" >"$work/out" 2>"$work/err" \
   && fail "a world list ending off its progression was accepted"

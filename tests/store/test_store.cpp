@@ -71,7 +71,7 @@ TEST(Store, RoundTripsEveryField) {
   info.batch_size = 128;
   StepMetrics m{7, 3, 0.125, 0.25, 0.0625, 0.03125, 0.5, 128, 1234567890123LL, 2.75};
   Evaluation e{7, 12.5, 0.4, 0.875, 0.86, 0.85};
-  Resources r{3, 987654321, 10.5, 12.25};
+  Resources r{3, 987654321, 10.5, 12.25, std::nullopt};
   {
     Store store(file);
     id = store.begin_run(info);
@@ -145,8 +145,8 @@ TEST(Store, RunningRunHasNoEndAndOrderedReads) {
     for (int rank : {1, 0}) store.add_step(id, step_row(step, rank, 0.1, 10, 1.0));
   store.add_evaluation(id, {5, 0, 0, 0.5, 0, 0});
   store.add_evaluation(id, {1, 0, 0, 0.1, 0, 0});
-  store.add_resources(id, {1, 0, 0, 0});
-  store.add_resources(id, {0, 0, 0, 0});
+  store.add_resources(id, {1, 0, 0, 0, std::nullopt});
+  store.add_resources(id, {0, 0, 0, 0, std::nullopt});
   auto steps = store.steps(id);  // reads see this Store's pending rows
   ASSERT_EQ(steps.size(), 6u);
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -180,7 +180,7 @@ TEST(Store, BatchesRowsUntilThresholdOrFlush) {
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 3);
   store.flush();
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 4);
-  store.add_resources(id, {0, 1, 1, 1});
+  store.add_resources(id, {0, 1, 1, 1, std::nullopt});
   store.finish_run(id, "failed");  // flushes first
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM resources"), 1);
   EXPECT_EQ(raw.text("SELECT status FROM runs"), "failed");
@@ -264,6 +264,26 @@ TEST(Store, SummaryMatchesHandComputedValues) {
   auto all = store.summaries();
   ASSERT_EQ(all.size(), 1u);
   EXPECT_NEAR(all[0].samples_per_s, s.samples_per_s, 1e-12);
+  EXPECT_EQ(s.skipped, 0);
+
+  // Warm-up skipped: steps 1 and 2 only (slowest 0.20 and 0.40; 4 rows x 32 samples). Loss and accuracy
+  // are the final ones either way.
+  auto w = store.summary(id, 1);
+  EXPECT_EQ(w.steps, 2);
+  EXPECT_EQ(w.skipped, 1);
+  EXPECT_NEAR(w.step_s, 0.30, 1e-12);
+  EXPECT_NEAR(w.samples_per_s, 128.0 / 0.60, 1e-9);
+  EXPECT_NEAR(w.compute_s, (0.10 + 0.04 + 0.12 + 0.20) / 4, 1e-12);
+  EXPECT_NEAR(w.bytes_per_step, 4500.0, 1e-9);
+  ASSERT_TRUE(w.final_loss);
+  EXPECT_NEAR(*w.final_loss, 1.5, 1e-12);
+  EXPECT_NEAR(store.summaries(1).at(0).step_s, 0.30, 1e-12);
+  // More to skip than there are steps: the last step still counts.
+  auto last = store.summary(id, 10);
+  EXPECT_EQ(last.steps, 1);
+  EXPECT_EQ(last.skipped, 2);
+  EXPECT_NEAR(last.step_s, 0.40, 1e-12);
+  EXPECT_NEAR(last.samples_per_s, 64.0 / 0.40, 1e-9);
 }
 
 TEST(Store, SummaryOfEmptyRunAndUnknownRun) {

@@ -61,7 +61,8 @@ struct RunRow {
 // Per-run aggregate used by report, simulate and the GUI.
 struct RunSummary {
   RunRow run;
-  std::int64_t steps = 0;
+  std::int64_t steps = 0;        // steps averaged over (after any skipped ones)
+  std::int64_t skipped = 0;      // first steps left out (summaries(skip_steps))
   double samples_per_s = 0;      // total samples / sum over steps of the slowest rank's step_s
   double step_s = 0;             // mean over steps of the slowest rank's step_s
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;  // means over steps and ranks
@@ -167,8 +168,10 @@ class Store {
   std::vector<StepMetrics> steps(std::int64_t run) const;        // ordered by step, rank
   std::vector<Evaluation> evaluations(std::int64_t run) const;   // ordered by step
   std::vector<Resources> resources(std::int64_t run) const;      // ordered by rank
-  RunSummary summary(std::int64_t run) const;
-  std::vector<RunSummary> summaries() const;                     // every run, oldest first
+  // skip_steps: leave each run's first steps (warm-up) out of the time and byte averages; the last step
+  // always counts, and so does the final loss and accuracy.
+  RunSummary summary(std::int64_t run, int skip_steps = 0) const;
+  std::vector<RunSummary> summaries(int skip_steps = 0) const;   // every run, oldest first
 
   // Latest completed measured run of this scenario+strategy (any world size), if any.
   std::optional<std::int64_t> latest_measured(const std::string& scenario, const std::string& strategy) const;
