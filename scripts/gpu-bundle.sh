@@ -15,12 +15,17 @@ need /usr/src/googletest/CMakeLists.txt "apt-get install googletest"
 need "$data/train-images-idx3-ubyte.gz" "apt-get install dataset-fashion-mnist"
 nccl_h=${NCCL_ROOT:-/usr/local/cuda}/include/nccl.h
 need "$nccl_h" "NCCL's development files (set NCCL_ROOT)"
+# Replaces only a bundle this script made (its marker file), never another folder given by mistake.
+if [ -e "$out" ] && [ ! -e "$out/.ddplab-gpu-bundle" ]; then
+  echo "gpu-bundle: $out exists and is not a bundle made by this script; give a new folder" >&2; exit 1
+fi
 rm -rf "$out"
 mkdir -p "$out/include" "$out/fashion-mnist" "$out/nccl/include"
+touch "$out/.ddplab-gpu-bundle"
 cp "$nccl_h" "$out/nccl/include/"
 cp -r /usr/include/fmt /usr/include/nlohmann /usr/include/toml++ "$out/include/"
 cp /usr/include/zlib.h /usr/include/zconf.h "$out/include/"
-[ -e /usr/include/x86_64-linux-gnu/zconf.h ] && cp /usr/include/x86_64-linux-gnu/zconf.h "$out/include/"
+for z in /usr/include/*-linux-gnu/zconf.h; do [ -e "$z" ] && cp "$z" "$out/include/"; done  # multiarch (x86_64, aarch64)
 cp -r /usr/src/googletest "$out/googletest"
 cp "$data"/*-ubyte.gz "$out/fashion-mnist/"
 echo "gpu-bundle: $out ($(du -sh "$out" | cut -f1))"

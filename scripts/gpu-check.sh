@@ -8,7 +8,8 @@
 #
 # usage: scripts/gpu-check.sh [--dry-run] OUTDIR
 #   --dry-run   configure and build only, then stop (what can be checked without a GPU)
-# Environment: DDPLAB_GPU_BUNDLE (default .gpu-bundle, from scripts/gpu-bundle.sh), CUDA_ARCH (default 90),
+# Environment: DDPLAB_GPU_BUNDLE (default .gpu-bundle, from scripts/gpu-bundle.sh),
+# CUDA_ARCH (default: the device's, from nvidia-smi; else 90),
 # JOBS (default: all cores), PYTHON (default python3), STEP_TIMEOUT (seconds per part, default 120),
 # NCCL_ROOT (default: the toolkit's, the system's, or PyTorch's nvidia-nccl wheel).
 set -u
@@ -19,7 +20,7 @@ dry=0 out=""
 for a in "$@"; do
   case "$a" in
     --dry-run) dry=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $a" >&2; usage ;;
     *) [ -z "$out" ] || usage; out=$a ;;
   esac
@@ -29,9 +30,14 @@ mkdir -p "$out" 2>/dev/null && [ -w "$out" ] && touch "$out/.write-test" 2>/dev/
   code=2 die "cannot write to output folder '$out'"
 rm -f "$out/.write-test"
 out=$(cd "$out" && pwd)
+# A rerun into the same folder must not show an earlier run's results: remove what this script writes.
+rm -f "$out"/{machine,steps}.txt "$out"/summary.json "$out"/{build,cuda_ops,cuda_codecs,nccl,nccl_watchdog,plan_executor}.{log,json} \
+  "$out"/gemm.{log,json} "$out"/train_cuda{,_direct,_fp16,_tf32,_b256,_b1024}.{log,json} "$out"/pytorch{,_sweep}.log \
+  "$out"/{memcheck,memcheck_codecs,racecheck}.log
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=${DDPLAB_GPU_BUNDLE:-$root/.gpu-bundle}
+[ -d "$bundle" ] && bundle=$(cd "$bundle" && pwd)  # CMake resolves relative paths against the build folder
 build=${DDPLAB_GPU_BUILD:-$root/build/gpu-only}
 py=${PYTHON:-python3}
 [ -d "$bundle" ] || code=2 die "no bundle at $bundle: run scripts/gpu-bundle.sh on a Debian 12 machine first"
@@ -56,10 +62,14 @@ if [ -z "${NCCL_ROOT:-}" ] && [ ! -e /usr/local/cuda/include/nccl.h ] && ! ldcon
     echo "nccl: from $whl" >>"$out/machine.txt"
   fi
 fi
-step "configure + build (log: $out/build.log)"
+# The device's own architecture (9.0 -> 90), so that an A100 or L40S gets kernels too; 90 when unknown.
+arch=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')}
+case "$arch" in ''|*[!0-9]*) arch=90 ;; esac
+echo "cuda architecture: $arch" >>"$out/machine.txt"
+step "configure + build for sm_$arch (log: $out/build.log)"
 gen=""; command -v ninja >/dev/null && gen="-G Ninja"
 { cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DDDPLAB_GPU_ONLY=ON \
-    -DDDPLAB_BUNDLE_DIR="$bundle" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" &&
+    -DDDPLAB_BUNDLE_DIR="$bundle" -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
   cmake --build "$build" -j "${JOBS:-$(nproc)}"; } >"$out/build.log" 2>&1 ||
   { tail -30 "$out/build.log" >&2; die "build failed (see $out/build.log)"; }
 if [ $dry = 1 ]; then step "dry run: built, not run"; exit 0; fi
@@ -77,7 +87,7 @@ part() {  # part NAME LOG command...
   local t0=$SECONDS; timeout -k 5 "${STEP_TIMEOUT:-120}" "$@" >"$log" 2>&1; local rc=$?
   printf '%-16s rc %-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" >>"$out/steps.txt"
   if [ $rc -ne 0 ]; then
-    fail=1; [ $rc -eq 124 ] && echo "  $name: timed out after ${STEP_TIMEOUT:-120} s" >&2
+    fail=1; { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && echo "  $name: timed out after ${STEP_TIMEOUT:-120} s" >&2
     echo "  $name failed (rc $rc); last lines of $log:" >&2; tail -15 "$log" | sed 's/^/    /' >&2
   fi
 }
@@ -87,7 +97,7 @@ step "codecs on the GPU vs the host"
 part cuda_codecs "$out/cuda_codecs.log" "$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json"
 step "NCCL, one rank, every schedule"
 part nccl "$out/nccl.log" "$build/tests/gpu/test_nccl" --gtest_output="json:$out/nccl.json"
-step "NCCL watchdog: a stuck init and a stuck receive are aborted after 3 s"
+step "NCCL watchdog: a stuck init, a failed receive, a collective behind held compute"
 STEP_TIMEOUT=60 part nccl_watchdog "$out/nccl_watchdog.log" "$build/tests/gpu/test_nccl_watchdog" \
   --gtest_output="json:$out/nccl_watchdog.json"
 step "PlanExecutor on the GPU (NCCL and staged) vs reference"
@@ -168,6 +178,24 @@ for b, d in ((64, cuda), (256, load("train_cuda_b256.json")), (1024, load("train
     sweep.append(row)
 s["steady_throughput"] = sweep
 s["pytorch_runs"] = list(torch_runs.values())
+# Every part's exit status and time (steps.txt), the sanitizers' verdicts, and the machine as recorded.
+parts, notes = {}, []
+try:
+    for line in open(os.path.join(out, "steps.txt")):
+        f = line.split()
+        if len(f) >= 4 and f[1] == "rc": parts[f[0]] = {"rc": int(f[2]), "seconds": int(f[3].rstrip("s"))}
+        elif line.strip(): notes.append(line.strip())
+except OSError: pass
+s["parts"] = parts
+s["sanitizer"] = {k: ("clean" if parts[k]["rc"] == 0 else "rc %d" % parts[k]["rc"]) if k in parts else "not run"
+                  for k in ("memcheck", "memcheck_codecs", "racecheck")}
+if notes: s["notes"] = notes
+wd = load("nccl_watchdog.json")  # what each watchdog case said, and after how long (gtest properties)
+if wd:
+    s["nccl_watchdog_cases"] = [{"test": t.get("name"), "message": t.get("message"), "waited_s": t.get("waited_s")}
+                                for suite in wd.get("testsuites", []) for t in suite.get("testsuite", [])]
+try: s["machine"] = [l.rstrip("\n") for l in open(os.path.join(out, "machine.txt"))]
+except OSError: pass
 s["ok"] = ok
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
 rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
@@ -189,11 +217,8 @@ if direct: rows.append(("samples/s bare loop (no plan)", "%.0f (acc %.4f)" % (di
 if fp16: rows.append(("samples/s overlap + fp16", "%.0f (acc %.4f)" % (fp16["samples_per_s"], fp16["test_accuracy"])))
 if cuda: rows.append(("peak device memory", "%.1f MiB" % (cuda["peak_device_bytes"] / 2**20)))
 if tf32: rows.append(("samples/s ddplab TF32", "%.0f (acc %.4f)" % (tf32["samples_per_s"], tf32["test_accuracy"])))
-try:
-    for line in open(os.path.join(out, "steps.txt")):
-        if line.split()[0] in ("memcheck", "memcheck_codecs", "racecheck"):
-            rows.append(("compute-sanitizer " + line.split()[0], "clean" if line.split()[2] == "0" else "rc " + line.split()[2] + " (see its log)"))
-except OSError: pass
+for k, v in s["sanitizer"].items():
+    rows.append(("compute-sanitizer " + k, v if v in ("clean", "not run") else v + " (see its log)"))
 rows.append(("result", "OK" if ok else "FAILED (see logs in %s)" % out))
 w = max(len(r[0]) for r in rows)
 for k, v in rows: print(k.ljust(w), " ", v)

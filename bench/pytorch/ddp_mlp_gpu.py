@@ -4,8 +4,12 @@
 The model, data and step of ddplab-gpu-train: Linear+ReLU MLP 784-1024-1024-1024-10, cross-entropy,
 Fashion-MNIST normalised with mean 0.2860 / std 0.3530 and held on the device, batch 64, SGD lr 0.05
 momentum 0.9, shuffled with a seeded permutation, one epoch. Eager mode, fp32 (TF32 off) unless --tf32.
-Every step reads the loss back to the host, as ddplab's does. Timing covers the training steps only (the
-data already on the device), with a synchronize at both ends; `steady_samples_per_s` leaves out the first
+Every step reads its loss back to the host after the optimizer step (ddplab reads it after the forward
+pass, so its backward and optimizer overlap the next step's host work). No DDP wrapper: at world size 1
+neither side communicates (ddplab's plan skips collectives of one rank). The whole dataset is held on the
+device, so PyTorch's batches cost an index, where ddplab's come from the host through its input
+pipeline. Timing covers the training steps only, with a synchronize at both ends; samples are counted
+as trained (a last partial batch counts its size); `steady_samples_per_s` leaves out the first
 --warmup-steps steps (lazy module loading, cuBLAS and allocator warm-up), as ddplab-gpu-train does.
 --graph captures the whole step (forward, backward, SGD) in one CUDA graph after three eager steps on a
 side stream, as PyTorch's documentation shows; a last partial batch runs eagerly. --batches runs several
@@ -88,7 +92,7 @@ def train(a, batch, graph, xtr, ytr, xte, yte, dev):
             static_loss = F.cross_entropy(model(static_x), static_y)
             static_loss.backward()
             opt.step()
-    steps, last, t_warm = 0, None, None
+    steps, samples, warm_samples, last, t_warm = 0, 0, 0, None, None
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for epoch in range(a.epochs):
@@ -96,7 +100,7 @@ def train(a, batch, graph, xtr, ytr, xte, yte, dev):
         perm = torch.randperm(xtr.shape[0], generator=gen).to(dev)
         for at in range(0, xtr.shape[0], batch):
             if steps == a.warmup_steps:
-                t_warm = time.perf_counter()
+                t_warm, warm_samples = time.perf_counter(), samples
             idx = perm[at:at + batch]
             if graph and idx.shape[0] == batch:
                 static_x.copy_(xtr[idx]); static_y.copy_(ytr[idx])
@@ -105,16 +109,17 @@ def train(a, batch, graph, xtr, ytr, xte, yte, dev):
             else:
                 last = step(xtr[idx], ytr[idx]).item()
             steps += 1
+            samples += idx.shape[0]
     torch.cuda.synchronize()
     t1 = time.perf_counter()
     with torch.no_grad():
         acc = (model(xte).argmax(1) == yte).float().mean().item()
     r = {"backend": "pytorch-" + torch.__version__, "mode": "graph" if graph else "eager", "steps": steps,
          "batch": batch, "epochs": a.epochs, "train_s": round(t1 - t0, 4),
-         "samples_per_s": round(steps * batch / (t1 - t0), 1), "final_loss": last, "test_accuracy": round(acc, 4),
+         "samples_per_s": round(samples / (t1 - t0), 1), "final_loss": last, "test_accuracy": round(acc, 4),
          "tf32": a.tf32}
     if t_warm is not None:
-        r["steady_samples_per_s"] = round((steps - a.warmup_steps) * batch / (t1 - t_warm), 1)
+        r["steady_samples_per_s"] = round((samples - warm_samples) / (t1 - t_warm), 1)
     return r
 
 
