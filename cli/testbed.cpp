@@ -303,6 +303,9 @@ std::vector<std::string> mpirun_args(const State& s) {
   return {"--hostfile", s.hostfile,
           "--mca", "plm_rsh_agent", s.agent,
           "--mca", "plm_rsh_no_tree_spawn", "1",  // every daemon starts from the root namespace
+          // Daemons stay attached to their agent instead of daemonizing: one that dies is then noticed and
+          // reported by mpirun (a detached daemon that failed in a namespace left mpirun waiting forever).
+          "--mca", "orte_leave_session_attached", "1",
           "--mca", "oob_tcp_if_include", s.subnet,
           "--mca", "pml", "ob1",                  // not UCX: all traffic goes through the TCP BTL below
           "--mca", "btl", "tcp,self",             // no shared memory: ranks only talk over the shaped veths
