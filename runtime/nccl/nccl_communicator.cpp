@@ -319,7 +319,7 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
         kill();
         throw NcclTimeout("rank " + std::to_string(rank_) + ": NCCL " + what + " did not complete within " +
                           fmt_seconds(timeout_) + " s; " +
-                          (abort_done_->load() ? std::string("communicator aborted (ncclCommAbort)")
+                          (!abort_done_ || abort_done_->load() ? std::string("communicator aborted (ncclCommAbort)")
                                                : "ncclCommAbort still waits on the device after " +
                                                      fmt_seconds(abort_grace_) + " s; failing without it"));
       }

@@ -74,6 +74,7 @@ void InputPipeline::join_load() {
 }
 
 void InputPipeline::plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps) {
+  join_load();  // a new plan starts after the load in flight
   sampler_ = &sampler;
   steps_.clear();
   idx_epoch_ = -1;
