@@ -37,11 +37,11 @@ const char* kUsage =
     "usage: ddplab-gpu-train [--backend cuda|cpu|reference] [--tf32] [--data DIR] [--layers 784,1024,...,10]\n"
     "                        [--batch 64] [--epochs 1] [--max-steps N] [--seed 1] [--lr 0.05] [--momentum 0.9]\n"
     "                        [--optimizer sgd|adam] [--policy flat] [--schedule native] [--codec none] [--direct]\n"
-    "                        [--warmup-steps 20]\n"
+    "                        [--warmup-steps 20] [--json FILE] | --probe (exit 0 when a CUDA device is usable,\n"
+    "                        else say why)\n"
     "  Steps run through the runtime's PlanExecutor (NCCL at world size 1 on cuda), as `ddplab run` does;\n"
     "  --direct: forward, backward and one optimizer call per step, no plan (the bare backend).\n"
-    "  steady_samples_per_s leaves out the first --warmup-steps steps (lazy module loading, first collectives).\n"
-    "                        [--json FILE] | --probe (exit 0 when a CUDA device is usable, else say why)\n";
+    "  steady_samples_per_s leaves out the first --warmup-steps steps (lazy module loading, first collectives).\n";
 
 Args parse(int argc, char** argv) {
   Args a;
