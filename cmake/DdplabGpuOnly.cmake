@@ -73,6 +73,7 @@ if(DDPLAB_BUILD_TESTS)
   function(ddplab_gtest name label)  # as in tests/CMakeLists.txt
     add_executable(${name} ${ARGN})
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)  # shared helpers
     gtest_discover_tests(${name} PROPERTIES LABELS ${label} DISCOVERY_TIMEOUT 60)
   endfunction()
   add_subdirectory(${PROJECT_SOURCE_DIR}/tests/gpu ${CMAKE_BINARY_DIR}/tests/gpu)

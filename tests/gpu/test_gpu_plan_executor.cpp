@@ -15,6 +15,7 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/strategies/strategy.hpp"
+#include "numbered_dataset.hpp"
 
 namespace ddplab {
 namespace {
@@ -106,12 +107,7 @@ TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
 // Double-buffered input: what the pipeline uploads is what gather_batch gives, slot by slot.
 TEST_F(GpuPlanExecutor, InputPipelineUploadsBothSlots) {
   auto cuda = make_cuda_ops();
-  Dataset d;
-  d.features = 5, d.classes = 3;
-  for (int i = 0; i < 40; ++i) {
-    for (int f = 0; f < d.features; ++f) d.images.push_back(static_cast<float>(i * 10 + f));
-    d.labels.push_back(i % 3);
-  }
+  const Dataset d = test::numbered_dataset(40, 5);
   std::vector<std::size_t> idx(40);
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = (i * 7) % 40;
   InputPipeline in(*cuda, d, 8);
@@ -132,12 +128,7 @@ TEST_F(GpuPlanExecutor, InputPipelineUploadsBothSlots) {
 // exactly gather_batch's samples.
 TEST_F(GpuPlanExecutor, InputPipelineLoaderThreadUploadsEveryStep) {
   auto cuda = make_cuda_ops();
-  Dataset d;
-  d.features = 7, d.classes = 3;
-  for (int i = 0; i < 44; ++i) {
-    for (int f = 0; f < d.features; ++f) d.images.push_back(static_cast<float>(i * 10 + f));
-    d.labels.push_back(i % 3);
-  }
+  const Dataset d = test::numbered_dataset(44, 7);
   DistributedSampler sampler(d.size(), 0, 1, 4);
   InputPipeline in(*cuda, d, 8);
   in.plan(sampler, 2, 0);

@@ -15,19 +15,10 @@
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "forwarding_ops.hpp"
+#include "numbered_dataset.hpp"
 
 namespace ddplab {
 namespace {
-
-Dataset numbered(int n, int features) {
-  Dataset d;
-  d.features = features, d.classes = 3;
-  for (int i = 0; i < n; ++i) {
-    for (int f = 0; f < features; ++f) d.images.push_back(static_cast<float>(i * 100 + f));
-    d.labels.push_back(i % 3);
-  }
-  return d;
-}
 
 // Holds every upload until the test releases it, and notes which threads bound and uploaded.
 class HeldOps final : public ForwardingOps {
@@ -70,7 +61,7 @@ void expect_slot(Ops& ops, const InputPipeline& in, const Dataset& d, const std:
 }
 
 TEST(InputPipeline, LoadStepReturnsBeforeTheUploadAndReadyWaitsForIt) {
-  const Dataset d = numbered(40, 5);
+  const Dataset d = test::numbered_dataset(40, 5);
   DistributedSampler sampler(d.size(), 0, 1, 3);
   HeldOps ops;
   InputPipeline in(ops, d, 8);
@@ -87,7 +78,7 @@ TEST(InputPipeline, LoadStepReturnsBeforeTheUploadAndReadyWaitsForIt) {
 }
 
 TEST(InputPipeline, EveryStepSeesItsSamplesAcrossEpochs) {
-  const Dataset d = numbered(44, 3);  // 44 = 5 batches of 8 + one of 4, per epoch
+  const Dataset d = test::numbered_dataset(44, 3);  // 44 = 5 batches of 8 + one of 4, per epoch
   DistributedSampler sampler(d.size(), 0, 1, 9);
   HeldOps ops;
   ops.release();
@@ -107,7 +98,7 @@ TEST(InputPipeline, EveryStepSeesItsSamplesAcrossEpochs) {
 }
 
 TEST(InputPipeline, AFailedUploadComesBackFromReady) {
-  const Dataset d = numbered(16, 2);
+  const Dataset d = test::numbered_dataset(16, 2);
   DistributedSampler sampler(d.size(), 0, 1, 1);
   HeldOps ops;
   ops.fail = true;
@@ -132,7 +123,7 @@ TEST(InputPipeline, AFailedUploadComesBackFromReady) {
 }
 
 TEST(InputPipeline, ClosingWithALoadInFlightWaitsForIt) {
-  const Dataset d = numbered(16, 2);
+  const Dataset d = test::numbered_dataset(16, 2);
   DistributedSampler sampler(d.size(), 0, 1, 1);
   HeldOps ops;
   std::thread releaser;
