@@ -157,11 +157,13 @@ py = torch_runs.get((64, "eager"))
 cpu = json.load(open(cpu_path))
 cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
 direct, fp16 = load("train_cuda_direct.json"), load("train_cuda_fp16.json")
-s = {"cuda_ops": gtest("cuda_ops.json"), "cuda_codecs": gtest("cuda_codecs.json"), "nccl": gtest("nccl.json"),
-     "nccl_watchdog": gtest("nccl_watchdog.json"),
-     "plan_executor": gtest("plan_executor.json"), "cpu_reference": cpu, "train_cuda": cuda, "train_cuda_direct": direct,
-     "train_cuda_fp16": fp16, "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py}
-ok = fail == 0 and all(s[k]["failed"] == 0 for k in ("cuda_ops", "cuda_codecs", "nccl", "nccl_watchdog", "plan_executor"))
+# The GoogleTest parts: summary key (its JSON file's name) and the table's title.
+tests = [("cuda_ops", "CUDA ops vs reference"), ("cuda_codecs", "codecs GPU vs host"), ("nccl", "NCCL 1 rank, schedules"),
+         ("nccl_watchdog", "NCCL watchdog"), ("plan_executor", "PlanExecutor GPU vs reference")]
+s = {k: gtest(k + ".json") for k, _ in tests}
+s.update({"cpu_reference": cpu, "train_cuda": cuda, "train_cuda_direct": direct, "train_cuda_fp16": fp16,
+          "train_cuda_tf32": tf32, "gemm": gemm, "pytorch": py})
+ok = fail == 0 and all(s[k]["failed"] == 0 for k, _ in tests)
 if cuda:
     s["accuracy_delta_points"] = round(100 * (cuda["test_accuracy"] - cpu["test_accuracy"]), 2)
     ok = ok and abs(s["accuracy_delta_points"]) <= 0.5
@@ -198,11 +200,7 @@ try: s["machine"] = [l.rstrip("\n") for l in open(os.path.join(out, "machine.txt
 except OSError: pass
 s["ok"] = ok
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=2)
-rows = [("CUDA ops vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_ops"]),
-        ("codecs GPU vs host", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["cuda_codecs"]),
-        ("NCCL 1 rank, schedules", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl"]),
-        ("NCCL watchdog (stuck init, recv)", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["nccl_watchdog"]),
-        ("PlanExecutor GPU vs reference", "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s["plan_executor"])]
+rows = [(title, "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % s[k]) for k, title in tests]
 if cuda: rows.append(("accuracy GPU / CPU", "%.4f / %.4f (%+.2f pts)" % (cuda["test_accuracy"], cpu["test_accuracy"], s["accuracy_delta_points"])))
 if gemm:
     fwd = [l for l in gemm["layers"] if not l["tf32"]]

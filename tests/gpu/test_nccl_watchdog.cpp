@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <cuda_runtime_api.h>
 
@@ -49,24 +50,38 @@ class LoneRankOfTwo final : public Communicator {
   }
 };
 
-TEST(NcclWatchdog, AbortsAnInitThatNoPeerJoins) {
-  const std::string why = cuda_device_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
+class NcclWatchdog : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = cuda_device_unavailable_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+  // Runs `f`, which must throw; returns what it said and after how long, both also recorded in the JSON
+  // report (what a user would read).
+  template <class F>
+  std::pair<std::string, double> failure_of(const char* what, F f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      f();
+      ADD_FAILURE() << what << " completed";
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RecordProperty("message", message);
+    RecordProperty("waited_s", std::to_string(waited));
+    return {message, waited};
+  }
+};
+
+TEST_F(NcclWatchdog, AbortsAnInitThatNoPeerJoins) {
   LoneRankOfTwo boot;
   NcclOptions o;
   o.bootstrap = &boot;
   o.timeout_s = 3;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string message;
-  try {
-    auto comm = make_nccl_communicator(o);
-    FAIL() << "a world of two initialised with one rank";
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  RecordProperty("message", message);  // in the JSON report: what a user would read
-  RecordProperty("waited_s", std::to_string(waited));
+  const auto [message, waited] =
+      failure_of("a world of two initialised with one rank", [&] { auto comm = make_nccl_communicator(o); });
   EXPECT_NE(message.find("rank 0"), std::string::npos) << message;
   EXPECT_NE(message.find("ncclCommInitRank"), std::string::npos) << message;
   EXPECT_NE(message.find("ncclCommAbort"), std::string::npos) << message;
@@ -77,9 +92,7 @@ TEST(NcclWatchdog, AbortsAnInitThatNoPeerJoins) {
 // What a schedule step does (begin, transfers, end_step), with a receive from rank 0 that no send
 // matches. NCCL reports this one itself (invalid usage, seen after about 1 s on the check machine): the
 // step must fail at once, naming the rank and the step, and the communicator is aborted.
-TEST(NcclWatchdog, AFailedStepIsNamedAndAbortsTheCommunicator) {
-  const std::string why = cuda_device_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
+TEST_F(NcclWatchdog, AFailedStepIsNamedAndAbortsTheCommunicator) {
   NcclOptions o;
   o.timeout_s = 30;
   auto comm = make_nccl_communicator(o);
@@ -87,20 +100,12 @@ TEST(NcclWatchdog, AFailedStepIsNamedAndAbortsTheCommunicator) {
   ASSERT_NE(mem, nullptr);
   void* buf = nullptr;
   ASSERT_EQ(cudaMalloc(&buf, 4096), cudaSuccess);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string message;
-  try {
+  const auto [message, waited] = failure_of("a receive that no send matches", [&] {
     mem->begin("unmatched receive");
     comm->irecv(buf, 4096, 0, 0);
     comm->wait_all();
     mem->end_step();
-    FAIL() << "a receive that no send matches completed";
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  RecordProperty("message", message);  // in the JSON report: what a user would read
-  RecordProperty("waited_s", std::to_string(waited));
+  });
   EXPECT_NE(message.find("rank 0: NCCL unmatched receive failed"), std::string::npos) << message;
   EXPECT_LT(waited, 30.0) << "the failure was not seen before the timeout: " << message;
   EXPECT_THROW(comm->barrier(), std::runtime_error);  // an aborted communicator refuses further work
@@ -111,9 +116,7 @@ TEST(NcclWatchdog, AFailedStepIsNamedAndAbortsTheCommunicator) {
 // hung kernel would): the watchdog's timeout aborts it. ncclCommAbort then waits for the stream (seen on
 // the H200), so the error must come after the abort grace (1 s here) without it; a helper thread lets
 // the stream go after 8 s so that the abort, and the test, can end.
-TEST(NcclWatchdog, AbortsACollectiveStuckBehindCompute) {
-  const std::string why = cuda_device_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
+TEST_F(NcclWatchdog, AbortsACollectiveStuckBehindCompute) {
   cudaStream_t compute = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
   NcclOptions o;
@@ -135,17 +138,8 @@ TEST(NcclWatchdog, AbortsACollectiveStuckBehindCompute) {
     std::this_thread::sleep_for(std::chrono::seconds(8));
     go = true;
   });
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string message;
-  try {
-    comm->allreduce_sum(buf, 1024);
-    ADD_FAILURE() << "an allreduce behind a held stream completed";
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  RecordProperty("message", message);  // in the JSON report: what a user would read
-  RecordProperty("waited_s", std::to_string(waited));
+  const auto [message, waited] =
+      failure_of("an allreduce behind a held stream", [&] { comm->allreduce_sum(buf, 1024); });
   releaser.join();
   cudaStreamSynchronize(compute);
   EXPECT_NE(message.find("rank 0: NCCL allreduce did not complete within 3"), std::string::npos) << message;
