@@ -177,7 +177,7 @@ void compute_stream(const PlanJob& job, const OpCosts& costs, const ComputeGroup
 // as the aggregated mode's phases: aggregate.hpp).
 struct Aggregated {
   PhaseCache phases;
-  RouteLatencies latency;
+  Routes routes;
 };
 void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& st, ScheduleCache& cache,
                  Aggregated* agg) {
@@ -191,7 +191,7 @@ void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& 
       work_for(op.calls[c].flops_before * costs.seconds_per_flop);
       if (agg) {
         bytes += replay_phases(agg->phases.acquire(op, c), rank, elem_bytes(op.calls[c].type), boxes, st.tally,
-                               agg->latency);
+                               agg->routes);
         agg->phases.release(op, c);
         continue;
       }
@@ -252,8 +252,7 @@ SimStepResult run_plan_simulation(const PlanJob& job) {
   std::unique_ptr<Aggregated> agg;
   if (use_aggregated(job.options, n)) {
     const auto& ctx = job.strategy->context();
-    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, job.strategy->ps_layout().servers}),
-                             RouteLatencies(hosts)});
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, job.strategy->ps_layout().servers}), Routes(hosts)});
   }
   // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
   // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.

@@ -101,12 +101,12 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
   // The aggregated mode replays the schedule's phases instead (aggregate.hpp).
   std::unique_ptr<Phases> phases;
   if (use_aggregated(options, n)) phases = std::make_unique<Phases>(phases_of(s));
-  RouteLatencies latency(hosts);
+  Routes routes(hosts);
   for (int r = 0; r < n; ++r)
     sg4::Actor::create(fmt::format("rank{}", r), hosts[static_cast<std::size_t>(r)], [&, r] {
       auto& rec = records[static_cast<std::size_t>(r)];
       RankMailboxes boxes(r);
-      if (phases) replay_phases(*phases, r, elem_bytes, boxes, rec.tally, latency);
+      if (phases) replay_phases(*phases, r, elem_bytes, boxes, rec.tally, routes);
       else replay_schedule(s, r, elem_bytes, boxes, rec.tally);
       rec.end = sg4::Engine::get_clock();
       rec.finished = true;
