@@ -1,10 +1,10 @@
 // Internal: the aggregated execution mode. Consecutive schedule steps in which every rank talks to the same
-// set of (peer, direction) pairs merge into one phase. A long phase replays its first 16 and last 4 steps
-// message by message, as the exact mode does, and skips the steps in between: each rank waits for as long as
-// its head's settled steps took each, times the steps skipped (the bytes of skipped steps are tallied as if
-// sent). Where every flow of the phase is alike (a ring on a star), one flow per pair stands for all its
-// steps. The exact per-message replay (replay.hpp) stays the reference; tests/simulator/test_aggregate.cpp
-// checks the two agree.
+// set of (peer, direction) pairs merge into one phase. A long phase replays its first 16 (8 once its pace
+// has settled) and last 4 steps message by message, as the exact mode does, and skips the steps in between:
+// each rank waits for as long as its head's settled steps took each, times the steps skipped (the bytes of
+// skipped steps are tallied as if sent). Where every flow of the phase is alike (a ring on a star), one flow
+// per pair stands for all its steps. The exact per-message replay (replay.hpp) stays the reference;
+// tests/simulator/test_aggregate.cpp checks the two agree.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -71,9 +71,12 @@ struct Phase {
   // When the phase's non-idle ranks all talk to each other (directly or through others, as in a ring), waits
   // until all of them have reached the phase; otherwise returns at once. See replay_phases.
   void start_together() const;
+  // Head steps every rank replays, decided by the first rank to finish kSettledCheck of them (ends as for
+  // skipped_step_time): that many when its pace has settled in a connected phase, else `head`.
+  int settled_head(const std::vector<double>& ends) const;
 
  private:
-  mutable int symmetric_ = -1, connected_ = -1;
+  mutable int symmetric_ = -1, connected_ = -1, settled_head_ = -1;
   mutable simgrid::s4u::BarrierPtr barrier_;
 };
 
@@ -105,9 +108,9 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
 
 // Rank `rank`'s part of the phases. A phase that skips no step replays every step as replay_schedule does.
 // A symmetric one (Phase::symmetric) runs as one flow per pair. Any other runs its head steps (once every
-// rank of a connected phase has arrived), waits skipped_step_time x the skipped steps, then runs its tail
-// steps. Tallies the same bytes the exact replay would; messages only for the flows and steps replayed.
-// Returns bytes sent.
+// rank of a connected phase has arrived; Phase::settled_head may end the head early), waits
+// skipped_step_time x the skipped steps, then runs its tail steps. Tallies the same bytes the exact replay
+// would; messages only for the flows and steps replayed. Returns bytes sent.
 std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, RankMailboxes& boxes, SendTally& tally,
                             Routes& routes);
 
