@@ -15,9 +15,6 @@ namespace sg4 = simgrid::s4u;
 namespace ddplab::sim {
 namespace {
 
-// Flows carry no data, only a simulated size; every send points at this.
-int g_payload = 0;
-
 // Steps replayed at the start and at the end of a phase that skips steps. The head must outlast the exact
 // mode's transient: a ring's ranks take up to about 10 steps to settle into their staggered pace (measured on
 // 16- and 32-rank rings on fat-tree and dragonfly). Fewer made the 16-rank dragonfly ring, whose steps never
@@ -318,10 +315,8 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
     const std::size_t w = rp.sends.size();
     auto send = [&](std::size_t i, std::uint64_t elems) {
       const std::uint64_t bytes = elems * elem_bytes;
-      comms.push_back(boxes.to(rp.sends[i].peer)->put_async(&g_payload, bytes));
+      comms.push_back(boxes.send(rp.sends[i].peer, bytes, tally));
       sent += bytes;
-      tally.to_peer[rp.sends[i].peer] += bytes;
-      ++tally.messages;
     };
     auto post_recvs = [&] {
       sinks.assign(rp.recvs.size(), nullptr);  // sized before any get_async points into it

@@ -31,6 +31,12 @@ sg4::Mailbox* lookup(std::unordered_map<int, sg4::Mailbox*>& cache, int peer, in
 sg4::Mailbox* RankMailboxes::to(int dst) { return lookup(out_, dst, rank_, dst); }
 sg4::Mailbox* RankMailboxes::from(int src) { return lookup(in_, src, src, rank_); }
 
+sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally) {
+  tally.to_peer[dst] += bytes;
+  ++tally.messages;
+  return to(dst)->put_async(&g_payload, bytes);
+}
+
 std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
                               SendTally& tally) {
   std::vector<sg4::CommPtr> comms;
@@ -41,10 +47,8 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
     sinks.assign(step.recvs.size(), nullptr);  // sized before any get_async points into it
     for (const auto& op : step.sends) {
       const std::uint64_t bytes = static_cast<std::uint64_t>(op.chunk.count) * elem_bytes;
-      comms.push_back(boxes.to(op.peer)->put_async(&g_payload, bytes));
+      comms.push_back(boxes.send(op.peer, bytes, tally));
       sent += bytes;
-      tally.to_peer[op.peer] += bytes;
-      ++tally.messages;
     }
     for (std::size_t i = 0; i < step.recvs.size(); ++i)
       comms.push_back(boxes.from(step.recvs[i].peer)->get_async<int>(&sinks[i]));

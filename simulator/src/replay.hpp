@@ -26,6 +26,9 @@ class RankMailboxes {
   explicit RankMailboxes(int rank) : rank_(rank) {}
   simgrid::s4u::Mailbox* to(int dst);
   simgrid::s4u::Mailbox* from(int src);
+  // Starts a message of `bytes` (a simulated size, no data) to `dst` and counts it in tally.to_peer and
+  // tally.messages; tally.bytes is the caller's to add.
+  simgrid::s4u::CommPtr send(int dst, std::uint64_t bytes, SendTally& tally);
 
  private:
   int rank_;
