@@ -1,5 +1,6 @@
 // `ddplab bench collectives`: nccl-tests-style bandwidth and correctness tables of every allreduce schedule
-// against the backend's native allreduce, stored in the results store; `ddplab bench results` reads them back.
+// against the backend's native allreduce, over MPI or NCCL (--backend), stored in the results store;
+// `ddplab bench results` reads them back.
 //
 // Metrics, as nccl-tests defines them (n ranks, each reducing a buffer of `size` bytes):
 //   time_us = max over ranks of the mean time per iteration, over `iters` back-to-back timed iterations
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -30,6 +32,7 @@
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "launch.hpp"
+#include "transport.hpp"
 #include "testbed.hpp"
 
 namespace ddplab::cli {
@@ -44,6 +47,8 @@ constexpr const char* kMetricsHelp =
     "  #wrong   elements differing from the exact sum, over all ranks (inputs are small integers)\n"
     "\n"
     "On one machine this starts `mpirun -np N` of itself; under mpirun or srun it joins the job directly.\n"
+    "--backend nccl bootstraps NCCL over that job (rank r of a node on its GPU r) and reduces device buffers;\n"
+    "inputs are uploaded and checked outside the timed iterations, and each iteration waits for its transfers.\n"
     "Rows go to the results store (tables bench_runs and collective_bench); `ddplab bench results` lists them.\n"
     "Exits non-zero when any #wrong is above 0, naming the schedule and size.";
 
@@ -58,6 +63,8 @@ struct BenchRequest {
   bool progress = false;  // set on the worker command line by the launcher
   bool testbed = false, np_given = false;  // one rank per test bed host; --np given explicitly
   std::string testbed_tag;                 // the test bed's run_tag JSON, passed to the ranks to store
+  std::string backend = "mpi";             // mpi (host buffers) or nccl (device buffers, one rank per GPU)
+  double comm_timeout = 300;               // nccl: the watchdog's limit per collective
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -142,6 +149,7 @@ int bench_worker(const BenchRequest& req) {
   opt.iters = req.iters;
   opt.warmup = req.warmup;
   opt.check = req.check;
+  opt.backend = req.backend;
   // Default: the ranks this launcher put on rank 0's node (all of them on one machine), as the trainer does.
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   opt.ranks_per_node = req.ranks_per_node.value_or(local ? std::max(1, std::atoi(local)) : n);
@@ -152,6 +160,8 @@ int bench_worker(const BenchRequest& req) {
   std::int64_t bench_id = 0;
   std::vector<CollectiveBenchRow> bad;
   try {
+    Transport transport = open_transport(*comm, req.backend, req.comm_timeout);
+    opt.device = transport.device_ops();
     if (me == 0) {
       store = std::make_unique<Store>(req.db);
       nlohmann::json extra = nlohmann::json::object();
@@ -160,7 +170,7 @@ int bench_worker(const BenchRequest& req) {
       printer = std::make_unique<TablePrinter>(n, opt.ranks_per_node, req);
     }
     run_collective_bench(
-        *comm, opt,
+        *transport.comm, opt,
         [&](const CollectiveBenchRow& row) {
           if (row.wrong.value_or(0) > 0) bad.push_back(row);
           if (me != 0) return;
@@ -215,12 +225,14 @@ int bench_collectives(const BenchRequest& req) {
     throw std::invalid_argument(std::string("--sizes: ") + e.what());
   }
   const auto names = resolve_schedules(req);
+  require_gpu_backend("--backend", req.backend);
   require_writable_store(req.db);
   const std::int64_t before = last_bench_id(req.db);
   std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(np),
                                    "--sizes",  req.sizes,     "--schedules", join(names),
                                    "--iters",  std::to_string(req.iters), "--warmup", std::to_string(req.warmup),
-                                   "--db",     req.db,        req.check ? "--check" : "--no-check"};
+                                   "--db",     req.db,        req.check ? "--check" : "--no-check",
+                                   "--backend", req.backend,  "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
   if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
@@ -247,10 +259,10 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
   Store store(db);
   if (csv)
     std::printf("bench_id,status,started_at,world_size,ranks_per_node,iters,schedule,collective,type,bytes,count,"
-                "time_us,algbw_gbs,busbw_gbs,wrong\n");
+                "time_us,algbw_gbs,busbw_gbs,wrong,backend\n");
   else
-    std::printf("%5s %-9s %5s %4s %-18s %12s %11s %11s %11s %7s\n", "bench", "status", "world", "rpn", "schedule",
-                "size (B)", "time_us", "algbw GB/s", "busbw GB/s", "#wrong");
+    std::printf("%5s %-9s %-7s %5s %4s %-18s %12s %11s %11s %11s %7s\n", "bench", "status", "backend", "world", "rpn",
+                "schedule", "size (B)", "time_us", "algbw GB/s", "busbw GB/s", "#wrong");
   std::size_t shown = 0;
   for (const auto& b : store.benches()) {
     if (only && b.id != *only) continue;
@@ -258,13 +270,14 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
       ++shown;
       const std::string wrong = r.wrong ? std::to_string(*r.wrong) : (csv ? "" : "N/A");
       if (csv)
-        std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s\n", static_cast<long long>(b.id),
+        std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s,%s\n", static_cast<long long>(b.id),
                     b.status.c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node, b.info.iters,
                     r.schedule.c_str(), r.collective.c_str(), r.type.c_str(), static_cast<long long>(r.bytes),
-                    static_cast<long long>(r.count), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+                    static_cast<long long>(r.count), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str(),
+                    b.info.backend.c_str());
       else
-        std::printf("%5lld %-9s %5d %4d %-18s %12lld %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(b.id),
-                    b.status.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
+        std::printf("%5lld %-9s %-7s %5d %4d %-18s %12lld %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(b.id),
+                    b.status.c_str(), b.info.backend.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
                     static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
     }
   }
@@ -300,6 +313,14 @@ void add_bench(CLI::App& app) {
       ->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
+  cmd->add_option("--backend", req->backend,
+                  "mpi (host buffers, the job's MPI) or nccl (device buffers, one rank per GPU; native is ncclAllReduce, "
+                  "schedules are grouped ncclSend/ncclRecv steps)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_option("--comm-timeout", req->comm_timeout, "nccl: seconds before a stuck collective aborts the job")
+      ->capture_default_str()
+      ->check(number_in(0.0, 86400.0, true));
   cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");
   cmd->add_option("--testbed-tag", req->testbed_tag)->group("");  // internal: the launcher's test bed, to store
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")->group("");

@@ -1,5 +1,7 @@
-// `ddplab calibrate`: measures this machine's network and compute under MPI, fits the simulator's network
-// model to it (calibration.hpp) and stores the fit by name, with the measurements, in the results store.
+// `ddplab calibrate`: measures this machine's network and compute, fits the simulator's network model to
+// it (calibration.hpp) and stores the fit by name, with the measurements, in the results store. The
+// network is measured over MPI, or over NCCL between GPUs with --backend cuda; compute on the CPU, or on
+// the GPU with --backend cuda or cuda+mpi (runtime/link_probe.hpp has the measurements).
 //
 // Measured on the job's ranks: (1) ping-pong between rank 0 and every other rank over message sizes; (2)
 // what the fit describes (--fit): by default the runtime's own ring allreduce of n x each size, whose steps
@@ -11,13 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,19 +33,17 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
-#include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "launch.hpp"
 #include "testbed.hpp"
+#include "transport.hpp"
 
 namespace ddplab::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct CalibrateRequest {
   int np = 2;
@@ -62,9 +60,16 @@ struct CalibrateRequest {
   double tolerance = 0.01;
   bool testbed = false;
   std::string testbed_tag;                // set by the launcher
+  std::string backend;                    // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
+  double comm_timeout = 300;              // cuda: NCCL's watchdog limit per collective
 };
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+// "cuda": the network over NCCL (device buffers) and compute on the GPU; "cuda+mpi": the network over MPI,
+// compute on the GPU; "cpu": both on MPI and OpenBLAS.
+std::string resolved_backend(const CalibrateRequest& req, const std::optional<Scenario>& sc) {
+  if (!req.backend.empty()) return req.backend;
+  return sc ? sc->train.backend : "cpu";
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -72,120 +77,10 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// Round trips of `bytes` between rank 0 and `peer` after 2 warm-ups: as many as fit in `budget_s` seconds
-// (judged from the warm-ups), at least 5 and at most 100. On a slow link a fixed count of large messages
-// takes minutes (64 MiB at 100 Mbit/s: 11 s per round trip).
-int pingpong_iters(double warm_rtt_s, double budget_s) {
-  if (!(warm_rtt_s > 0)) return 100;
-  return static_cast<int>(std::clamp(budget_s / warm_rtt_s, 5.0, 100.0));
-}
-
-// Every rank calls it; rank 0 gets one row per (peer, size): one-way = half the fastest round trip. Noise
-// on a shared machine (preemption, other jobs) only ever adds time, so the minimum is the link's own time;
-// a median of a few round trips was not even monotonic in size under load. Rank 0 chooses the count from
-// the warm-ups and tells the peer.
-std::vector<PingPongRow> measure_pingpong(Communicator& comm, const std::vector<std::uint64_t>& sizes, double budget_s) {
-  const int me = comm.rank();
-  std::vector<PingPongRow> rows;
-  std::vector<char> buf(sizes.empty() ? 1 : sizes.back(), 1);
-  for (int peer = 1; peer < comm.size(); ++peer) {
-    comm.barrier();
-    if (me != 0 && me != peer) continue;
-    for (std::uint64_t bytes : sizes) {
-      auto round_trip = [&] {
-        const auto t0 = Clock::now();
-        if (me == 0) {
-          comm.isend(buf.data(), bytes, peer, 7);
-          comm.wait_all();
-          comm.irecv(buf.data(), bytes, peer, 8);
-          comm.wait_all();
-        } else {
-          comm.irecv(buf.data(), bytes, 0, 7);
-          comm.wait_all();
-          comm.isend(buf.data(), bytes, 0, 8);
-          comm.wait_all();
-        }
-        return seconds_since(t0);
-      };
-      double warm = round_trip();
-      warm = std::min(warm, round_trip());
-      std::int32_t iters = pingpong_iters(warm, budget_s);
-      if (me == 0) comm.isend(&iters, sizeof iters, peer, 9);
-      else comm.irecv(&iters, sizeof iters, 0, 9);
-      comm.wait_all();
-      std::vector<double> rtt;
-      for (int it = 0; it < iters; ++it) rtt.push_back(round_trip());
-      if (me == 0) rows.push_back({0, peer, static_cast<std::int64_t>(bytes), iters, *std::min_element(rtt.begin(), rtt.end()) / 2});
-    }
-  }
-  comm.barrier();
-  return rows;
-}
-
-// Every rank at once sends `bytes` to its right neighbour and receives as much from its left, back to back:
-// the pattern of each step of a ring allreduce (with 2 ranks both directions of one pair, which Open MPI's
-// TCP transport carries on one connection). Per size, the median over iterations of each rank's time per
-// exchange, averaged over ranks. The median, not the minimum: a token-bucket shaper lets a burst through
-// faster than its rate after an idle moment, which a training step's stream of messages does not get.
-std::vector<PingPongSample> measure_exchange(Communicator& comm, const std::vector<std::uint64_t>& sizes, double budget_s) {
-  const int me = comm.rank(), n = comm.size();
-  const int right = (me + 1) % n, left = (me + n - 1) % n;
-  std::vector<char> out(sizes.empty() ? 1 : sizes.back(), 1), in(out.size());
-  std::vector<PingPongSample> samples;
-  for (std::uint64_t bytes : sizes) {
-    auto exchange = [&] {
-      const auto t0 = Clock::now();
-      comm.irecv(in.data(), bytes, left, 10);
-      comm.isend(out.data(), bytes, right, 10);
-      comm.wait_all();
-      return seconds_since(t0);
-    };
-    comm.barrier();
-    double warm = exchange();
-    warm = std::min(warm, exchange());
-    std::int32_t iters = pingpong_iters(2 * warm, budget_s);
-    comm.broadcast(&iters, sizeof iters, 0);
-    std::vector<double> t;
-    for (int it = 0; it < iters; ++it) t.push_back(exchange());
-    double m = median(t);
-    comm.allreduce_sum(&m, 1);
-    samples.push_back({bytes, m / n});
-  }
-  comm.barrier();
-  return samples;
-}
-
-// The runtime's own ring allreduce (ScheduleExecutor, as training runs it) of n x s bytes for each sample
-// size s: 2(n-1) steps, each an exchange of s-byte chunks, so one allreduce's time t / (2(n-1)) is the
-// one-way sample at size s. Unlike a bare exchange loop it includes what chaining steps costs on a busy
-// machine (a step waits for the slowest neighbour's previous one), which made training's ring steps ~20%
-// slower than the bare exchange on the 3-host test bed. Per size: 2 warm-ups, then `iters` allreduces (at
-// least 5); each rank's mean, averaged over ranks. The mean, not the median: the jitter of a busy machine
-// (a late neighbour, a preempted rank) is part of every training step's allreduce too; on the test bed the
-// median fitted allreduces 7-10% faster than training's, the mean within 1-4%.
-std::vector<PingPongSample> measure_ring(Communicator& comm, const std::vector<std::uint64_t>& sizes, int iters) {
-  const int n = comm.size();
-  ScheduleExecutor exec(comm);
-  std::vector<PingPongSample> samples;
-  for (std::uint64_t s : sizes) {
-    const std::size_t chunk = std::max<std::uint64_t>(1, s / 4);  // floats per rank's chunk
-    const Schedule ring = make_schedule("ring", n, chunk * static_cast<std::size_t>(n));
-    std::vector<float> buf(ring.count, 1.0f);
-    comm.barrier();
-    std::vector<double> t;
-    for (int it = -2; it < std::max(iters, 5); ++it) {
-      const auto t0 = Clock::now();
-      exec.run(ring, buf.data());
-      if (it >= 0) t.push_back(seconds_since(t0));
-      std::fill(buf.begin(), buf.end(), 1.0f);  // keep the sums finite
-    }
-    double m = 0;
-    for (double v : t) m += v / static_cast<double>(t.size());
-    comm.allreduce_sum(&m, 1);
-    samples.push_back({chunk * 4, m / n / (2.0 * (n - 1))});
-  }
-  comm.barrier();
-  return samples;
+std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) {
+  std::vector<PingPongSample> out;
+  for (const auto& t : times) out.push_back({t.bytes, t.one_way_s});
+  return out;
 }
 
 // Per sample size, the median one-way time over peers: the link class's samples.
@@ -200,78 +95,15 @@ std::vector<PingPongSample> samples_of(const std::vector<PingPongRow>& rows, con
   return out;
 }
 
-// Per-layer forward (GEMM, bias, ReLU, as Mlp::forward) and backward (Mlp::backward_layer; the loss
-// gradient counts with the last layer), and one SGD-momentum update of every parameter, each the median
-// of `reps` repetitions; averaged over ranks.
-void measure_compute(Communicator& comm, const Scenario& sc, Calibration& cal, int reps) {
-  const std::vector<int>& w = sc.model.layers;
-  const int batch = sc.train.batch_size, L = static_cast<int>(w.size()) - 1;
-  auto ops = make_ops("cpu");
-  Mlp mlp(*ops, w, batch);
-  mlp.init(sc.train.seed);
-  std::mt19937 rng(static_cast<unsigned>(sc.train.seed + comm.rank()));
-  std::uniform_real_distribution<float> u(0, 1);
-  std::vector<float> xh(static_cast<std::size_t>(batch) * w[0]);
-  for (auto& v : xh) v = u(rng);
-  std::vector<std::int32_t> yh(static_cast<std::size_t>(batch));
-  for (auto& v : yh) v = static_cast<std::int32_t>(rng() % static_cast<unsigned>(w.back()));
-  float* x = ops->alloc(xh.size());
-  ops->to_device(x, xh.data(), xh.size());
-  std::int32_t* y = ops->alloc_labels(yh.size());
-  ops->labels_to_device(y, yh.data(), yh.size());
-  std::vector<float*> act(static_cast<std::size_t>(L));
-  for (int l = 0; l < L; ++l) act[static_cast<std::size_t>(l)] = ops->alloc(static_cast<std::size_t>(batch) * w[l + 1]);
-  float* mom = ops->alloc(mlp.num_params());
-  const auto& info = mlp.param_info();
-
-  std::vector<std::vector<double>> fwd(static_cast<std::size_t>(L)), bwd(static_cast<std::size_t>(L));
-  std::vector<double> opt;
-  for (int rep = -2; rep < reps; ++rep) {
-    const float* in = x;
-    for (int l = 0; l < L; ++l) {
-      float* out = act[static_cast<std::size_t>(l)];
-      ops->synchronize();
-      const auto t0 = Clock::now();
-      ops->gemm(false, true, batch, w[l + 1], w[l], 1.0f, in, w[l], mlp.params() + info[2 * l].offset, w[l], 0.0f, out, w[l + 1]);
-      ops->add_bias(out, mlp.params() + info[2 * l + 1].offset, batch, w[l + 1]);
-      if (l + 1 < L) ops->relu(out, static_cast<std::size_t>(batch) * w[l + 1]);
-      ops->synchronize();
-      if (rep >= 0) fwd[static_cast<std::size_t>(l)].push_back(seconds_since(t0));
-      in = out;
-    }
-    mlp.forward(x, batch);  // the state backward needs
-    ops->synchronize();
-    auto t0 = Clock::now();
-    mlp.loss_grad(y);
-    for (int l = L - 1; l >= 0; --l) {
-      mlp.backward_layer(l);
-      ops->synchronize();
-      if (rep >= 0) bwd[static_cast<std::size_t>(l)].push_back(seconds_since(t0));
-      t0 = Clock::now();
-    }
-    ops->synchronize();
-    t0 = Clock::now();
-    ops->sgd_momentum(mlp.params(), mlp.grads(), mom, mlp.num_params(), 0.0f, 0.9f, 0.0f, rep == -2);
-    ops->synchronize();
-    if (rep >= 0) opt.push_back(seconds_since(t0));
-  }
-  std::vector<double> v;
-  for (int l = 0; l < L; ++l) {
-    v.push_back(median(fwd[static_cast<std::size_t>(l)]));
-    v.push_back(median(bwd[static_cast<std::size_t>(l)]));
-  }
-  v.push_back(median(opt));
-  comm.allreduce_sum(v.data(), v.size());
-  const double n = comm.size();
-  cal.layer_widths = w;
-  cal.batch_size = batch;
+// Per-layer compute of the scenario's MLP at its batch size on the calibration's compute backend.
+void measure_compute(Communicator& comm, Ops& ops, const Scenario& sc, Calibration& cal, int reps) {
+  const MlpComputeTimes t = measure_mlp_compute(comm, ops, sc.model.layers, sc.train.batch_size, sc.train.seed, reps);
+  cal.compute_backend = ops.name();
+  cal.layer_widths = sc.model.layers;
+  cal.batch_size = sc.train.batch_size;
   cal.layers.clear();
-  for (int l = 0; l < L; ++l) cal.layers.push_back({v[2 * static_cast<std::size_t>(l)] / n, v[2 * static_cast<std::size_t>(l) + 1] / n});
-  cal.optimizer_s = v.back() / n;
-  ops->free(x);
-  ops->free_labels(y);
-  for (float* a : act) ops->free(a);
-  ops->free(mom);
+  for (std::size_t l = 0; l < t.forward_s.size(); ++l) cal.layers.push_back({t.forward_s[l], t.backward_s[l]});
+  cal.optimizer_s = t.optimizer_s;
 }
 
 // The allreduce schedules to measure; `none` alone: no collectives at all.
@@ -320,11 +152,15 @@ int calibrate_worker(const CalibrateRequest& req) {
     if (!req.scenario.empty()) sc = load_scenario(req.scenario);
     if (sc && sc->model.type != "mlp")
       throw std::invalid_argument(req.scenario + ": per-layer compute is measured for MLP scenarios only");
+    const std::string backend = resolved_backend(req, sc);
+    Transport net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
+    Communicator& link = *net.comm;
+    Ops* device = net.device_ops();
 
-    const auto rows = measure_pingpong(*comm, sizes, req.pingpong_budget);
+    const auto rows = measure_pingpong(link, device, sizes, req.pingpong_budget);
     std::vector<PingPongSample> exchange;
-    if (req.fit == "exchange") exchange = measure_exchange(*comm, sizes, req.pingpong_budget);
-    if (req.fit == "ring") exchange = measure_ring(*comm, sizes, req.coll_iters);
+    if (req.fit == "exchange") exchange = samples_from(measure_exchange(link, device, sizes, req.pingpong_budget));
+    if (req.fit == "ring") exchange = samples_from(measure_ring(link, device, sizes, req.coll_iters));
     Calibration cal, pingpong_fit;
     if (me == 0) {
       try {
@@ -336,10 +172,13 @@ int calibrate_worker(const CalibrateRequest& req) {
       cal = req.fit == "pingpong" ? pingpong_fit : fit_exchange(exchange, req.tolerance, true);
       cal.fitted = req.fit;
       cal.name = req.name;
-      cal.link_class = req.testbed_tag.empty() ? "mpi" : "testbed";
+      cal.link_class = net.name == "nccl" ? "nccl" : req.testbed_tag.empty() ? "mpi" : "testbed";
       pingpong_fit.link_class = cal.link_class;
     }
-    if (sc) measure_compute(*comm, *sc, cal, 10);
+    if (sc) {
+      auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc->train.tf32);
+      measure_compute(*comm, *ops, *sc, cal, 10);
+    }
 
     std::unique_ptr<Store> store;
     if (me == 0) store = std::make_unique<Store>(req.db);
@@ -348,6 +187,8 @@ int calibrate_worker(const CalibrateRequest& req) {
     opt.schedules = resolve_schedules(req.schedules);
     opt.iters = req.coll_iters;
     opt.warmup = 2;
+    opt.device = device;
+    opt.backend = net.name;
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     opt.ranks_per_node = local ? std::max(1, std::atoi(local)) : n;
     comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
@@ -358,10 +199,11 @@ int calibrate_worker(const CalibrateRequest& req) {
         nlohmann::json extra = {{"calibration", req.name}};
         if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
         bench_id = begin_collective_bench(*store, opt, n, extra);
-        std::printf("#\n# allreduce schedules at world %d (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", n,
-                    static_cast<long long>(bench_id), "schedule", "size (B)", "time_us", "busbw GB/s", "#wrong");
+        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", n,
+                    net.name.c_str(), static_cast<long long>(bench_id), "schedule", "size (B)", "time_us", "busbw GB/s",
+                    "#wrong");
       }
-      run_collective_bench(*comm, opt, [&](const CollectiveBenchRow& r) {
+      run_collective_bench(link, opt, [&](const CollectiveBenchRow& r) {
         wrong += r.wrong.value_or(0);
         if (me != 0) return;
         store->add_bench_row(bench_id, r);
@@ -373,6 +215,7 @@ int calibrate_worker(const CalibrateRequest& req) {
       if (bench_id) store->finish_bench(bench_id, wrong == 0 ? "completed" : "failed");
       nlohmann::json host = nlohmann::json::parse(host_info_json());
       host["world_size"] = n;
+      host["backend"] = backend;
       if (!req.testbed_tag.empty()) host["testbed"] = nlohmann::json::parse(req.testbed_tag);
       nlohmann::json fit = cal.to_json();
       if (bench_id) fit["bench_id"] = bench_id;
@@ -387,8 +230,8 @@ int calibrate_worker(const CalibrateRequest& req) {
                     format_duration(pingpong_fit.latency_s).c_str(), pingpong_fit.bandwidth / 1e9);
       print_fit(cal);
       if (!cal.layers.empty()) {
-        std::printf("# compute of %s at batch %d (mean over %d ranks)\n#%6s %12s %12s\n", sc->name.c_str(),
-                    cal.batch_size, n, "layer", "forward_ms", "backward_ms");
+        std::printf("# compute of %s at batch %d on %s (mean over %d ranks)\n#%6s %12s %12s\n", sc->name.c_str(),
+                    cal.batch_size, cal.compute_backend.c_str(), n, "layer", "forward_ms", "backward_ms");
         for (std::size_t l = 0; l < cal.layers.size(); ++l)
           std::printf(" %6zu %12.3f %12.3f\n", l, cal.layers[l].forward_s * 1e3, cal.layers[l].backward_s * 1e3);
         std::printf("# optimizer %.3f ms\n", cal.optimizer_s * 1e3);
@@ -423,11 +266,18 @@ int calibrate(const CalibrateRequest& req) {
   }
   if (parse_size_list(req.sizes).size() < 2) throw std::invalid_argument("--sizes must give at least 2 sizes to fit");
   resolve_schedules(req.schedules);
-  if (!req.scenario.empty()) load_scenario(req.scenario);  // its errors now, before any rank starts
+  std::optional<Scenario> sc;
+  if (!req.scenario.empty()) sc = load_scenario(req.scenario);  // its errors now, before any rank starts
+  const std::string backend = resolved_backend(req, sc);
+  require_gpu_backend(req.backend.empty() && sc ? req.scenario + ": train.backend" : "--backend", backend);
+  if (backend == "cuda+mpi" && !sc)
+    throw std::invalid_argument("--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
+                                "(the MLP and batch to time on the GPU)");
   std::vector<std::string> args = {"calibrate", "--np", std::to_string(np), "--name", req.name, "--sizes", req.sizes,
                                    "--coll-iters", std::to_string(req.coll_iters), "--db", req.db,
                                    "--pingpong-budget", fmt::format("{}", req.pingpong_budget), "--fit", req.fit,
-                                   "--tolerance", fmt::format("{}", req.tolerance)};
+                                   "--tolerance", fmt::format("{}", req.tolerance), "--backend", backend,
+                                   "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (!req.coll_sizes.empty()) args.insert(args.end(), {"--coll-sizes", req.coll_sizes});
   if (!req.schedules.empty()) {
     std::string joined;
@@ -471,6 +321,13 @@ void add_calibrate(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"ring", "exchange", "pingpong"}));
   cmd->add_option("--scenario", req->scenario, "Also measure per-layer compute of this scenario's MLP at its batch size");
+  cmd->add_option("--backend", req->backend,
+                  "cpu (MPI, OpenBLAS), cuda (NCCL between GPUs, one rank per GPU; compute on the GPU) or cuda+mpi "
+                  "(MPI; compute on the GPU). Default: the scenario's train.backend, else cpu")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda+mpi"}));
+  cmd->add_option("--comm-timeout", req->comm_timeout, "cuda: seconds before a stuck NCCL operation aborts the job")
+      ->capture_default_str()
+      ->check(number_in(0.0, 86400.0, true));
   cmd->add_option("--tolerance", req->tolerance, "Relative error each size interval's fit must stay within")
       ->capture_default_str()
       ->check(number_in(1e-6, 1.0));

@@ -18,6 +18,7 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "launch.hpp"
+#include "transport.hpp"
 #include "testbed.hpp"
 
 namespace ddplab::cli {
@@ -61,14 +62,8 @@ int run_scenario(const RunRequest& req) {
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
-  if (sc.train.backend != "cpu") {
-    // Say now, not once per rank after mpirun started, when this machine cannot run the GPU backend.
-    const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) {
-      const std::string from = req.backend ? "--backend" : req.scenario + ": train.backend";
-      throw std::runtime_error(from + " \"" + sc.train.backend + "\" cannot run here: " + why);
-    }
-  }
+  // Say now, not once per rank after mpirun started, when this machine cannot run the GPU backend.
+  require_gpu_backend(req.backend ? "--backend" : req.scenario + ": train.backend", sc.train.backend);
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np);
   const int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);

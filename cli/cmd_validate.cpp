@@ -190,11 +190,27 @@ int validate(const ValidateRequest& req) {
                 v.measured * scale, v.predicted * scale, v.error_pct);
   };
 
+  // A calibration describes one transport: NCCL between GPUs, or MPI (on the test bed too). Measured
+  // configurations that ran on the other are left out, and said so after the table.
+  const std::string cal_transport = full ? (full->link_class == "nccl" ? "nccl" : "mpi") : "";
+  std::string not_compared;
+  auto other_transport = [&](const std::string& transport, const std::string& what) {
+    if (cal_transport.empty() || transport == cal_transport) return false;
+    not_compared += fmt::format("# {} ran over {}, calibration \"{}\" measured {}: not compared\n", what, transport,
+                                cal_name, full->link_class);
+    return true;
+  };
+
   // Per run, where the step's time goes, measured (steady-state medians) and predicted: printed after the table.
   std::string breakdown;
   for (const RunSummary& s : store.summaries()) {
     const RunRow& run = s.run;
     if (run.info.source != "measured" || run.status != "completed" || s.steps == 0) continue;
+    // Backend cuda (and cuda-tf32) runs the plan's collectives over NCCL; cpu and cuda+mpi over MPI.
+    const bool plan_on_nccl = run.info.backend.rfind("cuda", 0) == 0 && run.info.backend.find("+mpi") == std::string::npos;
+    if (other_transport(plan_on_nccl ? "nccl" : "mpi",
+                        fmt::format("run {} ({}, backend {})", run.id, run.info.strategy, run.info.backend)))
+      continue;
     try {
       const Scenario sc = scenario_of(run);
       const StrategyConfig& st = sc.strategies.front();
@@ -206,9 +222,11 @@ int validate(const ValidateRequest& req) {
       const bool use_cal = req.compute == "calibration" || (req.compute == "auto" && cal_fits);
       if (use_cal && !cal_fits)
         throw std::invalid_argument(fmt::format(
-            "--compute calibration: calibration \"{}\" measured {} at batch {}, the run trained {} at batch {}", cal_name,
+            "--compute calibration: calibration \"{}\" measured {} at batch {} on {}, the run trained {} at batch {} on {}",
+            cal_name,
             full->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(full->layer_widths, "-")),
-            full->batch_size, fmt::join(sc.model.layers, "-"), sc.train.batch_size));
+            full->batch_size, full->compute_backend, fmt::join(sc.model.layers, "-"), sc.train.batch_size,
+            compute_backend_of(sc)));
       double compute_s = m.compute_s, optimizer_s = m.optimizer_s;
       if (use_cal) {
         compute_s = 0;
@@ -246,6 +264,7 @@ int validate(const ValidateRequest& req) {
     if (req.runs_only || b.status != "completed") continue;
     const int world = b.info.world_size;
     if (world < 2) continue;
+    if (other_transport(b.info.backend == "nccl" ? "nccl" : "mpi", fmt::format("bench {}", b.id))) continue;
     ClusterConfig cluster;  // star; links from the calibration, else the defaults
     for (const CollectiveBenchRow& br : store.bench_rows(b.id)) {
       if (br.collective != "allreduce" || !(br.time_us > 0)) continue;
@@ -265,6 +284,7 @@ int validate(const ValidateRequest& req) {
   }
 
   if (!rows.empty()) store.add_validations(rows);
+  if (!not_compared.empty()) std::printf("#\n%s", not_compared.c_str());
   if (!breakdown.empty()) std::printf("#\n# where the step goes (other = step - compute - optimizer - exposed)\n%s", breakdown.c_str());
   double sum = 0;
   int counted = 0;

@@ -1,6 +1,6 @@
 # -DDDPLAB_GPU_ONLY=ON: only what the GPU check machine can build (CUDA toolkit, NCCL, no MPI, OpenBLAS,
 # SQLite, Qt or SimGrid): the schedules and codecs of strategies/, the runtime's MLP, data loader, schedule
-# executor and reference ops, the CUDA backend, the NCCL communicator, the gpu tests and bench/gpu.
+# executor, collective bench and reference ops, the CUDA backend, the NCCL communicator, the gpu tests and bench/gpu.
 # Header-only dependencies and GoogleTest come from the system when present, else from the bundle that
 # scripts/gpu-bundle.sh prepares (DDPLAB_BUNDLE_DIR).
 set(DDPLAB_BUNDLE_DIR "${PROJECT_SOURCE_DIR}/.gpu-bundle" CACHE PATH "Headers, googletest and data carried to the GPU machine")
@@ -49,7 +49,7 @@ target_link_libraries(ddplab_strategies PUBLIC ddplab_core PRIVATE fmt::fmt)
 target_compile_definitions(ddplab_strategies PRIVATE DDPLAB_MODELS_DIR="${_s}/models")
 
 set(_r ${PROJECT_SOURCE_DIR}/runtime)
-add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/src/data.cpp ${_r}/src/input_pipeline.cpp ${_r}/src/mlp.cpp
+add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/src/collective_bench.cpp ${_r}/src/data.cpp ${_r}/src/input_pipeline.cpp ${_r}/src/link_probe.cpp ${_r}/src/mlp.cpp
                                   ${_r}/src/plan_executor.cpp ${_r}/src/single_process_communicator.cpp
                                   ${_r}/src/schedule_executor.cpp)
 target_include_directories(ddplab_runtime PUBLIC ${_r}/include)

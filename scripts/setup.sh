@@ -12,6 +12,7 @@ PKGS=(
   libcli11-dev libfmt-dev libspdlog-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2 procps
+  sqlite3
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "ddplab/core/units.hpp"
-#include "ddplab/core/version.hpp"
+#include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -97,8 +97,20 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
   if (opt.iters < 1) throw std::invalid_argument("iters must be >= 1");
   if (opt.warmup < 0) throw std::invalid_argument("warmup must be >= 0");
   const int n = comm.size(), me = comm.rank();
+  if (comm.chunk_memory() && !opt.device)
+    throw std::invalid_argument("collective bench: this communicator's buffers live on a device (NCCL); "
+                                "CollectiveBenchOptions::device must name the backend that allocates them");
   const std::uint64_t max_bytes = opt.sizes.empty() ? 0 : *std::max_element(opt.sizes.begin(), opt.sizes.end());
-  std::vector<float> buf(max_bytes / kElem);
+  std::vector<float> buf(max_bytes / kElem);  // the inputs and results, on the host
+  DeviceBuffer dev;                            // the reduced buffer itself with opt.device
+  if (opt.device) dev = DeviceBuffer(*opt.device, buf.size());
+  float* work = opt.device ? dev.data() : buf.data();
+  auto upload = [&](std::size_t count) {
+    if (opt.device) opt.device->to_device(work, buf.data(), count);
+  };
+  auto download = [&](std::size_t count) {
+    if (opt.device) opt.device->to_host(buf.data(), work, count);
+  };
   ScheduleExecutor exec(comm);
 
   // The exact sum at element i depends only on i % kPeriod.
@@ -117,9 +129,9 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       if (name != "native") schedule = make_schedule(name, ScheduleParams{n, count, opt.ranks_per_node});
       auto once = [&] {
         if (schedule)
-          exec.run(*schedule, buf.data(), ElemType::F32);
+          exec.run(*schedule, work, ElemType::F32);
         else
-          comm.allreduce_sum(buf.data(), count, ElemType::F32);
+          comm.allreduce_sum(work, count, ElemType::F32);
       };
 
       CollectiveBenchRow row;
@@ -128,7 +140,9 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       row.count = static_cast<std::int64_t>(count);
       if (opt.check) {
         for (std::size_t i = 0; i < count; ++i) buf[i] = input_value(me, i);
+        upload(count);
         once();
+        download(count);
         if (fault && me == n - 1 && fault->schedule == name && fault->bytes == bytes) buf[0] += 1.0f;
         std::size_t mine = 0;
         for (std::size_t i = 0; i < count; ++i) mine += buf[i] != expected[i % kPeriod];
@@ -140,6 +154,8 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       // Zeros while timing: repeated in-place sums stay finite and never denormal, so every iteration
       // costs the same arithmetic.
       std::fill_n(buf.begin(), count, 0.0f);
+      upload(count);
+      if (opt.device) opt.device->synchronize();
       for (int w = 0; w < opt.warmup; ++w) once();
       comm.barrier();
       const auto t0 = Clock::now();
@@ -154,23 +170,6 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       if (on_row) on_row(row);
     }
   }
-}
-
-std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& opt, int world_size,
-                                    const nlohmann::json& extra) {
-  nlohmann::json cfg = {{"sizes", opt.sizes},   {"schedules", opt.schedules}, {"iters", opt.iters},
-                        {"warmup", opt.warmup}, {"check", opt.check},         {"type", "float"},
-                        {"collective", "allreduce"}};
-  if (extra.is_object()) cfg.update(extra);
-  BenchInfo info;
-  info.backend = "mpi";
-  info.world_size = world_size;
-  info.ranks_per_node = opt.ranks_per_node;
-  info.iters = opt.iters;
-  info.warmup = opt.warmup;
-  info.config_json = cfg.dump();
-  info.host_info = host_info_json();
-  return store.begin_bench(info);
 }
 
 }  // namespace ddplab

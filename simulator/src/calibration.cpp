@@ -192,6 +192,7 @@ nlohmann::json Calibration::to_json() const {
           {"crosstraffic_share", crosstraffic_share},
           {"latency_s", latency_s},
           {"bandwidth", bandwidth}, {"segments", segs},           {"samples", samp},
+          {"compute_backend", compute_backend},
           {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
           {"optimizer_s", optimizer_s}};
 }
@@ -212,6 +213,7 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
     throw CalibrationError("calibration JSON: segments must be non-empty and start at 0 bytes");
   for (const auto& s : j.value("samples", nlohmann::json::array()))
     c.samples.push_back({s.at("bytes").get<std::uint64_t>(), s.at("one_way_s").get<double>()});
+  c.compute_backend = j.value("compute_backend", "cpu");
   c.layer_widths = j.value("layer_widths", std::vector<int>{});
   c.batch_size = j.value("batch_size", 0);
   for (const auto& l : j.value("layers", nlohmann::json::array()))
@@ -247,9 +249,15 @@ ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions&
   return c;
 }
 
+std::string compute_backend_of(const Scenario& scenario) {
+  if (scenario.train.backend == "cpu") return "cpu";
+  return scenario.train.tf32 ? "cuda-tf32" : "cuda";
+}
+
 bool calibration_fits_model(const Calibration& c, const Scenario& scenario) {
   return !c.layers.empty() && scenario.model.type == "mlp" && c.layer_widths == scenario.model.layers &&
-         c.batch_size == scenario.train.batch_size && c.layers.size() + 1 == scenario.model.layers.size();
+         c.batch_size == scenario.train.batch_size && c.layers.size() + 1 == scenario.model.layers.size() &&
+         c.compute_backend == compute_backend_of(scenario);
 }
 
 }  // namespace ddplab

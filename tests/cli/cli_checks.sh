@@ -2,7 +2,7 @@
 # The command line end to end, no MPI: a "..." world list expands and a mistyped end is refused before anything
 # runs, a scenario's bad schedule name is a file:line:col error under `simulate` as under `run`, numeric options
 # say what they allow, report can skip warm-up steps, and `run` refuses before mpirun a strategy that cannot run
-# on --np ranks and a store it could not write.
+# on --np ranks and a store it could not write; without a GPU, bench and calibrate refuse the GPU transports.
 # usage: cli_checks.sh DDPLAB SCENARIO_DIR
 set -u
 ddplab=$1 scenarios=$2
@@ -65,4 +65,15 @@ grep -q mpirun "$work/err" && fail "mpirun started although a strategy cannot ru
   && fail "a store in /proc was accepted"
 grep -q 'results store /proc/ddplab-cli-check.db is not writable: cannot create files in /proc' "$work/err" \
   || fail "an unwritable store not refused before mpirun"
+# The GPU transports where no device is visible: refused before mpirun, saying why, nothing stored.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  for cmd in "bench collectives --backend nccl --np 2" "calibrate --backend cuda --np 2" \
+             "calibrate --backend cuda+mpi --np 2 --scenario $scenarios/ci-small.toml"; do
+    # shellcheck disable=SC2086
+    "$ddplab" $cmd --db "$work/g.db" >"$work/out" 2>"$work/err" && fail "$cmd ran without a GPU"
+    grep -q -- '--backend "[a-z+]*" cannot run here: ' "$work/err" || fail "$cmd: no reason given"
+    grep -q mpirun "$work/err" && fail "$cmd started mpirun"
+    [[ ! -e $work/g.db ]] || fail "$cmd created the store"
+  done
+fi
 echo "cli_checks: ok"

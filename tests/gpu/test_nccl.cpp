@@ -1,6 +1,7 @@
 // The NCCL communicator with one rank (the check machine has one GPU): every registered schedule through
 // the shared ScheduleExecutor, the native collectives on device and host buffers, and the device-side
-// reduce that multi-rank schedules rely on, against the host sum_into (label gpu; skipped without a device).
+// reduce that multi-rank schedules rely on, against the host sum_into. Also the collective bench on device
+// buffers and calibrate's per-layer compute timed by CUDA events (label gpu; skipped without a device).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -10,6 +11,8 @@
 
 #include "cuda_kernels.hpp"
 #include "cuda_ops.hpp"
+#include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/strategies/half.hpp"
@@ -121,6 +124,45 @@ TEST_F(Nccl, DeviceReduceMatchesHostSumInto) {
     sum_into(t, ha.data(), hb.data(), n);
     EXPECT_EQ(got, ha) << elem_name(t);
   }
+}
+
+// `ddplab bench collectives --backend nccl` at world 1: every schedule and ncclAllReduce on device buffers,
+// each result read back and checked.
+TEST_F(Nccl, CollectiveBenchOnDeviceBuffers) {
+  CollectiveBenchOptions opt;
+  opt.sizes = {4, 4100, std::uint64_t(1) << 22};
+  opt.schedules = allreduce_schedule_names();
+  opt.iters = 3, opt.warmup = 1;
+  opt.device = ops.get();
+  opt.backend = "nccl";
+  std::size_t rows = 0;
+  run_collective_bench(*comm, opt, [&](const CollectiveBenchRow& r) {
+    ++rows;
+    ASSERT_TRUE(r.wrong.has_value());
+    EXPECT_EQ(*r.wrong, 0) << r.schedule << " at " << r.bytes << " B";
+    EXPECT_GT(r.time_us, 0) << r.schedule;
+  });
+  EXPECT_EQ(rows, opt.schedules.size() * opt.sizes.size());
+  opt.device = nullptr;  // NCCL needs device buffers: refused, not run on host memory
+  EXPECT_THROW(run_collective_bench(*comm, opt, {}), std::invalid_argument);
+}
+
+// `ddplab calibrate --backend cuda`'s compute: per-layer device times (CUDA events). The 4096 x 4096 layer
+// at batch 1024 is 34.4 GFLOP forward: its time must put it between 1 TFLOP/s and 100 TFLOP/s (above any
+// GPU's fp32 peak), far above the 16-wide input layer's. Its backward is two GEMMs of that size (weight
+// and input gradients), the input layer's one (no input gradient).
+TEST_F(Nccl, CalibrateComputeIsTimedOnTheDevice) {
+  const std::vector<int> widths = {16, 4096, 4096, 10};
+  const MlpComputeTimes t = measure_mlp_compute(*comm, *ops, widths, 1024, 1, 5);
+  ASSERT_EQ(t.forward_s.size(), 3u);
+  ASSERT_EQ(t.backward_s.size(), 3u);
+  const double flops = 2.0 * 1024 * 4096 * 4096;
+  EXPECT_GT(flops / t.forward_s[1], 1e12);
+  EXPECT_LT(flops / t.forward_s[1], 100e12);
+  EXPECT_GT(t.backward_s[1], 1.5 * t.forward_s[1]);
+  EXPECT_GT(t.forward_s[1], 10 * t.forward_s[0]);
+  for (std::size_t l = 0; l < 3; ++l) EXPECT_GT(t.forward_s[l], 0) << l;
+  EXPECT_GT(t.optimizer_s, 0);
 }
 
 }  // namespace

@@ -34,8 +34,18 @@ grep -Eq '^run +[0-9]+ +baseline +2 +0 +step_ms ' "$work/out" || fail "no step r
 grep -Eq '^run +[0-9]+ +baseline +2 +0 +comm_ms ' "$work/out" || fail "no comm row for the measured run"
 [[ $(grep -Ec '^collective .* busbw_gbs ' "$work/out") -eq 10 ]] || fail "expected 10 bench rows (2 schedules x 5 sizes)"
 grep -Eq '^# mean absolute error [0-9.]+% over 12 comparisons' "$work/out" || fail "no mean absolute error line"
-n=$(sqlite3 "$db" 'SELECT COUNT(*) FROM validations' 2>/dev/null || echo skip)
-[[ $n == skip || $n -eq 12 ]] || fail "expected 12 stored validations, got $n"
+n=$(sqlite3 "$db" 'SELECT COUNT(*) FROM validations') || fail "sqlite3 cannot read the store"
+[[ $n -eq 12 ]] || fail "expected 12 stored validations, got $n"
+
+# A bench measured over NCCL is not compared with a calibration of MPI (nor the reverse): said, not replayed.
+bench=$(sqlite3 "$db" "SELECT id FROM bench_runs WHERE backend = 'mpi'")
+[[ -n $bench ]] || fail "calibrate stored no bench with backend mpi"
+sqlite3 "$db" "UPDATE bench_runs SET backend = 'nccl' WHERE id = $bench"
+"$ddplab" validate --db "$db" --name t >"$work/out" 2>"$work/err" || fail "validate with an nccl bench exited $?"
+grep -q "^# bench $bench ran over nccl, calibration \"t\" measured mpi: not compared" "$work/out" \
+  || fail "the nccl bench was not reported as not compared"
+grep -Eq '^collective ' "$work/out" && fail "the nccl bench was replayed with an mpi calibration"
+grep -Eq '^# mean absolute error [0-9.]+% over 2 comparisons' "$work/out" || fail "expected the run's 2 comparisons only"
 
 "$ddplab" validate --db "$db" --name nosuch >"$work/out" 2>"$work/err" && fail "validate of an unknown calibration succeeded"
 grep -q 'no calibration named "nosuch"' "$work/err" || fail "unknown calibration not named"

@@ -93,7 +93,8 @@ TEST(CalibrationFit, DegenerateInputIsAClearError) {
 TEST(CalibrationFit, JsonRoundTrip) {
   Calibration c = fit_pingpong(synthetic());
   c.name = "synthetic";
-  c.link_class = "mpi";
+  c.link_class = "nccl";
+  c.compute_backend = "cuda-tf32";
   c.layer_widths = {8, 4, 2};
   c.batch_size = 16;
   c.layers = {{1e-3, 2e-3}, {3e-4, 5e-4}};
@@ -101,6 +102,10 @@ TEST(CalibrationFit, JsonRoundTrip) {
   const Calibration d = Calibration::from_json(nlohmann::json::parse(c.to_json().dump()));
   EXPECT_EQ(d.to_json(), c.to_json());
   EXPECT_THROW(Calibration::from_json(nlohmann::json{{"latency_s", 1e-6}}), CalibrationError);
+  // Stored before the compute backend was recorded: those were all measured on the CPU.
+  nlohmann::json old = c.to_json();
+  old.erase("compute_backend");
+  EXPECT_EQ(Calibration::from_json(old).compute_backend, "cpu");
 }
 
 // rank 0 sends `bytes` to rank 1: the one-way half of a ping-pong.
@@ -208,6 +213,19 @@ TEST(CalibrationInstall, PerLayerTimesReplaceTheFlopSplit) {
   EXPECT_NEAR(r.compute_s, 1e-3 + 2e-3 + 4e-3 + 3e-3, 1e-6);
   sc.train.batch_size = 16;
   EXPECT_FALSE(calibration_fits_model(*cal, sc));
+  // CPU times describe neither GPU backend, and fp32 times not TF32 GEMMs.
+  sc.train.batch_size = 8;
+  for (const char* backend : {"cuda", "cuda+mpi"}) {
+    sc.train.backend = backend;
+    EXPECT_FALSE(calibration_fits_model(*cal, sc)) << backend;
+    cal->compute_backend = "cuda";
+    EXPECT_TRUE(calibration_fits_model(*cal, sc)) << backend;
+    sc.train.tf32 = true;
+    EXPECT_FALSE(calibration_fits_model(*cal, sc)) << backend << " tf32";
+    EXPECT_EQ(compute_backend_of(sc), "cuda-tf32");
+    sc.train.tf32 = false;
+    cal->compute_backend = "cpu";
+  }
 }
 
 TEST(CalibrationInstall, ScenarioNamingAnUnloadedCalibrationIsAnError) {

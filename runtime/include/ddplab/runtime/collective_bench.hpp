@@ -22,12 +22,19 @@
 
 namespace ddplab {
 
+class Ops;
+
 struct CollectiveBenchOptions {
   std::vector<std::uint64_t> sizes;    // bytes of float32 data per rank (count = bytes / 4)
   std::vector<std::string> schedules;  // allreduce schedules from the registry, or "native"
   int iters = 20, warmup = 5;
   int ranks_per_node = 1;              // for hierarchical schedules
   bool check = true;                   // run the correctness pass
+  // Where the reduced buffer lives: null, host memory (MPI); else this backend's memory, which a
+  // communicator with ChunkMemory (NCCL) needs. Inputs are uploaded and results read back through it,
+  // outside the timed iterations.
+  Ops* device = nullptr;
+  std::string backend = "mpi";         // the transport, as stored (bench_runs.backend): "mpi" or "nccl"
 };
 
 // "1KiB:256MiB" (lo, 2 lo, 4 lo, ... up to hi, like nccl-tests -b/-e -f 2) or "4KiB,1MiB,64MiB".
@@ -43,13 +50,15 @@ using BenchProgress = std::function<void(const std::string& schedule, std::uint6
 // After it: the same row on every rank (times and #wrong are already reduced over ranks).
 using BenchRowSink = std::function<void(const CollectiveBenchRow& row)>;
 
-// Rank 0: records a bench of these options at this world size in the store (backend "mpi", config JSON of
+// Rank 0: records a bench of these options at this world size in the store (options.backend, config JSON of
 // the options plus `extra` entries, e.g. {"calibration": NAME} or {"testbed": {...}}). Returns its id.
+// (collective_bench_store.cpp: the rest needs no store, and builds where SQLite is missing.)
 std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& options, int world_size,
                                     const nlohmann::json& extra);
 
 // Collective: every rank calls it with the same options. Schedules are measured one after another,
-// each over every size in order.
+// each over every size in order. Throws std::invalid_argument when the communicator needs device buffers
+// (it has ChunkMemory) and options.device is null.
 void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& options, const BenchRowSink& on_row,
                           const BenchProgress& on_progress = {});
 

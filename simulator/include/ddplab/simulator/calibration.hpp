@@ -48,7 +48,7 @@ struct LayerTime {
 
 struct Calibration {
   std::string name;
-  std::string link_class;                // "mpi" (the job's transport) or "testbed"
+  std::string link_class;                // the transport measured: "mpi", "testbed" (MPI between its hosts) or "nccl"
   double latency_s = 0;                  // one-way, end to end
   double bandwidth = 0;                  // bytes/s
   std::vector<FactorSegment> segments;   // ascending from_bytes, the first from 0
@@ -58,7 +58,10 @@ struct Calibration {
   // runtime's ring allreduce, which is such an exchange, chained as training chains them).
   std::string fitted = "pingpong";
   double crosstraffic_share = 0;         // by which `bandwidth` was raised over the samples' (fit_exchange)
-  // Compute, when a scenario was given: its MLP widths and batch, per-layer times and the optimizer.
+  // Compute, when a scenario was given: the backend that ran it (Ops::name(): "cpu", "cuda" or
+  // "cuda-tf32"; "cpu" in calibrations stored before it was recorded), its MLP widths and batch,
+  // per-layer times and the optimizer.
+  std::string compute_backend = "cpu";
   std::vector<int> layer_widths;
   int batch_size = 0;
   std::vector<LayerTime> layers;
@@ -101,8 +104,12 @@ std::shared_ptr<const Calibration> load_calibration(const Store& store, const st
 // cluster itself when options carry no calibration.
 ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions& options);
 
-// Whether the calibration's per-layer times describe this scenario's model and batch (same MLP widths,
-// same batch size); only then do they replace the FLOP split.
+// The compute backend a scenario trains on, as Calibration::compute_backend names it: "cpu", or "cuda" /
+// "cuda-tf32" for train.backend cuda and cuda+mpi.
+std::string compute_backend_of(const Scenario& scenario);
+
+// Whether the calibration's per-layer times describe this scenario's model, batch and compute backend
+// (same MLP widths, batch size and compute_backend_of); only then do they replace the FLOP split.
 bool calibration_fits_model(const Calibration& c, const Scenario& scenario);
 
 }  // namespace ddplab
