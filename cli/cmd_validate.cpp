@@ -192,12 +192,23 @@ int validate(const ValidateRequest& req) {
 
   // A calibration describes one transport: NCCL between GPUs, or MPI (on the test bed too). Measured
   // configurations that ran on the other are left out, and said so after the table.
-  const std::string cal_transport = full ? (full->link_class == "nccl" ? "nccl" : "mpi") : "";
+  const auto transport_of = [](const Calibration& c) { return c.link_class == "nccl" ? "nccl" : "mpi"; };
+  const std::string cal_transport = full ? transport_of(*full) : "";
+  std::map<std::string, std::string> latest_of;  // transport -> the latest calibration of it, for the hint
+  for (const auto& rec : store.calibrations()) {
+    try {
+      latest_of[transport_of(Calibration::from_json(nlohmann::json::parse(rec.fit_json)))] = rec.name;
+    } catch (const std::exception&) {  // a malformed one is reported when named, not here
+    }
+  }
   std::string not_compared;
   auto other_transport = [&](const std::string& transport, const std::string& what) {
     if (cal_transport.empty() || transport == cal_transport) return false;
-    not_compared += fmt::format("# {} ran over {}, calibration \"{}\" measured {}: not compared\n", what, transport,
-                                cal_name, full->link_class);
+    const auto other = latest_of.find(transport);
+    not_compared += fmt::format("# {} ran over {}, calibration \"{}\" measured {}: not compared{}\n", what, transport,
+                                cal_name, full->link_class,
+                                other == latest_of.end() ? std::string(" (no calibration of " + transport + " stored)")
+                                                         : fmt::format(" (`--name {}` compares it)", other->second));
     return true;
   };
 

@@ -42,10 +42,20 @@ bench=$(sqlite3 "$db" "SELECT id FROM bench_runs WHERE backend = 'mpi'")
 [[ -n $bench ]] || fail "calibrate stored no bench with backend mpi"
 sqlite3 "$db" "UPDATE bench_runs SET backend = 'nccl' WHERE id = $bench"
 "$ddplab" validate --db "$db" --name t >"$work/out" 2>"$work/err" || fail "validate with an nccl bench exited $?"
-grep -q "^# bench $bench ran over nccl, calibration \"t\" measured mpi: not compared" "$work/out" \
-  || fail "the nccl bench was not reported as not compared"
+grep -q "^# bench $bench ran over nccl, calibration \"t\" measured mpi: not compared (no calibration of nccl stored)" \
+  "$work/out" || fail "the nccl bench was not reported as not compared"
 grep -Eq '^collective ' "$work/out" && fail "the nccl bench was replayed with an mpi calibration"
 grep -Eq '^# mean absolute error [0-9.]+% over 2 comparisons' "$work/out" || fail "expected the run's 2 comparisons only"
+# With a calibration of NCCL stored too (t's fit, relabelled), the hint names it, and it compares the bench only.
+sqlite3 "$db" "INSERT INTO calibrations(name, created_at, host_info, fit, version)
+  SELECT 'g', created_at, host_info, json_set(fit, '$.link_class', 'nccl'), version FROM calibrations WHERE name = 't'"
+"$ddplab" validate --db "$db" --name t >"$work/out" 2>"$work/err" || fail "validate --name t exited $?"
+grep -q "^# bench $bench ran over nccl, .*not compared (\`--name g\` compares it)" "$work/out" || fail "no hint to --name g"
+"$ddplab" validate --db "$db" --name g >"$work/out" 2>"$work/err" || fail "validate --name g exited $?"
+[[ $(grep -Ec '^collective .* busbw_gbs ' "$work/out") -eq 10 ]] || fail "calibration g did not compare the nccl bench"
+grep -Eq '^run ' "$work/out" && fail "an MPI run was compared with an NCCL calibration"
+grep -q '^# run [0-9]* (baseline, backend cpu) ran over mpi, calibration "g" measured nccl: not compared (`--name t`' \
+  "$work/out" || fail "the run was not listed as not compared under g"
 
 "$ddplab" validate --db "$db" --name nosuch >"$work/out" 2>"$work/err" && fail "validate of an unknown calibration succeeded"
 grep -q 'no calibration named "nosuch"' "$work/err" || fail "unknown calibration not named"
