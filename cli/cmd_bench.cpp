@@ -159,8 +159,10 @@ int bench_worker(const BenchRequest& req) {
   std::unique_ptr<TablePrinter> printer;
   std::int64_t bench_id = 0;
   std::vector<CollectiveBenchRow> bad;
+  Transport transport;  // outside the try: an error aborts the job below before NCCL is torn down, which
+                        // could wait for peers still inside a collective
   try {
-    Transport transport = open_transport(*comm, req.backend, req.comm_timeout);
+    transport = open_transport(*comm, req.backend, req.comm_timeout);
     opt.device = transport.device_ops();
     if (me == 0) {
       store = std::make_unique<Store>(req.db);

@@ -145,6 +145,7 @@ int calibrate_worker(const CalibrateRequest& req) {
   char** argv = nullptr;
   auto comm = make_mpi_communicator(&argc, &argv);
   const int me = comm->rank(), n = comm->size();
+  Transport net;  // outside the try: an error aborts the job before NCCL is torn down (see bench_worker)
   try {
     if (n < 2) throw std::invalid_argument("calibrate needs at least 2 ranks for ping-pong (--np 2 or more)");
     const auto sizes = parse_size_list(req.sizes);
@@ -153,7 +154,7 @@ int calibrate_worker(const CalibrateRequest& req) {
     if (sc && sc->model.type != "mlp")
       throw std::invalid_argument(req.scenario + ": per-layer compute is measured for MLP scenarios only");
     const std::string backend = resolved_backend(req, sc);
-    Transport net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
+    net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
     Communicator& link = *net.comm;
     Ops* device = net.device_ops();
 
