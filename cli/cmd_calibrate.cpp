@@ -6,10 +6,10 @@
 // Measured on the job's ranks: (1) ping-pong between rank 0 and every other rank over message sizes; (2)
 // what the fit describes (--fit): by default the runtime's own ring allreduce of n x each size, whose steps
 // are exchanges of one chunk of that size (every rank sends right, receives left), as training runs them;
-// (3) every allreduce schedule over sizes at the job's world size (the `bench collectives` tables, stored as
-// a bench so that `ddplab validate` replays it; --schedules none skips it); (4) with --scenario, per-layer
-// forward and backward and the optimizer of the scenario's MLP at its batch size, on every rank at once (as
-// training loads the cores), averaged over ranks.
+// (3) every allreduce schedule over sizes at world sizes up to the job's (the `bench collectives` tables,
+// one bench per world size so that `ddplab validate` replays them; --schedules none skips it); (4) with
+// --scenario, per-layer forward and backward and the optimizer of the scenario's MLP at its batch size, on
+// every rank at once (as training loads the cores), averaged over ranks.
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +60,7 @@ struct CalibrateRequest {
   double tolerance = 0.01;
   bool testbed = false;
   std::string testbed_tag;                // set by the launcher
+  std::string worlds;                     // world sizes of the schedules; empty: 2, 4, ... below np, and np
   std::string backend;                    // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
   double comm_timeout = 300;              // cuda: NCCL's watchdog limit per collective
 };
@@ -139,6 +140,94 @@ void print_fit(const Calibration& c) {
               worst, c.samples.size());
 }
 
+// The world sizes the schedules are measured at: --worlds (a comma list, each 2..n), else 2, 4, 8, ...
+// below n, and n itself. Ascending, without repeats.
+std::vector<int> schedule_worlds(const std::string& given, int n) {
+  std::vector<int> worlds;
+  if (given.empty()) {
+    for (int w = 2; w < n; w *= 2) worlds.push_back(w);
+    worlds.push_back(n);
+    return worlds;
+  }
+  std::size_t start = 0;
+  while (start <= given.size()) {
+    const std::size_t comma = std::min(given.find(',', start), given.size());
+    const std::string item = given.substr(start, comma - start);
+    std::size_t used = 0;
+    int w = 0;
+    try {
+      w = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw std::invalid_argument(fmt::format("--worlds: \"{}\" is not a whole number", item));
+    if (w < 2 || w > n)
+      throw std::invalid_argument(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
+    worlds.push_back(w);
+    start = comma + 1;
+  }
+  std::sort(worlds.begin(), worlds.end());
+  worlds.erase(std::unique(worlds.begin(), worlds.end()), worlds.end());
+  return worlds;
+}
+
+// A group of the job's first w ranks, over the calibration's transport. Kept until the worker ends, so that
+// an error aborts the job before any NCCL communicator is torn down (see calibrate_worker).
+struct RankGroup {
+  std::unique_ptr<Communicator> mpi;
+  Transport net;
+};
+
+struct ScheduleBenches {
+  std::vector<std::int64_t> ids;  // rank 0: one bench per world size
+  std::int64_t wrong = 0;         // elements wrong, over the benches this rank took part in
+};
+
+// Every schedule of `opt` at each world size: the job's ranks below w reduce (the job's transport for w = n,
+// a split of it otherwise); the others wait. Rank 0 prints and stores each world's bench.
+ScheduleBenches measure_schedules(Communicator& job, Transport& net, const std::vector<int>& worlds,
+                                  CollectiveBenchOptions opt, const CalibrateRequest& req, Store* store,
+                                  std::vector<RankGroup>& groups) {
+  const int me = job.rank(), n = job.size(), rpn = opt.ranks_per_node;
+  ScheduleBenches out;
+  for (const int w : worlds) {
+    Communicator* comm = net.comm;
+    opt.device = net.device_ops();
+    if (w < n) {
+      RankGroup g;
+      g.mpi = job.split(me < w ? 0 : -1);
+      if (g.mpi) g.net = open_transport(*g.mpi, net.name, req.comm_timeout);
+      comm = g.mpi ? g.net.comm : nullptr;
+      opt.device = g.net.device_ops();
+      groups.push_back(std::move(g));
+    }
+    if (comm) {
+      opt.ranks_per_node = std::min(rpn, w);
+      std::int64_t id = 0, wrong = 0;
+      if (me == 0) {
+        nlohmann::json extra = {{"calibration", req.name}};
+        if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
+        id = begin_collective_bench(*store, opt, w, extra);
+        out.ids.push_back(id);
+        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", w,
+                    net.name.c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us", "busbw GB/s",
+                    "#wrong");
+      }
+      run_collective_bench(*comm, opt, [&](const CollectiveBenchRow& r) {
+        wrong += r.wrong.value_or(0);
+        if (me != 0) return;
+        store->add_bench_row(id, r);
+        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
+                    r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
+      });
+      if (me == 0) store->finish_bench(id, wrong == 0 ? "completed" : "failed");
+      out.wrong += wrong;
+    }
+    job.barrier();
+  }
+  return out;
+}
+
 // One rank of the job. Rank 0 fits, prints and stores.
 int calibrate_worker(const CalibrateRequest& req) {
   int argc = 0;
@@ -146,6 +235,7 @@ int calibrate_worker(const CalibrateRequest& req) {
   auto comm = make_mpi_communicator(&argc, &argv);
   const int me = comm->rank(), n = comm->size();
   Transport net;  // outside the try: an error aborts the job before NCCL is torn down (see bench_worker)
+  std::vector<RankGroup> groups;
   try {
     if (n < 2) throw std::invalid_argument("calibrate needs at least 2 ranks for ping-pong (--np 2 or more)");
     const auto sizes = parse_size_list(req.sizes);
@@ -193,33 +283,17 @@ int calibrate_worker(const CalibrateRequest& req) {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     opt.ranks_per_node = local ? std::max(1, std::atoi(local)) : n;
     comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
-    std::int64_t bench_id = 0;
-    std::int64_t wrong = 0;
-    if (!opt.schedules.empty()) {
-      if (me == 0) {
-        nlohmann::json extra = {{"calibration", req.name}};
-        if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
-        bench_id = begin_collective_bench(*store, opt, n, extra);
-        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", n,
-                    net.name.c_str(), static_cast<long long>(bench_id), "schedule", "size (B)", "time_us", "busbw GB/s",
-                    "#wrong");
-      }
-      run_collective_bench(link, opt, [&](const CollectiveBenchRow& r) {
-        wrong += r.wrong.value_or(0);
-        if (me != 0) return;
-        store->add_bench_row(bench_id, r);
-        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
-                    r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
-      });
-    }
+    ScheduleBenches benches;
+    if (!opt.schedules.empty())
+      benches = measure_schedules(*comm, net, schedule_worlds(req.worlds, n), opt, req, store.get(), groups);
+    const std::int64_t wrong = benches.wrong;
     if (me == 0) {
-      if (bench_id) store->finish_bench(bench_id, wrong == 0 ? "completed" : "failed");
       nlohmann::json host = nlohmann::json::parse(host_info_json());
       host["world_size"] = n;
       host["backend"] = backend;
       if (!req.testbed_tag.empty()) host["testbed"] = nlohmann::json::parse(req.testbed_tag);
       nlohmann::json fit = cal.to_json();
-      if (bench_id) fit["bench_id"] = bench_id;
+      if (!benches.ids.empty()) fit["bench_ids"] = benches.ids;
       if (cal.fitted != "pingpong" && pingpong_fit.bandwidth > 0)
         fit["pingpong"] = {{"latency_s", pingpong_fit.latency_s}, {"bandwidth", pingpong_fit.bandwidth}};
       if (sc) fit["scenario"] = sc->name;
@@ -267,6 +341,7 @@ int calibrate(const CalibrateRequest& req) {
   }
   if (parse_size_list(req.sizes).size() < 2) throw std::invalid_argument("--sizes must give at least 2 sizes to fit");
   resolve_schedules(req.schedules);
+  schedule_worlds(req.worlds, np);
   std::optional<Scenario> sc;
   if (!req.scenario.empty()) sc = load_scenario(req.scenario);  // its errors now, before any rank starts
   const std::string backend = resolved_backend(req, sc);
@@ -280,6 +355,7 @@ int calibrate(const CalibrateRequest& req) {
                                    "--tolerance", fmt::format("{}", req.tolerance), "--backend", backend,
                                    "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (!req.coll_sizes.empty()) args.insert(args.end(), {"--coll-sizes", req.coll_sizes});
+  if (!req.worlds.empty()) args.insert(args.end(), {"--worlds", req.worlds});
   if (!req.schedules.empty()) {
     std::string joined;
     for (const auto& s : req.schedules) joined += (joined.empty() ? "" : ",") + s;
@@ -310,6 +386,9 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--schedules", req->schedules,
                   "Comma list of allreduce schedules (default: all, and native); none: measure no collectives")
       ->delimiter(',');
+  cmd->add_option("--worlds", req->worlds,
+                  "World sizes to measure the schedules at, a comma list (the job's first ranks; default: 2, 4, 8, ... "
+                  "below --np, and --np)");
   cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")->capture_default_str()->check(positive_int());
   cmd->add_option("--pingpong-budget", req->pingpong_budget,
                   "Seconds of round trips per ping-pong size and peer (5 to 100 round trips; fewer on slow links)")

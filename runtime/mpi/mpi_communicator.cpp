@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,53 +42,56 @@ int env_int(const char* name, int fallback) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(int* argc, char*** argv) {
+  MpiCommunicator(int* argc, char*** argv) : owns_mpi_(true) {
     int provided = 0;
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
-    // Errors come back as codes so we can name the rank and the operation before aborting.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
-    MPI_Op_create(&sum_f16, 1, &op_f16_);
-    MPI_Op_create(&sum_bf16, 1, &op_bf16_);
+    open(MPI_COMM_WORLD);
   }
+  // A split of the world (split()): MPI stays initialised while the world communicator lives.
+  explicit MpiCommunicator(MPI_Comm comm) : owns_mpi_(false) { open(comm); }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
       MPI_Op_free(&op_f16_);
       MPI_Op_free(&op_bf16_);
-      MPI_Finalize();
+      if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+      if (owns_mpi_) MPI_Finalize();
     }
+  }
+  std::unique_ptr<Communicator> split(int color) override {
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(comm_, color >= 0 ? color : MPI_UNDEFINED, rank_, &sub));
+    if (sub == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<MpiCommunicator>(sub);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
 
-  void barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void barrier() override { MPI_CHECK(MPI_Barrier(comm_)); }
   void broadcast(void* data, std::size_t bytes, int root) override {
-    MPI_CHECK(MPI_Bcast(data, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Bcast(data, as_int(bytes), MPI_BYTE, root, comm_));
   }
   void allreduce_sum(float* data, std::size_t count) override {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, comm_));
   }
   void allreduce_sum(double* data, std::size_t count) override {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_DOUBLE, MPI_SUM, comm_));
   }
   void allreduce_min(int* data, std::size_t count) override {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_INT, MPI_MIN, comm_));
   }
   void allreduce_sum(void* data, std::size_t count, ElemType type) override {
     switch (type) {
       case ElemType::F32:
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_FLOAT, MPI_SUM, comm_));
         return;
       case ElemType::F16:
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_f16_, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_f16_, comm_));
         return;
       case ElemType::BF16:
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_bf16_, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, as_int(count), MPI_UINT16_T, op_bf16_, comm_));
         return;
       case ElemType::IndexValue:
         break;
@@ -95,7 +99,7 @@ class MpiCommunicator final : public Communicator {
     throw std::invalid_argument(std::string("allreduce of ") + elem_name(type) + " is not a sum");
   }
   void all_gather(void* data, std::size_t bytes_per_rank) override {
-    MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, as_int(bytes_per_rank), MPI_BYTE, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, as_int(bytes_per_rank), MPI_BYTE, comm_));
   }
   void reduce_scatter_sum(float* data, std::size_t count) override {
     std::vector<int> counts(static_cast<std::size_t>(size_));
@@ -103,7 +107,7 @@ class MpiCommunicator final : public Communicator {
     // MPI delivers the shard at the start of the receive buffer; move it to its place in ours.
     const Chunk mine = chunk_of(count, size_, rank_);
     std::vector<float> shard(mine.count);
-    MPI_CHECK(MPI_Reduce_scatter(data, shard.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Reduce_scatter(data, shard.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_));
     std::copy(shard.begin(), shard.end(), data + mine.offset);
   }
   void all_gather_shards(float* data, std::size_t count) override {
@@ -113,18 +117,18 @@ class MpiCommunicator final : public Communicator {
       counts[static_cast<std::size_t>(r)] = as_int(c.count);
       displs[static_cast<std::size_t>(r)] = as_int(c.offset);
     }
-    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts.data(), displs.data(), MPI_FLOAT, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts.data(), displs.data(), MPI_FLOAT, comm_));
   }
   void gather(const void* send, std::size_t bytes, void* recv, int root) override {
-    MPI_CHECK(MPI_Gather(send, as_int(bytes), MPI_BYTE, recv, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Gather(send, as_int(bytes), MPI_BYTE, recv, as_int(bytes), MPI_BYTE, root, comm_));
   }
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {
     requests_.emplace_back();
-    MPI_CHECK(MPI_Isend(data, as_int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &requests_.back()));
+    MPI_CHECK(MPI_Isend(data, as_int(bytes), MPI_BYTE, peer, tag, comm_, &requests_.back()));
   }
   void irecv(void* data, std::size_t bytes, int peer, int tag) override {
     requests_.emplace_back();
-    MPI_CHECK(MPI_Irecv(data, as_int(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &requests_.back()));
+    MPI_CHECK(MPI_Irecv(data, as_int(bytes), MPI_BYTE, peer, tag, comm_, &requests_.back()));
   }
   void wait_all() override {
     if (requests_.empty()) return;
@@ -133,11 +137,25 @@ class MpiCommunicator final : public Communicator {
     MPI_CHECK(rc);
   }
   [[noreturn]] void abort(int code) override {
-    MPI_Abort(MPI_COMM_WORLD, code);
+    MPI_Abort(MPI_COMM_WORLD, code);  // the whole job, from a split too
     std::_Exit(code);
   }
 
  private:
+  void open(MPI_Comm comm) {
+    comm_ = comm;
+    // Errors come back as codes so we can name the rank and the operation before aborting.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    // The node's device of this process, whatever communicator it is in.
+    local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
+    MPI_Op_create(&sum_f16, 1, &op_f16_);
+    MPI_Op_create(&sum_bf16, 1, &op_bf16_);
+  }
+
+  bool owns_mpi_;
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::vector<MPI_Request> requests_;
   MPI_Op op_f16_ = MPI_OP_NULL, op_bf16_ = MPI_OP_NULL;

@@ -30,6 +30,10 @@ class SingleProcessCommunicator final : public Communicator {
   void isend(const void*, std::size_t, int peer, int) override { no_peer(peer); }
   void irecv(void*, std::size_t, int peer, int) override { no_peer(peer); }
   void wait_all() override {}
+  std::unique_ptr<Communicator> split(int color) override {
+    if (color < 0) return nullptr;
+    return std::make_unique<SingleProcessCommunicator>();
+  }
   [[noreturn]] void abort(int code) override { std::_Exit(code); }
 
  private:

@@ -61,4 +61,15 @@ grep -q '^# run [0-9]* (baseline, backend cpu) ran over mpi, calibration "g" mea
 grep -q 'no calibration named "nosuch"' "$work/err" || fail "unknown calibration not named"
 "$ddplab" calibrate --np 2 --sizes 1KiB --db "$db" >"$work/out" 2>"$work/err" && fail "calibrate of one size succeeded"
 grep -q 'at least 2 sizes' "$work/err" || fail "one size not refused clearly"
+# The schedules at several world sizes: one bench per size, from groups of the job's first ranks.
+"$ddplab" calibrate --np 3 --worlds 3,2 --sizes 1KiB,4KiB --coll-sizes 4KiB,1MiB --schedules native,ring,hierarchical \
+  --name w --db "$work/w.db" >"$work/out" 2>"$work/err" || fail "calibrate --worlds 3,2 exited $?"
+[[ $(grep -Eo '^# allreduce schedules at world [0-9]+' "$work/out" | awk '{print $NF}' | tr '\n' ' ') == "2 3 " ]] \
+  || fail "expected benches at worlds 2 then 3"
+[[ $(sqlite3 "$work/w.db" "SELECT GROUP_CONCAT(world_size || ':' || ranks_per_node) FROM bench_runs WHERE status = 'completed'") \
+  == "2:2,3:3" ]] || fail "stored benches are not worlds 2 and 3, each on one node"
+[[ $(sqlite3 "$work/w.db" "SELECT COUNT(*) FROM collective_bench WHERE wrong = 0") -eq 12 ]] \
+  || fail "expected 12 rows (2 worlds x 3 schedules x 2 sizes), all exact"
+"$ddplab" calibrate --np 3 --worlds 2,4 --db "$work/w.db" >"$work/out" 2>"$work/err" && fail "--worlds 4 on 3 ranks accepted"
+grep -q -- '--worlds: 4 is outside 2..3' "$work/err" || fail "--worlds beyond --np not explained"
 echo "calibrate_checks: ok"

@@ -116,5 +116,38 @@ TEST(MpiCollectives, BroadcastAndGather) {
   }
 }
 
+// split(): odd and even ranks form two groups (rank 0 alone is left out with a negative color when there
+// are 3 ranks or more). Each group's native allreduce and ring over point-to-point sum its own ranks only,
+// in the job's rank order.
+TEST(MpiCollectives, SplitGroupsReduceOnlyTheirOwnRanks) {
+  Communicator& c = *g_comm;
+  const bool left_out = c.size() >= 3 && c.rank() == 0;
+  auto group = c.split(left_out ? -1 : c.rank() % 2);
+  if (left_out) {
+    EXPECT_EQ(group, nullptr);
+  } else {
+    ASSERT_NE(group, nullptr);
+    std::vector<int> members;  // the job's ranks in this group, ascending
+    for (int r = c.size() >= 3 ? 1 : 0; r < c.size(); ++r)
+      if (r % 2 == c.rank() % 2) members.push_back(r);
+    ASSERT_EQ(group->size(), static_cast<int>(members.size()));
+    EXPECT_EQ(members[static_cast<std::size_t>(group->rank())], c.rank());
+    EXPECT_EQ(group->local_rank(), c.local_rank());
+    const std::size_t count = 1001;
+    std::vector<float> want(count, 0.0f);
+    for (int r : members)
+      for (std::size_t i = 0; i < count; ++i) want[i] += value(r, i);
+    std::vector<float> buf(count);
+    for (std::size_t i = 0; i < count; ++i) buf[i] = value(c.rank(), i);
+    group->allreduce_sum(buf.data(), count);
+    EXPECT_EQ(buf, want) << "native";
+    for (std::size_t i = 0; i < count; ++i) buf[i] = value(c.rank(), i);
+    ScheduleExecutor exec(*group);
+    exec.run(make_schedule("ring", group->size(), count), buf.data());
+    EXPECT_EQ(buf, want) << "ring";
+  }
+  c.barrier();  // the world still works after the groups
+}
+
 }  // namespace
 }  // namespace ddplab

@@ -1,4 +1,4 @@
-// The communication interface the trainer and the plan executor use. MPI implements it now; NCCL later.
+// The communication interface the trainer and the plan executor use, implemented on MPI and on NCCL.
 // Point-to-point is enough to execute any schedule from strategies/; the collectives are the backend's own
 // ("native") implementations, the baseline every schedule is compared against.
 #pragma once
@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,14 @@ class Communicator {
   virtual void isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void irecv(void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void wait_all() = 0;
+
+  // Collective: a communicator of the ranks that pass the same color >= 0, ordered as here; null on ranks
+  // that pass a negative color. abort() on it still ends the whole job. MPI splits (MPI_Comm_split); an
+  // NCCL communicator over a subset is opened over a split of its bootstrap instead.
+  virtual std::unique_ptr<Communicator> split(int color) {
+    (void)color;
+    throw std::logic_error("this communicator cannot split");
+  }
 
   // nullptr: buffers are host memory (MPI). Otherwise what the schedule executor uses instead of memcpy.
   virtual ChunkMemory* chunk_memory() { return nullptr; }
