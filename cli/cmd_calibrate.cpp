@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +141,19 @@ void print_fit(const Calibration& c) {
               worst, c.samples.size());
 }
 
+// Every rank's node (its host name), on every rank: which peers share rank 0's node.
+std::vector<std::string> node_names(Communicator& comm) {
+  constexpr std::size_t kLen = 256;
+  std::array<char, kLen> mine{};
+  if (gethostname(mine.data(), kLen - 1) != 0) std::snprintf(mine.data(), kLen, "rank%d", comm.rank());
+  std::vector<char> all(kLen * static_cast<std::size_t>(comm.size()));
+  comm.gather(mine.data(), kLen, all.data(), 0);
+  comm.broadcast(all.data(), all.size(), 0);
+  std::vector<std::string> names;
+  for (int r = 0; r < comm.size(); ++r) names.emplace_back(all.data() + kLen * static_cast<std::size_t>(r));
+  return names;
+}
+
 // The world sizes the schedules are measured at: --worlds (a comma list, each 2..n), else 2, 4, 8, ...
 // below n, and n itself. Ascending, without repeats.
 std::vector<int> schedule_worlds(const std::string& given, int n) {
@@ -249,13 +263,19 @@ int calibrate_worker(const CalibrateRequest& req) {
     Ops* device = net.device_ops();
 
     const auto rows = measure_pingpong(link, device, sizes, req.pingpong_budget);
+    const std::vector<std::string> nodes = node_names(*comm);
     std::vector<PingPongSample> exchange;
     if (req.fit == "exchange") exchange = samples_from(measure_exchange(link, device, sizes, req.pingpong_budget));
     if (req.fit == "ring") exchange = samples_from(measure_ring(link, device, sizes, req.coll_iters));
     Calibration cal, pingpong_fit;
+    std::string intra_note;
     if (me == 0) {
+      // With peers both on rank 0's node and on others, the two link classes are fitted apart: the main fit
+      // describes the links between nodes (the ring's steps are bound by them), the intra-node fit the rest.
+      const RowsByNode by = rows_by_node(rows, nodes);
+      const bool two_classes = !by.intra.empty() && !by.inter.empty();
       try {
-        pingpong_fit = fit_pingpong(samples_of(rows, sizes), req.tolerance);
+        pingpong_fit = fit_pingpong(samples_of(two_classes ? by.inter : rows, sizes), req.tolerance);
       } catch (const CalibrationError&) {
         if (req.fit == "pingpong") throw;  // otherwise it is only printed: a shaper's burst can defeat it
       }
@@ -265,6 +285,16 @@ int calibrate_worker(const CalibrateRequest& req) {
       cal.name = req.name;
       cal.link_class = net.name == "nccl" ? "nccl" : req.testbed_tag.empty() ? "mpi" : "testbed";
       pingpong_fit.link_class = cal.link_class;
+      if (two_classes) {
+        try {
+          auto intra = std::make_shared<Calibration>(fit_pingpong(samples_of(by.intra, sizes), req.tolerance));
+          intra->name = req.name + " (intra-node)";
+          intra->link_class = cal.link_class + "-intra";
+          cal.intra = intra;
+        } catch (const CalibrationError& e) {
+          intra_note = fmt::format("# no intra-node fit ({} peers on rank 0's node): {}\n", by.intra.size(), e.what());
+        }
+      }
     }
     if (sc) {
       auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc->train.tf32);
@@ -304,6 +334,11 @@ int calibrate_worker(const CalibrateRequest& req) {
                     "fit below\n",
                     format_duration(pingpong_fit.latency_s).c_str(), pingpong_fit.bandwidth / 1e9);
       print_fit(cal);
+      if (cal.intra) {
+        std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n", nodes[0].c_str());
+        print_fit(*cal.intra);
+      }
+      std::printf("%s", intra_note.c_str());
       if (!cal.layers.empty()) {
         std::printf("# compute of %s at batch %d on %s (mean over %d ranks)\n#%6s %12s %12s\n", sc->name.c_str(),
                     cal.batch_size, cal.compute_backend.c_str(), n, "layer", "forward_ms", "backward_ms");

@@ -194,7 +194,8 @@ nlohmann::json Calibration::to_json() const {
           {"bandwidth", bandwidth}, {"segments", segs},           {"samples", samp},
           {"compute_backend", compute_backend},
           {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
-          {"optimizer_s", optimizer_s}};
+          {"optimizer_s", optimizer_s},
+          {"intra", intra ? intra->to_json() : nlohmann::json()}};
 }
 
 Calibration Calibration::from_json(const nlohmann::json& j) {
@@ -219,7 +220,24 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   for (const auto& l : j.value("layers", nlohmann::json::array()))
     c.layers.push_back({l.at("forward_s").get<double>(), l.at("backward_s").get<double>()});
   c.optimizer_s = j.value("optimizer_s", 0.0);
+  if (j.contains("intra") && !j.at("intra").is_null()) {
+    try {
+      c.intra = std::make_shared<Calibration>(from_json(j.at("intra")));
+    } catch (const CalibrationError& e) {
+      throw CalibrationError(std::string("calibration JSON: intra: ") + e.what());
+    }
+  }
   return c;
+}
+
+RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of) {
+  RowsByNode out;
+  for (const PingPongRow& r : rows) {
+    if (r.dst < 0 || static_cast<std::size_t>(r.dst) >= node_of.size() || node_of.empty())
+      throw std::invalid_argument(fmt::format("rows_by_node: no node for rank {} ({} known)", r.dst, node_of.size()));
+    (node_of[static_cast<std::size_t>(r.dst)] == node_of[static_cast<std::size_t>(r.src)] ? out.intra : out.inter).push_back(r);
+  }
+  return out;
 }
 
 std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name) {
@@ -246,6 +264,10 @@ ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions&
   if (!options.calibration) return c;
   c.link_latency = options.calibration->latency_s / 2;  // a star route crosses two links
   c.link_bandwidth = options.calibration->bandwidth;
+  if (const auto& in = options.calibration->intra) {  // device -> node switch -> device: two links too
+    c.intra_latency = in->latency_s / 2;
+    c.intra_bandwidth = in->bandwidth;
+  }
   return c;
 }
 

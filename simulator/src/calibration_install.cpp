@@ -1,6 +1,8 @@
 #include "calibration_install.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <stdexcept>
 
@@ -18,15 +20,32 @@ void install_calibration(sg4::Engine* engine, const ClusterConfig& cluster, cons
   if (!options.calibration) return;
   std::shared_ptr<const Calibration> cal = options.calibration;
   double max_lat = 1;
-  for (const FactorSegment& f : cal->segments) max_lat = std::max(max_lat, f.lat_factor);
+  for (const Calibration* c : {cal.get(), cal->intra.get()})
+    if (c)
+      for (const FactorSegment& f : c->segments) max_lat = std::max(max_lat, f.lat_factor);
   // tcp_gamma_for assumes the route latency unscaled; the window cap is gamma / (2 x scaled latency).
   engine->set_config(fmt::format("network/TCP-gamma:{}", tcp_gamma_for(cluster) * max_lat));
-  sg4::Engine::on_simulation_start_cb([engine, cal] {
+  // A message between two devices of one node takes the intra-node fit's factors, when there is one.
+  // Ranks' hosts are named r<rank> (topology.cpp); rank r is on node r / devices_per_node.
+  const int per_node = std::max(1, cluster.devices_per_node);
+  auto node_of = [per_node](const sg4::Host* h) {
+    const std::string& name = h->get_name();
+    return name.size() > 1 && name[0] == 'r' ? std::atoi(name.c_str() + 1) / per_node : -1;
+  };
+  auto fit_for = [cal, node_of](const sg4::Host* src, const sg4::Host* dst) -> const Calibration& {
+    if (cal->intra && src && dst && node_of(src) >= 0 && node_of(src) == node_of(dst)) return *cal->intra;
+    return *cal;
+  };
+  sg4::Engine::on_simulation_start_cb([engine, fit_for] {
     auto* model = engine->get_netzone_root()->get_network_model();
-    model->set_lat_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
-                                   const std::unordered_set<sg4::NetZone*>&) { return cal->factors_at(size).lat_factor; });
-    model->set_bw_factor_cb([cal](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
-                                  const std::unordered_set<sg4::NetZone*>&) { return cal->factors_at(size).bw_factor; });
+    model->set_lat_factor_cb([fit_for](double size, const sg4::Host* src, const sg4::Host* dst,
+                                       const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
+      return fit_for(src, dst).factors_at(size).lat_factor;
+    });
+    model->set_bw_factor_cb([fit_for](double size, const sg4::Host* src, const sg4::Host* dst,
+                                      const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
+      return fit_for(src, dst).factors_at(size).bw_factor;
+    });
   });
 }
 

@@ -72,4 +72,24 @@ grep -q 'at least 2 sizes' "$work/err" || fail "one size not refused clearly"
   || fail "expected 12 rows (2 worlds x 3 schedules x 2 sizes), all exact"
 "$ddplab" calibrate --np 3 --worlds 2,4 --db "$work/w.db" >"$work/out" 2>"$work/err" && fail "--worlds 4 on 3 ranks accepted"
 grep -q -- '--worlds: 4 is outside 2..3' "$work/err" || fail "--worlds beyond --np not explained"
+# Two link classes: 4 ranks on "nodes" n0 and n1 (host names in UTS namespaces; needs root). Peers on rank 0's
+# node give the intra-node fit, stored with the calibration; the others the main one.
+if unshare --uts true 2>/dev/null; then
+  mpirun -np 4 --allow-run-as-root --oversubscribe -x OPENBLAS_NUM_THREADS=1 "$(dirname "$0")/as_node.sh" 2 \
+    "$ddplab" calibrate --np 4 --sizes 1KiB:64KiB --schedules none --name nodes --db "$work/n.db" \
+    >"$work/out" 2>"$work/err" || fail "calibrate on two nodes exited $?"
+  grep -q "^# inside rank 0's node (n0): the simulator's intra-node links and factors" "$work/out" \
+    || fail "no intra-node fit printed"
+  grep -q '^# calibration "nodes (intra-node)" (link class mpi-intra): latency ' "$work/out" || fail "intra fit not named"
+  [[ $(sqlite3 "$work/n.db" "SELECT json_extract(fit, '$.intra.link_class') || ' ' ||
+      json_array_length(fit, '$.intra.samples') FROM calibrations WHERE name = 'nodes'") == "mpi-intra 7" ]] \
+    || fail "the intra-node fit (7 sizes) was not stored"
+  # One node: one class, as before.
+  "$ddplab" calibrate --np 2 --sizes 1KiB:4KiB --schedules none --name one --db "$work/n.db" >"$work/out" 2>"$work/err" \
+    || fail "calibrate on one node exited $?"
+  [[ $(sqlite3 "$work/n.db" "SELECT json_type(fit, '$.intra') FROM calibrations WHERE name = 'one'") == "null" ]] \
+    || fail "a one-node calibration has an intra-node fit"
+else
+  echo "calibrate_checks: two link classes not checked (unshare --uts needs root)"
+fi
 echo "calibrate_checks: ok"

@@ -195,6 +195,67 @@ TEST(CalibrationInstall, SimulatedPingPongReproducesTheFit) {
   EXPECT_GT(std::abs(plain.step_s - cal->predict(1024)), 0.1 * cal->predict(1024));
 }
 
+// rank `from` sends `bytes` to rank `to` in a world of `world` ranks.
+Schedule message(std::size_t bytes, int from, int to, int world) {
+  Schedule s;
+  s.name = "message";
+  s.collective = "allreduce";
+  s.world_size = world;
+  s.count = bytes;
+  s.ranks.resize(static_cast<std::size_t>(world));
+  s.ranks[static_cast<std::size_t>(from)].push_back({{{to, {0, bytes}}}, {}});
+  s.ranks[static_cast<std::size_t>(to)].push_back({{}, {{from, {0, bytes}, RecvMode::Copy}}});
+  return s;
+}
+
+// A calibration of a multi-node job has two link classes: a message between two devices of one node takes
+// the intra-node fit's time (its links and its factors), one between nodes the main fit's. Two nodes of two
+// devices, an NVSwitch and a NIC per device.
+TEST(CalibrationInstall, IntraNodeFitDescribesMessagesInsideANode) {
+  auto cal = std::make_shared<Calibration>(fit_pingpong(synthetic()));
+  cal->name = "two-classes";
+  // Inside a node: plain alpha-beta (factors 1 at every size, unlike the main fit's), 1 us and 80 GB/s.
+  std::vector<PingPongSample> fast = synthetic();
+  for (auto& x : fast) x.one_way_s = 1e-6 + static_cast<double>(x.bytes) / 80e9;
+  cal->intra = std::make_shared<Calibration>(fit_pingpong(fast));
+  EXPECT_NEAR(cal->intra->bandwidth, 80e9, 0.01 * 80e9);
+  EXPECT_EQ(cal->intra->segments.size(), 1u);
+  const Calibration round = Calibration::from_json(nlohmann::json::parse(cal->to_json().dump()));
+  ASSERT_NE(round.intra, nullptr);
+  EXPECT_EQ(round.to_json(), cal->to_json());
+
+  SimOptions opt;
+  opt.calibration = cal;
+  ClusterConfig cluster;
+  cluster.devices_per_node = 2;
+  cluster.intra = "nvswitch";
+  cluster.nics = "per_device";
+  for (std::size_t bytes : {std::size_t{1024}, std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{48} << 20}) {
+    const double in_node = simulate_schedule(cluster, message(bytes, 0, 1, 4), 1, opt).step_s;
+    const double across = simulate_schedule(cluster, message(bytes, 0, 2, 4), 1, opt).step_s;
+    const double want_in = cal->intra->predict(static_cast<double>(bytes)), want_across = cal->predict(static_cast<double>(bytes));
+    EXPECT_NEAR(in_node, want_in, 0.01 * want_in) << bytes << " B inside a node";
+    EXPECT_NEAR(across, want_across, 0.01 * want_across) << bytes << " B across nodes";
+  }
+  // Without the intra-node fit a message inside the node keeps the scenario's fabric: not the fit's time.
+  auto main_only = std::make_shared<Calibration>(*cal);
+  main_only->intra = nullptr;
+  opt.calibration = main_only;
+  const double plain = simulate_schedule(cluster, message(1 << 20, 0, 1, 4), 1, opt).step_s;
+  EXPECT_GT(std::abs(plain - cal->intra->predict(1 << 20)), 0.1 * cal->intra->predict(1 << 20));
+}
+
+TEST(CalibrationFit, RowsByNodeSplitsPeersOnRankZerosNode) {
+  const std::vector<PingPongRow> rows = {{0, 1, 1024, 10, 1e-6}, {0, 2, 1024, 10, 5e-6}, {0, 3, 1024, 10, 1.1e-6}};
+  const RowsByNode r = rows_by_node(rows, {"a", "a", "b", "a"});
+  ASSERT_EQ(r.intra.size(), 2u);
+  EXPECT_EQ(r.intra[0].dst, 1);
+  EXPECT_EQ(r.intra[1].dst, 3);
+  ASSERT_EQ(r.inter.size(), 1u);
+  EXPECT_EQ(r.inter[0].dst, 2);
+  EXPECT_THROW(rows_by_node(rows, {"a", "a"}), std::invalid_argument);  // no node for rank 2
+}
+
 TEST(CalibrationInstall, PerLayerTimesReplaceTheFlopSplit) {
   Scenario sc;
   sc.name = "caltest";

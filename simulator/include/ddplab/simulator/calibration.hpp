@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/store.hpp"
 
 namespace ddplab {
 
@@ -66,6 +67,11 @@ struct Calibration {
   int batch_size = 0;
   std::vector<LayerTime> layers;
   double optimizer_s = 0;
+  // The links inside a node, when the calibration's job ran on several nodes with several ranks on rank
+  // 0's: the ping-pong between rank 0 and the ranks of its node, fitted (fit_pingpong). The fit above then
+  // describes the links between nodes. In the simulator it replaces the intra-node fabric's links, and its
+  // factors apply to messages between devices of one node.
+  std::shared_ptr<const Calibration> intra;
 
   const FactorSegment& segment_for(double bytes) const;
   // The factors the simulator uses at this size: the interval's own, except between an interval's largest
@@ -97,11 +103,19 @@ inline constexpr double kSimCrosstrafficShare = 0.05;
 // fitted = "exchange" (`ddplab calibrate` sets "ring" for samples taken from ring allreduce steps).
 Calibration fit_exchange(const std::vector<PingPongSample>& samples, double tolerance = 0.01, bool crosstraffic = true);
 
+// Ping-pong rows of rank 0 (src 0), split by the node of the peer: node_of[r] names rank r's node (its host
+// name). intra: peers on rank 0's node; inter: the others.
+struct RowsByNode {
+  std::vector<PingPongRow> intra, inter;
+};
+RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of);
+
 // The latest calibration stored under `name` (StoreError / CalibrationError when missing or malformed).
 std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name);
 
-// The cluster with its links replaced by the calibration's (latency / 2 per link, the bandwidth); the
-// cluster itself when options carry no calibration.
+// The cluster with its links replaced by the calibration's (latency / 2 per link, the bandwidth; with an
+// intra-node fit, the device links of the intra-node fabric likewise); the cluster itself when options
+// carry no calibration.
 ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions& options);
 
 // The compute backend a scenario trains on, as Calibration::compute_backend names it: "cpu", or "cuda" /
