@@ -27,6 +27,7 @@
 #include "launch.hpp"
 #include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/simulator/calibration.hpp"
@@ -49,13 +50,6 @@ struct ValidateRequest {
 std::string shown(const std::string& metric) {
   const bool seconds = metric.size() > 2 && metric.compare(metric.size() - 2, 2, "_s") == 0;
   return seconds ? metric.substr(0, metric.size() - 2) + "_ms" : metric;
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 // A measured run in steady state: per rank, the median over its steady-state steps of step_s and of each
@@ -95,10 +89,10 @@ SteadyState steady_state(const std::vector<StepMetrics>& rows, int warmup, std::
     out.used = static_cast<int>(used_steps.size());
     out.step_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
     for (const auto& [rank, p] : by_rank) {
-      out.step_s = std::max(out.step_s, median_of(p.step));
-      out.compute_s += median_of(p.compute) / by_rank.size(), out.comm_s += median_of(p.comm) / by_rank.size();
-      out.exposed_comm_s += median_of(p.exposed) / by_rank.size();
-      out.optimizer_s += median_of(p.optimizer) / by_rank.size();
+      out.step_s = std::max(out.step_s, median(p.step));
+      out.compute_s += median(p.compute) / by_rank.size(), out.comm_s += median(p.comm) / by_rank.size();
+      out.exposed_comm_s += median(p.exposed) / by_rank.size();
+      out.optimizer_s += median(p.optimizer) / by_rank.size();
     }
   };
   collect(true);
@@ -313,7 +307,7 @@ int validate(const ValidateRequest& req) {
     for (const auto& v : rows)
       if (v.metric == metric && std::isfinite(v.error_pct)) e.push_back(std::abs(v.error_pct));
     if (!e.empty())
-      std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", shown(metric).c_str(), median_of(e),
+      std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", shown(metric).c_str(), median(e),
                   *std::max_element(e.begin(), e.end()), e.size());
   }
   if (counted) std::printf("# mean absolute error %.1f%% over %d comparisons (stored in table validations)\n", sum / counted, counted);

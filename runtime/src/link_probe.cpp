@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/stats.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/strategies/schedule.hpp"
@@ -17,12 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // Floats in the communicator's memory: the device backend's for a communicator with ChunkMemory (NCCL),
 // the host's otherwise. put/get move values in and out (outside any timed part).

@@ -10,6 +10,8 @@
 #include <simgrid/s4u/Barrier.hpp>
 #include <xbt/config.hpp>
 
+#include "ddplab/core/stats.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace ddplab::sim {
@@ -200,14 +202,11 @@ double skipped_step_time(const std::vector<double>& ends, double others_skipping
   std::vector<double> d;
   for (int j = std::max(first, 0); j < last; ++j)
     d.push_back(ends[static_cast<std::size_t>(j) + 1] - ends[static_cast<std::size_t>(j)]);
-  std::vector<double> sorted = d;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t m = sorted.size();
-  const double median = m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+  const double mid = median(d);
   double sum = 0;
   int kept = 0;
   for (double x : d)
-    if (x <= kLateStep * median) {
+    if (x <= kLateStep * mid) {
       sum += x;
       ++kept;
     }
