@@ -25,11 +25,13 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
@@ -61,7 +63,7 @@ struct CalibrateRequest {
   double tolerance = 0.01;
   bool testbed = false;
   std::string testbed_tag;                // set by the launcher
-  std::string worlds;                     // world sizes of the schedules; empty: 2, 4, ... below np, and np
+  std::vector<int> worlds;                // world sizes of the schedules; empty: 2, 4, ... below np, and np
   std::string backend;                    // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
   double comm_timeout = 300;              // cuda: NCCL's watchdog limit per collective
 };
@@ -71,12 +73,6 @@ struct CalibrateRequest {
 std::string resolved_backend(const CalibrateRequest& req, const std::optional<Scenario>& sc) {
   if (!req.backend.empty()) return req.backend;
   return sc ? sc->train.backend : "cpu";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) {
@@ -154,32 +150,16 @@ std::vector<std::string> node_names(Communicator& comm) {
   return names;
 }
 
-// The world sizes the schedules are measured at: --worlds (a comma list, each 2..n), else 2, 4, 8, ...
-// below n, and n itself. Ascending, without repeats.
-std::vector<int> schedule_worlds(const std::string& given, int n) {
-  std::vector<int> worlds;
-  if (given.empty()) {
+// The world sizes the schedules are measured at: --worlds (each 2..n), else 2, 4, 8, ... below n, and n
+// itself. Ascending, without repeats.
+std::vector<int> schedule_worlds(std::vector<int> worlds, int n) {
+  if (worlds.empty()) {
     for (int w = 2; w < n; w *= 2) worlds.push_back(w);
     worlds.push_back(n);
     return worlds;
   }
-  std::size_t start = 0;
-  while (start <= given.size()) {
-    const std::size_t comma = std::min(given.find(',', start), given.size());
-    const std::string item = given.substr(start, comma - start);
-    std::size_t used = 0;
-    int w = 0;
-    try {
-      w = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size()) throw std::invalid_argument(fmt::format("--worlds: \"{}\" is not a whole number", item));
-    if (w < 2 || w > n)
-      throw std::invalid_argument(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
-    worlds.push_back(w);
-    start = comma + 1;
-  }
+  for (const int w : worlds)
+    if (w < 2 || w > n) throw std::invalid_argument(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
   std::sort(worlds.begin(), worlds.end());
   worlds.erase(std::unique(worlds.begin(), worlds.end()), worlds.end());
   return worlds;
@@ -308,8 +288,7 @@ int calibrate_worker(const CalibrateRequest& req) {
     opt.schedules = resolve_schedules(req.schedules);
     opt.iters = req.coll_iters;
     opt.warmup = 2;
-    opt.device = device;
-    opt.backend = net.name;
+    opt.backend = net.name;  // opt.device: each world's transport (measure_schedules)
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     opt.ranks_per_node = local ? std::max(1, std::atoi(local)) : n;
     comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
@@ -390,7 +369,7 @@ int calibrate(const CalibrateRequest& req) {
                                    "--tolerance", fmt::format("{}", req.tolerance), "--backend", backend,
                                    "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (!req.coll_sizes.empty()) args.insert(args.end(), {"--coll-sizes", req.coll_sizes});
-  if (!req.worlds.empty()) args.insert(args.end(), {"--worlds", req.worlds});
+  if (!req.worlds.empty()) args.insert(args.end(), {"--worlds", fmt::format("{}", fmt::join(req.worlds, ","))});
   if (!req.schedules.empty()) {
     std::string joined;
     for (const auto& s : req.schedules) joined += (joined.empty() ? "" : ",") + s;
@@ -423,7 +402,8 @@ void add_calibrate(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--worlds", req->worlds,
                   "World sizes to measure the schedules at, a comma list (the job's first ranks; default: 2, 4, 8, ... "
-                  "below --np, and --np)");
+                  "below --np, and --np)")
+      ->delimiter(',');
   cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")->capture_default_str()->check(positive_int());
   cmd->add_option("--pingpong-budget", req->pingpong_budget,
                   "Seconds of round trips per ping-pong size and peer (5 to 100 round trips; fewer on slow links)")
