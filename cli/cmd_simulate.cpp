@@ -69,20 +69,27 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     opt.keep_trace = !trace_path.empty();  // per-op records only when a timeline is written
     const auto points = simulate_sweep(sc, st, worlds, store, opt, progress);
     if (tty) std::fprintf(stderr, "\r\033[K");
-    std::printf("%7s %10s %10s %10s %12s %10s %10s %10s %11s %8s\n", "world", "step_ms", "compute_ms", "comm_ms",
-                "samples/s", "efficiency", "sim_wall_s", "mode", "comms", "run");
+    if (!points.empty()) std::printf("step pattern: %s\n", points.front().result.pattern.describe().c_str());
+    std::printf("%7s %10s %10s %10s %12s %10s %11s %10s %10s %11s %8s\n", "world", "step_ms", "compute_ms", "comm_ms",
+                "samples/s", "efficiency", "warmup_s", "sim_wall_s", "mode", "comms", "run");
     for (const auto& p : points)
-      std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %10.2f %10s %11llu %8lld\n", p.world_size,
-                  p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.samples_per_s,
-                  p.efficiency * 100, p.result.wall_s, simulation_mode(opt, p.world_size).c_str(),
+      std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %11.3f %10.2f %10s %11llu %8lld\n", p.world_size,
+                  p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.result.samples_per_s,
+                  p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size).c_str(),
                   static_cast<unsigned long long>(p.result.comms), static_cast<long long>(p.run_id));
+    if (!points.empty() && points.front().result.pattern.period() > 1)
+      std::printf("(steady state: step_ms, compute_ms and comm_ms are means per micro-step over a block of %lld; "
+                  "samples/s = the block's samples / its time)\n",
+                  static_cast<long long>(points.front().result.pattern.period()));
     if (!trace_path.empty()) {
-      const SimStepResult& r = points.front().result;
-      write_chrome_trace(trace_path, trace_events(r),
-                         {{"scenario", sc.name}, {"strategy", st.name}, {"world_size", r.world_size},
-                          {"step", r.step}, {"source", "simulated"}, {"network_model", opt.network_model},
+      const SimPatternResult& r = points.front().result;
+      write_chrome_trace(trace_path, trace_events(r.steps),
+                         {{"scenario", sc.name}, {"strategy", st.name}, {"world_size", points.front().world_size},
+                          {"steps", r.pattern.to_json()}, {"source", "simulated"}, {"network_model", opt.network_model},
                           {"run", points.front().run_id}});
-      std::printf("trace of world size %d written to %s\n", r.world_size, trace_path.c_str());
+      std::printf("trace of world size %d (micro-steps %lld..%lld) written to %s\n", points.front().world_size,
+                  static_cast<long long>(r.steps.front().step), static_cast<long long>(r.steps.back().step),
+                  trace_path.c_str());
     }
     std::fflush(stdout);
   }

@@ -32,7 +32,10 @@
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/simulator/steady_state.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/schedule.hpp"
+#include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab::cli {
 namespace {
@@ -50,54 +53,6 @@ struct ValidateRequest {
 std::string shown(const std::string& metric) {
   const bool seconds = metric.size() > 2 && metric.compare(metric.size() - 2, 2, "_s") == 0;
   return seconds ? metric.substr(0, metric.size() - 2) + "_ms" : metric;
-}
-
-// A measured run in steady state: per rank, the median over its steady-state steps of step_s and of each
-// part; the run's step time is the slowest rank's median, the parts are means over ranks. Warm-up steps (the
-// first `warmup`: connection set-up, the bucket rebuild after the first sync, cold caches) are skipped, and so
-// are steps of another kind than the simulated one (with comm or without: accumulation and local SGD steps
-// that do not sync). Medians, because on a shared machine a preempted step is an outlier that only adds
-// time; per rank first, because the maximum over ranks of each step's time would pick every step's worst
-// jitter (ranks that wait for each other take turns at being late), which the simulated step has not.
-struct SteadyState {
-  int steps = 0, used = 0, skipped = 0;
-  double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
-};
-
-SteadyState steady_state(const std::vector<StepMetrics>& rows, int warmup, std::optional<bool> with_comm) {
-  std::map<std::int64_t, int> step_index;
-  for (const StepMetrics& m : rows) step_index.emplace(m.step, 0);
-  int k = 0;
-  for (auto& [step, index] : step_index) index = k++;
-  SteadyState out;
-  out.steps = static_cast<int>(step_index.size());
-  out.skipped = std::min(warmup, std::max(0, out.steps - 1));  // keep at least the last step
-  auto collect = [&](bool filter) {
-    struct Parts {
-      std::vector<double> step, compute, comm, exposed, optimizer;
-    };
-    std::map<int, Parts> by_rank;
-    std::map<std::int64_t, int> used_steps;
-    for (const StepMetrics& m : rows) {
-      if (step_index.at(m.step) < out.skipped) continue;
-      if (filter && with_comm && (m.comm_s > 0) != *with_comm) continue;
-      Parts& p = by_rank[m.rank];
-      p.step.push_back(m.step_s), p.compute.push_back(m.compute_s), p.comm.push_back(m.comm_s);
-      p.exposed.push_back(m.exposed_comm_s), p.optimizer.push_back(m.optimizer_s);
-      used_steps[m.step] = 1;
-    }
-    out.used = static_cast<int>(used_steps.size());
-    out.step_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
-    for (const auto& [rank, p] : by_rank) {
-      out.step_s = std::max(out.step_s, median(p.step));
-      out.compute_s += median(p.compute) / by_rank.size(), out.comm_s += median(p.comm) / by_rank.size();
-      out.exposed_comm_s += median(p.exposed) / by_rank.size();
-      out.optimizer_s += median(p.optimizer) / by_rank.size();
-    }
-  };
-  collect(true);
-  if (out.used == 0) collect(false);
-  return out;
 }
 
 // The parts of a measured run's scenario that the simulator needs, from its stored config JSON (trainer.cpp:
@@ -220,9 +175,12 @@ int validate(const ValidateRequest& req) {
       const Scenario sc = scenario_of(run);
       const StrategyConfig& st = sc.strategies.front();
       const int world = run.info.world_size;
-      const SimStepSpec spec{representative_step(st), on_testbed(run.info.config_json) ? 1 : world};
+      const int ranks_per_node = on_testbed(run.info.config_json) ? 1 : world;
       const std::vector<StepMetrics> steps = store.steps(run.id);
-      SteadyState m = steady_state(steps, req.warmup, std::nullopt);
+      // The strategy's own pattern: the plans the run went through (runs before patterns were stored too).
+      const StepPattern pattern =
+          Strategy(st, model_spec_for(sc.model), {world, ranks_per_node, sc.train.batch_size, sc.train.seed}).pattern();
+      const SteadyState m = steady_state(steps, pattern, req.warmup);
       const bool cal_fits = full && calibration_fits_model(*full, sc);
       const bool use_cal = req.compute == "calibration" || (req.compute == "auto" && cal_fits);
       if (use_cal && !cal_fits)
@@ -232,24 +190,24 @@ int validate(const ValidateRequest& req) {
             full->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(full->layer_widths, "-")),
             full->batch_size, full->compute_backend, fmt::join(sc.model.layers, "-"), sc.train.batch_size,
             compute_backend_of(sc)));
-      double compute_s = m.compute_s, optimizer_s = m.optimizer_s;
+      // The run's own compute: per micro-step means of its steady blocks; the optimizer runs once per
+      // accumulation window, so per update it is K times the mean.
+      double compute_s = m.compute_s, optimizer_s = m.optimizer_s * st.accumulate_steps;
       if (use_cal) {
         compute_s = 0;
         for (const LayerTime& l : full->layers) compute_s += l.forward_s + l.backward_s;
         optimizer_s = full->optimizer_s;
       }
-      const SimStepResult r = simulate_step(sc, st, world, compute_s, optimizer_s, use_cal ? opt_cal : opt, spec);
-      m = steady_state(steps, req.warmup, r.comm_s > 0);  // the steps of the simulated kind
+      const SimPatternResult sim =
+          simulate_pattern(sc, st, world, compute_s, optimizer_s, use_cal ? opt_cal : opt, ranks_per_node);
+      const SteadyState r = steady_state(sim, sc.train.batch_size);
       for (auto [metric, measured, predicted] :
            {std::tuple{"step_s", m.step_s, r.step_s}, std::tuple{"comm_s", m.comm_s, r.comm_s}}) {
         rows.push_back(row(cal_name, "run", run.id, st.name, world, 0, metric, measured, predicted));
         print(rows.back());
       }
-      const std::string skipped =
-          m.skipped < req.warmup ? fmt::format("first {} skipped: the run has fewer steps than --warmup {}", m.skipped, req.warmup)
-                                 : fmt::format("first {} skipped", m.skipped);
-      breakdown += fmt::format("# run {} {} (world {}): medians over {} of {} steps ({}); compute {}\n", run.id,
-                               st.name, world, m.used, m.steps, skipped,
+      breakdown += fmt::format("# run {} {} (world {}): medians over {}; compute {}\n", run.id, st.name, world,
+                               m.describe(),
                                use_cal ? fmt::format("from calibration \"{}\"", cal_name) : std::string("as measured"));
       for (auto [part, measured, predicted] :
            {std::tuple{"compute", m.compute_s, r.compute_s}, std::tuple{"optimizer", m.optimizer_s, r.optimizer_s},
@@ -324,7 +282,9 @@ void add_validate(CLI::App& app) {
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--name", req->name, "Calibration to simulate with (default: the latest stored; none: scenarios' links)");
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")->capture_default_str();
-  cmd->add_option("--warmup", req->warmup, "Steps skipped at the start of each measured run")
+  cmd->add_option("--warmup", req->warmup,
+                  "Steps skipped at the start of each measured run, at least (the strategy's own warm-up, such as local "
+                  "SGD's, is always skipped; blocks start at a block boundary)")
       ->capture_default_str()
       ->check(non_negative_int());
   cmd->add_option("--compute", req->compute,
@@ -334,9 +294,9 @@ void add_validate(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "calibration", "measured"}));
   cmd->add_flag("--runs-only", req->runs_only, "Validate training runs only, not the stored collective benches");
   cmd->footer(
-      "Runs: step_s (the slowest rank's median) and comm_s (mean over ranks of their medians) over the steady-\n"
-      "state steps (after --warmup, of the simulated step's kind), against simulate_step of the run's scenario, strategy and world\n"
-      "size. Compute: the calibration's per-layer times when it measured the run's MLP and batch (a prediction),\n"
+      "Runs: step_s (the slowest rank's median) and comm_s (mean over ranks of their medians) per micro-step over\n"
+      "whole blocks of the strategy's step pattern (after its warm-up and --warmup), against simulate_pattern of the\n"
+      "run's scenario, strategy and world size. Compute: the calibration's per-layer times when it measured the run's MLP and batch (a prediction),\n"
       "else the run's own medians (--compute). A breakdown per run (compute, optimizer, comm, exposed, other) follows.\n"
       "Benches: busbw of each stored allreduce row against simulate_schedule (native replayed as ring).\n"
       "error % = 100 (predicted - measured) / measured. Exit status 1 only when a configuration cannot be replayed.");

@@ -36,7 +36,8 @@ target_compile_definitions(ddplab_toml INTERFACE TOML_HEADER_ONLY=1)
 
 # The scenario types the strategies are configured with (no results store: no SQLite here).
 set(_c ${PROJECT_SOURCE_DIR}/core)
-add_library(ddplab_core STATIC ${_c}/src/units.cpp ${_c}/src/scenario.cpp ${_c}/src/cluster_presets.cpp)
+add_library(ddplab_core STATIC ${_c}/src/units.cpp ${_c}/src/scenario.cpp ${_c}/src/cluster_presets.cpp
+  ${_c}/src/step_pattern.cpp)
 target_include_directories(ddplab_core PUBLIC ${_c}/include)
 target_link_libraries(ddplab_core PUBLIC nlohmann_json::nlohmann_json fmt::fmt PRIVATE ddplab_toml)
 

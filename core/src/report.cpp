@@ -72,6 +72,7 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
   std::vector<Column> cols = {
       {"id", true},         {"scenario", false},  {"strategy", false},  {"source", false},
       {"backend", false},   {"world", true},      {"status", false},    {"steps", true},
+      {"warm-up s", true},
       {"samples/s", true},  {"step ms", true},    {"compute ms", true}, {"comm ms", true},
       {"exposed ms", true}, {"MB/step", true},    {"final loss", true}, {"final acc", true},
   };
@@ -84,6 +85,7 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
     rows.push_back({
         std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
         cell(r.info.backend), std::to_string(r.info.world_size), cell(r.status), std::to_string(s.steps),
+        s.warmup_steps ? fixed(s.warmup_s, 2) : "-",
         s.steps ? fixed(s.samples_per_s, 1) : "-",
         s.steps ? fixed(s.step_s, 2, 1e3) : "-",
         s.steps ? fixed(s.compute_s, 2, 1e3) : "-",
@@ -122,7 +124,8 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
   // Raw units (seconds, bytes) at full precision: this is for further processing.
   std::string out =
       "id,scenario,strategy,source,backend,world_size,batch_size,status,version,started_at,ended_at,steps,"
-      "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy";
+      "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy,"
+      "period,warmup_steps,warmup_s";
   out += target ? ",time_to_target_s\n" : "\n";
   for (std::size_t row = 0; row < runs.size(); ++row) {
     const RunSummary& s = runs[row];
@@ -132,7 +135,8 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
         std::to_string(r.info.world_size), std::to_string(r.info.batch_size), r.status, r.version,
         r.started_at, r.ended_at, std::to_string(s.steps), exact(s.samples_per_s), exact(s.step_s),
         exact(s.compute_s), exact(s.comm_s), exact(s.exposed_comm_s), exact(s.optimizer_s),
-        exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy),
+        exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy), std::to_string(s.period),
+        std::to_string(s.warmup_steps), exact(s.warmup_s),
     };
     if (target) fields.push_back(exact(row < time_to_target.size() ? time_to_target[row] : std::nullopt));
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -166,6 +170,9 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
         {"summary",
          {{"steps", s.steps},
           {"skipped_steps", s.skipped},
+          {"period", s.period},
+          {"warmup_steps", s.warmup_steps},
+          {"warmup_s", num(s.warmup_s)},
           {"samples_per_s", num(s.samples_per_s)},
           {"step_s", num(s.step_s)},
           {"compute_s", num(s.compute_s)},

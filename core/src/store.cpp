@@ -4,16 +4,22 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "ddplab/core/step_pattern.hpp"
+#include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/version.hpp"
 #include "store_sql.hpp"
 
@@ -386,54 +392,66 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
   RunSummary sum;
   sum.run = std::move(row);
   const std::int64_t id = sum.run.id;
-  // The first step that counts: the (skip_steps + 1)-th distinct one, or the last when there are fewer.
-  std::int64_t from = std::numeric_limits<std::int64_t>::min();
-  if (skip_steps > 0) {
-    Stmt s(db, path,
-           "SELECT step FROM (SELECT DISTINCT step FROM steps WHERE run_id = ?1 ORDER BY step) "
-           "LIMIT 1 OFFSET ?2");
-    s.bind(1, id).bind(2, static_cast<std::int64_t>(skip_steps));
-    if (s.step()) {
-      from = s.i64(0);
-    } else {
-      Stmt last(db, path, "SELECT MAX(step) FROM steps WHERE run_id = ?1");
-      last.bind(1, id);
-      if (last.step() && last.opt_i64(0)) from = last.i64(0);
-    }
-    Stmt n(db, path, "SELECT COUNT(DISTINCT step) FROM steps WHERE run_id = ?1 AND step < ?2");
-    n.bind(1, id).bind(2, from);
-    if (n.step()) sum.skipped = n.i64(0);
-  }
+  std::vector<StepTotals> steps;
   {
-    // Per step: the slowest rank sets the pace; samples add up over ranks.
     Stmt s(db, path,
-           "WITH per_step AS (SELECT MAX(step_s) AS slowest, SUM(samples) AS samples "
-           "                  FROM steps WHERE run_id = ?1 AND step >= ?2 GROUP BY step) "
-           "SELECT COUNT(*), TOTAL(samples), TOTAL(slowest), AVG(slowest) FROM per_step");
-    s.bind(1, id).bind(2, from);
-    if (s.step()) {
-      sum.steps = s.i64(0);
-      const double samples = s.real(1), time = s.real(2);
-      sum.samples_per_s = time > 0 ? samples / time : 0.0;
-      sum.step_s = s.opt(3).value_or(0.0);
+           "SELECT step, COUNT(*), MAX(step_s), TOTAL(samples), TOTAL(compute_s), TOTAL(comm_s), TOTAL(exposed_comm_s), "
+           "       TOTAL(optimizer_s), TOTAL(bytes_sent) FROM steps WHERE run_id = ?1 GROUP BY step ORDER BY step");
+    s.bind(1, id);
+    while (s.step())
+      steps.push_back({s.i64(0), s.i32(1), s.real(2), s.real(3), s.real(4), s.real(5), s.real(6), s.real(7), s.real(8)});
+  }
+  if (steps.empty()) return sum;
+  std::optional<StepPattern> pattern;
+  {
+    const auto cfg = nlohmann::json::parse(sum.run.info.config_json, nullptr, false);
+    if (cfg.is_object() && cfg.contains("pattern")) {
+      try {
+        pattern = StepPattern::from_json(cfg.at("pattern"));
+      } catch (const std::exception&) {  // a malformed pattern: summarised as a run without one
+      }
     }
   }
-  {
-    // Per row (step x rank) means; then the mean loss over ranks at the last step.
-    Stmt s(db, path,
-           "SELECT AVG(compute_s), AVG(comm_s), AVG(exposed_comm_s), AVG(optimizer_s), AVG(bytes_sent), "
-           "       (SELECT AVG(loss) FROM steps WHERE run_id = ?1 "
-           "          AND step = (SELECT MAX(step) FROM steps WHERE run_id = ?1)) "
-           "FROM steps WHERE run_id = ?1 AND step >= ?2");
-    s.bind(1, id).bind(2, from);
-    if (s.step()) {
-      sum.compute_s = s.opt(0).value_or(0.0);
-      sum.comm_s = s.opt(1).value_or(0.0);
-      sum.exposed_comm_s = s.opt(2).value_or(0.0);
-      sum.optimizer_s = s.opt(3).value_or(0.0);
-      sum.bytes_per_step = s.opt(4).value_or(0.0);
-      sum.final_loss = s.opt(5);
+  // [from, end): the steps averaged, by step number.
+  std::int64_t from = steps.front().step, end = steps.back().step + 1;
+  const bool simulated = sum.run.info.source == "simulated";
+  if (pattern && simulated) {
+    from = pattern->steady().first;
+    end = from + pattern->period();
+  } else if (pattern) {
+    const StepWindow w = steady_window(*pattern, end, std::max<std::int64_t>(1, skip_steps));
+    if (w.steps() > 0) from = w.first, end = w.end;
+    else from = std::max<std::int64_t>(0, std::min<std::int64_t>(std::max(1, skip_steps), end - 1));
+  } else if (skip_steps > 0) {
+    from = steps[std::min<std::size_t>(static_cast<std::size_t>(skip_steps), steps.size() - 1)].step;
+  }
+  if (pattern) sum.period = pattern->period();
+  WindowTotals steady, warmup;
+  for (StepTotals& t : steps) {
+    if (t.step >= from && t.step < end) {
+      steady.add(t);
+    } else if (t.step < from) {
+      // A simulated warm-up block stands for every repeat of its segment.
+      if (pattern && simulated) t.weight = static_cast<double>(pattern->segments[pattern->segment_of(t.step)].repeats);
+      warmup.add(t);
+      ++sum.skipped;
     }
+  }
+  sum.steps = static_cast<std::int64_t>(steady.steps);
+  sum.samples_per_s = steady.samples_per_s();
+  sum.step_s = steady.step_s();
+  sum.compute_s = steady.mean(steady.compute_s);
+  sum.comm_s = steady.mean(steady.comm_s);
+  sum.exposed_comm_s = steady.mean(steady.exposed_comm_s);
+  sum.optimizer_s = steady.mean(steady.optimizer_s);
+  sum.bytes_per_step = steady.mean(steady.bytes_sent);
+  sum.warmup_steps = static_cast<std::int64_t>(warmup.steps);
+  sum.warmup_s = warmup.time_s;
+  {
+    Stmt s(db, path,
+           "SELECT AVG(loss) FROM steps WHERE run_id = ?1 AND step = (SELECT MAX(step) FROM steps WHERE run_id = ?1)");
+    s.bind(1, id);
+    if (s.step()) sum.final_loss = s.opt(0);
   }
   {
     Stmt s(db, path,

@@ -227,18 +227,39 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
 }
 
 StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch) {
-  plan_ = strategy_.plan(step);
+  x_ = x;
+  y_ = y;
+  batch_ = batch;
+  if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
+  StepRecord rec = execute(strategy_.plan(step));
+  if (plan_.sync) {
+    micro_in_window_ = 0;
+    if (!first_sync_done_) {
+      first_sync_done_ = true;
+      if (strategy_.observe_ready_order(observed_order_)) apply_layout();
+    }
+  } else {
+    ++micro_in_window_;
+  }
+  return rec;
+}
+
+StepRecord PlanExecutor::finish(std::int64_t step) {
+  x_ = nullptr;
+  y_ = nullptr;
+  batch_ = 0;
+  return execute(strategy_.finish_plan(step));
+}
+
+StepRecord PlanExecutor::execute(StepPlan next) {
+  plan_ = std::move(next);
   const StepPlan& plan = plan_;
   current_ = StepRecord{};
   StepRecord& rec = current_;
   rec.ops.resize(plan.ops.size());
   for (std::size_t i = 0; i < plan.ops.size(); ++i) rec.ops[i] = {plan.ops[i].kind, plan.ops[i].index};
-  step_ = step;
-  x_ = x;
-  y_ = y;
-  batch_ = batch;
+  step_ = plan.step;
   exec_.reset_counters();
-  if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
   // Device backends: compute ops are timed by device marks (CUDA events), host backends by the clock.
   const bool device_timing = ops_.device_memory();
   std::vector<std::pair<int, int>> marks(device_timing ? plan.ops.size() : 0, {-1, -1});
@@ -344,16 +365,6 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   // On a device the compute thread runs ahead of the kernels, so its waits do not measure exposed comm:
   // take the part of the step the device spent outside compute and optimizer kernels instead.
   if (device_timing) rec.exposed_comm_s = std::max(0.0, rec.step_s - rec.compute_s - rec.optimizer_s);
-
-  if (plan.sync) {
-    micro_in_window_ = 0;
-    if (!first_sync_done_) {
-      first_sync_done_ = true;
-      if (strategy_.observe_ready_order(observed_order_)) apply_layout();
-    }
-  } else {
-    ++micro_in_window_;
-  }
   return std::move(rec);  // current_ is done with: every comm op of the step has finished
 }
 
@@ -372,16 +383,6 @@ void PlanExecutor::apply_layout() {
   }
   ops_.synchronize();  // `after` is pageable and goes out of scope
   model_.set_offsets(offsets);
-}
-
-void PlanExecutor::average_parameters() {
-  std::uint64_t bytes = 0;
-  const CollectiveCall call{"allreduce", ElemType::F32, model_.num_params(), 0, "params"};
-  staged(model_.params(), 0, model_.num_params(), [&](float* buf) {
-    collective(call, strategy_.config().schedule, buf, bytes);
-    scale(buf, model_.num_params(), 1.0f / static_cast<float>(comm_.size()));
-  });
-  ops_.synchronize();
 }
 
 }  // namespace ddplab

@@ -271,6 +271,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
+    cfg["pattern"] = strategy.pattern().to_json();  // reports split warm-up and steady state by it
     run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
   }
   where.run = run;
@@ -342,8 +343,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
   }
   where.step = -1;
-  // Local SGD ends on the average of the ranks' models, so that they agree.
-  if (st.policy == "local_sgd") executor.average_parameters();
+  // The policy's end-of-run work (local SGD ends on the average of the ranks' models, so that they agree).
+  executor.finish(step);
   gather_steps(comm, pending, store, run);
   progress.finish();
   const Evaluation final_eval = run_eval(step);

@@ -373,8 +373,8 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
   return sent;
 }
 
-const Phases& PhaseCache::acquire(const PlanOp& op, std::size_t call) {
-  Entry& e = entries_[{op.id, call}];
+const Phases& PhaseCache::acquire(std::size_t plan, const PlanOp& op, std::size_t call) {
+  Entry& e = entries_[{plan, op.id, call}];
   if (!e.phases) {
     e.phases = std::make_unique<Phases>(phases_for_call(op.calls[call], op.schedule, where_));
     e.users_left = where_.world_size;
@@ -382,8 +382,8 @@ const Phases& PhaseCache::acquire(const PlanOp& op, std::size_t call) {
   return *e.phases;
 }
 
-void PhaseCache::release(const PlanOp& op, std::size_t call) {
-  auto it = entries_.find({op.id, call});
+void PhaseCache::release(std::size_t plan, const PlanOp& op, std::size_t call) {
+  auto it = entries_.find({plan, op.id, call});
   if (--it->second.users_left == 0) it->second.phases.reset();
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -119,8 +120,9 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
 class PhaseCache {
  public:
   PhaseCache(const ScheduleParams& where) : where_(where) {}
-  const Phases& acquire(const PlanOp& op, std::size_t call);
-  void release(const PlanOp& op, std::size_t call);
+  // `plan`: the plan's index in a chain of micro-steps (op ids repeat from one plan to the next).
+  const Phases& acquire(std::size_t plan, const PlanOp& op, std::size_t call);
+  void release(std::size_t plan, const PlanOp& op, std::size_t call);
 
  private:
   struct Entry {
@@ -128,7 +130,7 @@ class PhaseCache {
     int users_left = 0;
   };
   ScheduleParams where_;
-  std::map<std::pair<int, std::size_t>, Entry> entries_;
+  std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
 };
 
 // True when options.mode (resolved by simulation_mode) is "aggregated".

@@ -49,11 +49,11 @@ void install_calibration(sg4::Engine* engine, const ClusterConfig& cluster, cons
   });
 }
 
-void apply_calibrated_compute(OpCosts& costs, const PlanJob& job) {
-  const Calibration* cal = job.options.calibration.get();
+void apply_calibrated_compute(OpCosts& costs, const StepPlan& plan, const SimOptions& options) {
+  const Calibration* cal = options.calibration.get();
   if (!cal || cal->layers.empty()) return;
   int layers = 0;
-  for (const PlanOp& op : job.plan->ops)
+  for (const PlanOp& op : plan.ops)
     if (op.kind == OpKind::Backward) layers = std::max(layers, op.index + 1);
   if (static_cast<std::size_t>(layers) > cal->layers.size())
     throw std::runtime_error(fmt::format("calibration \"{}\" has compute times of {} layers, the plan has {}", cal->name,

@@ -137,7 +137,7 @@ nlohmann::json result_to_json(const SimStepResult& r) {
   for (const auto& t : r.ranks) {
     nlohmann::json trace = nlohmann::json::array();
     for (const auto& op : t.trace) trace.push_back({op.stream, op.name, op.start_s, op.end_s, op.bytes});
-    ranks.push_back({t.compute_s, t.comm_s, t.exposed_comm_s, t.optimizer_s, t.step_s, std::move(trace)});
+    ranks.push_back({t.compute_s, t.comm_s, t.exposed_comm_s, t.optimizer_s, t.step_s, std::move(trace), t.start_s});
   }
   nlohmann::json between = nlohmann::json::array();
   for (const auto& [pair, bytes] : r.bytes_between) between.push_back({pair.first, pair.second, bytes});
@@ -169,6 +169,7 @@ SimStepResult result_from_json(const nlohmann::json& j) {
     times.exposed_comm_s = t.at(2).get<double>();
     times.optimizer_s = t.at(3).get<double>();
     times.step_s = t.at(4).get<double>();
+    times.start_s = t.at(6).get<double>();
     for (const auto& op : t.at(5))
       times.trace.push_back({op.at(0).get<std::string>(), op.at(1).get<std::string>(), op.at(2).get<double>(),
                              op.at(3).get<double>(), op.at(4).get<std::uint64_t>()});

@@ -42,17 +42,17 @@ void work_for(double seconds) {
 // Actors run one at a time, so no locks.
 class ScheduleCache {
  public:
-  explicit ScheduleCache(const Strategy& s) : strategy_(s), world_(s.context().world_size) {}
-  const Schedule& acquire(const PlanOp& op, std::size_t call) {
-    Entry& e = entries_[{op.id, call}];
+  explicit ScheduleCache(int world) : world_(world) {}
+  const Schedule& acquire(const PlannedStep& step, std::size_t plan, const PlanOp& op, std::size_t call) {
+    Entry& e = entries_[{plan, op.id, call}];
     if (!e.schedule) {
-      e.schedule = std::make_unique<Schedule>(strategy_.schedule_for(op.calls[call], op.schedule, "ring"));
+      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, "ring"));
       e.users_left = world_;
     }
     return *e.schedule;
   }
-  void release(const PlanOp& op, std::size_t call) {
-    auto it = entries_.find({op.id, call});
+  void release(std::size_t plan, const PlanOp& op, std::size_t call) {
+    auto it = entries_.find({plan, op.id, call});
     if (--it->second.users_left == 0) it->second.schedule.reset();
   }
 
@@ -61,43 +61,55 @@ class ScheduleCache {
     std::unique_ptr<Schedule> schedule;
     int users_left = 0;
   };
-  const Strategy& strategy_;
   int world_;
-  std::map<std::pair<int, std::size_t>, Entry> entries_;
+  std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
 };
 
-// One rank's state, shared by its two actors: which ops are done, and the times they took. Per-op records
-// (SimOpRecord, with names) are kept only for traces: at 16384 ranks x ~180 ops they would cost gigabytes.
+// One rank's state, shared by its two actors: which ops of which micro-step are done, and the times they
+// took. Per-op records (SimOpRecord, with names) are kept only for traces: at 16384 ranks x ~180 ops they
+// would cost gigabytes.
+struct StepState {
+  std::vector<char> done;        // by op id
+  std::vector<SimOpRecord> ops;  // by op id; empty unless keep_trace
+  double compute_s = 0, optimizer_s = 0, comm_s = 0;  // the runtime's StepRecord sums (plan_executor.cpp)
+  double exposed_s = 0, start_s = 0, end_s = 0;
+  bool comm_finished = false;
+  SendTally tally;
+};
 struct RankState {
   sg4::MutexPtr mu = sg4::Mutex::create();
   sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
-  std::vector<char> done;
-  std::vector<SimOpRecord> ops;  // by op id; empty unless keep_trace
-  double compute_s = 0, optimizer_s = 0, comm_s = 0;  // the runtime's StepRecord sums (plan_executor.cpp)
-  double exposed_s = 0, end_s = 0;
-  bool compute_finished = false, comm_finished = false;
-  SendTally tally;
+  std::vector<StepState> steps;  // by the micro-step's index in the chain
+  std::size_t compute_at = 0;    // the micro-step the compute stream is in (its comm ops are queued then)
+  bool compute_finished = false;
 };
 
-bool all_done(const RankState& st, const std::vector<int>& deps) {
+bool all_done(const StepState& st, const std::vector<int>& deps) {
   for (int d : deps)
     if (!st.done[static_cast<std::size_t>(d)]) return false;
   return true;
 }
 
-// Blocks until every op in deps is done; returns the simulated time spent waiting.
-double wait_for(RankState& st, const std::vector<int>& deps) {
-  if (all_done(st, deps)) return 0;  // nothing to wait for: no lock, no simcall
+// Blocks until `ready` holds; returns the simulated time spent waiting.
+template <class Pred>
+double wait_until(RankState& st, Pred ready) {
+  if (ready()) return 0;  // nothing to wait for: no lock, no simcall
   const double before = sg4::Engine::get_clock();
   std::unique_lock<sg4::Mutex> lock(*st.mu);
-  st.cv->wait(lock, [&] { return all_done(st, deps); });
+  st.cv->wait(lock, ready);
   return sg4::Engine::get_clock() - before;
 }
 
+// Blocks until every op in deps of micro-step k is done; returns the simulated time spent waiting.
+double wait_for(RankState& st, std::size_t k, const std::vector<int>& deps) {
+  StepState& step = st.steps[k];
+  return wait_until(st, [&] { return all_done(step, deps); });
+}
+
 template <class Ids>
-void mark_done(RankState& st, const Ids& ids) {
+void mark_done(RankState& st, std::size_t k, const Ids& ids) {
   std::unique_lock<sg4::Mutex> lock(*st.mu);
-  for (int id : ids) st.done[static_cast<std::size_t>(id)] = 1;
+  for (int id : ids) st.steps[k].done[static_cast<std::size_t>(id)] = 1;
   st.cv->notify_all();
 }
 
@@ -130,87 +142,105 @@ ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
   return groups;
 }
 
-// The compute stream: compute ops in plan order, each after its deps (the comm ops it needs), then a
-// wait for comm still in flight, as the runtime's run_step does. That waiting is the exposed comm.
-// Ops run by groups (compute_groups); a group's ops get consecutive slices of its span, by cost.
-void compute_stream(const PlanJob& job, const OpCosts& costs, const ComputeGroups& groups, int rank, RankState& st) {
-  const StepPlan& plan = *job.plan;
+// What each micro-step of the chain needs on every rank: op costs and compute groups.
+struct StepWork {
+  OpCosts costs;
+  ComputeGroups groups;
+};
+
+// The compute stream: per micro-step, compute ops in plan order, each after its deps (the comm ops it
+// needs), then a wait for comm still in flight, as the runtime's run_step does. That waiting is the
+// exposed comm. Ops run by groups (compute_groups); a group's ops get consecutive slices of its span, by cost.
+void compute_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank, RankState& st) {
   std::vector<double> seconds;
-  for (const auto& group : groups) {
-    // Only a group's first op may wait for a comm op; the others wait for earlier compute ops, done by now.
-    st.exposed_s += wait_for(st, plan.ops[static_cast<std::size_t>(group.front())].deps);
-    seconds.clear();
-    double total = 0;
-    for (int id : group) {
-      seconds.push_back(costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *job.strategy, rank, job.optimizer_s));
-      total += seconds.back();
+  for (std::size_t k = 0; k < job.steps.size(); ++k) {
+    const PlannedStep& ps = job.steps[k];
+    const StepPlan& plan = ps.plan;
+    StepState& step = st.steps[k];
+    {
+      std::unique_lock<sg4::Mutex> lock(*st.mu);
+      st.compute_at = k;
+      st.cv->notify_all();
     }
-    const double start = sg4::Engine::get_clock();
-    work_for(total);
-    const double end = sg4::Engine::get_clock();
-    const PlanOp& first = plan.ops[static_cast<std::size_t>(group.front())];
-    (is_compute_work(first.kind) ? st.compute_s : st.optimizer_s) += end - start;
-    if (!st.ops.empty()) {
-      double done_s = 0;
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        SimOpRecord& rec = st.ops[static_cast<std::size_t>(group[i])];
-        rec.start_s = total > 0 ? start + (end - start) * done_s / total : start;
-        done_s += seconds[i];
-        rec.end_s = i + 1 == group.size() ? end : total > 0 ? start + (end - start) * done_s / total : start;
+    step.start_s = sg4::Engine::get_clock();
+    for (const auto& group : work[k].groups) {
+      // Only a group's first op may wait for a comm op; the others wait for earlier compute ops, done by now.
+      step.exposed_s += wait_for(st, k, plan.ops[static_cast<std::size_t>(group.front())].deps);
+      seconds.clear();
+      double total = 0;
+      for (int id : group) {
+        seconds.push_back(
+            work[k].costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *ps.strategy, rank, job.optimizer_s));
+        total += seconds.back();
       }
+      const double start = sg4::Engine::get_clock();
+      work_for(total);
+      const double end = sg4::Engine::get_clock();
+      const PlanOp& first = plan.ops[static_cast<std::size_t>(group.front())];
+      (is_compute_work(first.kind) ? step.compute_s : step.optimizer_s) += end - start;
+      if (!step.ops.empty()) {
+        double done_s = 0;
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          SimOpRecord& rec = step.ops[static_cast<std::size_t>(group[i])];
+          rec.start_s = (total > 0 ? start + (end - start) * done_s / total : start) - step.start_s;
+          done_s += seconds[i];
+          rec.end_s = (i + 1 == group.size() ? end : total > 0 ? start + (end - start) * done_s / total : start) - step.start_s;
+        }
+      }
+      mark_done(st, k, group);
     }
-    mark_done(st, group);
+    // Then every comm op of the step: the comm stream finishes last among them.
+    step.exposed_s += wait_until(st, [&] { return step.comm_finished; });
+    step.end_s = sg4::Engine::get_clock();
   }
-  // Then every comm op: the comm stream finishes last among them.
-  const double before = sg4::Engine::get_clock();
-  if (!st.comm_finished) {
-    std::unique_lock<sg4::Mutex> lock(*st.mu);
-    st.cv->wait(lock, [&] { return st.comm_finished; });
-  }
-  st.exposed_s += sg4::Engine::get_clock() - before;
-  st.end_s = sg4::Engine::get_clock();
   st.compute_finished = true;
 }
 
-// The comm stream: comm ops in plan order (the runtime's FIFO comm thread), each after its deps; per
-// collective call, the codec's local work, then the call's schedule message by message (or, with `phases`,
-// as the aggregated mode's phases: aggregate.hpp).
+// The comm stream: per micro-step, once the compute stream has begun it (the runtime queues a step's comm
+// ops when run_step starts), comm ops in plan order (the runtime's FIFO comm thread), each after its deps;
+// per collective call, the codec's local work, then the call's schedule message by message (or, with
+// `agg`, as the aggregated mode's phases: aggregate.hpp).
 struct Aggregated {
   PhaseCache phases;
   Routes routes;
 };
-void comm_stream(const PlanJob& job, const OpCosts& costs, int rank, RankState& st, ScheduleCache& cache,
+void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank, RankState& st, ScheduleCache& cache,
                  Aggregated* agg) {
   RankMailboxes boxes(rank);
-  for (const PlanOp& op : job.plan->ops) {
-    if (!is_comm(op.kind)) continue;
-    wait_for(st, op.deps);
-    const double start = sg4::Engine::get_clock();
-    std::uint64_t bytes = 0;
-    for (std::size_t c = 0; c < op.calls.size(); ++c) {
-      work_for(op.calls[c].flops_before * costs.seconds_per_flop);
-      if (agg) {
-        bytes += replay_phases(agg->phases.acquire(op, c), rank, elem_bytes(op.calls[c].type), boxes, st.tally,
-                               agg->routes);
-        agg->phases.release(op, c);
-        continue;
+  for (std::size_t k = 0; k < job.steps.size(); ++k) {
+    const PlannedStep& ps = job.steps[k];
+    StepState& step = st.steps[k];
+    wait_until(st, [&] { return st.compute_at >= k; });
+    for (const PlanOp& op : ps.plan.ops) {
+      if (!is_comm(op.kind)) continue;
+      wait_for(st, k, op.deps);
+      const double start = sg4::Engine::get_clock();
+      std::uint64_t bytes = 0;
+      for (std::size_t c = 0; c < op.calls.size(); ++c) {
+        work_for(op.calls[c].flops_before * work[k].costs.seconds_per_flop);
+        if (agg) {
+          bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(op.calls[c].type), boxes, step.tally,
+                                 agg->routes);
+          agg->phases.release(k, op, c);
+          continue;
+        }
+        bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(op.calls[c].type), boxes, step.tally);
+        cache.release(k, op, c);
       }
-      bytes += replay_schedule(cache.acquire(op, c), rank, elem_bytes(op.calls[c].type), boxes, st.tally);
-      cache.release(op, c);
+      const double end = sg4::Engine::get_clock();
+      step.comm_s += end - start;
+      if (!step.ops.empty()) {
+        SimOpRecord& rec = step.ops[static_cast<std::size_t>(op.id)];
+        rec.start_s = start - step.start_s;
+        rec.end_s = end - step.start_s;
+        rec.bytes = bytes;
+      }
+      mark_done(st, k, std::initializer_list<int>{op.id});
     }
-    const double end = sg4::Engine::get_clock();
-    st.comm_s += end - start;
-    if (!st.ops.empty()) {
-      SimOpRecord& rec = st.ops[static_cast<std::size_t>(op.id)];
-      rec.start_s = start;
-      rec.end_s = end;
-      rec.bytes = bytes;
-    }
-    mark_done(st, std::initializer_list<int>{op.id});
+    std::unique_lock<sg4::Mutex> lock(*st.mu);
+    step.comm_finished = true;
+    st.cv->notify_all();
   }
-  std::unique_lock<sg4::Mutex> lock(*st.mu);
-  st.comm_finished = true;
-  st.cv->notify_all();
 }
 
 }  // namespace
@@ -236,11 +266,22 @@ double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, d
   return optimizer_s * static_cast<double>(count) / static_cast<double>(total);
 }
 
-SimStepResult run_plan_simulation(const PlanJob& job) {
-  const StepPlan& plan = *job.plan;
-  const int n = job.strategy->context().world_size;
-  OpCosts costs = op_costs(plan, job.compute_s);
-  apply_calibrated_compute(costs, job);
+std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
+  if (job.steps.empty()) throw std::invalid_argument("simulator: no micro-step to simulate");
+  const Strategy& first = *job.steps.front().strategy;
+  const int n = first.context().world_size;
+  // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
+  // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
+  std::vector<StepWork> work;
+  for (const PlannedStep& ps : job.steps) {
+    StepWork& w = work.emplace_back();
+    w.costs = op_costs(ps.plan, job.compute_s);
+    apply_calibrated_compute(w.costs, ps.plan, job.options);
+    bool codec_work = false;
+    for (const PlanOp& op : ps.plan.ops)
+      for (const CollectiveCall& call : op.calls) codec_work = codec_work || call.flops_before > 0;
+    w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
+  }
   auto* engine = make_engine(job.cluster, job.options);
   // Each actor's stack gets a guard page, which splits its mapping in two: 2 actors x 16384 ranks reach
   // Linux's default vm.max_map_count (65536) and SimGrid aborts ("Failed to protect stack"). Large worlds
@@ -248,62 +289,66 @@ SimStepResult run_plan_simulation(const PlanJob& job) {
   if (2 * static_cast<long>(n) > kGuardedActorsMax) engine->set_config("contexts/guard-size:0");
   const auto hosts = build_platform(job.cluster, n);
 
-  ScheduleCache cache(*job.strategy);
+  ScheduleCache cache(n);
   std::unique_ptr<Aggregated> agg;
   if (use_aggregated(job.options, n)) {
-    const auto& ctx = job.strategy->context();
-    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, job.strategy->ps_layout().servers}), Routes(hosts)});
+    const auto& ctx = first.context();
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers}), Routes(hosts)});
   }
-  // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
-  // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
-  bool codec_work = false;
-  for (const PlanOp& op : plan.ops)
-    for (const CollectiveCall& call : op.calls) codec_work = codec_work || call.flops_before > 0;
-  const ComputeGroups groups = compute_groups(plan, !(job.options.keep_trace && codec_work));
   std::vector<RankState> states(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankState& st = states[static_cast<std::size_t>(r)];
-    st.done.assign(plan.ops.size(), 0);
-    if (job.options.keep_trace) {
-      st.ops.resize(plan.ops.size());
+    st.steps.resize(job.steps.size());
+    for (std::size_t k = 0; k < job.steps.size(); ++k) {
+      const StepPlan& plan = job.steps[k].plan;
+      StepState& step = st.steps[k];
+      step.done.assign(plan.ops.size(), 0);
+      if (!job.options.keep_trace) continue;
+      step.ops.resize(plan.ops.size());
       for (const PlanOp& op : plan.ops)
-        st.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
+        step.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
-    sg4::Actor::create(fmt::format("compute{}", r), host, [&job, &costs, &groups, &st, r] { compute_stream(job, costs, groups, r, st); });
-    sg4::Actor::create(fmt::format("comm{}", r), host, [&job, &costs, &st, &cache, &agg, r] { comm_stream(job, costs, r, st, cache, agg.get()); });
+    sg4::Actor::create(fmt::format("compute{}", r), host, [&job, &work, &st, r] { compute_stream(job, work, r, st); });
+    sg4::Actor::create(fmt::format("comm{}", r), host,
+                       [&job, &work, &st, &cache, &agg, r] { comm_stream(job, work, r, st, cache, agg.get()); });
   }
   engine->run();
 
-  SimStepResult res;
-  res.world_size = n;
-  res.step = plan.step;
-  res.bytes_sent.resize(static_cast<std::size_t>(n));
-  res.ranks.resize(static_cast<std::size_t>(n));
-  int slowest = 0;
-  for (int r = 0; r < n; ++r) {
-    RankState& st = states[static_cast<std::size_t>(r)];
-    if (!st.compute_finished || !st.comm_finished)
-      throw std::runtime_error(fmt::format("rank {} did not finish its step plan (deadlock)", r));
-    SimRankTimes& t = res.ranks[static_cast<std::size_t>(r)];
-    t.compute_s = st.compute_s;
-    t.optimizer_s = st.optimizer_s;
-    t.comm_s = st.comm_s;
-    t.exposed_comm_s = st.exposed_s;
-    t.step_s = st.end_s;
-    if (job.options.keep_trace) t.trace = std::move(st.ops);
-    if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;
-    res.bytes_sent[static_cast<std::size_t>(r)] = st.tally.bytes;
-    res.comms += st.tally.messages;
-    for (const auto& [peer, bytes] : st.tally.to_peer) res.bytes_between[{r, peer}] = bytes;
+  std::vector<SimStepResult> out(job.steps.size());
+  for (std::size_t k = 0; k < job.steps.size(); ++k) {
+    SimStepResult& res = out[k];
+    res.world_size = n;
+    res.step = job.steps[k].plan.step;
+    res.bytes_sent.resize(static_cast<std::size_t>(n));
+    res.ranks.resize(static_cast<std::size_t>(n));
+    int slowest = 0;
+    for (int r = 0; r < n; ++r) {
+      RankState& st = states[static_cast<std::size_t>(r)];
+      StepState& step = st.steps[k];
+      if (!st.compute_finished || !step.comm_finished)
+        throw std::runtime_error(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
+      SimRankTimes& t = res.ranks[static_cast<std::size_t>(r)];
+      t.compute_s = step.compute_s;
+      t.optimizer_s = step.optimizer_s;
+      t.comm_s = step.comm_s;
+      t.exposed_comm_s = step.exposed_s;
+      t.start_s = step.start_s;
+      t.step_s = step.end_s - step.start_s;
+      if (job.options.keep_trace) t.trace = std::move(step.ops);
+      if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;
+      res.bytes_sent[static_cast<std::size_t>(r)] = step.tally.bytes;
+      res.comms += step.tally.messages;
+      for (const auto& [peer, bytes] : step.tally.to_peer) res.bytes_between[{r, peer}] = bytes;
+    }
+    const SimRankTimes& worst = res.ranks[static_cast<std::size_t>(slowest)];
+    res.step_s = worst.step_s;
+    res.compute_s = worst.compute_s;
+    res.comm_s = worst.comm_s;
+    res.exposed_comm_s = worst.exposed_comm_s;
+    res.optimizer_s = worst.optimizer_s;
   }
-  const SimRankTimes& worst = res.ranks[static_cast<std::size_t>(slowest)];
-  res.step_s = worst.step_s;
-  res.compute_s = worst.compute_s;
-  res.comm_s = worst.comm_s;
-  res.exposed_comm_s = worst.exposed_comm_s;
-  res.optimizer_s = worst.optimizer_s;
-  return res;
+  return out;
 }
 
 }  // namespace ddplab::sim

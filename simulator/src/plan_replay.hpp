@@ -7,11 +7,19 @@
 
 namespace ddplab::sim {
 
+// One micro-step of a chain: its plan, and the Strategy whose bucketing the plan refers to (before or
+// after the bucket rebuild).
+struct PlannedStep {
+  const Strategy* strategy = nullptr;
+  StepPlan plan;
+};
+
+// Micro-steps run back to back on every rank, as the runtime runs them: a rank starts step k + 1 when
+// both of its streams are done with step k (run_step waits for its comm), without waiting for the others.
 struct PlanJob {
   ClusterConfig cluster;
   SimOptions options;
-  const Strategy* strategy = nullptr;  // its bucketing is the one the plan refers to
-  const StepPlan* plan = nullptr;
+  std::vector<PlannedStep> steps;
   double compute_s = 0, optimizer_s = 0;  // measured per (micro-)step, the whole model
 };
 
@@ -26,8 +34,9 @@ struct OpCosts {
 };
 OpCosts op_costs(const StepPlan& plan, double compute_s);
 
-// Builds the engine and platform, runs the plan on every rank and collects the result (wall_s left 0).
-// Creates SimGrid's engine: call it at most once per process, i.e. inside run_in_child.
-SimStepResult run_plan_simulation(const PlanJob& job);
+// Builds the engine and platform, runs the chain of plans on every rank and collects one result per
+// micro-step (wall_s left 0). Creates SimGrid's engine: call it at most once per process, i.e. inside
+// run_in_child.
+std::vector<SimStepResult> run_plan_simulation(const PlanJob& job);
 
 }  // namespace ddplab::sim

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
@@ -53,14 +54,19 @@ std::string simulation_mode(const SimOptions& options, int world_size) {
       fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated)", options.mode));
 }
 
-SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& config, int world_size, double compute_s,
-                            double optimizer_s, const SimOptions& options, const SimStepSpec& spec) {
+std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,
+                                          double compute_s, double optimizer_s, const std::vector<std::int64_t>& steps,
+                                          const SimOptions& options, int ranks_per_node) {
   if (world_size < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", world_size));
   if (!(compute_s >= 0) || !(optimizer_s >= 0))
     throw std::invalid_argument("simulator: compute_s and optimizer_s must be >= 0");
-  if (spec.step < 0) throw std::invalid_argument(fmt::format("simulator: step must be >= 0, got {}", spec.step));
-  if (spec.ranks_per_node < 1)
-    throw std::invalid_argument(fmt::format("simulator: ranks_per_node must be >= 1, got {}", spec.ranks_per_node));
+  if (steps.empty()) throw std::invalid_argument("simulator: no micro-step to simulate");
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i] < 0 || (i > 0 && steps[i] <= steps[i - 1]))
+      throw std::invalid_argument(fmt::format("simulator: micro-steps must be >= 0 and increasing, got {} after {}", steps[i],
+                                              i > 0 ? steps[i - 1] : -1));
+  if (ranks_per_node < 1)
+    throw std::invalid_argument(fmt::format("simulator: ranks_per_node must be >= 1, got {}", ranks_per_node));
   validate_options(options);
   sim::validate_cluster(scenario.cluster);
   if (!scenario.cluster.calibration.empty() && !options.calibration)
@@ -70,25 +76,100 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
         scenario.cluster.calibration));
   if (!uses_parameter_servers(config)) make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
 
-  // The same Strategy the runtime builds (trainer.cpp), so the plan is the one it executes. Unknown
-  // policies and codecs throw std::invalid_argument here, in the caller's process.
+  // The same Strategy the runtime builds (trainer.cpp), so the plans are the ones it executes. Unknown
+  // policies and codecs throw std::invalid_argument here, in the caller's process. The runtime rebuilds
+  // buckets after its first sync step (micro-step accumulate_steps - 1) from the gradient-ready order it
+  // observed, which for the MLP is the expected one.
   const ModelSpec model = model_spec_for(scenario.model);  // the MLP, or a model table (ModelTableError)
-  const StrategyContext ctx{world_size, spec.ranks_per_node, scenario.train.batch_size, scenario.train.seed};
-  Strategy strategy(config, model, ctx);
-  // The runtime rebuilds buckets after its first sync step (micro-step accumulate_steps - 1) from the
-  // gradient-ready order it observed, which for the MLP is the expected one.
-  if (spec.step >= config.accumulate_steps) strategy.observe_ready_order(model.expected_ready_order());
-  const StepPlan plan = strategy.plan(spec.step);
-  for (const PlanOp& op : plan.ops)
-    for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, "ring");  // names check
+  const StrategyContext ctx{world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed};
+  Strategy initial(config, model, ctx), rebuilt(config, model, ctx);
+  rebuilt.observe_ready_order(model.expected_ready_order());
+  sim::PlanJob job{calibrated_cluster(scenario.cluster, options), options, {}, compute_s, optimizer_s};
+  for (std::int64_t step : steps) {
+    const Strategy& s = step >= config.accumulate_steps ? rebuilt : initial;
+    job.steps.push_back({&s, s.plan(step)});
+    for (const PlanOp& op : job.steps.back().plan.ops)
+      for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, "ring");  // names check
+  }
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
-  SimStepResult r = run_isolated(world_size, options, [&] {
-    sim::PlanJob job{calibrated_cluster(scenario.cluster, options), options, &strategy, &plan, compute_s, optimizer_s};
-    return sim::run_plan_simulation(job);
-  });
-  r.schedule = replayed_schedule(config);
-  return r;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto j = sim::run_in_child(
+      fmt::format("world size {}", world_size),
+      [&] {
+        nlohmann::json all = nlohmann::json::array();
+        for (const SimStepResult& r : sim::run_plan_simulation(job)) all.push_back(sim::result_to_json(r));
+        return nlohmann::json{{"steps", std::move(all)}};
+      },
+      options.verbose);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<SimStepResult> out;
+  for (const auto& r : j.at("steps")) {
+    out.push_back(sim::result_from_json(r));
+    out.back().wall_s = wall / static_cast<double>(j.at("steps").size());  // the chain's wall time, shared out
+    out.back().schedule = replayed_schedule(config);
+  }
+  return out;
+}
+
+SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& config, int world_size, double compute_s,
+                            double optimizer_s, const SimOptions& options, const SimStepSpec& spec) {
+  if (spec.step < 0) throw std::invalid_argument(fmt::format("simulator: step must be >= 0, got {}", spec.step));
+  return simulate_steps(scenario, config, world_size, compute_s, optimizer_s, {spec.step}, options, spec.ranks_per_node)
+      .front();
+}
+
+const SimStepResult& SimPatternResult::steady_first() const {
+  for (const SimStepResult& r : steps)
+    if (r.step >= pattern.steady().first) return r;
+  throw std::logic_error("simulated pattern without its steady block");
+}
+
+SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
+                                  double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
+  const ModelSpec model = model_spec_for(scenario.model);
+  const Strategy strategy(config, model, {world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed});
+  SimPatternResult out;
+  out.pattern = strategy.pattern();
+  std::vector<std::int64_t> steps;
+  for (const StepSegment& seg : out.pattern.segments)
+    for (std::int64_t i = 0; i < seg.length; ++i) steps.push_back(seg.first + i);
+  out.steps = simulate_steps(scenario, config, world_size, compute_s, optimizer_s, steps, options, ranks_per_node);
+
+  // The same totals the store's summary computes from the rows simulate_sweep writes.
+  const PsLayout ps = strategy.ps_layout();
+  WindowTotals steady, warmup;
+  for (const SimStepResult& r : out.steps) {
+    StepTotals t;
+    t.step = r.step;
+    t.ranks = r.world_size;
+    t.slowest_s = r.step_s;
+    t.samples = static_cast<double>(ps.workers()) * scenario.train.batch_size;
+    for (std::size_t rank = 0; rank < r.ranks.size(); ++rank) {
+      const SimRankTimes& x = r.ranks[rank];
+      t.compute_s += x.compute_s, t.comm_s += x.comm_s, t.exposed_comm_s += x.exposed_comm_s;
+      t.optimizer_s += x.optimizer_s, t.bytes_sent += static_cast<double>(r.bytes_sent[rank]);
+    }
+    if (r.step >= out.pattern.steady().first) {
+      steady.add(t);
+    } else {
+      t.weight = static_cast<double>(out.pattern.segments[out.pattern.segment_of(r.step)].repeats);
+      warmup.add(t);
+    }
+    out.wall_s += r.wall_s;
+    out.comms += r.comms;
+  }
+  out.step_s = steady.step_s();
+  out.compute_s = steady.mean(steady.compute_s);
+  out.comm_s = steady.mean(steady.comm_s);
+  out.exposed_comm_s = steady.mean(steady.exposed_comm_s);
+  out.optimizer_s = steady.mean(steady.optimizer_s);
+  out.samples_per_s = steady.samples_per_s();
+  out.bytes_per_step = steady.mean(steady.bytes_sent);
+  out.warmup_steps = static_cast<std::int64_t>(warmup.steps);
+  out.warmup_s = warmup.time_s;
+  out.schedule = out.steps.front().schedule;
+  return out;
 }
 
 SimStepResult simulate_schedule(const ClusterConfig& cluster, const Schedule& schedule, std::size_t elem_bytes,
@@ -103,36 +184,19 @@ SimStepResult simulate_schedule(const ClusterConfig& cluster, const Schedule& sc
                       });
 }
 
-std::int64_t representative_step(const StrategyConfig& c) {
-  std::int64_t opt = 1;  // optimizer step 0 runs on the initial buckets; from step 1 they are rebuilt
-  if (c.codec == "powersgd") {
-    // PowerSGD sends the plain gradients before start_iter (PowerSGDState's default 1000, as the codec).
-    std::int64_t start = 1000;
-    if (auto it = c.codec_options.find("start_iter"); it != c.codec_options.end()) {
-      try {
-        start = std::stoll(it->second);
-      } catch (const std::exception&) {
-        // Left at the default: building the Strategy reports the bad option with the codec's own message.
-      }
-    }
-    opt = std::max(opt, start);
-  }
-  if (c.policy == "local_sgd") {
-    // After the warmup only every local_sgd_period-th step communicates: simulate one that does.
-    const std::int64_t warmup = c.local_sgd_warmup, period = std::max(1, c.local_sgd_period);
-    opt = std::max(opt, warmup);
-    while ((opt - warmup + 1) % period != 0) ++opt;
-  }
-  return (opt + 1) * c.accumulate_steps - 1;
-}
+std::vector<TraceEvent> trace_events(const SimStepResult& r) { return trace_events(std::vector<SimStepResult>{r}); }
 
-std::vector<TraceEvent> trace_events(const SimStepResult& r) {
+std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>& steps) {
   std::vector<TraceEvent> events;
-  for (std::size_t rank = 0; rank < r.ranks.size(); ++rank)
-    for (const SimOpRecord& op : r.ranks[rank].trace) {
-      nlohmann::json args = nlohmann::json::object();
-      if (op.stream == "comm") args["bytes"] = op.bytes;
-      events.push_back({static_cast<int>(rank), op.stream, op.name, op.start_s, op.end_s - op.start_s, std::move(args)});
+  for (const SimStepResult& r : steps)
+    for (std::size_t rank = 0; rank < r.ranks.size(); ++rank) {
+      const SimRankTimes& t = r.ranks[rank];
+      for (const SimOpRecord& op : t.trace) {
+        nlohmann::json args = {{"step", r.step}};
+        if (op.stream == "comm") args["bytes"] = op.bytes;
+        events.push_back(
+            {static_cast<int>(rank), op.stream, op.name, t.start_s + op.start_s, op.end_s - op.start_s, std::move(args)});
+      }
     }
   return events;
 }

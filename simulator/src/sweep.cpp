@@ -1,5 +1,5 @@
-// Sweeps over world sizes: one representative step of the strategy per world size, each written to the
-// results store as a completed simulated run.
+// Sweeps over world sizes: the strategy's whole step pattern per world size (simulate_pattern), each
+// written to the results store as a completed simulated run.
 #include <limits>
 #include <stdexcept>
 
@@ -52,33 +52,39 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
   const ComputeSource src = compute_source(scenario, strategy, store);
   const SimOptions options = with_scenario_calibration(scenario, given, store);
   const int batch = scenario.train.batch_size;
-  const double busy_s = src.compute_s + src.optimizer_s;
+  const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
   const std::string host_info = host_info_json();
-  const std::int64_t step = representative_step(strategy);
 
   std::vector<SweepPoint> points;
   for (std::size_t i = 0; i < worlds.size(); ++i) {
     const int n = worlds[i];
     SweepPoint p;
     p.world_size = n;
-    p.result = simulate_step(scenario, strategy, n, src.compute_s, src.optimizer_s, options,
-                             {step, scenario.cluster.devices_per_node});
-    const auto& r = p.result;
-    // Only workers train: dedicated parameter servers (ps_servers, validated by simulate_step) take no batch.
+    p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, options,
+                                scenario.cluster.devices_per_node);
+    const SimPatternResult& r = p.result;
+    // Only workers train: dedicated parameter servers (ps_servers, validated by simulate_pattern) take no batch.
     const PsLayout ps{n, strategy.ps_servers};
-    p.samples_per_s = r.step_s > 0 ? ps.workers() * static_cast<double>(batch) / r.step_s : 0.0;
-    // Against n ranks that never communicate: (compute + optimizer) / step.
-    p.efficiency = (r.step_s > 0 && busy_s > 0) ? busy_s / r.step_s : 0.0;
+    // Against the workers running the same micro-steps without communicating: compute every micro-step,
+    // the optimizer once per accumulation window.
+    const double alone = busy_s > 0 ? ps.workers() * static_cast<double>(batch) / busy_s : 0.0;
+    p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
 
     nlohmann::json config = scenario.to_json();
     config["world_size"] = n;
     config["strategy"] = strategy.to_json();
+    config["pattern"] = r.pattern.to_json();
     config["simulation"] = {
         {"compute_s", src.compute_s},
         {"optimizer_s", src.optimizer_s},
         {"compute_origin", src.origin},
-        {"step", step},
-        {"step_note", "one representative sync micro-step of the strategy's plan (simulator.hpp representative_step)"},
+        {"steps", [&] {
+           std::vector<std::int64_t> v;
+           for (const SimStepResult& x : r.steps) v.push_back(x.step);
+           return v;
+         }()},
+        {"step_note", "the first block of each segment of the strategy's step pattern, simulated back to back; a "
+                      "warm-up block stands for every repeat of its segment (config pattern)"},
         {"ranks_per_node", scenario.cluster.devices_per_node},
         {"network_model", options.network_model},
         {"crosstraffic", options.crosstraffic},
@@ -108,21 +114,22 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     info.host_info = host_info;
     info.batch_size = batch;
     p.run_id = store.begin_run(info);
-    for (int rank = 0; rank < n; ++rank) {
-      const auto& t = r.ranks[static_cast<std::size_t>(rank)];
-      StepMetrics m;
-      m.step = 0;  // the run's only step row per rank; the plan step simulated is in config_json
-      m.rank = rank;
-      m.compute_s = t.compute_s;
-      m.comm_s = t.comm_s;
-      m.exposed_comm_s = t.exposed_comm_s;
-      m.optimizer_s = t.optimizer_s;
-      m.step_s = t.step_s;
-      m.samples = ps.is_worker(rank) ? batch : 0;
-      m.bytes_sent = static_cast<std::int64_t>(r.bytes_sent[static_cast<std::size_t>(rank)]);
-      m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
-      store.add_step(p.run_id, m);
-    }
+    for (const SimStepResult& step : r.steps)
+      for (int rank = 0; rank < n; ++rank) {
+        const auto& t = step.ranks[static_cast<std::size_t>(rank)];
+        StepMetrics m;
+        m.step = step.step;  // the micro-step's number in the run
+        m.rank = rank;
+        m.compute_s = t.compute_s;
+        m.comm_s = t.comm_s;
+        m.exposed_comm_s = t.exposed_comm_s;
+        m.optimizer_s = t.optimizer_s;
+        m.step_s = t.step_s;
+        m.samples = ps.is_worker(rank) ? batch : 0;
+        m.bytes_sent = static_cast<std::int64_t>(step.bytes_sent[static_cast<std::size_t>(rank)]);
+        m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
+        store.add_step(p.run_id, m);
+      }
     store.finish_run(p.run_id, "completed");
     points.push_back(std::move(p));
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(worlds.size()));

@@ -68,4 +68,12 @@ nlohmann::json StepPlan::to_json() const {
   return j;
 }
 
+bool StepPlan::same_ops(const StepPlan& other) const {
+  if (sync != other.sync || ops.size() != other.ops.size()) return false;
+  nlohmann::json a = to_json(), b = other.to_json();
+  a.erase("step");
+  b.erase("step");
+  return a == b;
+}
+
 }  // namespace ddplab

@@ -1,6 +1,8 @@
-// Run under mpirun. The contract of "one plan, two executors": for a strategy, world size and step, the
-// runtime (PlanExecutor over MPI, real tensors) and the simulator (SimGrid replay of the same plan) send
-// exactly the same bytes from each rank to each peer, and the same bytes in each op of the plan.
+// Run under mpirun. The contract of "one plan, two executors": for a strategy and world size, over a window
+// of micro-steps that covers its step pattern (its warm-up, then two steady blocks), the runtime
+// (PlanExecutor over MPI, real tensors) and the simulator (SimGrid replay of the same plans, back to back in
+// one simulation) send exactly the same bytes from each rank to each peer, and the same bytes in each op of
+// each plan.
 #include <gtest/gtest.h>
 
 #include "mpi_test_main.hpp"
@@ -17,7 +19,7 @@
 namespace ddplab {
 namespace {
 
-constexpr int kSteps = 3;  // steps 0..2: the first sync step, the bucket rebuild after it, and one more
+constexpr int kMinSteps = 3;  // at least the first sync step, the bucket rebuild after it, and one more
 constexpr int kBatch = 16;
 
 struct Case {
@@ -57,10 +59,16 @@ std::vector<Case> cases() {
   v.push_back(make_case("overlap_fp16", "overlap", "ring", "fp16"));
   v.push_back(make_case("overlap_topk", "overlap", "ring", "topk", {{"ratio", "0.1"}}));
   v.push_back(make_case("overlap_powersgd", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "0"}}));
+  // Plain allreduce for two steps, then compressed: the window crosses the change.
+  v.push_back(make_case("overlap_powersgd_start_iter_2", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "2"}}));
   v.push_back(make_case("zero1_ring", "zero1", "ring"));
   Case local = make_case("local_sgd_direct", "local_sgd", "direct");
   local.config.local_sgd_period = 1;  // averages at every step
   v.push_back(local);
+  Case period = make_case("local_sgd_period_3_warmup_1", "local_sgd", "ring");
+  period.config.local_sgd_period = 3;  // one step of gradient sync, then blocks of 2 local steps and an average
+  period.config.local_sgd_warmup = 1;
+  v.push_back(period);
   Case acc = make_case("accumulate_2_ring", "overlap", "ring");
   acc.config.accumulate_steps = 2;
   v.push_back(acc);
@@ -83,7 +91,13 @@ Scenario scenario() {
 // What one rank sent at one step: bytes per peer (world entries) then bytes per plan op.
 using Sent = std::vector<std::uint64_t>;
 
-std::vector<Sent> run_runtime(const Scenario& sc, const Case& c) {
+// The window: the pattern's warm-up and two steady blocks.
+int window(const Scenario& sc, const Case& c, int n) {
+  const StepPattern p = Strategy(c.config, ModelSpec::mlp(sc.model.layers), {n, c.ranks_per_node, kBatch, sc.train.seed}).pattern();
+  return std::max<int>(kMinSteps, static_cast<int>(p.warmup_steps() + 2 * p.period()));
+}
+
+std::vector<Sent> run_runtime(const Scenario& sc, const Case& c, int steps) {
   Communicator& comm = *g_comm;
   const int n = comm.size(), features = sc.model.layers.front(), classes = sc.model.layers.back();
   auto ops = make_ops("cpu");
@@ -99,7 +113,7 @@ std::vector<Sent> run_runtime(const Scenario& sc, const Case& c) {
     std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
     std::vector<float> hx(static_cast<std::size_t>(kBatch * features));
     std::vector<std::int32_t> hy(kBatch);
-    for (int step = 0; step < kSteps; ++step) {
+    for (int step = 0; step < steps; ++step) {
       for (float& v : hx) v = pixel(rng);
       for (auto& v : hy) v = static_cast<std::int32_t>(rng() % static_cast<unsigned>(classes));
       ops->to_device(x.data(), hx.data(), hx.size());
@@ -122,25 +136,35 @@ TEST_P(Contract, RuntimeAndSimulatorSendTheSameBytes) {
   const Case& c = GetParam();
   const Scenario sc = scenario();
   const int n = comm.size();
-  const std::vector<Sent> mine = run_runtime(sc, c);
+  const int steps = window(sc, c, n);
+  const std::vector<Sent> mine = run_runtime(sc, c, steps);
 
+  std::vector<SimStepResult> sim;
+  if (comm.rank() == 0) {
+    std::vector<std::int64_t> numbers(static_cast<std::size_t>(steps));
+    for (int s = 0; s < steps; ++s) numbers[static_cast<std::size_t>(s)] = s;
+    sim = simulate_steps(sc, c.config, n, 1e-3, 1e-4, numbers, {}, c.ranks_per_node);
+    EXPECT_EQ(sim.size(), static_cast<std::size_t>(steps)) << c.label;
+  }
   std::uint64_t nonzero_steps = 0;
-  for (int step = 0; step < kSteps; ++step) {
+  std::map<std::pair<int, int>, std::uint64_t> runtime_window, simulated_window;
+  for (int step = 0; step < steps; ++step) {
     const Sent& s = mine[static_cast<std::size_t>(step)];
     std::vector<std::uint64_t> all(s.size() * static_cast<std::size_t>(n));  // every rank's Sent (same size)
     comm.gather(s.data(), s.size() * sizeof(std::uint64_t), all.data(), 0);
-    if (comm.rank() != 0) continue;
+    if (comm.rank() != 0 || static_cast<std::size_t>(step) >= sim.size()) continue;
 
-    const SimStepResult sim = simulate_step(sc, c.config, n, 1e-3, 1e-4, {}, {step, c.ranks_per_node});
+    const SimStepResult& simulated_step = sim[static_cast<std::size_t>(step)];
+    EXPECT_EQ(simulated_step.step, step) << c.label;
     std::map<std::pair<int, int>, std::uint64_t> runtime, simulated;
-    for (const auto& [pair, bytes] : sim.bytes_between)
-      if (bytes > 0) simulated[pair] = bytes;
+    for (const auto& [pair, bytes] : simulated_step.bytes_between)
+      if (bytes > 0) simulated[pair] = bytes, simulated_window[pair] += bytes;
     const std::size_t ops = s.size() - static_cast<std::size_t>(n);
     for (int r = 0; r < n; ++r) {
       const std::uint64_t* row = all.data() + static_cast<std::size_t>(r) * s.size();
       for (int peer = 0; peer < n; ++peer)
-        if (row[peer] > 0) runtime[{r, peer}] = row[peer];
-      const auto& trace = sim.ranks.at(static_cast<std::size_t>(r)).trace;
+        if (row[peer] > 0) runtime[{r, peer}] = row[peer], runtime_window[{r, peer}] += row[peer];
+      const auto& trace = simulated_step.ranks.at(static_cast<std::size_t>(r)).trace;
       // No ASSERT between collectives: a rank returning early would leave the others waiting.
       EXPECT_EQ(trace.size(), ops) << c.label << " step " << step;
       for (std::size_t i = 0; i < ops && i < trace.size(); ++i)
@@ -151,6 +175,7 @@ TEST_P(Contract, RuntimeAndSimulatorSendTheSameBytes) {
     nonzero_steps += runtime.empty() ? 0 : 1;
   }
   if (comm.rank() == 0) {
+    EXPECT_EQ(runtime_window, simulated_window) << c.label << " over micro-steps 0.." << steps - 1;
     EXPECT_GT(nonzero_steps, 0u) << c.label << ": nothing was sent, the comparison proves nothing";
   }
 }

@@ -57,7 +57,7 @@ std::vector<float> train(Ops& ops, const StrategyConfig& config, bool adam) {
       ops.labels_to_device(dy, y.data(), y.size());
       exec.run_step(s, dx, dy, kBatch);
     }
-    if (config.policy == "local_sgd") exec.average_parameters();
+    exec.finish(kSteps);
     ops.free(dx);
     ops.free_labels(dy);
   }

@@ -278,7 +278,7 @@ TEST(SimulatorAggregate, AgreesWithExactOnDdpSteps) {
     sc.cluster.topology = k.topology;
     sc.cluster.devices_per_node = k.devices;
     const StrategyConfig& st = sc.strategies[0];
-    const std::int64_t step = representative_step(st);
+    const std::int64_t step = 1;  // the first step on the rebuilt buckets
     const auto exact = simulate_step(sc, st, k.world, 0.05, 0.002, mode("exact"), {step, 1});
     const auto agg = simulate_step(sc, st, k.world, 0.05, 0.002, mode("aggregated"), {step, 1});
     const std::string what =
@@ -302,7 +302,7 @@ TEST(SimulatorAggregate, SixteenThousandRanks) {
   SimOptions o = mode("aggregated");
   o.keep_trace = false;
   const int n = 16384;
-  const auto r = simulate_step(sc, st, n, 0.01, 0.001, o, {representative_step(st), 1});
+  const auto r = simulate_step(sc, st, n, 0.01, 0.001, o, {1, 1});
   ASSERT_EQ(r.ranks.size(), static_cast<std::size_t>(n));
   EXPECT_GT(r.step_s, 0.011);
   EXPECT_EQ(r.comms % n, 0u);  // one flow per rank and bucket

@@ -233,27 +233,62 @@ TEST(SimulatorPlan, ShardOptimizerGetsItsShare) {
   EXPECT_NEAR(sum, 0.03, 1e-8);
 }
 
-TEST(SimulatorPlan, SweepStepReflectsTheStrategy) {
-  EXPECT_EQ(representative_step(StrategyConfig{}), 1);
-  StrategyConfig c;
-  c.accumulate_steps = 4;
-  EXPECT_EQ(representative_step(c), 7);
-  c = strategy("overlap", "ring", "powersgd");
-  EXPECT_EQ(representative_step(c), 1000);  // PowerSGD's default start_iter
-  c.codec_options = {{"start_iter", "0"}};
-  EXPECT_EQ(representative_step(c), 1);
-  c = strategy("local_sgd", "ring");
-  c.local_sgd_period = 4;
-  EXPECT_EQ(representative_step(c), 3);  // (3 + 1) % 4 == 0: this step averages
-  c.local_sgd_warmup = 10;
-  EXPECT_EQ(representative_step(c), 13);
-
-  // At the sweep's step PowerSGD compresses: far fewer bytes than the plain allreduce of step 0.
+// A whole pattern: PowerSGD's 1000 plain steps (default start_iter) are the warm-up, counted 1000 times,
+// and the steady block compresses: far fewer bytes than the plain allreduce.
+TEST(SimulatorPlan, PatternSeparatesWarmupAndSteadyState) {
   const Scenario sc = small();
   const StrategyConfig p = strategy("overlap", "ring", "powersgd", {{"rank", "2"}});
-  const auto plain = simulate_step(sc, p, 3, 0.01, 0.0, alpha_beta(), {0, 1});
-  const auto compressed = simulate_step(sc, p, 3, 0.01, 0.0, alpha_beta(), {representative_step(p), 1});
-  EXPECT_LT(compressed.bytes_sent[0] * 10, plain.bytes_sent[0]);
+  const SimPatternResult r = simulate_pattern(sc, p, 3, 0.01, 0.0, alpha_beta());
+  ASSERT_EQ(r.steps.size(), 2u);  // one warm-up step (the rebuild changes nothing on this MLP), one steady
+  EXPECT_EQ(r.steps[0].step, 0);
+  EXPECT_EQ(r.steps[1].step, 1000);
+  EXPECT_LT(r.steps[1].bytes_sent[0] * 10, r.steps[0].bytes_sent[0]);
+  EXPECT_EQ(r.warmup_steps, 1000);
+  EXPECT_NEAR(r.warmup_s, 1000 * r.steps[0].step_s, 1e-9);
+  EXPECT_NEAR(r.step_s, r.steps[1].step_s, 1e-12);
+  EXPECT_NEAR(r.samples_per_s, 3 * sc.train.batch_size / r.steps[1].step_s, 1e-6);
+  // The chain runs the steady step after the warm-up one: every rank starts it when it ended the first.
+  for (std::size_t rank = 0; rank < 3; ++rank)
+    EXPECT_NEAR(r.steps[1].ranks[rank].start_s, r.steps[0].ranks[rank].step_s, 1e-9) << rank;
+}
+
+// Local SGD with period 4: the steady block is 4 steps, of which one averages the parameters; its mean
+// step is far below a flat allreduce's when comm dominates (the strategy's whole point), and above the
+// compute alone.
+TEST(SimulatorPlan, LocalSgdBlockAmortisesItsAverage) {
+  Scenario sc = small();
+  sc.cluster.link_bandwidth = 1e8;  // slow links: comm dominates
+  StrategyConfig local = strategy("local_sgd", "ring");
+  local.local_sgd_period = 4;
+  const SimPatternResult l = simulate_pattern(sc, local, 4, 0.01, 0.001, alpha_beta());
+  const SimPatternResult flat = simulate_pattern(sc, strategy("flat", "ring"), 4, 0.01, 0.001, alpha_beta());
+  ASSERT_EQ(l.pattern.period(), 4);
+  ASSERT_EQ(l.steps.size(), 4u);
+  int averaging = 0;
+  for (const SimStepResult& s : l.steps) averaging += s.comm_s > 0;
+  EXPECT_EQ(averaging, 1);
+  const double comm = flat.comm_s;
+  EXPECT_GT(comm, 0.011);  // comm dominates the flat step
+  // The block: 4 x (compute + optimizer) + one parameter average as long as flat's allreduce (same bytes).
+  EXPECT_NEAR(l.step_s, (4 * 0.011 + comm) / 4, 0.05 * l.step_s);
+  EXPECT_LT(l.step_s, 0.7 * flat.step_s);
+  EXPECT_GT(l.samples_per_s, 1.4 * flat.samples_per_s);
+}
+
+// Accumulation: K micro-steps per optimizer step, one of which communicates.
+TEST(SimulatorPlan, AccumulationBlockIsItsWindow) {
+  Scenario sc = small();
+  sc.cluster.link_bandwidth = 1e8;
+  StrategyConfig acc = strategy("overlap", "ring");
+  acc.accumulate_steps = 4;
+  const SimPatternResult a = simulate_pattern(sc, acc, 4, 0.01, 0.002, alpha_beta());
+  const SimPatternResult o = simulate_pattern(sc, strategy("overlap", "ring"), 4, 0.01, 0.002, alpha_beta());
+  ASSERT_EQ(a.pattern.period(), 4);
+  EXPECT_EQ(a.pattern.warmup_steps(), 0);
+  // Per micro-step: compute, a quarter of the optimizer and of the exposed sync.
+  EXPECT_NEAR(a.optimizer_s, 0.002 / 4, 1e-9);
+  EXPECT_NEAR(a.step_s, 0.01 + (o.step_s - 0.01) / 4, 0.02 * a.step_s);
+  EXPECT_GT(a.samples_per_s, 1.5 * o.samples_per_s);
 }
 
 }  // namespace

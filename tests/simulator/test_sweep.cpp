@@ -142,7 +142,7 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(calls, (std::vector<std::pair<int, int>>{{1, 2}, {2, 2}}));
   for (const auto& p : points) {
-    EXPECT_NEAR(p.samples_per_s, p.world_size * 64 / p.result.step_s, 1e-6);
+    EXPECT_NEAR(p.result.samples_per_s, p.world_size * 64 / p.result.step_s, 1e-6);
     EXPECT_GT(p.efficiency, 0.0);
     EXPECT_LT(p.efficiency, 1.0);
     EXPECT_NEAR(p.efficiency, 0.025 / p.result.step_s, 1e-9);
@@ -165,17 +165,21 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
     EXPECT_EQ(config.at("world_size").get<int>(), p.world_size);
     EXPECT_EQ(config.at("simulation").at("compute_origin").get<std::string>(), "scenario [cluster].compute_s");
     EXPECT_EQ(config.at("simulation").at("network_model").get<std::string>(), "CM02");
-    EXPECT_EQ(config.at("simulation").at("step").get<std::int64_t>(), representative_step(sc.strategies[0]));
+    // A flat strategy's steps are all alike: one steady step, no warm-up.
+    EXPECT_EQ(config.at("simulation").at("steps"), nlohmann::json::array({0}));
+    EXPECT_EQ(StepPattern::from_json(config.at("pattern")).segments.size(), 1u);
     EXPECT_EQ(config.at("strategy").at("policy").get<std::string>(), "flat");
     const auto steps = store.steps(run.id);
     ASSERT_EQ(steps.size(), static_cast<std::size_t>(p.world_size));
     for (const auto& m : steps) {
       EXPECT_EQ(m.samples, 64);
-      EXPECT_EQ(static_cast<std::uint64_t>(m.bytes_sent), p.result.bytes_sent[static_cast<std::size_t>(m.rank)]);
+      EXPECT_EQ(static_cast<std::uint64_t>(m.bytes_sent), p.result.steps.at(0).bytes_sent[static_cast<std::size_t>(m.rank)]);
       EXPECT_NEAR(m.compute_s, 0.02, 1e-9);
     }
     const auto summary = store.summary(run.id);
     EXPECT_NEAR(summary.step_s, p.result.step_s, 1e-9);
+    EXPECT_NEAR(summary.samples_per_s, p.result.samples_per_s, 1e-6);
+    EXPECT_EQ(summary.warmup_steps, 0);
   }
 }
 

@@ -286,6 +286,56 @@ TEST(Store, SummaryMatchesHandComputedValues) {
   EXPECT_NEAR(last.samples_per_s, 64.0 / 0.40, 1e-9);
 }
 
+// A run that stored its step pattern (warm-up of 2 steps, blocks of 2): a measured run is averaged over
+// its whole steady blocks, a simulated one over the block it simulated, with each warm-up block counted as
+// often as its segment repeats it.
+TEST(Store, SummaryFollowsTheRunsStepPattern) {
+  TempDir dir;
+  Store store(dir.file("pattern.db"));
+  const std::string pattern =
+      R"({"pattern": {"segments": [{"first": 0, "length": 1, "repeats": 2, "what": "w"},)"
+      R"( {"first": 2, "length": 2, "repeats": 0, "what": "s"}]}})";
+  RunInfo info = sample_info();
+  info.config_json = pattern;
+  const auto measured = store.begin_run(info);
+  // One rank, steps 0..6: the window is 2..5 (two whole blocks); step 6 starts a block it does not finish.
+  const double step_s[] = {1.0, 0.5, 0.1, 0.3, 0.1, 0.3, 9.0};
+  for (int step = 0; step < 7; ++step)
+    store.add_step(measured, {step, 0, 0.05, 0.01 * step, 0.0, 0.01, step_s[step], 10, 100 * step, 1.0});
+  store.finish_run(measured, "completed");
+  const RunSummary m = store.summary(measured);
+  EXPECT_EQ(m.period, 2);
+  EXPECT_EQ(m.steps, 4);
+  EXPECT_EQ(m.skipped, 2);
+  EXPECT_EQ(m.warmup_steps, 2);
+  EXPECT_NEAR(m.warmup_s, 1.5, 1e-12);
+  EXPECT_NEAR(m.step_s, 0.8 / 4, 1e-12);
+  EXPECT_NEAR(m.samples_per_s, 40 / 0.8, 1e-9);
+  EXPECT_NEAR(m.comm_s, 0.01 * (2 + 3 + 4 + 5) / 4, 1e-12);
+  EXPECT_NEAR(m.bytes_per_step, 100.0 * (2 + 3 + 4 + 5) / 4, 1e-9);
+  // --skip-steps 3 moves the window to the next block boundary: steps 4 and 5.
+  const RunSummary later = store.summary(measured, 3);
+  EXPECT_EQ(later.steps, 2);
+  EXPECT_NEAR(later.samples_per_s, 20 / 0.4, 1e-9);
+
+  info.source = "simulated";
+  const auto simulated = store.begin_run(info);
+  // Two ranks; the warm-up block (step 0) stands for 2 steps, the steady block is steps 2 and 3.
+  for (int rank = 0; rank < 2; ++rank) {
+    store.add_step(simulated, {0, rank, 0.05, 0.0, 0.0, 0.0, 0.25 + 0.05 * rank, 10, 0, NAN});
+    store.add_step(simulated, {2, rank, 0.05, 0.1, 0.0, 0.0, 0.1, 10, 0, NAN});
+    store.add_step(simulated, {3, rank, 0.05, 0.0, 0.0, 0.0, 0.2 + 0.1 * rank, 10, 0, NAN});
+  }
+  store.finish_run(simulated, "completed");
+  const RunSummary s = store.summary(simulated);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(s.warmup_steps, 2);
+  EXPECT_NEAR(s.warmup_s, 2 * 0.30, 1e-12);
+  EXPECT_NEAR(s.step_s, (0.1 + 0.3) / 2, 1e-12);
+  EXPECT_NEAR(s.samples_per_s, 40 / 0.4, 1e-9);
+  EXPECT_NEAR(s.comm_s, 0.2 / 4, 1e-12);
+}
+
 TEST(Store, SummaryOfEmptyRunAndUnknownRun) {
   TempDir dir;
   Store store(dir.file("e.db"));

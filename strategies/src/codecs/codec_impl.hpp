@@ -93,6 +93,7 @@ class PowerSgdCodec final : public Codec {
   PowerSgdCodec(const PowerSgdOptions& o, std::uint64_t seed) : o_(o), seed_(seed) {}
   std::string name() const override { return "powersgd"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const override;
+  std::vector<PlanChange> plan_changes() const override;
   using Codec::run;
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
            CodecCompute& compute) override;

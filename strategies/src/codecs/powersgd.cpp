@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "codecs/codec_impl.hpp"
 
 namespace ddplab::codec_detail {
@@ -62,6 +64,11 @@ std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int,
   calls.push_back({"allreduce", ElemType::F32, s.p_count, p_flops, "powersgd.P"});
   calls.push_back({"allreduce", ElemType::F32, s.q_count, q_flops, "powersgd.Q"});
   return calls;
+}
+
+std::vector<PlanChange> PowerSgdCodec::plan_changes() const {
+  if (o_.start_iter <= 0) return {};
+  return {{o_.start_iter, fmt::format("plain allreduce before PowerSGD's start_iter {}", o_.start_iter)}};
 }
 
 void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,

@@ -1,9 +1,21 @@
 // local_sgd: periodic model averaging (PyTorch's PostLocalSGDOptimizer). During the first
 // local_sgd_warmup steps gradients are synchronised as with overlap; after that each rank steps on its own
-// gradients and every local_sgd_period steps the parameters are averaged over ranks.
+// gradients and every local_sgd_period steps the parameters are averaged over ranks. The run ends on the
+// average of the ranks' models, so that they agree.
+#include <fmt/format.h>
+
 #include "policies.hpp"
 
 namespace ddplab {
+
+namespace {
+
+void add_average(const Strategy& s, StepPlan& plan, const std::vector<int>& after) {
+  for (const Bucket& b : s.bucketing().buckets)
+    s.add_op(plan, OpKind::SyncParams, b.id, after.empty() ? std::vector<int>{} : std::vector<int>{after[static_cast<std::size_t>(b.id)]});
+}
+
+}  // namespace
 
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
   const StrategyConfig& c = s.config();
@@ -14,9 +26,19 @@ void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
   std::vector<int> updates;
   for (const Bucket& b : s.bucketing().buckets)
     updates.push_back(s.add_op(plan, OpKind::Optimizer, b.id, {s.ready_op(backward, b.id)}));
-  if (average)
-    for (const Bucket& b : s.bucketing().buckets)
-      s.add_op(plan, OpKind::SyncParams, b.id, {updates[static_cast<std::size_t>(b.id)]});
+  if (average) add_average(s, plan, updates);
 }
+
+PolicyTiming local_sgd_timing(const StrategyConfig& c) {
+  PolicyTiming t;
+  if (c.local_sgd_warmup > 0)
+    t.changes.push_back({c.local_sgd_warmup, fmt::format("gradients synchronised every step for the {} warm-up steps of "
+                                                         "local SGD", c.local_sgd_warmup)});
+  t.period = c.local_sgd_period;
+  if (c.local_sgd_period > 1) t.steady = fmt::format("parameters averaged every {} steps", c.local_sgd_period);
+  return t;
+}
+
+void finish_local_sgd(const Strategy& s, StepPlan& plan) { add_average(s, plan, {}); }
 
 }  // namespace ddplab

@@ -7,6 +7,8 @@ namespace ddplab {
 void build_after_backward(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_overlap(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan);
+PolicyTiming local_sgd_timing(const StrategyConfig& c);
+void finish_local_sgd(const Strategy& s, StepPlan& plan);
 void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan);
 

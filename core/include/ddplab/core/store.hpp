@@ -58,12 +58,19 @@ struct RunRow {
   std::string status;        // "running" | "completed" | "failed"
 };
 
-// Per-run aggregate used by report, simulate and the GUI.
+// Per-run aggregate used by report, simulate and the GUI (definitions: step_totals.hpp). A run that stored
+// its step pattern (config "pattern", step_pattern.hpp) is averaged over its steady state: a measured run
+// over the whole blocks after the pattern's warm-up and its first step (set-up), at least skip_steps in; a
+// simulated run over the steady block it simulated. Its warm-up is summed apart (warmup_s). A run without
+// one is averaged over every step after the first skip_steps (the last step always counts).
 struct RunSummary {
   RunRow run;
-  std::int64_t steps = 0;        // steps averaged over (after any skipped ones)
-  std::int64_t skipped = 0;      // first steps left out (summaries(skip_steps))
-  double samples_per_s = 0;      // total samples / sum over steps of the slowest rank's step_s
+  std::int64_t steps = 0;        // steps averaged over
+  std::int64_t skipped = 0;      // steps before them (warm-up, or summaries(skip_steps))
+  std::int64_t period = 1;       // micro-steps per steady block of the run's step pattern
+  std::int64_t warmup_steps = 0; // steps a run goes through before its steady state (a simulated run's repeats counted)
+  double warmup_s = 0;           // their time (sum of the slowest ranks' step times)
+  double samples_per_s = 0;      // samples / sum over steps of the slowest rank's step_s
   double step_s = 0;             // mean over steps of the slowest rank's step_s
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;  // means over steps and ranks
   double bytes_per_step = 0;     // mean bytes sent per rank per step

@@ -59,10 +59,12 @@ class PlanExecutor {
   // from the gradient-ready order seen (moving parameters and optimizer state to the new layout).
   StepRecord run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch);
 
-  // Averages the parameters over ranks with the strategy's schedule (local SGD's final average).
-  void average_parameters();
+  // Runs the policy's end-of-run plan (Strategy::finish_plan: local SGD's final average of the
+  // parameters), numbered `step`; a policy without one gives an empty record.
+  StepRecord finish(std::int64_t step);
 
  private:
+  StepRecord execute(StepPlan plan);  // runs a plan: compute here, comm ops on the comm thread
   void comm_loop();
   void run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out);
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);

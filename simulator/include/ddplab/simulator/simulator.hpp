@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/step_pattern.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -67,6 +68,7 @@ struct SimOpRecord {
 struct SimRankTimes {
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0, step_s = 0;
   std::vector<SimOpRecord> trace;  // every op of the plan, in plan order (empty unless SimOptions.keep_trace)
+  double start_s = 0;  // when this rank began the step (simulated seconds since the first step of its chain)
 };
 
 struct SimStepResult {
@@ -104,13 +106,42 @@ struct SimStepSpec {
 SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s, double optimizer_s,
                             const SimOptions& = {}, const SimStepSpec& = {});
 
-// The micro-step a sweep simulates: the last micro-step of optimizer step 1 (buckets rebuilt, accumulation
-// window complete), moved later where the strategy changes with time: past PowerSGD's start_iter (default
-// 1000) so compression shows, and onto a local SGD step that averages parameters (past its warmup).
-std::int64_t representative_step(const StrategyConfig&);
+// Micro-steps `steps` (any order the run goes through them: increasing) simulated back to back in one
+// simulation, as the runtime runs them: each rank starts a step when both its streams are done with the
+// one before, without waiting for the other ranks. One result per micro-step; SimRankTimes::start_s says
+// when each rank began it. Steps before accumulate_steps run on the initial buckets, later ones on the
+// rebuilt ones. Errors as simulate_step.
+std::vector<SimStepResult> simulate_steps(const Scenario&, const StrategyConfig&, int world_size, double compute_s,
+                                          double optimizer_s, const std::vector<std::int64_t>& steps,
+                                          const SimOptions& = {}, int ranks_per_node = 1);
 
-// The simulated step's ops as trace events (one process per rank, compute and comm tracks).
+// A whole run's pattern of plans (Strategy::pattern), simulated: the first block of each segment, warm-up
+// blocks then the steady block, as one chain (simulate_steps). Steady-state figures are over the steady
+// block (step_totals.hpp: samples over the sum of the slowest ranks' step times); the warm-up counts each
+// warm-up block as many times as its segment repeats it.
+struct SimPatternResult {
+  StepPattern pattern;
+  std::vector<SimStepResult> steps;  // every micro-step simulated, in chain order
+  // Steady state, per micro-step: the mean of the slowest rank's step_s, and means over the block's steps
+  // and ranks of the parts (the store's summary of the run gives the same figures).
+  double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
+  double samples_per_s = 0;     // samples of the steady block / its time
+  double bytes_per_step = 0;    // mean bytes sent per rank and micro-step in the steady block
+  std::int64_t warmup_steps = 0;
+  double warmup_s = 0;          // time to go through the warm-up (every repeat counted)
+  double wall_s = 0;            // simulator wall time
+  std::uint64_t comms = 0;      // messages simulated, all steps
+  std::string schedule;         // the schedule replayed
+  const SimStepResult& steady_first() const;  // the first micro-step of the steady block
+};
+SimPatternResult simulate_pattern(const Scenario&, const StrategyConfig&, int world_size, double compute_s,
+                                  double optimizer_s, const SimOptions& = {}, int ranks_per_node = 1);
+
+// The simulated step's ops as trace events (one process per rank, compute and comm tracks), with times
+// from the rank's start of the step (SimRankTimes::start_s) on.
 std::vector<TraceEvent> trace_events(const SimStepResult&);
+// Several micro-steps of one chain in one timeline.
+std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>&);
 
 // Simulates just one Schedule on the cluster's platform (world size = schedule.world_size), in a child
 // process. step_s = comm_s = the collective time (max over ranks of end - start); byte records as above.
@@ -118,9 +149,9 @@ SimStepResult simulate_schedule(const ClusterConfig&, const Schedule&, std::size
 
 struct SweepPoint {
   int world_size = 0;
-  SimStepResult result;
-  double samples_per_s = 0;  // workers * batch / step_s (workers = world but for dedicated parameter servers)
-  double efficiency = 0;     // samples_per_s / (world * batch / (compute_s + optimizer_s))
+  SimPatternResult result;   // its samples_per_s counts workers only (dedicated parameter servers take no batch)
+  double efficiency = 0;     // samples_per_s / (workers * batch / (compute_s + optimizer_s / accumulate_steps)): against
+                             // the same micro-steps with no communication
   std::int64_t run_id = 0;   // the simulated run written to the store
 };
 
@@ -136,10 +167,11 @@ struct ComputeSource {
 // or 20 bytes per parameter / device_mem_bw, or 0; otherwise std::runtime_error explaining the options.
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&);
 
-// Runs simulate_step(representative_step(strategy)) for each world size and writes each as a completed
-// run (source "simulated", backend "simgrid", one step row per rank; the step simulated is in config_json's
-// simulation.step). Points already written stay when a later one fails
-// (the exception propagates). progress(done, total) is called after each point when given.
+// Runs simulate_pattern for each world size and writes each as a completed run (source "simulated",
+// backend "simgrid", one step row per rank and simulated micro-step, numbered as in the run; config_json
+// holds the pattern, so the store's summary splits warm-up and steady state as simulate_pattern does).
+// Points already written stay when a later one fails (the exception propagates). progress(done, total) is
+// called after each point when given.
 std::vector<SweepPoint> simulate_sweep(const Scenario&, const StrategyConfig&, const std::vector<int>& worlds, Store&,
                                        const SimOptions& = {}, std::function<void(int, int)> progress = {});
 

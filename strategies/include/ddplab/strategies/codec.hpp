@@ -43,6 +43,13 @@ struct CollectiveCall {
   std::string label;       // "fp16", "powersgd.P", ...
 };
 
+// Where a strategy's plans change across optimizer steps (a codec's or a policy's): from `step` on they
+// differ from the step before; `what` names the plans that end there ("plain allreduce before start_iter").
+struct PlanChange {
+  std::int64_t step = 0;
+  std::string what;
+};
+
 // The executor side: run the collective in place over `buf` (count elements per rank of call.type;
 // for all_gather, buf holds world * count elements and this rank's contribution is at rank * count).
 using CollectiveFn = std::function<void(const CollectiveCall& call, void* buf)>;
@@ -56,6 +63,9 @@ class Codec {
   virtual std::string name() const = 0;
   // The collectives run() will issue for this bucket at this step, with their sizes. Same on every rank.
   virtual std::vector<CollectiveCall> plan(const BucketLayout& bucket, int world_size, std::int64_t step) const = 0;
+  // The optimizer steps at which plan() starts to differ from the step before (PowerSGD's start_iter),
+  // with what ends there; the step pattern is built from them. Default: plan() never changes.
+  virtual std::vector<PlanChange> plan_changes() const { return {}; }
   // Replaces grad (bucket.count floats, this rank's gradients) with the average over ranks as the codec
   // reconstructs it; updates error feedback. flops_after: local work after the last collective.
   // All local work goes through `compute`, in whose memory grad lives (device memory for the CUDA

@@ -55,6 +55,8 @@ struct StepPlan {
   bool sync = true;            // false: gradients only accumulate this micro-step (no comm, no optimizer)
   std::vector<PlanOp> ops;     // topologically ordered
   nlohmann::json to_json() const;
+  // The same ops (kinds, indices, dependencies, work and calls): the step number does not count.
+  bool same_ops(const StepPlan& other) const;
 };
 
 }  // namespace ddplab

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ddplab/core/scenario.hpp"
+#include "ddplab/core/step_pattern.hpp"
 #include "ddplab/strategies/bucketing.hpp"
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/model_spec.hpp"
@@ -30,6 +31,15 @@ enum class Shards {
   Servers,  // parameter servers update their shards (Push / ShardOptimizer / Pull), PsLayout
 };
 
+// How a policy's plans change with the optimizer step: the steps at which they start to differ from the
+// step before (PlanChange: `what` names the plans that end there), and the period, in optimizer steps, of
+// its plans after the last change (local SGD: H). The Strategy turns this into its StepPattern.
+struct PolicyTiming {
+  std::vector<PlanChange> changes;
+  std::int64_t period = 1;
+  std::string steady;  // what the steady block does, when period > 1 ("parameters averaged every 4 steps")
+};
+
 // A sync policy: one file under src/policies/, one line in policies.cpp.
 struct PolicyInfo {
   std::string name;
@@ -37,6 +47,10 @@ struct PolicyInfo {
   bool bucketed;          // buckets follow the caps (else one bucket holds every gradient)
   Shards shards;
   void (*build)(const Strategy& strategy, std::int64_t step, StepPlan& plan);  // the ops of one sync step
+  PolicyTiming (*timing)(const StrategyConfig&) = nullptr;  // nullptr: every optimizer step alike
+  // Work at the end of a run, as plan ops that need no batch (comm and optimizer only); nullptr: none.
+  // Local SGD ends on the average of the ranks' models.
+  void (*finish)(const Strategy& strategy, StepPlan& plan) = nullptr;
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
@@ -65,6 +79,13 @@ class Strategy {
   // The plan of micro-step `step`. Micro-steps that only accumulate (accumulate_steps > 1) have sync = false.
   StepPlan plan(std::int64_t step) const;
   bool is_sync_step(std::int64_t step) const;
+  // The plans of a whole run (step_pattern.hpp), from the policy's timing, the codec's plan changes, the
+  // accumulation window and the bucket rebuild after the first step (assumed to observe the model's
+  // expected ready order). Segments whose plans are identical are merged, and the steady state starts at
+  // the earliest step from which the plans repeat, so a strategy whose every step is alike has no warm-up.
+  StepPattern pattern() const;
+  // The plan of the policy's end-of-run work (an empty plan when it has none), numbered `step`.
+  StepPlan finish_plan(std::int64_t step) const;
 
   // DDP rebuilds its buckets once, from the gradient-ready order seen in the first step. Returns true when
   // the layout changed (the runtime must then move parameters and optimizer state to the new offsets).
