@@ -36,6 +36,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/runtime/job_info.hpp"
 #include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -296,8 +297,9 @@ int calibrate_worker(const CalibrateRequest& req) {
     if (!opt.schedules.empty())
       benches = measure_schedules(*comm, net, schedule_worlds(req.worlds, n), opt, req, store.get(), groups);
     const std::int64_t wrong = benches.wrong;
+    const std::string job = job_host_info(*comm);  // collective
     if (me == 0) {
-      nlohmann::json host = nlohmann::json::parse(host_info_json());
+      nlohmann::json host = nlohmann::json::parse(job);
       host["world_size"] = n;
       host["backend"] = backend;
       if (!req.testbed_tag.empty()) host["testbed"] = nlohmann::json::parse(req.testbed_tag);

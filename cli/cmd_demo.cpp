@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/simulator/compute_source.hpp"
 #include "launch.hpp"
 
 namespace ddplab::cli {
@@ -58,6 +59,16 @@ void add_demo(CLI::App& app) {
     SimulateRequest sim;
     sim.scenario = scenario;
     sim.db = a->db;
+    // The demo extrapolates the run it just made even on a machine with fewer cores than ranks; each table
+    // names the run and its ranks per core, and the note says what that does to compute.
+    sim.allow_oversubscribed = true;
+    for (const RunRow& r : Store(a->db).runs())
+      if (const std::string over = oversubscription(r.info.host_info); r.id > before && !over.empty()) {
+        std::printf("note: run #%lld had %s, so its compute is inflated, and the simulated steps with it; set "
+                    "[cluster].compute_s in the scenario, or pass `ddplab simulate --compute TIME`, to correct it\n",
+                    static_cast<long long>(r.id), over.c_str());
+        break;
+      }
     g_exit_code = simulate_scenario(sim);
 
     std::printf("\n== 3/3 summary: runs written by this demo\n");

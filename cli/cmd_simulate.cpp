@@ -44,12 +44,14 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
   SimOptions opt;
   opt.network_model = req.network_model;
   opt.mode = mode;
+  opt.compute = req.compute;
+  opt.allow_oversubscribed = req.allow_oversubscribed;
   const bool tty = isatty(STDERR_FILENO);
   bool found = false;
   for (const auto& st : sc.strategies) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
     found = true;
-    const ComputeSource src = compute_source(sc, st, store);
+    const ComputeSource src = compute_source(sc, st, store, opt.compute, opt.allow_oversubscribed);
     const std::size_t grad_bytes = model_spec_for(sc.model).parameter_count() * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
@@ -58,7 +60,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                                                           : std::string("co-located servers"))
                           : fmt::format("allreduce of {} per step (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
                                         st.schedule == "native" ? "native, replayed as ring" : st.schedule);
-    std::printf("%s / %s: compute %s + optimizer %s per step (%s); %s\n", sc.name.c_str(), st.name.c_str(),
+    std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(), st.name.c_str(),
                 format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
                 sync.c_str());
     std::printf("network: %s, %s, %s per NIC link\n", opt.network_model.c_str(), describe_cluster(sc.cluster).c_str(),
@@ -117,6 +119,12 @@ void add_simulate(CLI::App& app) {
   cmd->add_option("--network-model", req->network_model, "SimGrid network model")
       ->check(CLI::IsMember({"LV08", "CM02"}))
       ->capture_default_str();
+  cmd->add_option("--compute", req->compute,
+                  "Compute time per micro-step: auto, calibration (the scenario's calibration's per-layer times), run:ID "
+                  "(a measured run), flops (the model's FLOPs at [cluster].device_flops) or a time such as 13ms")
+      ->capture_default_str();
+  cmd->add_flag("--allow-oversubscribed", req->allow_oversubscribed,
+                "Accept --compute run:ID of a run that had more ranks than cores on its host");
   cmd->add_option("--trace", *trace,
                   "Write the simulated step's timeline (Chrome trace JSON, opens in Perfetto) to FILE; needs one --world N")
       ->option_text("FILE");
@@ -128,8 +136,10 @@ void add_simulate(CLI::App& app) {
          fmt::format("Merge schedule steps into phases of concurrent flows (fast; default above {} ranks)", kExactMaxWorld))
       ->excludes(exact);
   cmd->footer(
-      "Compute time per step comes from [cluster].compute_s in the scenario, or from the latest measured run of\n"
-      "the same scenario and strategy in the store, or from the model's FLOPs and [cluster].device_flops.\n"
+      "Compute (--compute auto) comes from [cluster].compute_s in the scenario, else from the per-layer times of\n"
+      "the calibration it names (when they measured its model), else from the newest measured run of the same\n"
+      "scenario and strategy that had no more ranks than cores, else from the model's FLOPs and\n"
+      "[cluster].device_flops. Each table says which.\n"
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
       "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"

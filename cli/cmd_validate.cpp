@@ -31,6 +31,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/simulator/calibration.hpp"
+#include "ddplab/simulator/diagnosis.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/simulator/steady_state.hpp"
 #include "ddplab/strategies/model_library.hpp"
@@ -39,6 +40,9 @@
 
 namespace ddplab::cli {
 namespace {
+
+// Step errors beyond this get their likely causes printed (diagnosis.hpp).
+constexpr double kLargeErrorPct = 10.0;
 
 struct ValidateRequest {
   std::string db = kDefaultDb;
@@ -53,38 +57,6 @@ struct ValidateRequest {
 std::string shown(const std::string& metric) {
   const bool seconds = metric.size() > 2 && metric.compare(metric.size() - 2, 2, "_s") == 0;
   return seconds ? metric.substr(0, metric.size() - 2) + "_ms" : metric;
-}
-
-// The parts of a measured run's scenario that the simulator needs, from its stored config JSON (trainer.cpp:
-// Scenario::to_json plus "strategy" and "world_size").
-Scenario scenario_of(const RunRow& run) {
-  const auto cfg = nlohmann::json::parse(run.info.config_json);
-  Scenario sc;
-  sc.name = run.info.scenario;
-  const auto& model = cfg.at("model");
-  sc.model.type = model.at("type").get<std::string>();
-  if (sc.model.type != "mlp") throw std::invalid_argument(fmt::format("model type \"{}\" (only the MLP is trained)", sc.model.type));
-  sc.model.layers = model.at("layers").get<std::vector<int>>();
-  sc.train.batch_size = cfg.at("train").at("batch_size").get<int>();
-  sc.train.seed = cfg.at("train").at("seed").get<std::uint64_t>();
-  const auto& cl = cfg.at("cluster");
-  sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();
-  sc.cluster.link_latency = cl.at("link_latency").get<double>();
-  const auto& s = cfg.at("strategy");
-  StrategyConfig st;
-  st.name = s.at("name").get<std::string>();
-  st.policy = s.at("policy").get<std::string>();
-  st.schedule = s.at("schedule").get<std::string>();
-  st.bucket_cap = s.at("bucket_cap").get<std::uint64_t>();
-  st.first_bucket_cap = s.at("first_bucket_cap").get<std::uint64_t>();
-  st.codec = s.at("codec").get<std::string>();
-  st.codec_options = s.at("codec_options").get<std::map<std::string, std::string>>();
-  st.accumulate_steps = s.at("accumulate_steps").get<int>();
-  st.local_sgd_period = s.at("local_sgd_period").get<int>();
-  st.local_sgd_warmup = s.at("local_sgd_warmup").get<int>();
-  st.ps_servers = s.value("ps_servers", 0);
-  sc.strategies = {st};
-  return sc;
 }
 
 bool on_testbed(const std::string& config_json) {
@@ -110,9 +82,12 @@ int validate(const ValidateRequest& req) {
   opt_cal.network_model = req.network_model;
   std::shared_ptr<const Calibration> full;
   std::string cal_name = req.name;
-  if (cal_name.empty()) {
+  std::optional<CalibrationRecord> cal_record;
+  {
     const auto all = store.calibrations();
-    if (!all.empty()) cal_name = all.back().name;
+    if (cal_name.empty() && !all.empty()) cal_name = all.back().name;
+    for (const auto& c : all)
+      if (c.name == cal_name) cal_record = c;  // the latest of that name, as load_calibration takes it
   }
   if (!cal_name.empty()) {
     full = load_calibration(store, cal_name);
@@ -172,7 +147,7 @@ int validate(const ValidateRequest& req) {
                         fmt::format("run {} ({}, backend {})", run.id, run.info.strategy, run.info.backend)))
       continue;
     try {
-      const Scenario sc = scenario_of(run);
+      const Scenario sc = measured_scenario(run);
       const StrategyConfig& st = sc.strategies.front();
       const int world = run.info.world_size;
       const int ranks_per_node = on_testbed(run.info.config_json) ? 1 : world;
@@ -216,6 +191,12 @@ int validate(const ValidateRequest& req) {
             std::tuple{"step", m.step_s, r.step_s}})
         breakdown += fmt::format("#   {:<10} measured {:10.3f} ms  predicted {:10.3f} ms  error {:7.1f}%\n", part,
                                  measured * 1e3, predicted * 1e3, measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
+      if (const double err = m.step_s > 0 ? 100 * (r.step_s - m.step_s) / m.step_s : 0.0; std::abs(err) > kLargeErrorPct) {
+        const auto causes = likely_causes(run, cal_record ? &*cal_record : nullptr, full.get());
+        if (causes.empty())
+          breakdown += fmt::format("#   step error {:+.1f}%: no recorded cause (the parts above say which is off)\n", err);
+        for (const std::string& c : causes) breakdown += fmt::format("#   step error {:+.1f}%, likely cause: {}\n", err, c);
+      }
     } catch (const std::exception& e) {
       ++errors;
       std::fprintf(stderr, "error: run %lld (%s / %s): %s\n", static_cast<long long>(run.id), run.info.scenario.c_str(),

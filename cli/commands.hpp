@@ -45,6 +45,8 @@ struct SimulateRequest {
   std::vector<int> worlds;  // empty: the scenario's cluster.simulate_world
   std::string strategy;     // empty: every strategy of the scenario
   std::string network_model = "LV08";
+  std::string compute = "auto";  // compute_source.hpp
+  bool allow_oversubscribed = false;
 };
 int simulate_scenario(const SimulateRequest& req);
 

@@ -20,6 +20,7 @@
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/evaluation.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
+#include "ddplab/runtime/job_info.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/progress.hpp"
@@ -266,13 +267,14 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   if (tr.max_steps > 0) total_steps = std::min<std::int64_t>(total_steps, tr.max_steps);
 
   std::int64_t run = -1;
+  const std::string host_info = job_host_info(comm);  // collective
   if (store) {
     nlohmann::json cfg = sc.to_json();
     cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
     cfg["pattern"] = strategy.pattern().to_json();  // reports split warm-up and steady state by it
-    run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info_json(), tr.batch_size});
+    run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
   }
   where.run = run;
 

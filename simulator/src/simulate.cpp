@@ -201,34 +201,4 @@ std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>& steps) {
   return events;
 }
 
-ComputeSource compute_source(const Scenario& scenario, const StrategyConfig& strategy, const Store& store) {
-  // What the scenario says wins over the store: a measured run on oversubscribed cores inflates compute, and
-  // `compute_s` is how a user corrects it.
-  if (scenario.cluster.compute_s)
-    return {*scenario.cluster.compute_s, scenario.cluster.optimizer_s.value_or(0.0),
-            "scenario [cluster].compute_s"};
-  if (auto id = store.latest_measured(scenario.name, strategy.name)) {
-    const RunSummary s = store.summary(*id);
-    return {s.compute_s, s.optimizer_s, fmt::format("measured run #{}", *id)};
-  }
-  if (const ClusterConfig& c = scenario.cluster; c.device_flops) {
-    // Forward + backward of one micro-batch at a fraction of the device's peak.
-    const ModelSpec model = model_spec_for(scenario.model);
-    ComputeSource src{scenario.train.batch_size * (model.forward_flops() + model.backward_flops()) /
-                          (*c.device_flops * c.compute_efficiency),
-                      c.optimizer_s.value_or(0.0), "model FLOPs / (device_flops x efficiency)"};
-    if (!c.optimizer_s && c.device_mem_bw) {
-      // SGD with momentum in fp32 reads parameter, gradient and momentum and writes two: 20 bytes per parameter.
-      src.optimizer_s = 20.0 * static_cast<double>(model.parameter_count()) / *c.device_mem_bw;
-      src.origin += "; optimizer 20 B per parameter / device_mem_bw";
-    }
-    return src;
-  }
-  throw std::runtime_error(fmt::format(
-      "no compute time to simulate scenario \"{}\", strategy \"{}\": the store {} has no completed measured run of it "
-      "(measure one with `ddplab run`), and the scenario sets no [cluster].compute_s (seconds per step; "
-      "optionally [cluster].optimizer_s) nor [cluster].device_flops (peak FLOP/s, to derive it from the model's FLOPs)",
-      scenario.name, strategy.name, store.path()));
-}
-
 }  // namespace ddplab

@@ -49,8 +49,14 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
                                        std::function<void(int, int)> progress) {
   for (int n : worlds)
     if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
-  const ComputeSource src = compute_source(scenario, strategy, store);
-  const SimOptions options = with_scenario_calibration(scenario, given, store);
+  const ComputeSource src = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
+  SimOptions options = with_scenario_calibration(scenario, given, store);
+  // The calibration's per-layer times are the compute only when they are the chosen source.
+  if (options.calibration && !options.calibration->layers.empty() && src.kind != "calibration") {
+    auto network_only = std::make_shared<Calibration>(*options.calibration);
+    network_only->layers.clear();
+    options.calibration = network_only;
+  }
   const int batch = scenario.train.batch_size;
   const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
   const std::string host_info = host_info_json();
@@ -78,6 +84,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"compute_s", src.compute_s},
         {"optimizer_s", src.optimizer_s},
         {"compute_origin", src.origin},
+        {"compute_source", src.kind},
         {"steps", [&] {
            std::vector<std::int64_t> v;
            for (const SimStepResult& x : r.steps) v.push_back(x.step);

@@ -83,6 +83,39 @@ TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
   EXPECT_TRUE(store.runs().empty());
 }
 
+// A completed measured run of `st` as the trainer stores it: config with model, train and strategy, and
+// host info with its ranks on the host and the cores there. Every rank's every step has the same times.
+std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig& st, int world, double compute_s,
+                          double optimizer_s, int ranks_on_host, int cores, int steps = 4) {
+  nlohmann::json cfg = sc.to_json();
+  cfg["strategy"] = st.to_json();
+  cfg["world_size"] = world;
+  RunInfo info;
+  info.scenario = sc.name;
+  info.strategy = st.name;
+  info.backend = "cpu";
+  info.world_size = world;
+  info.source = "measured";
+  info.config_json = cfg.dump();
+  info.host_info = nlohmann::json{{"cores", cores}, {"ranks_on_host", ranks_on_host}}.dump();
+  info.batch_size = sc.train.batch_size;
+  const auto id = store.begin_run(info);
+  for (int step = 0; step < steps; ++step)
+    for (int rank = 0; rank < world; ++rank) {
+      StepMetrics m;
+      m.step = step;
+      m.rank = rank;
+      m.compute_s = compute_s;
+      m.optimizer_s = optimizer_s;
+      m.comm_s = m.exposed_comm_s = 0.004;
+      m.step_s = compute_s + optimizer_s + 0.004;
+      m.samples = 64;
+      store.add_step(id, m);
+    }
+  store.finish_run(id, "completed");
+  return id;
+}
+
 TEST(SimulatorSources, ScenarioOverridesMeasured) {
   const test::TempDir tmp("ddplab-sim");
   Store store(tmp.file("results.db"));
@@ -92,39 +125,119 @@ TEST(SimulatorSources, ScenarioOverridesMeasured) {
   EXPECT_DOUBLE_EQ(src.compute_s, 0.02);
   EXPECT_DOUBLE_EQ(src.optimizer_s, 0.0);  // defaults to 0 when only compute_s is given
   EXPECT_EQ(src.origin, "scenario [cluster].compute_s");
+  EXPECT_EQ(src.kind, "scenario");
 
-  // A completed measured run of the same scenario and strategy.
-  RunInfo info;
-  info.scenario = sc.name;
-  info.strategy = sc.strategies[0].name;
-  info.backend = "cpu";
-  info.world_size = 2;
-  info.source = "measured";
-  info.config_json = "{}";
-  info.host_info = "{}";
-  info.batch_size = 64;
-  const auto id = store.begin_run(info);
-  for (int rank = 0; rank < 2; ++rank) {
-    StepMetrics m;
-    m.rank = rank;
-    m.compute_s = 0.012;
-    m.optimizer_s = 0.002;
-    m.comm_s = m.exposed_comm_s = 0.004;
-    m.step_s = 0.018;
-    m.samples = 64;
-    store.add_step(id, m);
-  }
-  store.finish_run(id, "completed");
-  // The scenario's compute_s still wins (it corrects a measurement on oversubscribed cores)...
+  const auto id = measured_run(store, sc, sc.strategies[0], 2, 0.012, 0.002, 2, 2);
+  // The scenario's compute_s still wins (it corrects a measurement)...
   src = compute_source(sc, sc.strategies[0], store);
   EXPECT_DOUBLE_EQ(src.compute_s, 0.02);
   EXPECT_EQ(src.origin, "scenario [cluster].compute_s");
-  // ...and without it the completed measured run is used.
+  // ...and without it the completed measured run is used, and named with its cores.
   sc.cluster.compute_s.reset();
   src = compute_source(sc, sc.strategies[0], store);
   EXPECT_NEAR(src.compute_s, 0.012, 1e-12);
   EXPECT_NEAR(src.optimizer_s, 0.002, 1e-12);
-  EXPECT_EQ(src.origin, "measured run #" + std::to_string(id));
+  EXPECT_EQ(src.kind, "run");
+  EXPECT_EQ(src.run_id, id);
+  EXPECT_EQ(src.origin, "measured run #" + std::to_string(id) + " (2 ranks, 2 ranks on 2 cores, steady state)");
+  // Asked for by id, the same.
+  EXPECT_NEAR(compute_source(sc, sc.strategies[0], store, "run:" + std::to_string(id)).compute_s, 0.012, 1e-12);
+}
+
+// A newer run with more ranks than cores is passed over by auto (and the origin says so), and refused
+// when named, with the reason and the fix, unless allowed.
+TEST(SimulatorSources, OversubscribedRunIsPassedOverOrRefused) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = scenario();
+  const auto good = measured_run(store, sc, sc.strategies[0], 2, 0.012, 0.002, 2, 2);
+  const auto over = measured_run(store, sc, sc.strategies[0], 4, 0.030, 0.004, 4, 2);
+  ComputeSource src = compute_source(sc, sc.strategies[0], store);
+  EXPECT_EQ(src.run_id, good);
+  EXPECT_NEAR(src.compute_s, 0.012, 1e-12);
+  EXPECT_NE(src.origin.find("run #" + std::to_string(over) + " (4 ranks on 2 cores) passed over"), std::string::npos)
+      << src.origin;
+  const std::string named = "run:" + std::to_string(over);
+  try {
+    compute_source(sc, sc.strategies[0], store, named);
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("4 ranks on 2 cores"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--allow-oversubscribed"), std::string::npos) << msg;
+  }
+  EXPECT_NEAR(compute_source(sc, sc.strategies[0], store, named, true).compute_s, 0.030, 1e-12);
+  // With only the oversubscribed run, auto has nothing and says why.
+  Store alone(tmp.file("alone.db"));
+  measured_run(alone, sc, sc.strategies[0], 4, 0.030, 0.004, 4, 2);
+  try {
+    compute_source(sc, sc.strategies[0], alone);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("passed over"), std::string::npos) << e.what();
+  }
+}
+
+// A measured run's means per micro-step and rank become one worker's micro-step and one whole-model update
+// through the strategy's own plans.
+TEST(SimulatorSources, MeasuredMeansAreBroughtToOneWorkerAndOneUpdate) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = scenario();
+  StrategyConfig zero = sc.strategies[0];
+  zero.name = "zero1";
+  zero.policy = "zero1";
+  zero.schedule = "ring";
+  StrategyConfig acc = sc.strategies[0];
+  acc.name = "acc";
+  acc.accumulate_steps = 4;
+  StrategyConfig ps = sc.strategies[0];
+  ps.name = "ps";
+  ps.policy = "ps";
+  ps.ps_servers = 1;
+  // ZeRO-1 on 4 ranks: each rank updates a quarter of the model.
+  const auto z = measured_run(store, sc, zero, 4, 0.010, 0.001, 4, 4);
+  const ComputeSource zs = compute_source(sc, zero, store, "run:" + std::to_string(z));
+  EXPECT_NEAR(zs.compute_s, 0.010, 1e-12);
+  EXPECT_NEAR(zs.optimizer_s, 0.004, 1e-6);  // chunk sizes are within one element of a quarter
+  // Accumulation of 4: one update per 4 micro-steps; the rows' mean optimizer is a quarter of it.
+  const auto a = measured_run(store, sc, acc, 2, 0.010, 0.0005, 2, 2, 8);
+  EXPECT_NEAR(compute_source(sc, acc, store, "run:" + std::to_string(a)).optimizer_s, 0.002, 1e-12);
+  // A dedicated server computes nothing: 3 workers' compute over 4 ranks' rows.
+  const auto p = measured_run(store, sc, ps, 4, 0.0075, 0.0, 4, 4);
+  EXPECT_NEAR(compute_source(sc, ps, store, "run:" + std::to_string(p)).compute_s, 0.010, 1e-12);
+}
+
+TEST(SimulatorSources, ExplicitSpecsAndTheirErrors) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = scenario();
+  sc.cluster.optimizer_s = 0.001;
+  ComputeSource src = compute_source(sc, sc.strategies[0], store, "13ms");
+  EXPECT_DOUBLE_EQ(src.compute_s, 0.013);
+  EXPECT_DOUBLE_EQ(src.optimizer_s, 0.001);
+  EXPECT_EQ(src.kind, "given");
+  auto expect_error = [&](const std::string& spec, const std::string& part) {
+    try {
+      compute_source(sc, sc.strategies[0], store, spec);
+      ADD_FAILURE() << spec << ": expected an error";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << spec << ": " << e.what();
+    }
+  };
+  expect_error("fast", "expected auto, calibration, run:ID, flops or a time");
+  expect_error("0ms", "must be positive");
+  expect_error("run:x", "run:ID with a positive integer ID");
+  expect_error("run:99", "has no run #99");
+  expect_error("flops", "no [cluster].device_flops");
+  expect_error("calibration", "names no [cluster].calibration");
+  StrategyConfig other = sc.strategies[0];
+  Scenario wider = sc;
+  wider.model.layers = {784, 32, 10};
+  const auto id = measured_run(store, wider, other, 2, 0.01, 0.0, 2, 2);
+  expect_error("run:" + std::to_string(id), "trained layers [784,32,10]");
+  // Nothing stored was changed by the refusals.
+  EXPECT_EQ(store.runs().size(), 1u);
 }
 
 TEST(SimulatorSweep, WritesSimulatedRuns) {

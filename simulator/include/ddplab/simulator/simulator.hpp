@@ -17,6 +17,7 @@
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/step_pattern.hpp"
 #include "ddplab/core/trace.hpp"
+#include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -39,6 +40,10 @@ struct SimOptions {
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
   // loads the one the scenario names ([cluster] calibration) when this is empty.
   std::shared_ptr<const Calibration> calibration;
+  // Where compute time comes from in simulate_sweep (compute_source.hpp): "auto", "calibration",
+  // "run:ID", "flops" or a duration ("13ms"); an oversubscribed measured run only with allow_oversubscribed.
+  std::string compute = "auto";
+  bool allow_oversubscribed = false;
   // Keep every rank's per-op records (SimRankTimes.trace) for traces and per-op checks. Off, a large world
   // skips serialising ranks x ops records out of the simulation's child process (at 1024 ranks of
   // ResNet-50 that was the biggest cost after the simulation itself).
@@ -154,18 +159,6 @@ struct SweepPoint {
                              // the same micro-steps with no communication
   std::int64_t run_id = 0;   // the simulated run written to the store
 };
-
-struct ComputeSource {
-  double compute_s = 0, optimizer_s = 0;
-  std::string origin;  // "measured run #12", "scenario [cluster].compute_s" or "model FLOPs / (device_flops x efficiency)"
-};
-
-// Compute and optimizer time per step: the scenario's [cluster].compute_s / optimizer_s (optimizer_s
-// defaults to 0) when it sets compute_s; otherwise the means of the latest completed measured run of this
-// scenario + strategy in the store; otherwise, with [cluster].device_flops, batch x the model's forward +
-// backward FLOPs per sample / (device_flops x compute_efficiency), and optimizer_s = [cluster].optimizer_s,
-// or 20 bytes per parameter / device_mem_bw, or 0; otherwise std::runtime_error explaining the options.
-ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&);
 
 // Runs simulate_pattern for each world size and writes each as a completed run (source "simulated",
 // backend "simgrid", one step row per rank and simulated micro-step, numbered as in the run; config_json

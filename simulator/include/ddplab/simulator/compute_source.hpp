@@ -1,0 +1,50 @@
+// Where a simulation's compute time comes from, chosen and said out loud. A sweep's step time is only as
+// good as its compute: a run measured with 4 ranks on 2 cores has twice the compute of one rank alone, and
+// picking "the newest run" silently made the same `simulate` give 50.9 ms and then 19.7 ms of compute.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/core/store.hpp"
+
+namespace ddplab {
+
+// Per micro-step compute (forward + backward of one worker's micro-batch) and one optimizer update of the
+// whole model, as the simulator takes them.
+struct ComputeSource {
+  double compute_s = 0, optimizer_s = 0;
+  std::string kind;    // "scenario", "calibration", "run", "flops", "given"
+  std::string origin;  // for people: "measured run #12 (2 ranks on 2 cores)", ...
+  std::optional<std::int64_t> run_id;  // kind "run"
+};
+
+// spec (`ddplab simulate --compute`):
+//   "auto"         the scenario's [cluster].compute_s; else the per-layer times of the calibration the scenario
+//                  names, when they measured its model, batch and backend; else the newest completed measured
+//                  run of the scenario and strategy that was not oversubscribed (one that was is passed over,
+//                  and the origin says so; with allow_oversubscribed it is taken, and its origin names its
+//                  ranks and cores); else the model's FLOPs at [cluster].device_flops;
+//   "calibration"  that calibration's per-layer times (an error when it has none for this model);
+//   "run:ID"       measured run ID (an error when it does not exist, is not a completed measured run, or
+//                  trained another model or batch; one measured with more ranks than cores on its host is
+//                  refused unless allow_oversubscribed, with the reason and the fix);
+//   "flops"        batch x the model's forward + backward FLOPs / (device_flops x compute_efficiency);
+//   a duration     ("13ms"): that compute per micro-step, [cluster].optimizer_s (or 0) for the optimizer.
+// A measured run's means are per micro-step and rank; they are brought back to one worker's micro-step and
+// one whole-model update by the strategy's own plans (dedicated servers compute nothing, ZeRO-1 updates
+// 1/n of the model per rank, accumulation updates once per window). Throws std::invalid_argument for a bad
+// spec, std::runtime_error when the source it names cannot give a compute time (the message says why).
+ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&, const std::string& spec = "auto",
+                             bool allow_oversubscribed = false);
+
+// The scenario and strategy of a stored measured run, from its config JSON (what the trainer stored:
+// Scenario::to_json plus "strategy" and "world_size"), as far as the simulator needs them. Throws
+// std::invalid_argument naming what is missing.
+Scenario measured_scenario(const RunRow& run);
+
+// What a run's host info says about core sharing: "4 ranks on 2 cores" when oversubscribed, else "".
+std::string oversubscription(const std::string& host_info_json);
+
+}  // namespace ddplab

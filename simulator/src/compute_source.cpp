@@ -1,0 +1,237 @@
+// Compute sources for the simulator (compute_source.hpp), and the scenario of a measured run.
+#include "ddplab/simulator/compute_source.hpp"
+
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ddplab/core/units.hpp"
+#include "ddplab/simulator/calibration.hpp"
+#include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab {
+namespace {
+
+ComputeSource from_scenario(const Scenario& sc) {
+  return {*sc.cluster.compute_s, sc.cluster.optimizer_s.value_or(0.0), "scenario", "scenario [cluster].compute_s", {}};
+}
+
+// The calibration the scenario names, if its per-layer times measured this model, batch and backend.
+std::shared_ptr<const Calibration> fitting_calibration(const Scenario& sc, const Store& store) {
+  if (sc.cluster.calibration.empty()) return nullptr;
+  auto cal = load_calibration(store, sc.cluster.calibration);
+  return !cal->layers.empty() && calibration_fits_model(*cal, sc) ? cal : nullptr;
+}
+
+ComputeSource from_calibration(const Calibration& cal) {
+  ComputeSource src{0, cal.optimizer_s, "calibration", fmt::format("calibration \"{}\" per-layer times", cal.name), {}};
+  for (const LayerTime& l : cal.layers) src.compute_s += l.forward_s + l.backward_s;
+  return src;
+}
+
+ComputeSource from_flops(const Scenario& sc) {
+  const ClusterConfig& c = sc.cluster;
+  // Forward + backward of one micro-batch at a fraction of the device's peak.
+  const ModelSpec model = model_spec_for(sc.model);
+  ComputeSource src{sc.train.batch_size * (model.forward_flops() + model.backward_flops()) /
+                        (*c.device_flops * c.compute_efficiency),
+                    c.optimizer_s.value_or(0.0), "flops", "model FLOPs / (device_flops x efficiency)", {}};
+  if (!c.optimizer_s && c.device_mem_bw) {
+    // SGD with momentum in fp32 reads parameter, gradient and momentum and writes two: 20 bytes per parameter.
+    src.optimizer_s = 20.0 * static_cast<double>(model.parameter_count()) / *c.device_mem_bw;
+    src.origin += "; optimizer 20 B per parameter / device_mem_bw";
+  }
+  return src;
+}
+
+// A measured run's steady-state means are per micro-step and rank (RunSummary). Its own plans say how much
+// of that is one worker's micro-step and one whole-model update: over a steady block, the share of
+// (rank, micro-step) pairs that compute, and each rank's share of the model it updates.
+ComputeSource from_run(const Store& store, const RunRow& run) {
+  const RunSummary s = store.summary(run.id);
+  if (s.steps == 0) throw std::runtime_error(fmt::format("measured run #{} has no steps", run.id));
+  const Scenario sc = measured_scenario(run);
+  const StrategyConfig& st = sc.strategies.front();
+  const int n = run.info.world_size;
+  const ModelSpec model = model_spec_for(sc.model);
+  Strategy strategy(st, model, {n, 1, sc.train.batch_size, sc.train.seed});
+  strategy.observe_ready_order(model.expected_ready_order());
+  const StepPattern pattern = strategy.pattern();
+  double computing = 0, updated = 0;  // sums over ranks and the block's micro-steps
+  for (std::int64_t k = 0; k < pattern.period(); ++k) {
+    const StepPlan plan = strategy.plan(pattern.steady().first + k);
+    for (int r = 0; r < n; ++r) {
+      bool computes = false;
+      for (const PlanOp& op : plan.ops) {
+        if (op.kind == OpKind::Forward) computes = strategy.is_worker(r);
+        if (op.kind != OpKind::Optimizer && op.kind != OpKind::ShardOptimizer) continue;
+        const Bucket& b = strategy.bucketing().buckets.at(static_cast<std::size_t>(op.index));
+        const std::size_t count = op.kind == OpKind::Optimizer ? b.count : strategy.shard(b.id, r).count;
+        updated += static_cast<double>(count) / static_cast<double>(strategy.bucketing().total);
+      }
+      computing += computes ? 1 : 0;
+    }
+  }
+  const double pairs = static_cast<double>(n) * static_cast<double>(pattern.period());
+  ComputeSource src;
+  src.kind = "run";
+  src.run_id = run.id;
+  src.compute_s = computing > 0 ? s.compute_s * pairs / computing : 0.0;
+  src.optimizer_s = updated > 0 ? s.optimizer_s * pairs / updated : 0.0;
+  const auto host = nlohmann::json::parse(run.info.host_info, nullptr, false);
+  const std::string cores = host.is_object() && host.contains("cores") && host.contains("ranks_on_host")
+                                ? fmt::format(", {} ranks on {} cores", host["ranks_on_host"].get<int>(), host["cores"].get<int>())
+                                : "";
+  src.origin = fmt::format("measured run #{} ({} ranks{}, steady state)", run.id, n, cores);
+  return src;
+}
+
+[[noreturn]] void refuse_oversubscribed(const RunRow& run, const std::string& why) {
+  throw std::runtime_error(fmt::format(
+      "measured run #{} had {}: its compute waited for cores and would inflate every simulated step. Measure with "
+      "--np no larger than the cores (`ddplab run SCENARIO --np N`), or set [cluster].compute_s, or pass --compute "
+      "run:{} --allow-oversubscribed to use it anyway",
+      run.id, why, run.id));
+}
+
+}  // namespace
+
+std::string oversubscription(const std::string& host_info_json) {
+  const auto host = nlohmann::json::parse(host_info_json, nullptr, false);
+  if (!host.is_object() || !host.contains("ranks_on_host") || !host.contains("cores")) return "";
+  const int ranks = host["ranks_on_host"].get<int>(), cores = host["cores"].get<int>();
+  return ranks > cores ? fmt::format("{} ranks on {} cores", ranks, cores) : "";
+}
+
+Scenario measured_scenario(const RunRow& run) {
+  const auto cfg = nlohmann::json::parse(run.info.config_json, nullptr, false);
+  if (!cfg.is_object() || !cfg.contains("model") || !cfg.contains("strategy"))
+    throw std::invalid_argument(fmt::format("run #{}: its stored configuration has no model or strategy", run.id));
+  try {
+    Scenario sc;
+    sc.name = run.info.scenario;
+    const auto& model = cfg.at("model");
+    sc.model.type = model.at("type").get<std::string>();
+    if (sc.model.type != "mlp")
+      throw std::invalid_argument(fmt::format("model type \"{}\" (only the MLP is trained)", sc.model.type));
+    sc.model.layers = model.at("layers").get<std::vector<int>>();
+    const auto& train = cfg.at("train");
+    sc.train.batch_size = train.at("batch_size").get<int>();
+    sc.train.seed = train.at("seed").get<std::uint64_t>();
+    sc.train.backend = train.value("backend", std::string("cpu"));
+    sc.train.tf32 = train.value("tf32", false);
+    const auto& cl = cfg.at("cluster");
+    sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();
+    sc.cluster.link_latency = cl.at("link_latency").get<double>();
+    const auto& s = cfg.at("strategy");
+    StrategyConfig st;
+    st.name = s.at("name").get<std::string>();
+    st.policy = s.at("policy").get<std::string>();
+    st.schedule = s.at("schedule").get<std::string>();
+    st.bucket_cap = s.at("bucket_cap").get<std::uint64_t>();
+    st.first_bucket_cap = s.at("first_bucket_cap").get<std::uint64_t>();
+    st.codec = s.at("codec").get<std::string>();
+    st.codec_options = s.at("codec_options").get<std::map<std::string, std::string>>();
+    st.accumulate_steps = s.at("accumulate_steps").get<int>();
+    st.local_sgd_period = s.at("local_sgd_period").get<int>();
+    st.local_sgd_warmup = s.at("local_sgd_warmup").get<int>();
+    st.ps_servers = s.value("ps_servers", 0);
+    sc.strategies = {st};
+    return sc;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("run #{}: its stored configuration is incomplete: {}", run.id, e.what()));
+  }
+}
+
+ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy, const Store& store,
+                             const std::string& spec, bool allow_oversubscribed) {
+  const std::string scenario = fmt::format("scenario \"{}\", strategy \"{}\"", sc.name, strategy.name);
+  if (spec == "auto") {
+    // What the scenario says wins over the store: it is how a user corrects a measurement.
+    if (sc.cluster.compute_s) return from_scenario(sc);
+    if (auto cal = fitting_calibration(sc, store)) return from_calibration(*cal);
+    std::string passed_over;
+    std::optional<RunRow> chosen;
+    for (const RunRow& run : store.runs()) {  // oldest first: the newest that qualifies stays chosen
+      if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != "measured" ||
+          run.status != "completed")
+        continue;
+      if (const std::string over = oversubscription(run.info.host_info); !over.empty() && !allow_oversubscribed) {
+        passed_over = fmt::format("run #{} ({}) passed over", run.id, over);
+        continue;
+      }
+      chosen = run;
+    }
+    if (chosen) {
+      ComputeSource src = from_run(store, *chosen);
+      if (!passed_over.empty()) src.origin += "; " + passed_over;
+      return src;
+    }
+    if (sc.cluster.device_flops) {
+      ComputeSource src = from_flops(sc);
+      if (!passed_over.empty()) src.origin += "; measured " + passed_over;
+      return src;
+    }
+    throw std::runtime_error(fmt::format(
+        "no compute time to simulate {}: the scenario sets no [cluster].compute_s (seconds per step; optionally "
+        "[cluster].optimizer_s), no calibration with per-layer times of its model, no [cluster].device_flops (peak "
+        "FLOP/s, to derive it from the model's FLOPs), and the store {} has no completed measured run of it{} "
+        "(measure one with `ddplab run`, or pass --compute with a time such as 13ms)",
+        scenario, store.path(), passed_over.empty() ? "" : " that was not oversubscribed (" + passed_over + ")"));
+  }
+  if (spec == "calibration") {
+    if (sc.cluster.calibration.empty())
+      throw std::runtime_error(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
+    auto cal = load_calibration(store, sc.cluster.calibration);
+    if (cal->layers.empty() || !calibration_fits_model(*cal, sc))
+      throw std::runtime_error(fmt::format(
+          "--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
+          "(measure them with `ddplab calibrate --scenario SCENARIO`)",
+          cal->name));
+    return from_calibration(*cal);
+  }
+  if (spec == "flops") {
+    if (!sc.cluster.device_flops)
+      throw std::runtime_error(fmt::format("--compute flops: {} sets no [cluster].device_flops", scenario));
+    return from_flops(sc);
+  }
+  if (spec.rfind("run:", 0) == 0) {
+    std::int64_t id = 0;
+    try {
+      std::size_t used = 0;
+      id = std::stoll(spec.substr(4), &used);
+      if (used != spec.size() - 4 || id <= 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("--compute {}: a run is run:ID with a positive integer ID", spec));
+    }
+    const auto run = store.run(id);
+    if (!run) throw std::runtime_error(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
+    if (run->info.source != "measured" || run->status != "completed")
+      throw std::runtime_error(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
+                                           "measured run", id, id, run->info.source, run->status));
+    const Scenario theirs = measured_scenario(*run);
+    if (sc.model.type != "mlp" || theirs.model.layers != sc.model.layers || theirs.train.batch_size != sc.train.batch_size)
+      throw std::runtime_error(fmt::format(
+          "--compute run:{}: run #{} trained layers {} at batch {}; {} has {} at batch {}", id, id,
+          fmt::format("{}", nlohmann::json(theirs.model.layers).dump()), theirs.train.batch_size, scenario,
+          sc.model.type == "mlp" ? nlohmann::json(sc.model.layers).dump() : "a model table", sc.train.batch_size));
+    if (const std::string over = oversubscription(run->info.host_info); !over.empty() && !allow_oversubscribed)
+      refuse_oversubscribed(*run, over);
+    return from_run(store, *run);
+  }
+  // A duration.
+  double seconds = 0;
+  try {
+    seconds = parse_duration(spec);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format(
+        "--compute {}: expected auto, calibration, run:ID, flops or a time per micro-step such as 13ms", spec));
+  }
+  if (!(seconds > 0)) throw std::invalid_argument(fmt::format("--compute {}: the time must be positive", spec));
+  return {seconds, sc.cluster.optimizer_s.value_or(0.0), "given", fmt::format("--compute {}", spec), {}};
+}
+
+}  // namespace ddplab
