@@ -36,6 +36,8 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/runtime/codec_probe.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 #include "ddplab/runtime/job_info.hpp"
 #include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/runtime/communicator.hpp"
@@ -67,6 +69,7 @@ struct CalibrateRequest {
   std::vector<int> worlds;                // world sizes of the schedules; empty: 2, 4, ... below np, and np
   std::string backend;                    // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
   double comm_timeout = 300;              // cuda: NCCL's watchdog limit per collective
+  bool codec_work = true;                 // time the codecs' local work on the backend
 };
 
 // "cuda": the network over NCCL (device buffers) and compute on the GPU; "cuda+mpi": the network over MPI,
@@ -136,6 +139,22 @@ void print_fit(const Calibration& c) {
   std::printf("# max |error| %.2f%% over %zu sizes: the fit's own samples, which its size intervals interpolate;\n"
               "# how well it predicts training and benches is what `ddplab validate` measures\n",
               worst, c.samples.size());
+}
+
+// The codec work fits: per kind, its fixed and per-unit cost and how far the line is from its samples.
+void print_codec_work(const Calibration& c, const std::vector<WorkSample>& samples) {
+  std::printf("#\n# codec local work on %s (the simulator charges each kind a codec's plan announces by these)\n",
+              c.codec_backend.c_str());
+  std::printf("#%-18s %7s %12s %14s %9s\n", "kind", "sizes", "fixed_us", "ns_per_unit", "max err %");
+  for (const auto& [key, f] : c.codec_work) {
+    double worst = 0;
+    int n = 0;
+    for (const WorkSample& w : samples)
+      if (w.key == key) ++n, worst = std::max(worst, std::abs(100 * (f.seconds(w.units) - w.seconds) / w.seconds));
+    std::printf(" %-18s %7d %12.3f %14.4f %9.1f\n", key.c_str(), n, f.fixed_s * 1e6, f.per_unit_s * 1e9, worst);
+  }
+  std::printf("# units: elements; bytes for copy; n + k log2 k for topk; pairs for scatter_add; FLOPs for the "
+              "products and orthogonalize\n");
 }
 
 // Every rank's node (its host name), on every rank: which peers share rank 0's node.
@@ -277,9 +296,18 @@ int calibrate_worker(const CalibrateRequest& req) {
         }
       }
     }
-    if (sc) {
-      auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc->train.tf32);
-      measure_compute(*comm, *ops, *sc, cal, 10);
+    std::vector<WorkSample> codec_samples;
+    if (sc || req.codec_work) {
+      auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc && sc->train.tf32);
+      if (sc) measure_compute(*comm, *ops, *sc, cal, 10);
+      if (req.codec_work) {
+        for (const CodecWorkTiming& t : measure_codec_work(*comm, *ops, 5))
+          codec_samples.push_back({work_key(t.work), work_units(t.work), t.seconds});
+        if (me == 0) {
+          cal.codec_work = fit_codec_work(codec_samples);
+          cal.codec_backend = ops->codec_compute().name();
+        }
+      }
     }
 
     std::unique_ptr<Store> store;
@@ -315,6 +343,7 @@ int calibrate_worker(const CalibrateRequest& req) {
                     "fit below\n",
                     format_duration(pingpong_fit.latency_s).c_str(), pingpong_fit.bandwidth / 1e9);
       print_fit(cal);
+      if (!cal.codec_work.empty()) print_codec_work(cal, codec_samples);
       if (cal.intra) {
         std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n", nodes[0].c_str());
         print_fit(*cal.intra);
@@ -430,6 +459,8 @@ void add_calibrate(CLI::App& app) {
       ->check(number_in(1e-6, 1.0));
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");
+  cmd->add_flag("!--no-codec-work", req->codec_work,
+                "Skip timing the codecs' local work (casts, top-k, scatter-add, PowerSGD's products) on the backend");
   cmd->add_option("--testbed-tag", req->testbed_tag)->group("");
   cmd->footer(
       "Fit: one-way time t(s) = lat_factor(s) * latency + s / (bw_factor(s) * bandwidth), factors constant over\n"

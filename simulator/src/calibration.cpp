@@ -195,6 +195,12 @@ nlohmann::json Calibration::to_json() const {
           {"compute_backend", compute_backend},
           {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
           {"optimizer_s", optimizer_s},
+          {"codec_backend", codec_backend},
+          {"codec_work", [&] {
+             nlohmann::json w = nlohmann::json::object();
+             for (const auto& [key, f] : codec_work) w[key] = {{"fixed_s", f.fixed_s}, {"per_unit_s", f.per_unit_s}};
+             return w;
+           }()},
           {"intra", intra ? intra->to_json() : nlohmann::json()}};
 }
 
@@ -220,6 +226,14 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   for (const auto& l : j.value("layers", nlohmann::json::array()))
     c.layers.push_back({l.at("forward_s").get<double>(), l.at("backward_s").get<double>()});
   c.optimizer_s = j.value("optimizer_s", 0.0);
+  c.codec_backend = j.value("codec_backend", "");
+  if (j.contains("codec_work") && j.at("codec_work").is_object())
+    for (const auto& [key, f] : j.at("codec_work").items()) {
+      const WorkFit fit{f.value("fixed_s", -1.0), f.value("per_unit_s", -1.0)};
+      if (!(fit.fixed_s >= 0) || !(fit.per_unit_s >= 0))
+        throw CalibrationError("calibration JSON: codec_work." + key + " needs fixed_s and per_unit_s >= 0");
+      c.codec_work[key] = fit;
+    }
   if (j.contains("intra") && !j.at("intra").is_null()) {
     try {
       c.intra = std::make_shared<Calibration>(from_json(j.at("intra")));
@@ -228,6 +242,34 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
     }
   }
   return c;
+}
+
+std::map<std::string, WorkFit> fit_codec_work(const std::vector<WorkSample>& samples) {
+  std::map<std::string, std::vector<const WorkSample*>> by_key;
+  for (const WorkSample& w : samples) {
+    if (!(w.seconds > 0) || !(w.units > 0))
+      throw CalibrationError(fmt::format("codec work {}: time and size must be positive, got {} s at {}", w.key,
+                                         w.seconds, w.units));
+    by_key[w.key].push_back(&w);
+  }
+  std::map<std::string, WorkFit> fits;
+  for (const auto& [key, ws] : by_key) {
+    // Weighted least squares of t = a + b u with weights 1 / t^2.
+    double sw = 0, su = 0, st = 0, suu = 0, sut = 0;
+    double umin = ws.front()->units, umax = umin;
+    for (const WorkSample* w : ws) {
+      const double wt = 1.0 / (w->seconds * w->seconds);
+      sw += wt, su += wt * w->units, st += wt * w->seconds, suu += wt * w->units * w->units, sut += wt * w->units * w->seconds;
+      umin = std::min(umin, w->units), umax = std::max(umax, w->units);
+    }
+    if (!(umax > umin)) throw CalibrationError(fmt::format("codec work {}: needs samples at 2 sizes or more", key));
+    const double det = sw * suu - su * su;
+    WorkFit f{(suu * st - su * sut) / det, (sw * sut - su * st) / det};
+    if (f.fixed_s < 0 || f.per_unit_s < 0) f = {0, sut / suu};  // through the origin
+    if (f.per_unit_s < 0) f.per_unit_s = 0;
+    fits[key] = f;
+  }
+  return fits;
 }
 
 RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of) {

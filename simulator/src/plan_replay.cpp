@@ -14,6 +14,7 @@
 #include "calibration_install.hpp"
 #include "platform.hpp"
 #include "replay.hpp"
+#include "work_cost.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -146,6 +147,7 @@ ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
 struct StepWork {
   OpCosts costs;
   ComputeGroups groups;
+  WorkModel codec;  // the codecs' local work around each collective call
 };
 
 // The compute stream: per micro-step, compute ops in plan order, each after its deps (the comm ops it
@@ -217,15 +219,17 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
       const double start = sg4::Engine::get_clock();
       std::uint64_t bytes = 0;
       for (std::size_t c = 0; c < op.calls.size(); ++c) {
-        work_for(op.calls[c].flops_before * work[k].costs.seconds_per_flop);
+        const CollectiveCall& call = op.calls[c];
+        work_for(work[k].codec.seconds(call.before));
         if (agg) {
-          bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(op.calls[c].type), boxes, step.tally,
+          bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally,
                                  agg->routes);
           agg->phases.release(k, op, c);
-          continue;
+        } else {
+          bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(call.type), boxes, step.tally);
+          cache.release(k, op, c);
         }
-        bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(op.calls[c].type), boxes, step.tally);
-        cache.release(k, op, c);
+        work_for(work[k].codec.seconds(call.after));
       }
       const double end = sg4::Engine::get_clock();
       step.comm_s += end - start;
@@ -277,9 +281,10 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     StepWork& w = work.emplace_back();
     w.costs = op_costs(ps.plan, job.compute_s);
     apply_calibrated_compute(w.costs, ps.plan, job.options);
+    w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
     bool codec_work = false;
     for (const PlanOp& op : ps.plan.ops)
-      for (const CollectiveCall& call : op.calls) codec_work = codec_work || call.flops_before > 0;
+      for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();
     w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
   }
   auto* engine = make_engine(job.cluster, job.options);

@@ -59,9 +59,20 @@ nlohmann::json StepPlan::to_json() const {
     if (is_comm(op.kind)) {
       o["schedule"] = op.schedule;
       o["calls"] = nlohmann::json::array();
+      auto work = [](const std::vector<LocalWork>& ws) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const LocalWork& w : ws) {
+          nlohmann::json j = {{"kind", work_name(w.kind)}, {"n", w.n}};
+          if (w.c) j["c"] = w.c;
+          if (w.k) j["k"] = w.k;
+          if (w.type != ElemType::F32) j["type"] = elem_name(w.type);
+          out.push_back(std::move(j));
+        }
+        return out;
+      };
       for (const auto& c : op.calls)
         o["calls"].push_back({{"collective", c.collective}, {"type", elem_name(c.type)}, {"count", c.count},
-                              {"flops_before", c.flops_before}, {"label", c.label}});
+                              {"label", c.label}, {"before", work(c.before)}, {"after", work(c.after)}});
     }
     j["ops"].push_back(std::move(o));
   }

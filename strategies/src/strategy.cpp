@@ -108,19 +108,19 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
       op.calls = codec_->plan(bucket->layout, n, sync_step);
       break;
     case OpKind::SyncParams:
-      op.calls = {{"allreduce", ElemType::F32, bucket->count, 0, "params"}};
+      op.calls = {{"allreduce", ElemType::F32, bucket->count, "params"}};
       break;
     case OpKind::ReduceScatter:
-      op.calls = {{"reduce_scatter", ElemType::F32, bucket->count, 0, "grads"}};
+      op.calls = {{"reduce_scatter", ElemType::F32, bucket->count, "grads"}};
       break;
     case OpKind::AllGather:
-      op.calls = {{"all_gather_shards", ElemType::F32, bucket->count, 0, "params"}};
+      op.calls = {{"all_gather_shards", ElemType::F32, bucket->count, "params"}};
       break;
     case OpKind::Push:
-      op.calls = {{"push", ElemType::F32, bucket->count, 0, "grads"}};
+      op.calls = {{"push", ElemType::F32, bucket->count, "grads"}};
       break;
     case OpKind::Pull:
-      op.calls = {{"pull", ElemType::F32, bucket->count, 0, "params"}};
+      op.calls = {{"pull", ElemType::F32, bucket->count, "params"}};
       break;
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.

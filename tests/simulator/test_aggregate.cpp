@@ -117,7 +117,7 @@ TEST(SimulatorAggregate, RingIsOnePhaseComputedWithoutTheSchedule) {
     for (std::size_t count : {std::size_t{0}, std::size_t{7}, std::size_t{1003}}) {
       const ScheduleParams where{n, 0, 1, 0};
       for (const char* coll : {"allreduce", "reduce_scatter", "all_gather", "all_gather_shards"}) {
-        const CollectiveCall call{coll, ElemType::F32, count, 0, ""};
+        const CollectiveCall call{coll, ElemType::F32, count, ""};
         for (const char* sched : {"ring", "native"}) {
           const auto direct = sim::phases_for_call(call, sched, where);
           const auto built = sim::phases_of(schedule_for_call(call, sched, where, "ring"));

@@ -69,7 +69,10 @@ TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {
   const int n = 4;
   const double compute_s = 0.005;
   const auto r = simulate_step(sc, sc.strategies[0], n, compute_s, 0.0, o, {1, 1});
-  EXPECT_NEAR(r.compute_s, compute_s, 1e-9);
+  // The codec's average of each bucket (8 bytes per element at a core's 10 GB/s: no device_mem_bw here)
+  // shares the core with backward.
+  EXPECT_GE(r.compute_s, compute_s - 1e-9);
+  EXPECT_LE(r.compute_s, compute_s + 8.0 * 25'557'032.0 / 10e9);
   EXPECT_GE(r.step_s, r.compute_s);
   // Every rank sends the ring's 2(n-1)/n of the 102 MB of gradients (within chunk rounding).
   const double grads = 25'557'032.0 * kGradientElemBytes;

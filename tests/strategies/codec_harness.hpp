@@ -1,7 +1,9 @@
 // Test harness shared by the codec tests: runs one codec instance per simulated rank, each in its own
 // thread, over an in-memory CollectiveFn that really sums (in the call's element type, in rank order, so
 // every rank gets the same bits) or concatenates. Every call is checked against the codec's plan():
-// same collective, type, count and label, in the announced order, and plans must agree across ranks.
+// same collective, type, count and label, in the announced order, and plans must agree across ranks. The
+// codec's local work goes through a WorkRecorder, and must be exactly the work its plan announced before
+// and after each call (what the simulator charges).
 // Each rank's input and output bytes of every call are logged for the tests to inspect.
 #pragma once
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "ddplab/strategies/codec.hpp"
+#include "ddplab/strategies/codec_compute.hpp"
 #include "ddplab/strategies/half.hpp"
 
 namespace ddplab::testing {
@@ -51,6 +55,75 @@ class Rendezvous {
   bool aborted_ = false;
 };
 
+// The host compute, logging each call that does work as the LocalWork a plan would announce for it.
+class WorkRecorder final : public CodecCompute {
+ public:
+  std::vector<LocalWork> log;
+  std::string name() const override { return "recorder"; }
+  void* alloc(std::size_t bytes) override { return h().alloc(bytes); }
+  void free(void* p) override { h().free(p); }
+  void upload(void* dst, const void* host, std::size_t bytes) override { h().upload(dst, host, bytes); }
+  void download(void* host, const void* src, std::size_t bytes) override { h().download(host, src, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    log.push_back({WorkKind::Copy, bytes});
+    h().copy(dst, src, bytes);
+  }
+  void fill(float* x, std::size_t n, float v) override { log.push_back({WorkKind::Fill, n}), h().fill(x, n, v); }
+  void divide(float* x, std::size_t n, float w) override { log.push_back({WorkKind::Divide, n}), h().divide(x, n, w); }
+  void add(float* x, const float* y, std::size_t n) override { log.push_back({WorkKind::Add, n}), h().add(x, y, n); }
+  void sub(float* o, const float* a, const float* b, std::size_t n) override {
+    log.push_back({WorkKind::Sub, n}), h().sub(o, a, b, n);
+  }
+  void to_half(ElemType t, const float* in, std::uint16_t* out, std::size_t n) override {
+    log.push_back({WorkKind::ToHalf, n, 0, 0, t}), h().to_half(t, in, out, n);
+  }
+  void from_half(ElemType t, const std::uint16_t* in, float* out, std::size_t n) override {
+    log.push_back({WorkKind::FromHalf, n, 0, 0, t}), h().from_half(t, in, out, n);
+  }
+  void topk(const float* v, std::size_t n, std::size_t k, IndexValue* out) override {
+    log.push_back({WorkKind::TopK, n, 0, k}), h().topk(v, n, k, out);
+  }
+  void zero_at(float* x, const IndexValue* pairs, std::size_t count) override {
+    log.push_back({WorkKind::ZeroAt, count}), h().zero_at(x, pairs, count);
+  }
+  void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per) override {
+    log.push_back({WorkKind::ScatterAdd, n, groups, per}), h().scatter_add(dense, n, pairs, groups, per);
+  }
+  void matmul(const float* m, const float* q, float* p, std::size_t n, std::size_t c, std::size_t k) override {
+    log.push_back({WorkKind::MatMul, n, c, k}), h().matmul(m, q, p, n, c, k);
+  }
+  void matmul_tn(const float* m, const float* p, float* q, std::size_t n, std::size_t c, std::size_t k) override {
+    log.push_back({WorkKind::MatMulTN, n, c, k}), h().matmul_tn(m, p, q, n, c, k);
+  }
+  void matmul_nt(const float* p, const float* q, float* m, std::size_t n, std::size_t c, std::size_t k) override {
+    log.push_back({WorkKind::MatMulNT, n, c, k}), h().matmul_nt(p, q, m, n, c, k);
+  }
+  void orthogonalize(float* a, std::size_t n, std::size_t k, float eps) override {
+    log.push_back({WorkKind::Orthogonalize, n, 0, k}), h().orthogonalize(a, n, k, eps);
+  }
+
+ private:
+  static CodecCompute& h() { return host_codec_compute(); }
+};
+
+// One recorder per codec object, alive until the test process ends (codecs free their state through it).
+inline WorkRecorder& recorder_for(const Codec* codec) {
+  static std::mutex mu;
+  static std::map<const Codec*, std::unique_ptr<WorkRecorder>> all;
+  std::lock_guard lock(mu);
+  auto& r = all[codec];
+  if (!r) r = std::make_unique<WorkRecorder>();
+  return *r;
+}
+
+inline std::string describe(const std::vector<LocalWork>& ws) {
+  std::string out;
+  for (const LocalWork& w : ws)
+    out += (out.empty() ? "" : ", ") + work_key(w) + "(" + std::to_string(w.n) + "," + std::to_string(w.c) + "," +
+           std::to_string(w.k) + ")";
+  return "[" + out + "]";
+}
+
 struct CallLog {
   CollectiveCall call;
   std::vector<std::byte> input;   // this rank's contribution (count elements)
@@ -76,7 +149,7 @@ struct CodecStep {
 
 inline bool same_call(const CollectiveCall& a, const CollectiveCall& b) {
   return a.collective == b.collective && a.type == b.type && a.count == b.count && a.label == b.label &&
-         a.flops_before == b.flops_before;
+         a.before == b.before && a.after == b.after;
 }
 
 inline std::string describe(const CollectiveCall& c) {
@@ -110,7 +183,20 @@ inline CodecStep run_codec_step(const std::vector<Codec*>& codecs, const BucketL
   auto rank_main = [&](std::size_t rank) {
     std::size_t next = 0;
     const auto& plan = plans[rank];
+    // A codec keeps state allocated by the compute it ran with, so each codec keeps its recorder for good.
+    WorkRecorder& work = recorder_for(codecs[rank]);
+    work.log.clear();
+    std::vector<LocalWork> announced;  // the plan's work up to where run() is
     CollectiveFn fn = [&](const CollectiveCall& c, void* buf) {
+      if (next < plan.size()) {
+        announced.insert(announced.end(), plan[next].before.begin(), plan[next].before.end());
+        if (work.log != announced) {
+          errors[rank] = "local work before call " + std::to_string(next) + " was " + describe(work.log) + ", plan says " +
+                         describe(announced);
+          throw Rendezvous::Aborted{};
+        }
+        announced.insert(announced.end(), plan[next].after.begin(), plan[next].after.end());
+      }
       if (next >= plan.size()) {
         errors[rank] = "extra call " + describe(c) + " beyond the " + std::to_string(plan.size()) + " planned";
         throw Rendezvous::Aborted{};
@@ -144,9 +230,11 @@ inline CodecStep run_codec_step(const std::vector<Codec*>& codecs, const BucketL
       ++next;
     };
     try {
-      codecs[rank]->run(bucket, grads[rank].data(), world, step, fn);
+      codecs[rank]->run(bucket, grads[rank].data(), world, step, fn, work);
       if (next != plan.size())
         errors[rank] = "issued " + std::to_string(next) + " calls, plan says " + std::to_string(plan.size());
+      else if (work.log != announced)
+        errors[rank] = "local work was " + describe(work.log) + ", plan says " + describe(announced);
     } catch (const Rendezvous::Aborted&) {
       if (errors[rank].empty()) errors[rank] = "aborted by another rank";
     } catch (const std::exception& e) {

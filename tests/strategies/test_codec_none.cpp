@@ -50,11 +50,11 @@ TEST(CodecHarness, RejectsACodecThatStraysFromItsPlan) {
   struct Liar : Codec {
     std::string name() const override { return "liar"; }
     std::vector<CollectiveCall> plan(const BucketLayout& b, int, std::int64_t) const override {
-      return {{"allreduce", ElemType::F32, b.count, 0, "x"}};
+      return {{"allreduce", ElemType::F32, b.count, "x"}};
     }
     using Codec::run;
     void run(const BucketLayout& b, float* g, int, std::int64_t, const CollectiveFn& c, CodecCompute&) override {
-      c({"allreduce", ElemType::F32, b.count - 1, 0, "x"}, g);
+      c({"allreduce", ElemType::F32, b.count - 1, "x"}, g);
     }
   };
   Liar a, b;

@@ -133,14 +133,22 @@ TEST(CodecPowerSgd, PlansPlainAllreduceThenUncompressedPQ) {
   ASSERT_EQ(after.size(), 3u);
   EXPECT_EQ(after[0].label, "powersgd.uncompressed");
   EXPECT_EQ(after[0].count, 48u);
-  EXPECT_EQ(after[0].flops_before, 560.0);  // the residual add
+  // The residual add and the input's copy come first, then the uncompressed tensors' copies.
+  ASSERT_GE(after[0].before.size(), 2u);
+  EXPECT_EQ(after[0].before[0], (LocalWork{WorkKind::Add, 560}));
+  EXPECT_EQ(after[0].before[1], (LocalWork{WorkKind::Copy, 560 * 4}));
   EXPECT_EQ(after[1].label, "powersgd.P");
   EXPECT_EQ(after[1].count, 64u);
-  // orthogonalize Q (16 x 2): 3*16*2 + 4*16*2*1; P = M Q: 2*32*16*2.
-  EXPECT_EQ(after[1].flops_before, 96.0 + 128.0 + 2048.0);
+  // Orthogonalize Q (16 x 2), then P = M Q with M 32 x 16: 3*16*2 + 4*16*2*1 and 2*32*16*2 FLOPs.
+  ASSERT_EQ(after[1].before.size(), 2u);
+  EXPECT_EQ(after[1].before[0], (LocalWork{WorkKind::Orthogonalize, 16, 0, 2}));
+  EXPECT_EQ(after[1].before[1], (LocalWork{WorkKind::MatMul, 32, 16, 2}));
+  EXPECT_EQ(work_flops(after[1].before[0]) + work_flops(after[1].before[1]), 96.0 + 128.0 + 2048.0);
   EXPECT_EQ(after[2].label, "powersgd.Q");
   EXPECT_EQ(after[2].count, 32u);
-  EXPECT_EQ(after[2].flops_before, 192.0 + 256.0 + 2048.0);
+  EXPECT_EQ(work_flops(after[2].before[0]) + work_flops(after[2].before[1]), 192.0 + 256.0 + 2048.0);
+  // After Q: its average, M = P Q^T, and the residual.
+  EXPECT_EQ(after[2].after.back(), (LocalWork{WorkKind::Sub, 560}));
   EXPECT_EQ(c->wire_bytes(b, 4, 10), (48u + 64u + 32u) * 4);
   // Only a matrix: no uncompressed call; only vectors: no P / Q.
   BucketLayout m{1, 512, {{0, 32, 16}}}, v{2, 32, {{0, 32, 1}}};

@@ -144,7 +144,10 @@ TEST(CodecTopk, WithoutErrorFeedbackKeepsNoState) {
   ASSERT_TRUE(s1.ok && s2.ok);
   EXPECT_EQ(dynamic_cast<const TopkCodec&>(*ranks[0]).residual(0), nullptr);
   EXPECT_EQ(s1.grads, s2.grads);  // same input, no memory: same output
-  EXPECT_EQ(s1.plan[0].flops_before, 100.0);
+  // Without error feedback: the selection and this rank's pairs copied into the other slot; then the decode.
+  EXPECT_EQ(s1.plan[0].before, (std::vector<LocalWork>{{WorkKind::TopK, 50, 0, 5}, {WorkKind::Copy, 5 * 8}}));
+  EXPECT_EQ(s1.plan[0].after,
+            (std::vector<LocalWork>{{WorkKind::Fill, 50}, {WorkKind::ScatterAdd, 50, 2, 5}, {WorkKind::Divide, 50}}));
 }
 
 TEST(CodecTopk, RatioOneIsAnExactAverage) {

@@ -20,7 +20,7 @@ class NoneCodec final : public Codec {
   std::string name() const override { return "none"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
     if (bucket.count == 0) return {};
-    return {{"allreduce", ElemType::F32, bucket.count, 0.0, "none"}};
+    return {{"allreduce", ElemType::F32, bucket.count, "none", {}, {{WorkKind::Divide, bucket.count}}}};
   }
   using Codec::run;
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
@@ -39,8 +39,9 @@ class CastCodec final : public Codec {
   std::string name() const override { return type_ == ElemType::F16 ? "fp16" : "bf16"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
     if (bucket.count == 0) return {};
-    // Local work before the allreduce: one divide and one cast per element.
-    return {{"allreduce", type_, bucket.count, 2.0 * static_cast<double>(bucket.count), name()}};
+    const std::size_t n = bucket.count;
+    return {{"allreduce", type_, n, name(), {{WorkKind::Divide, n}, {WorkKind::ToHalf, n, 0, 0, type_}},
+             {{WorkKind::FromHalf, n, 0, 0, type_}}}};
   }
   using Codec::run;
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,

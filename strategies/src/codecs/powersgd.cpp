@@ -44,25 +44,39 @@ PowerSgdCodec::Split PowerSgdCodec::split(const BucketLayout& bucket) const {
 
 std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int, std::int64_t step) const {
   if (bucket.count == 0) return {};
-  if (step < o_.start_iter) return {{"allreduce", ElemType::F32, bucket.count, 0.0, "powersgd.allreduce"}};
+  const std::size_t n = bucket.count;
+  if (step < o_.start_iter)
+    return {{"allreduce", ElemType::F32, n, "powersgd.allreduce", {}, {{WorkKind::Divide, n}}}};
+  // The local work of run(), call by call.
   const Split s = split(bucket);
+  std::vector<LocalWork> pending;  // work before the next collective
+  if (o_.error_feedback) pending = {{WorkKind::Add, n}, {WorkKind::Copy, n * sizeof(float)}};
   std::vector<CollectiveCall> calls;
-  double pending = o_.error_feedback ? static_cast<double>(bucket.count) : 0.0;  // residual add
   if (s.uncompressed_count > 0) {
-    calls.push_back({"allreduce", ElemType::F32, s.uncompressed_count, pending, "powersgd.uncompressed"});
-    pending = 0.0;
+    CollectiveCall flat{"allreduce", ElemType::F32, s.uncompressed_count, "powersgd.uncompressed", std::move(pending), {}};
+    pending.clear();
+    for (std::size_t t : s.uncompressed) flat.before.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
+    flat.after.push_back({WorkKind::Divide, s.uncompressed_count});
+    for (std::size_t t : s.uncompressed) flat.after.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
+    calls.push_back(std::move(flat));
   }
-  if (s.compressed.empty()) return calls;
-  double p_flops = pending, q_flops = 0.0;
-  for (std::size_t i = 0; i < s.compressed.size(); ++i) {
-    const TensorSlice& ts = bucket.tensors[s.compressed[i]];
-    const std::size_t r = s.ranks[i];
-    const double product = 2.0 * static_cast<double>(ts.rows) * static_cast<double>(ts.cols) * static_cast<double>(r);
-    p_flops += orthogonalize_flops(ts.cols, r) + product;  // orthogonalize Q, P = M Q
-    q_flops += orthogonalize_flops(ts.rows, r) + product;  // orthogonalize P, Q = M^T P
+  if (!s.compressed.empty()) {
+    CollectiveCall p{"allreduce", ElemType::F32, s.p_count, "powersgd.P", std::move(pending), {}};
+    CollectiveCall q{"allreduce", ElemType::F32, s.q_count, "powersgd.Q", {}, {{WorkKind::Divide, s.q_count}}};
+    for (std::size_t i = 0; i < s.compressed.size(); ++i) {
+      const TensorSlice& ts = bucket.tensors[s.compressed[i]];
+      const std::size_t r = s.ranks[i];
+      // Orthogonalize Q, P = M Q; then orthogonalize P, Q = M^T P; then M = P Q^T.
+      p.before.push_back({WorkKind::Orthogonalize, ts.cols, 0, r});
+      p.before.push_back({WorkKind::MatMul, ts.rows, ts.cols, r});
+      q.before.push_back({WorkKind::Orthogonalize, ts.rows, 0, r});
+      q.before.push_back({WorkKind::MatMulTN, ts.rows, ts.cols, r});
+      q.after.push_back({WorkKind::MatMulNT, ts.rows, ts.cols, r});
+    }
+    calls.push_back(std::move(p));
+    calls.push_back(std::move(q));
   }
-  calls.push_back({"allreduce", ElemType::F32, s.p_count, p_flops, "powersgd.P"});
-  calls.push_back({"allreduce", ElemType::F32, s.q_count, q_flops, "powersgd.Q"});
+  if (o_.error_feedback && !calls.empty()) calls.back().after.push_back({WorkKind::Sub, n});
   return calls;
 }
 

@@ -41,12 +41,22 @@ std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::s
   return idx;
 }
 
-std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int, std::int64_t) const {
+std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int world_size, std::int64_t) const {
   if (bucket.count == 0) return {};
-  const double n = static_cast<double>(bucket.count);
-  // Local work: the residual add, then a selection pass (abs + compare) over the bucket.
-  const double flops = (error_feedback_ ? n : 0.0) + 2.0 * n;
-  return {{"all_gather", ElemType::IndexValue, topk_count(ratio_, bucket.count), flops, "topk"}};
+  const std::size_t n = bucket.count, k = topk_count(ratio_, n), world = static_cast<std::size_t>(world_size);
+  CollectiveCall call{"all_gather", ElemType::IndexValue, k, "topk", {}, {}};
+  // Encode (as run() does it): the residual add, the selection, this rank's pairs into every slot, and the
+  // residual keeping what is not sent.
+  if (error_feedback_) call.before.push_back({WorkKind::Add, n});
+  call.before.push_back({WorkKind::TopK, n, 0, k});
+  for (std::size_t r = 1; r < world; ++r) call.before.push_back({WorkKind::Copy, k * sizeof(IndexValue)});
+  if (error_feedback_) {
+    call.before.push_back({WorkKind::Copy, n * sizeof(float)});
+    call.before.push_back({WorkKind::ZeroAt, k});
+  }
+  // Decode: every rank's pairs summed into a zeroed bucket, then the average.
+  call.after = {{WorkKind::Fill, n}, {WorkKind::ScatterAdd, n, world, k}, {WorkKind::Divide, n}};
+  return {call};
 }
 
 void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,

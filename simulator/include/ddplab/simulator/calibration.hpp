@@ -11,6 +11,7 @@
 // callbacks.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,12 @@ struct LayerTime {
   double forward_s = 0, backward_s = 0;
 };
 
+// One kind of codec work, timed at several sizes and fitted: seconds = fixed_s + per_unit_s x units.
+struct WorkFit {
+  double fixed_s = 0, per_unit_s = 0;
+  double seconds(double units) const { return fixed_s + per_unit_s * units; }
+};
+
 struct Calibration {
   std::string name;
   std::string link_class;                // the transport measured: "mpi", "testbed" (MPI between its hosts) or "nccl"
@@ -67,6 +74,11 @@ struct Calibration {
   int batch_size = 0;
   std::vector<LayerTime> layers;
   double optimizer_s = 0;
+  // Codecs' local work timed on the compute backend (runtime's measure_codec_work, fitted by
+  // fit_codec_work): seconds = fixed_s + per_unit_s x work_units, per work_key ("topk", "to_half.bf16",
+  // ...). codec_backend names the CodecCompute that ran it ("host", "cuda"). Empty when not measured.
+  std::map<std::string, WorkFit> codec_work;
+  std::string codec_backend;
   // The links inside a node, when the calibration's job ran on several nodes with several ranks on rank
   // 0's: the ping-pong between rank 0 and the ranks of its node, fitted (fit_pingpong). The fit above then
   // describes the links between nodes. In the simulator it replaces the intra-node fabric's links, and its
@@ -84,6 +96,17 @@ struct Calibration {
   nlohmann::json to_json() const;
   static Calibration from_json(const nlohmann::json& j);  // throws CalibrationError naming the field
 };
+
+// One timing of one kind of codec work: its work_units and the seconds it took (a median of repeats).
+struct WorkSample {
+  std::string key;
+  double units = 0, seconds = 0;
+};
+// A least-squares line per key through its samples, each sample weighted by 1 / seconds^2 (relative
+// error, so that small sizes count as much as large ones); a negative fixed part is clamped to 0 (refit
+// through the origin). Throws CalibrationError for a key with fewer than 2 distinct sizes or a
+// non-positive time.
+std::map<std::string, WorkFit> fit_codec_work(const std::vector<WorkSample>& samples);
 
 // Fits latency, bandwidth and the piecewise factors to ping-pong samples (strictly increasing sizes).
 // Consecutive sizes are grouped into the fewest intervals whose affine fit t = a + s * b stays within

@@ -33,14 +33,43 @@ struct BucketLayout {
   std::vector<TensorSlice> tensors;  // in buffer order, covering [0, count)
 };
 
+// One call a codec makes on its CodecCompute (codec_compute.hpp) to do local work, as its plan announces
+// it: the simulator charges each by kind (the calibration's timing of that kind, else a byte/FLOP model)
+// and a test checks that run() makes exactly the calls plan() announced. Sizes by kind:
+//   Fill, Divide, Add, Sub        n float32 elements
+//   Copy                          n bytes
+//   ToHalf, FromHalf              n elements of `type` (F16 or BF16) and as many float32
+//   TopK                          k of n elements selected
+//   ZeroAt                        n indices
+//   ScatterAdd                    c groups of k (index, value) pairs into n elements
+//   MatMul, MatMulTN, MatMulNT    an n x c by c x k product (or its transposed forms), accumulated in double
+//   Orthogonalize                 the k columns of an n x k matrix
+enum class WorkKind { Fill, Divide, Add, Sub, Copy, ToHalf, FromHalf, TopK, ZeroAt, ScatterAdd, MatMul, MatMulTN, MatMulNT, Orthogonalize };
+struct LocalWork {
+  WorkKind kind = WorkKind::Fill;
+  std::size_t n = 0, c = 0, k = 0;
+  ElemType type = ElemType::F32;
+  // Spelled out: the CUDA plugin compiles this header as C++17 (no defaulted comparisons).
+  bool operator==(const LocalWork& o) const { return kind == o.kind && n == o.n && c == o.c && k == o.k && type == o.type; }
+};
+const char* work_name(WorkKind k);               // "fill", "to_half", "topk", "matmul_tn", ...
+// What calibration times separately: the kind's name, and for casts the half type ("to_half.bf16").
+std::string work_key(const LocalWork& w);
+std::vector<WorkKind> work_kinds();              // every kind, in enum order
+// The work's size in the unit calibration times it by: elements, bytes (Copy), n + k log2 k (TopK: a
+// selection pass and a sort of the k chosen), pairs (ScatterAdd), FLOPs (products, orthogonalisation).
+double work_units(const LocalWork& w);
+double work_flops(const LocalWork& w);  // arithmetic, for the FLOP model
+double work_bytes(const LocalWork& w);  // memory read and written, for the byte model
+
 // One collective a codec needs. "allreduce" sums `count` elements of `type` over all ranks;
 // "all_gather" concatenates every rank's `count` elements, rank-ordered.
 struct CollectiveCall {
   std::string collective;  // "allreduce" | "all_gather"
   ElemType type = ElemType::F32;
   std::size_t count = 0;   // elements contributed per rank
-  double flops_before = 0; // local work before this collective (encode, matrix products), for the simulator
   std::string label;       // "fp16", "powersgd.P", ...
+  std::vector<LocalWork> before, after;  // local work before and after this collective (encode, decode, products)
 };
 
 // Where a strategy's plans change across optimizer steps (a codec's or a policy's): from `step` on they
@@ -67,7 +96,7 @@ class Codec {
   // with what ends there; the step pattern is built from them. Default: plan() never changes.
   virtual std::vector<PlanChange> plan_changes() const { return {}; }
   // Replaces grad (bucket.count floats, this rank's gradients) with the average over ranks as the codec
-  // reconstructs it; updates error feedback. flops_after: local work after the last collective.
+  // reconstructs it; updates error feedback. Its local work is what plan() announced, call by call.
   // All local work goes through `compute`, in whose memory grad lives (device memory for the CUDA
   // backend's Ops::codec_compute()); so do the buffers handed to `collective`, and the codec's state.
   // Keep using one compute per codec object: state made by another is moved over (through the host).
