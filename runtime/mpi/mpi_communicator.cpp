@@ -2,7 +2,10 @@
 // point-to-point operations while the compute thread runs (overlap policies).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <unistd.h>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -122,13 +125,35 @@ class MpiCommunicator final : public Communicator {
   void gather(const void* send, std::size_t bytes, void* recv, int root) override {
     MPI_CHECK(MPI_Gather(send, as_int(bytes), MPI_BYTE, recv, as_int(bytes), MPI_BYTE, root, comm_));
   }
+  // Messages to a peer reached over TCP go in pieces of at most piece_ bytes (both sides cut them alike,
+  // and MPI keeps the order of messages with one source, tag and communicator). Over Open MPI's TCP
+  // transport a message above its eager limit (64 KiB with the header) waits for the receiver's go-ahead,
+  // which queues behind the receiver's own outgoing data on the same connection: the two directions of a
+  // pairwise exchange then take turns, and halving-doubling, the trees and `direct` ran at half the ring's
+  // bandwidth on the test bed (README, Emulated cluster). Eager-sized pieces flow both ways at once. Over
+  // shared memory pieces would only cost (large messages there go in one copy), so they are not cut. A
+  // zero-byte message is still one message.
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {
-    requests_.emplace_back();
-    MPI_CHECK(MPI_Isend(data, as_int(bytes), MPI_BYTE, peer, tag, comm_, &requests_.back()));
+    const auto* p = static_cast<const unsigned char*>(data);
+    const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
+    std::size_t off = 0;
+    do {
+      const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
+      requests_.emplace_back();
+      MPI_CHECK(MPI_Isend(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, &requests_.back()));
+      off += n;
+    } while (off < bytes);
   }
   void irecv(void* data, std::size_t bytes, int peer, int tag) override {
-    requests_.emplace_back();
-    MPI_CHECK(MPI_Irecv(data, as_int(bytes), MPI_BYTE, peer, tag, comm_, &requests_.back()));
+    auto* p = static_cast<unsigned char*>(data);
+    const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
+    std::size_t off = 0;
+    do {
+      const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
+      requests_.emplace_back();
+      MPI_CHECK(MPI_Irecv(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, &requests_.back()));
+      off += n;
+    } while (off < bytes);
   }
   void wait_all() override {
     if (requests_.empty()) return;
@@ -152,12 +177,32 @@ class MpiCommunicator final : public Communicator {
     local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", 0));
     MPI_Op_create(&sum_f16, 1, &op_f16_);
     MPI_Op_create(&sum_bf16, 1, &op_bf16_);
+    // Which peers are reached over TCP: those on another host, or all of them when Open MPI's byte
+    // transports leave shared memory out (the emulated test bed runs `--mca btl tcp,self`). UCX is not TCP.
+    constexpr int kLen = 256;
+    std::vector<char> hosts(static_cast<std::size_t>(kLen) * static_cast<std::size_t>(size_), 0);
+    char mine[kLen] = {};
+    gethostname(mine, kLen - 1);
+    MPI_CHECK(MPI_Allgather(mine, kLen, MPI_CHAR, hosts.data(), kLen, MPI_CHAR, comm_));
+    const char* btl = std::getenv("OMPI_MCA_btl");
+    const char* pml = std::getenv("OMPI_MCA_pml");
+    const bool no_shared_memory = btl && !std::strstr(btl, "vader") && !std::strstr(btl, "sm");
+    const bool ucx = pml && std::strstr(pml, "ucx");
+    pieces_to_.assign(static_cast<std::size_t>(size_), 0);
+    for (int r = 0; r < size_; ++r) {
+      const bool other_host = std::strncmp(hosts.data() + static_cast<std::size_t>(r) * kLen, mine, kLen) != 0;
+      pieces_to_[static_cast<std::size_t>(r)] = !ucx && (no_shared_memory || other_host);
+    }
   }
 
   bool owns_mpi_;
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::vector<MPI_Request> requests_;
+  // Point-to-point piece size to peers reached over TCP (isend): DDPLAB_MPI_PIECE_BYTES, 0 = whole messages;
+  // default 32 KiB, under Open MPI's TCP eager limit with any header.
+  std::size_t piece_ = static_cast<std::size_t>(std::max(0, env_int("DDPLAB_MPI_PIECE_BYTES", 32 * 1024)));
+  std::vector<char> pieces_to_;  // by peer rank: cut messages to it into pieces
   MPI_Op op_f16_ = MPI_OP_NULL, op_bf16_ = MPI_OP_NULL;
 };
 
