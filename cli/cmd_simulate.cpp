@@ -55,11 +55,13 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     const std::size_t grad_bytes = model_spec_for(sc.model).parameter_count() * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
-        uses_parameter_servers(st) ? fmt::format("push + pull of {} per step ({})", format_bytes(static_cast<double>(grad_bytes)),
+        uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         st.ps_servers > 0 ? fmt::format("{} dedicated server{}", st.ps_servers, st.ps_servers > 1 ? "s" : "")
                                                           : std::string("co-located servers"))
-                          : fmt::format("allreduce of {} per step (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
-                                        st.schedule == "native" ? "native, replayed as ring" : st.schedule);
+                          : fmt::format("allreduce of {} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
+                                        st.schedule != "native"                 ? st.schedule
+                                        : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
+                                                                                : "native, replayed as ring");
     std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(), st.name.c_str(),
                 format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
                 sync.c_str());

@@ -289,6 +289,11 @@ std::string agent_script(const State& s) {
   o << "  *) echo \"ddplab testbed agent: $1 is not a host of the test bed\" >&2; exit 255 ;;\n"
     << "esac\n"
     << "shift\n"
+    // Each emulated host gets its own Open MPI session directory: the hosts share /tmp and one host name,
+    // and their daemons raced to create the same one ("A call to mkdir was unable to create the desired
+    // directory: /tmp/ompi.<host>.0/jf.N"), which failed a launch now and then.
+    << "export OMPI_MCA_orte_tmpdir_base=\"${TMPDIR:-/tmp}/ddplab-testbed-$ns\"\n"
+    << "mkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\n"
     << "exec ip netns exec \"$ns\" sh -c \"$*\"\n";
   return o.str();
 }

@@ -285,6 +285,13 @@ std::vector<std::string> teardown(const State* s) {
     if (inv.links.count(s->bridge)) del_link(s->bridge);
     for (const auto* f : {&s->agent, &s->hostfile})
       if (std::remove(f->c_str()) == 0) removed.push_back("file " + *f);
+    // The hosts' Open MPI session directories (agent_script), which Open MPI empties but leaves.
+    const char* tmp = std::getenv("TMPDIR");
+    for (const auto& n : s->nodes) {
+      const std::filesystem::path dir = std::filesystem::path(tmp && *tmp ? tmp : "/tmp") / ("ddplab-testbed-" + n.ns);
+      std::error_code ec;
+      if (std::filesystem::remove_all(dir, ec) > 0) removed.push_back("dir " + dir.string());
+    }
   }
   inv = scan();
   for (const auto& ns : inv.netns) del_ns(ns);

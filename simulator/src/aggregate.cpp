@@ -166,21 +166,21 @@ Phases phases_of(const Schedule& s) {
   return p;
 }
 
-Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where) {
-  // The same choice of schedule and count as schedule_for_call (plan.cpp), with native replayed as ring.
+Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
+                        const std::string& native_as) {
+  // The same choice of schedule and count as schedule_for_call (plan.cpp).
   const int n = where.world_size;
-  const std::string name = schedule == "native" ? "ring" : schedule;
   const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
   const bool ring_family = call.collective == "allreduce" || call.collective == "reduce_scatter" || gather;
   if (ring_family) {
-    const std::string chosen = gather && !has_schedule(name, "all_gather") ? "ring" : name;
+    const std::string chosen = schedule_name_for_call(call, schedule, n, native_as);
     const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
     // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.
     const bool shards = call.collective != "allreduce";
     if (chosen == "ring" && (!shards || count >= static_cast<std::size_t>(n)))
       return ring_phases(gather ? "all_gather" : call.collective, n, count);
   }
-  return phases_of(schedule_for_call(call, schedule, where, "ring"));
+  return phases_of(schedule_for_call(call, schedule, where, native_as));
 }
 
 std::pair<int, int> sampled_steps(int steps) {
@@ -376,7 +376,7 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
 const Phases& PhaseCache::acquire(std::size_t plan, const PlanOp& op, std::size_t call) {
   Entry& e = entries_[{plan, op.id, call}];
   if (!e.phases) {
-    e.phases = std::make_unique<Phases>(phases_for_call(op.calls[call], op.schedule, where_));
+    e.phases = std::make_unique<Phases>(phases_for_call(op.calls[call], op.schedule, where_, native_as_));
     e.users_left = where_.world_size;
   }
   return *e.phases;

@@ -43,11 +43,11 @@ void work_for(double seconds) {
 // Actors run one at a time, so no locks.
 class ScheduleCache {
  public:
-  explicit ScheduleCache(int world) : world_(world) {}
+  ScheduleCache(int world, std::string native_as) : world_(world), native_as_(std::move(native_as)) {}
   const Schedule& acquire(const PlannedStep& step, std::size_t plan, const PlanOp& op, std::size_t call) {
     Entry& e = entries_[{plan, op.id, call}];
     if (!e.schedule) {
-      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, "ring"));
+      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, native_as_));
       e.users_left = world_;
     }
     return *e.schedule;
@@ -63,6 +63,7 @@ class ScheduleCache {
     int users_left = 0;
   };
   int world_;
+  std::string native_as_;  // what `native` replays as
   std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
 };
 
@@ -294,11 +295,12 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   if (2 * static_cast<long>(n) > kGuardedActorsMax) engine->set_config("contexts/guard-size:0");
   const auto hosts = build_platform(job.cluster, n);
 
-  ScheduleCache cache(n);
+  ScheduleCache cache(n, job.options.native);
   std::unique_ptr<Aggregated> agg;
   if (use_aggregated(job.options, n)) {
     const auto& ctx = first.context();
-    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers}), Routes(hosts)});
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers}, job.options.native),
+                             Routes(hosts)});
   }
   std::vector<RankState> states(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {

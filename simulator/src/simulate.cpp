@@ -29,11 +29,23 @@ void validate_options(const SimOptions& o) {
   simulation_mode(o, 1);  // rejects an unknown mode
 }
 
-// MPI's native allreduce algorithm is not known to the simulator, so "native" is replayed as ring.
-std::string replayed_schedule(const StrategyConfig& strategy) {
+// What the strategy's schedule replays as, for the record: "native" becomes its model.
+std::string replayed_schedule(const StrategyConfig& strategy, const std::string& native) {
   if (uses_parameter_servers(strategy)) return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
-  return strategy.schedule == "native" ? "ring" : strategy.schedule;
+  if (strategy.schedule != "native") return strategy.schedule;
+  if (native == "mpi") return "native (Open MPI 4.1's choice by size: ring, recursive_doubling or halving_doubling)";
+  if (native == "nccl") return "native (NCCL, replayed as ring)";
+  return "native (replayed as " + native + ")";
 }
+
+}  // namespace
+
+std::string native_transport(const Scenario& scenario, const SimOptions& options) {
+  if (options.native != "auto") return options.native;
+  return scenario.train.backend == "cuda" ? "nccl" : "mpi";
+}
+
+namespace {
 
 // Runs the simulation in a child process; wall_s covers fork to result.
 SimStepResult run_isolated(int world_size, const SimOptions& options, const std::function<SimStepResult()>& sim) {
@@ -74,7 +86,8 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
         "simulator: the scenario names calibration \"{}\" but none was loaded (simulate_sweep loads it from the store; "
         "else set SimOptions::calibration = load_calibration(store, name))",
         scenario.cluster.calibration));
-  if (!uses_parameter_servers(config)) make_schedule(replayed_schedule(config), 1, 0);  // rejects an unknown name, listing the known ones
+  if (!uses_parameter_servers(config) && config.schedule != "native")
+    make_schedule(config.schedule, 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plans are the ones it executes. Unknown
   // policies and codecs throw std::invalid_argument here, in the caller's process. The runtime rebuilds
@@ -84,12 +97,14 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   const StrategyContext ctx{world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed};
   Strategy initial(config, model, ctx), rebuilt(config, model, ctx);
   rebuilt.observe_ready_order(model.expected_ready_order());
-  sim::PlanJob job{calibrated_cluster(scenario.cluster, options), options, {}, compute_s, optimizer_s};
+  SimOptions resolved = options;
+  resolved.native = native_transport(scenario, options);
+  sim::PlanJob job{calibrated_cluster(scenario.cluster, options), resolved, {}, compute_s, optimizer_s};
   for (std::int64_t step : steps) {
     const Strategy& s = step >= config.accumulate_steps ? rebuilt : initial;
     job.steps.push_back({&s, s.plan(step)});
     for (const PlanOp& op : job.steps.back().plan.ops)
-      for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, "ring");  // names check
+      for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, resolved.native);  // names check
   }
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
@@ -107,7 +122,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   for (const auto& r : j.at("steps")) {
     out.push_back(sim::result_from_json(r));
     out.back().wall_s = wall / static_cast<double>(j.at("steps").size());  // the chain's wall time, shared out
-    out.back().schedule = replayed_schedule(config);
+    out.back().schedule = replayed_schedule(config, resolved.native);
   }
   return out;
 }

@@ -103,8 +103,6 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"mode", simulation_mode(options, n)},
         {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
-    if (strategy.schedule == "native" && !uses_parameter_servers(strategy))
-      config["simulation"]["note"] = "schedule native replayed as ring: MPI's native algorithm is unknown to the simulator";
     if (options.calibration) {
       config["simulation"]["calibration"] = options.calibration->name;
       config["simulation"]["compute_split"] =

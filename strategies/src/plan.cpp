@@ -37,7 +37,6 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
   const int n = where.world_size;
   if (call.collective == "push" || call.collective == "pull")
     return make_schedule(schedule, ScheduleParams{n, call.count, where.ranks_per_node, where.servers}, call.collective);
-  const std::string name = schedule == "native" ? native_as : schedule;
   const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
   std::string collective;
   if (call.collective == "allreduce") collective = "allreduce";
@@ -46,8 +45,19 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
   else throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
   // The codec's all_gather concatenates equal parts: the all-gather of n * count elements, rank r owning part r.
   const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
-  const std::string chosen = gather && !has_schedule(name, "all_gather") ? "ring" : name;
-  return make_schedule(chosen, ScheduleParams{n, count, where.ranks_per_node, where.servers}, collective);
+  return make_schedule(schedule_name_for_call(call, schedule, n, native_as),
+                       ScheduleParams{n, count, where.ranks_per_node, where.servers}, collective);
+}
+
+std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int n,
+                                   const std::string& native_as) {
+  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
+  std::string name = schedule;
+  if (schedule == "native")
+    name = native_as == "mpi" || native_as == "nccl"
+               ? native_schedule(native_as, gather ? "all_gather" : call.collective, n, call.count, elem_bytes(call.type))
+               : native_as;
+  return gather && !has_schedule(name, "all_gather") ? "ring" : name;
 }
 
 nlohmann::json StepPlan::to_json() const {

@@ -8,6 +8,7 @@ namespace ddplab {
 namespace {
 Schedule build_ring(const ScheduleParams& p) { return ring_allreduce(p.world_size, p.count); }
 Schedule build_hd(const ScheduleParams& p) { return halving_doubling_allreduce(p.world_size, p.count); }
+Schedule build_rd(const ScheduleParams& p) { return recursive_doubling_allreduce(p.world_size, p.count); }
 Schedule build_dbt(const ScheduleParams& p) { return double_binary_tree_allreduce(p.world_size, p.count); }
 Schedule build_hier(const ScheduleParams& p) { return hierarchical_allreduce(p.world_size, p.count, p.ranks_per_node); }
 Schedule build_direct(const ScheduleParams& p) { return direct_allreduce(p.world_size, p.count); }
@@ -21,6 +22,7 @@ const std::vector<ScheduleInfo>& schedules() {
   static const std::vector<ScheduleInfo> all = {
       {"ring", "allreduce", "reduce-scatter then all-gather around a ring, 2(n-1) steps", build_ring},
       {"halving_doubling", "allreduce", "Rabenseifner: recursive halving reduce-scatter + doubling all-gather, 2 log2 n steps", build_hd},
+      {"recursive_doubling", "allreduce", "whole-buffer exchanges at distance 1, 2, 4, ...: log2 n steps, latency-optimal", build_rd},
       {"double_binary_tree", "allreduce", "NCCL-style two complementary binary trees, each reducing and broadcasting half, pipelined", build_dbt},
       {"hierarchical", "allreduce", "intra-node reduce-scatter, cross-node ring per chunk, intra-node all-gather", build_hier},
       {"direct", "allreduce", "all-to-all reduce-scatter then all-gather, 2 steps, n-1 messages per step", build_direct},

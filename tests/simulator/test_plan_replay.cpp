@@ -2,6 +2,8 @@
 // sharded optimizer, the trace, and the step a sweep picks.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <map>
 
 #include "ddplab/simulator/calibration.hpp"
@@ -314,6 +316,35 @@ TEST(SimulatorPlan, AccumulationBlockIsItsWindow) {
   EXPECT_NEAR(a.optimizer_s, 0.002 / 4, 1e-9);
   EXPECT_NEAR(a.step_s, 0.01 + (o.step_s - 0.01) / 4, 0.02 * a.step_s);
   EXPECT_GT(a.samples_per_s, 1.5 * o.samples_per_s);
+}
+
+}  // namespace
+}  // namespace ddplab
+
+namespace ddplab {
+namespace {
+
+// `native` on a CPU scenario replays Open MPI 4.1's choice: on 4 ranks, Rabenseifner (halving-doubling)
+// for the MLP's megabytes, recursive doubling for a 8 KiB-or-smaller buffer; on NCCL (backend cuda), the ring.
+TEST(SimulatorPlan, NativeReplaysTheBackendsOwnChoice) {
+  Scenario sc = small();
+  StrategyConfig c = strategy("flat", "native");
+  auto peers_of_rank0 = [](const SimStepResult& r) {
+    std::set<int> peers;
+    for (const auto& [pair, bytes] : r.bytes_between)
+      if (pair.first == 0 && bytes > 0) peers.insert(pair.second);
+    return peers;
+  };
+  const auto big = simulate_step(sc, c, 4, 0.01, 0.0, alpha_beta(), {1, 1});
+  EXPECT_EQ(peers_of_rank0(big), (std::set<int>{1, 2}));  // halving-doubling's partners 1 and 2; a ring's is 1
+  const std::size_t params = ModelSpec::mlp(sc.model.layers).parameter_count();
+  EXPECT_EQ(big.bytes_sent[0], halving_doubling_allreduce(4, params).bytes_sent(0, 4));
+  sc.model.layers = {64, 16, 10};  // 1210 parameters: 4840 bytes, below Open MPI's 8 KiB
+  const auto tiny = simulate_step(sc, c, 4, 0.01, 0.0, alpha_beta(), {1, 1});
+  EXPECT_EQ(tiny.bytes_sent[0], recursive_doubling_allreduce(4, 1210).bytes_sent(0, 4));
+  sc.train.backend = "cuda";
+  const auto nccl = simulate_step(sc, c, 4, 0.01, 0.0, alpha_beta(), {1, 1});
+  EXPECT_EQ(peers_of_rank0(nccl), (std::set<int>{1}));
 }
 
 }  // namespace

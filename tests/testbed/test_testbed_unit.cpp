@@ -176,6 +176,12 @@ TEST(TestbedLaunch, AgentRunsTheCommandInTheHostsNamespace) {
   auto r = tb::run_command({"env", path, "sh", dir.file("agent.sh"), "10.77.0.2", "orted", "-mca", "x", "'a b'"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "[netns]\n[exec]\n[ddpl-h1]\n[sh]\n[-c]\n[orted -mca x 'a b']\n");
+  // Each host's daemons get a session directory of their own.
+  const std::string own = "/tmp/ddplab-testbed-ddpl-h1";
+  std::filesystem::remove_all(own);
+  r = tb::run_command({"env", path, "TMPDIR=/tmp", "sh", dir.file("agent.sh"), "10.77.0.2", "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_directory(own));
   r = tb::run_command({"env", path, "sh", dir.file("agent.sh"), "10.77.0.9", "orted"});
   EXPECT_EQ(r.status, 255);
   EXPECT_NE(r.err.find("10.77.0.9 is not a host of the test bed"), std::string::npos);

@@ -40,6 +40,10 @@ struct SimOptions {
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
   // loads the one the scenario names ([cluster] calibration) when this is empty.
   std::shared_ptr<const Calibration> calibration;
+  // What `native` collectives replay as (schedule_for_call's native_as): "auto" (the backend's own:
+  // "nccl" for a scenario on backend cuda, "mpi" otherwise: Open MPI 4.1's choice by size), "mpi", "nccl"
+  // (the ring, as NCCL's algorithms are not modelled yet) or a schedule name.
+  std::string native = "auto";
   // Where compute time comes from in simulate_sweep (compute_source.hpp): "auto", "calibration",
   // "run:ID", "flops" or a duration ("13ms"); an oversubscribed measured run only with allow_oversubscribed.
   std::string compute = "auto";
@@ -49,6 +53,10 @@ struct SimOptions {
   // ResNet-50 that was the biggest cost after the simulation itself).
   bool keep_trace = true;
 };
+
+// What `native` replays as for this scenario: options.native, or with "auto" the backend's own transport
+// ("nccl" on backend cuda, else "mpi").
+std::string native_transport(const Scenario& scenario, const SimOptions& options);
 
 // Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
 inline constexpr int kExactMaxWorld = 256;

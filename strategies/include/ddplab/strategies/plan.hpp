@@ -42,13 +42,17 @@ struct PlanOp {
 // The Schedule that carries one collective call of a plan, shared by both executors so they move the same
 // bytes: allreduce and reduce_scatter use the named schedule; all_gather (equal parts per rank, count each)
 // and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
-// Schedule in the runtime (the backend's own collective runs); pass native_as = "ring" to get the one the
-// simulator replays in its place. Elements are of call.type.
+// Schedule in the runtime (the backend's own collective runs); the simulator replays it as native_as: a
+// schedule name, or a transport ("mpi", "nccl") whose own choice native_schedule() models. Elements are of call.type.
 // push and pull (parameter server) use the "ps" schedules with where.servers. where.count is ignored.
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
                            const std::string& native_as = "ring");
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int world_size, int ranks_per_node,
                            const std::string& native_as = "ring");
+// The name of the schedule schedule_for_call builds for a call (not push or pull): `native` resolved by
+// native_as, and the ring for a gather whose schedule has no all-gather variant.
+std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int world_size,
+                                   const std::string& native_as);
 
 struct StepPlan {
   std::int64_t step = 0;       // micro-step number

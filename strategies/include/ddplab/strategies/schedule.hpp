@@ -86,6 +86,14 @@ Schedule ring_allreduce(int world_size, std::size_t count);
 // Rabenseifner's recursive halving / doubling allreduce: 2 log2 p steps (p = largest power of two <= n),
 // 2 more when n is not a power of two (the extra ranks fold into a partner before and are served after).
 Schedule halving_doubling_allreduce(int world_size, std::size_t count);
+Schedule recursive_doubling_allreduce(int world_size, std::size_t count);
+// The schedule a backend's own collective runs (native.cpp), for the simulator to replay `native` with:
+// on transport "mpi", Open MPI 4.1's fixed choice of allreduce algorithm by world size and buffer bytes
+// (ring, recursive_doubling or halving_doubling); the ring otherwise (NCCL's choice, and Open MPI's other
+// collectives, are not modelled).
+std::string native_schedule(const std::string& transport, const std::string& collective, int world_size,
+                            std::size_t count, std::size_t elem_bytes);
+
 // NCCL-style double binary tree: two complementary trees, each reducing then broadcasting half the buffer,
 // pipelined in `pipeline_chunks` chunks per half (0: chosen from count, 32Ki-element chunks, 1 to 8).
 Schedule double_binary_tree_allreduce(int world_size, std::size_t count, int pipeline_chunks = 0);
