@@ -219,7 +219,9 @@ int validate(const ValidateRequest& req) {
                                                        static_cast<std::size_t>(br.count), 4)
                                      : br.schedule;
         const Schedule sched = make_schedule(name, {world, static_cast<std::size_t>(br.count), b.info.ranks_per_node, 0});
-        const SimStepResult r = simulate_schedule(cluster, sched, 4, opt);
+        SimOptions o = opt;
+        if (br.schedule == "native" && full && b.info.backend != "nccl") o.serialize_exchanges_from = full->tcp_rendezvous_bytes;
+        const SimStepResult r = simulate_schedule(cluster, sched, 4, o);
         const double busbw = r.step_s > 0 ? static_cast<double>(br.bytes) / r.step_s / 1e9 * bus_factor("allreduce", world) : 0;
         rows.push_back(row(cal_name, "collective", b.id, br.schedule, world, br.bytes, "busbw_gbs", br.busbw_gbs, busbw));
         print(rows.back());

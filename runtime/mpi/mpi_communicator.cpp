@@ -135,25 +135,15 @@ class MpiCommunicator final : public Communicator {
   // zero-byte message is still one message.
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {
     const auto* p = static_cast<const unsigned char*>(data);
-    const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
-    std::size_t off = 0;
-    do {
-      const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
-      requests_.emplace_back();
-      MPI_CHECK(MPI_Isend(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, &requests_.back()));
-      off += n;
-    } while (off < bytes);
+    in_pieces(bytes, peer, [&](std::size_t off, std::size_t n, MPI_Request* req) {
+      MPI_CHECK(MPI_Isend(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, req));
+    });
   }
   void irecv(void* data, std::size_t bytes, int peer, int tag) override {
     auto* p = static_cast<unsigned char*>(data);
-    const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
-    std::size_t off = 0;
-    do {
-      const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
-      requests_.emplace_back();
-      MPI_CHECK(MPI_Irecv(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, &requests_.back()));
-      off += n;
-    } while (off < bytes);
+    in_pieces(bytes, peer, [&](std::size_t off, std::size_t n, MPI_Request* req) {
+      MPI_CHECK(MPI_Irecv(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, req));
+    });
   }
   void wait_all() override {
     if (requests_.empty()) return;
@@ -167,6 +157,19 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Posts a message to or from `peer` as one request per piece: post(offset, bytes, request).
+  template <class Post>
+  void in_pieces(std::size_t bytes, int peer, Post post) {
+    const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
+    std::size_t off = 0;
+    do {
+      const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
+      requests_.emplace_back();
+      post(off, n, &requests_.back());
+      off += n;
+    } while (off < bytes);
+  }
+
   void open(MPI_Comm comm) {
     comm_ = comm;
     // Errors come back as codes so we can name the rank and the operation before aborting.

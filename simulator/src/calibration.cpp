@@ -196,6 +196,7 @@ nlohmann::json Calibration::to_json() const {
           {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
           {"optimizer_s", optimizer_s},
           {"codec_backend", codec_backend},
+          {"tcp_rendezvous_bytes", tcp_rendezvous_bytes},
           {"codec_work", [&] {
              nlohmann::json w = nlohmann::json::object();
              for (const auto& [key, f] : codec_work) w[key] = {{"fixed_s", f.fixed_s}, {"per_unit_s", f.per_unit_s}};
@@ -227,6 +228,7 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
     c.layers.push_back({l.at("forward_s").get<double>(), l.at("backward_s").get<double>()});
   c.optimizer_s = j.value("optimizer_s", 0.0);
   c.codec_backend = j.value("codec_backend", "");
+  c.tcp_rendezvous_bytes = j.value("tcp_rendezvous_bytes", std::uint64_t{0});
   if (j.contains("codec_work") && j.at("codec_work").is_object())
     for (const auto& [key, f] : j.at("codec_work").items()) {
       const WorkFit fit{f.value("fixed_s", -1.0), f.value("per_unit_s", -1.0)};

@@ -149,6 +149,7 @@ struct StepWork {
   OpCosts costs;
   ComputeGroups groups;
   WorkModel codec;  // the codecs' local work around each collective call
+  std::uint64_t native_serialize_from = 0;  // native calls' exchanges take turns from this size (replay.hpp)
 };
 
 // The compute stream: per micro-step, compute ops in plan order, each after its deps (the comm ops it
@@ -227,7 +228,8 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
                                  agg->routes);
           agg->phases.release(k, op, c);
         } else {
-          bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(call.type), boxes, step.tally);
+          bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(call.type), boxes, step.tally,
+                                 op.schedule == "native" ? work[k].native_serialize_from : 0);
           cache.release(k, op, c);
         }
         work_for(work[k].codec.seconds(call.after));
@@ -283,6 +285,8 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     w.costs = op_costs(ps.plan, job.compute_s);
     apply_calibrated_compute(w.costs, ps.plan, job.options);
     w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
+    if (job.options.calibration && job.options.native == "mpi")
+      w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
     bool codec_work = false;
     for (const PlanOp& op : ps.plan.ops)
       for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();

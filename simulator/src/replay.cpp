@@ -38,20 +38,40 @@ sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally)
 }
 
 std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
-                              SendTally& tally) {
-  std::vector<sg4::CommPtr> comms;
+                              SendTally& tally, std::uint64_t serialize_from) {
+  std::vector<sg4::CommPtr> comms, first;
   std::vector<int*> sinks;
   std::uint64_t sent = 0;
   for (const auto& step : s.ranks[static_cast<std::size_t>(rank)]) {
     comms.clear();
+    first.clear();
     sinks.assign(step.recvs.size(), nullptr);  // sized before any get_async points into it
+    // A message of an exchange with one peer takes its turn when both directions are at least
+    // serialize_from bytes: the lower rank's goes first (Open MPI over TCP, replay.hpp).
+    auto exchanged = [&](int peer, std::uint64_t bytes) {
+      if (serialize_from == 0 || bytes < serialize_from) return false;
+      for (const auto& r : step.recvs)
+        if (r.peer == peer && static_cast<std::uint64_t>(r.chunk.count) * elem_bytes >= serialize_from) return true;
+      return false;
+    };
+    std::vector<std::pair<int, std::uint64_t>> later_sends;
     for (const auto& op : step.sends) {
       const std::uint64_t bytes = static_cast<std::uint64_t>(op.chunk.count) * elem_bytes;
-      comms.push_back(boxes.send(op.peer, bytes, tally));
       sent += bytes;
+      if (exchanged(op.peer, bytes) && op.peer < rank) {
+        later_sends.emplace_back(op.peer, bytes);
+        continue;
+      }
+      (exchanged(op.peer, bytes) ? first : comms).push_back(boxes.send(op.peer, bytes, tally));
     }
-    for (std::size_t i = 0; i < step.recvs.size(); ++i)
-      comms.push_back(boxes.from(step.recvs[i].peer)->get_async<int>(&sinks[i]));
+    for (std::size_t i = 0; i < step.recvs.size(); ++i) {
+      const RecvOp& r = step.recvs[i];
+      const std::uint64_t bytes = static_cast<std::uint64_t>(r.chunk.count) * elem_bytes;
+      auto comm = boxes.from(r.peer)->get_async<int>(&sinks[i]);
+      (exchanged(r.peer, bytes) && r.peer < rank ? first : comms).push_back(comm);
+    }
+    if (!first.empty()) sg4::Comm::wait_all(first);
+    for (const auto& [peer, bytes] : later_sends) comms.push_back(boxes.send(peer, bytes, tally));
     sg4::Comm::wait_all(comms);
   }
   tally.bytes += sent;
@@ -111,7 +131,7 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
       auto& rec = records[static_cast<std::size_t>(r)];
       RankMailboxes boxes(r);
       if (phases) replay_phases(*phases, r, elem_bytes, boxes, rec.tally, routes);
-      else replay_schedule(s, r, elem_bytes, boxes, rec.tally);
+      else replay_schedule(s, r, elem_bytes, boxes, rec.tally, options.serialize_exchanges_from);
       rec.end = sg4::Engine::get_clock();
       rec.finished = true;
     });

@@ -76,6 +76,24 @@ TEST(SimulatorReplay, EveryRegisteredScheduleReplays) {
   }
 }
 
+// Open MPI over TCP (Calibration::tcp_rendezvous_bytes): the two directions of a pairwise exchange take
+// turns from the threshold on. Halving-doubling on 4 ranks is all exchanges: each step twice as long. A
+// ring of 4 never exchanges with one peer, and below the threshold nothing changes.
+TEST(SimulatorReplay, ExchangesAboveTheThresholdTakeTurns) {
+  const ClusterConfig c;
+  SimOptions o = alpha_beta(), tcp = alpha_beta();
+  tcp.serialize_exchanges_from = 64 * 1024;
+  const std::size_t count = 4u << 20;  // 16 MiB: every message far above 64 KiB
+  const auto hd = simulate_schedule(c, halving_doubling_allreduce(4, count), 4, o);
+  const auto hd_tcp = simulate_schedule(c, halving_doubling_allreduce(4, count), 4, tcp);
+  const double latencies = 4 * 2 * c.link_latency;  // 4 steps of one message each, two links per route
+  EXPECT_NEAR(hd_tcp.step_s - latencies, 2 * (hd.step_s - latencies), 0.01 * hd.step_s);
+  const auto ring = simulate_schedule(c, ring_allreduce(4, count), 4, o);
+  EXPECT_DOUBLE_EQ(simulate_schedule(c, ring_allreduce(4, count), 4, tcp).step_s, ring.step_s);
+  const auto small = simulate_schedule(c, halving_doubling_allreduce(4, 4096), 4, o);
+  EXPECT_DOUBLE_EQ(simulate_schedule(c, halving_doubling_allreduce(4, 4096), 4, tcp).step_s, small.step_s);
+}
+
 TEST(SimulatorReplay, EmptyChunksAreStillMessages) {
   // 3 elements over 5 ranks: some chunks are empty, yet every step exchanges a message.
   const auto r = simulate_schedule(star(), ring_allreduce(5, 3), 4, alpha_beta());

@@ -84,4 +84,21 @@ int group_ring_all_gather(Builder& b, const std::vector<int>& group, const std::
   return k0 + (m > 0 ? m - 1 : 0);
 }
 
+PowerOfTwoCore::PowerOfTwoCore(int n) {
+  while (p * 2 <= n) p *= 2, ++levels;
+  extra = n - p;
+}
+
+int PowerOfTwoCore::fold_in(Builder& b, int k, Chunk all) const {
+  if (extra == 0) return k;
+  for (int i = 0; i < extra; ++i) b.move(k, 2 * i, 2 * i + 1, all, RecvMode::Reduce);
+  return k + 1;
+}
+
+int PowerOfTwoCore::fold_out(Builder& b, int k, Chunk all) const {
+  if (extra == 0) return k;
+  for (int i = 0; i < extra; ++i) b.move(k, 2 * i + 1, 2 * i, all, RecvMode::Copy);
+  return k + 1;
+}
+
 }  // namespace ddplab::sched

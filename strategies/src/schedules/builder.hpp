@@ -33,6 +33,18 @@ class Builder {
   int rounds_ = 0;
 };
 
+// The power-of-two core of recursive halving and doubling: the largest power of two p <= n ranks take part
+// (levels = log2 p). With extra = n - p, the first 2 extra ranks pair up: each even one folds its whole
+// buffer into its odd partner before (fold_in, one round) and gets the result back after (fold_out). real()
+// maps an index in the core to its rank. Both return the next free round.
+struct PowerOfTwoCore {
+  explicit PowerOfTwoCore(int n);
+  int p = 1, levels = 0, extra = 0;
+  int real(int nr) const { return nr < extra ? 2 * nr + 1 : nr + extra; }
+  int fold_in(Builder& b, int k, Chunk all) const;
+  int fold_out(Builder& b, int k, Chunk all) const;
+};
+
 // Part i of `region` split into `parts` near-equal contiguous parts (as chunk_of does for the buffer).
 Chunk sub_chunk(Chunk region, int parts, int i);
 // All parts of `region` split into `parts`.

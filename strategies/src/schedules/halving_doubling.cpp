@@ -11,17 +11,12 @@ namespace ddplab {
 
 Schedule halving_doubling_allreduce(int n, std::size_t count) {
   sched::Builder b("halving_doubling", "allreduce", n, count);
-  int p = 1, levels = 0;
-  while (p * 2 <= n) p *= 2, ++levels;
-  const int extra = n - p;
+  const sched::PowerOfTwoCore core(n);
+  const int p = core.p, levels = core.levels;
   // Ranks taking part in the power-of-two phase, by their index ("new rank") in it.
-  auto real = [extra](int nr) { return nr < extra ? 2 * nr + 1 : nr + extra; };
+  auto real = [&core](int nr) { return core.real(nr); };
   const Chunk all{0, count};
-  int k = 0;
-  if (extra > 0) {
-    for (int i = 0; i < extra; ++i) b.move(k, 2 * i, 2 * i + 1, all, RecvMode::Reduce);
-    ++k;
-  }
+  int k = core.fold_in(b, 0, all);
 
   // The buffer is cut into p blocks; kept[nr][s] is the window of blocks [lo, hi) that new rank nr is
   // responsible for after reduce-scatter step s. Each step halves it: the rank whose bit s is clear keeps
@@ -51,10 +46,7 @@ Schedule halving_doubling_allreduce(int n, std::size_t count) {
       b.move(k, real(nr), real(nr ^ (1 << s)), range(kept[static_cast<std::size_t>(nr)][static_cast<std::size_t>(s)]),
              RecvMode::Copy);
 
-  if (extra > 0) {
-    for (int i = 0; i < extra; ++i) b.move(k, 2 * i + 1, 2 * i, all, RecvMode::Copy);
-    ++k;
-  }
+  k = core.fold_out(b, k, all);
   b.use_rounds(k);
   return b.finish();
 }

@@ -10,24 +10,14 @@ namespace ddplab {
 
 Schedule recursive_doubling_allreduce(int n, std::size_t count) {
   sched::Builder b("recursive_doubling", "allreduce", n, count);
-  int p = 1, levels = 0;
-  while (p * 2 <= n) p *= 2, ++levels;
-  const int extra = n - p;
-  auto real = [extra](int nr) { return nr < extra ? 2 * nr + 1 : nr + extra; };
+  const sched::PowerOfTwoCore core(n);
   const Chunk all{0, count};
-  int k = 0;
-  if (extra > 0) {
-    for (int i = 0; i < extra; ++i) b.move(k, 2 * i, 2 * i + 1, all, RecvMode::Reduce);
-    ++k;
-  }
+  int k = core.fold_in(b, 0, all);
   // Both partners add the other's buffer as it was at the step's start: a + b on one, b + a on the other,
   // the same bits (one commutative addition per element), so every rank ends bit-identical.
-  for (int s = 0; s < levels; ++s, ++k)
-    for (int nr = 0; nr < p; ++nr) b.move(k, real(nr), real(nr ^ (1 << s)), all, RecvMode::Reduce);
-  if (extra > 0) {
-    for (int i = 0; i < extra; ++i) b.move(k, 2 * i + 1, 2 * i, all, RecvMode::Copy);
-    ++k;
-  }
+  for (int s = 0; s < core.levels; ++s, ++k)
+    for (int nr = 0; nr < core.p; ++nr) b.move(k, core.real(nr), core.real(nr ^ (1 << s)), all, RecvMode::Reduce);
+  k = core.fold_out(b, k, all);
   b.use_rounds(k);
   return b.finish();
 }

@@ -79,6 +79,10 @@ struct Calibration {
   // ...). codec_backend names the CodecCompute that ran it ("host", "cuda"). Empty when not measured.
   std::map<std::string, WorkFit> codec_work;
   std::string codec_backend;
+  // Over Open MPI's TCP transport (the test bed: no shared memory), messages of at least this many bytes
+  // wait for the receiver's go-ahead, which queues behind its own outgoing data: the simulator makes the
+  // two directions of a pairwise exchange in a native collective take turns (replay.hpp). 0: not TCP.
+  std::uint64_t tcp_rendezvous_bytes = 0;
   // The links inside a node, when the calibration's job ran on several nodes with several ranks on rank
   // 0's: the ping-pong between rank 0 and the ranks of its node, fitted (fit_pingpong). The fit above then
   // describes the links between nodes. In the simulator it replaces the intra-node fabric's links, and its

@@ -44,6 +44,10 @@ struct SimOptions {
   // "nccl" for a scenario on backend cuda, "mpi" otherwise: Open MPI 4.1's choice by size), "mpi", "nccl"
   // (the ring, as NCCL's algorithms are not modelled yet) or a schedule name.
   std::string native = "auto";
+  // simulate_schedule only: the two directions of a pairwise exchange of messages of at least this many
+  // bytes take turns (Open MPI's own collectives over TCP; Calibration::tcp_rendezvous_bytes); 0 = never.
+  // In a plan's replay the calibration's value applies to native calls by itself.
+  std::uint64_t serialize_exchanges_from = 0;
   // Where compute time comes from in simulate_sweep (compute_source.hpp): "auto", "calibration",
   // "run:ID", "flops" or a duration ("13ms"); an oversubscribed measured run only with allow_oversubscribed.
   std::string compute = "auto";
