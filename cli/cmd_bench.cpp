@@ -28,7 +28,11 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
+#include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
+#include "ddplab/simulator/calibration.hpp"
+#include "ddplab/simulator/collective_sim.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "launch.hpp"
@@ -64,7 +68,13 @@ struct BenchRequest {
   bool testbed = false, np_given = false;  // one rank per test bed host; --np given explicitly
   std::string testbed_tag;                 // the test bed's run_tag JSON, passed to the ranks to store
   std::string backend = "mpi";             // mpi (host buffers) or nccl (device buffers, one rank per GPU)
+  bool backend_given = false;
   double comm_timeout = 300;               // nccl: the watchdog's limit per collective
+  // --simulate: predict the table on a modelled cluster instead of measuring (collective_sim.hpp).
+  bool simulate = false;
+  std::string scenario, preset;            // the cluster: a scenario's [cluster], or a preset; else the default star
+  std::optional<int> world;                // the world size simulated (default --np)
+  std::string network_model = "LV08";
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -88,6 +98,8 @@ std::string join(const std::vector<std::string>& v) {
 class TablePrinter {
  public:
   TablePrinter(int world, int ranks_per_node, const BenchRequest& req) : world_(world), rpn_(ranks_per_node), req_(req) {}
+  // A simulated table names its cluster instead of iterations.
+  void set_what(std::string what) { what_ = std::move(what); }
 
   void progress(const std::string& schedule, std::uint64_t bytes, std::size_t done, std::size_t total) {
     if (!req_.progress) return;
@@ -102,8 +114,9 @@ class TablePrinter {
     if (r.schedule != current_) {
       end_table();
       current_ = r.schedule;
-      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  iters %d  warmup %d\n#\n", r.collective.c_str(),
-                  r.schedule.c_str(), world_, rpn_, req_.iters, req_.warmup);
+      const std::string what = what_.empty() ? fmt::format("iters {}  warmup {}", req_.iters, req_.warmup) : what_;
+      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  %s\n#\n", r.collective.c_str(), r.schedule.c_str(),
+                  world_, rpn_, what.c_str());
       std::printf("#%12s %12s %6s %11s %11s %11s %7s\n", "size (B)", "count", "type", "time_us", "algbw GB/s",
                   "busbw GB/s", "#wrong");
     }
@@ -131,7 +144,7 @@ class TablePrinter {
  private:
   int world_, rpn_;
   const BenchRequest& req_;
-  std::string current_;
+  std::string current_, what_;
   double busbw_sum_ = 0;
   int rows_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -214,7 +227,74 @@ std::int64_t last_bench_id(const std::string& db) {
   return id;
 }
 
+// --simulate: the same table, predicted on the scenario's or preset's cluster, stored with backend simgrid.
+int bench_simulated(const BenchRequest& req) {
+  if (req.testbed) throw std::invalid_argument("--simulate predicts a cluster; it does not run on the test bed");
+  if (!req.scenario.empty() && !req.preset.empty()) throw std::invalid_argument("give --scenario or --preset, not both");
+  CollectiveSimRequest sim;
+  std::string where = "the default cluster (10 Gbit/s star)";
+  std::string transport = req.backend_given ? req.backend : "mpi";
+  std::optional<Scenario> sc;
+  if (!req.scenario.empty()) {
+    sc = load_validated_scenario(req.scenario);
+    sim.cluster = sc->cluster;
+    where = fmt::format("scenario {}: {}", req.scenario, describe_cluster(sim.cluster));
+    if (!req.backend_given) transport = sc->train.backend == "cuda" ? "nccl" : "mpi";
+  } else if (!req.preset.empty()) {
+    apply_cluster_preset(sim.cluster, req.preset);  // an unknown name is refused, listing the known ones
+    where = describe_cluster(sim.cluster);
+    if (!req.backend_given) transport = sim.cluster.device_flops && req.preset != "cpu-testbed" ? "nccl" : "mpi";
+  }
+  sim.world_size = req.world.value_or(req.np);
+  if (req.ranks_per_node) sim.cluster.devices_per_node = *req.ranks_per_node;
+  sim.schedules = resolve_schedules(req);
+  try {
+    sim.sizes = parse_size_list(req.sizes);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--sizes: ") + e.what());
+  }
+  sim.transport = transport == "nccl" ? "nccl" : "mpi";
+  sim.options.network_model = req.network_model;
+  sim.options.mode = "auto";
+  require_writable_store(req.db);
+  Store store(req.db);
+  if (sc && !sc->cluster.calibration.empty()) sim.options.calibration = load_calibration(store, sc->cluster.calibration);
+  BenchInfo info;
+  info.backend = "simgrid";
+  info.world_size = sim.world_size;
+  info.ranks_per_node = sim.cluster.devices_per_node;
+  nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
+                        {"network_model", req.network_model}, {"native_as", sim.transport},
+                        {"sizes", req.sizes},         {"schedules", sim.schedules}};
+  if (sc) cfg["scenario"] = req.scenario;
+  if (!req.preset.empty()) cfg["preset"] = req.preset;
+  if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;
+  info.config_json = cfg.dump();
+  info.host_info = host_info_json();
+  std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), req.network_model.c_str(),
+              sim.transport == "mpi" ? "Open MPI 4.1 would run it" : "NCCL's ring");
+  const std::int64_t id = store.begin_bench(info);
+  TablePrinter printer(sim.world_size, sim.cluster.devices_per_node, req);
+  printer.set_what("simulated");
+  try {
+    simulate_collective_bench(sim, [&](const CollectiveBenchRow& row) {
+      store.add_bench_row(id, row);
+      printer.row(row);
+    });
+  } catch (...) {
+    store.finish_bench(id, "failed");  // the rows simulated so far stay
+    throw;
+  }
+  printer.end_table();
+  store.finish_bench(id, "completed");
+  std::fprintf(stderr, "ddplab: simulated bench %lld stored in %s\n", static_cast<long long>(id), req.db.c_str());
+  return 0;
+}
+
 int bench_collectives(const BenchRequest& req) {
+  if (req.simulate) return bench_simulated(req);
+  if (!req.scenario.empty() || !req.preset.empty() || req.world)
+    throw std::invalid_argument("--scenario, --preset and --world describe what --simulate predicts; add --simulate");
   if (under_mpi_launcher()) return bench_worker(req);
   // Validate here, before starting any rank.
   std::optional<testbed::State> bed;
@@ -315,11 +395,20 @@ void add_bench(CLI::App& app) {
       ->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
-  cmd->add_option("--backend", req->backend,
+  auto* backend_opt = cmd->add_option("--backend", req->backend,
                   "mpi (host buffers, the job's MPI) or nccl (device buffers, one rank per GPU; native is ncclAllReduce, "
                   "schedules are grouped ncclSend/ncclRecv steps)")
       ->capture_default_str()
       ->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_flag("--simulate", req->simulate,
+                "Predict the table with the simulator instead of measuring: on --scenario's [cluster], a --preset, or "
+                "the default star, at --world ranks; stored with backend simgrid");
+  cmd->add_option("--scenario", req->scenario, "--simulate: the scenario whose [cluster] (and calibration) to use");
+  cmd->add_option("--preset", req->preset, "--simulate: a cluster preset (dgx-h100, dgx-a100, eth-25g, cpu-testbed)");
+  cmd->add_option("--world", req->world, "--simulate: the world size (default --np)")->check(positive_int());
+  cmd->add_option("--network-model", req->network_model, "--simulate: SimGrid network model")
+      ->check(CLI::IsMember({"LV08", "CM02"}))
+      ->capture_default_str();
   cmd->add_option("--comm-timeout", req->comm_timeout, "nccl: seconds before a stuck collective aborts the job")
       ->capture_default_str()
       ->check(number_in(0.0, 86400.0, true));
@@ -327,8 +416,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--testbed-tag", req->testbed_tag)->group("");  // internal: the launcher's test bed, to store
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")->group("");
   cmd->footer(kMetricsHelp);
-  cmd->callback([req, np_opt] {
+  cmd->callback([req, np_opt, backend_opt] {
     req->np_given = np_opt->count() > 0;
+    req->backend_given = backend_opt->count() > 0;
     g_exit_code = bench_collectives(*req);
   });
 

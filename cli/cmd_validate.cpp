@@ -26,6 +26,7 @@
 #include "commands.hpp"
 #include "launch.hpp"
 #include "validators.hpp"
+#include "ddplab/core/metrics.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
@@ -190,8 +191,8 @@ int validate(const ValidateRequest& req) {
             std::tuple{"other", std::max(0.0, m.step_s - m.compute_s - m.optimizer_s - m.exposed_comm_s), 0.0},
             std::tuple{"step", m.step_s, r.step_s}})
         breakdown += fmt::format("#   {:<10} measured {:10.3f} ms  predicted {:10.3f} ms  error {:7.1f}%\n", part,
-                                 measured * 1e3, predicted * 1e3, measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
-      if (const double err = m.step_s > 0 ? 100 * (r.step_s - m.step_s) / m.step_s : 0.0; std::abs(err) > kLargeErrorPct) {
+                                 measured * 1e3, predicted * 1e3, measured > 0 ? error_pct(measured, predicted) : 0.0);
+      if (const double err = m.step_s > 0 ? error_pct(m.step_s, r.step_s) : 0.0; std::abs(err) > kLargeErrorPct) {
         const auto causes = likely_causes(run, cal_record ? &*cal_record : nullptr, full.get());
         if (causes.empty())
           breakdown += fmt::format("#   step error {:+.1f}%: no recorded cause (the parts above say which is off)\n", err);
@@ -205,24 +206,31 @@ int validate(const ValidateRequest& req) {
   }
 
   for (const BenchRunRow& b : store.benches()) {
-    if (req.runs_only || b.status != "completed") continue;
+    // Only measurements are validated: a simulated bench (--simulate) is itself a prediction.
+    if (req.runs_only || b.status != "completed" || b.info.backend == "simgrid") continue;
     const int world = b.info.world_size;
     if (world < 2) continue;
     if (other_transport(b.info.backend == "nccl" ? "nccl" : "mpi", fmt::format("bench {}", b.id))) continue;
     ClusterConfig cluster;  // star; links from the calibration, else the defaults
+    // An imported nccl-tests log may name the preset it ran on.
+    if (const auto cfg = nlohmann::json::parse(b.info.config_json, nullptr, false); cfg.is_object() && cfg.contains("preset"))
+      apply_cluster_preset(cluster, cfg["preset"].get<std::string>());
     for (const CollectiveBenchRow& br : store.bench_rows(b.id)) {
       if (br.collective != "allreduce" || !(br.time_us > 0)) continue;
       try {
-        // native: the backend's own choice at this size, as the simulator models it (native.cpp).
-        const std::string name = br.schedule == "native"
-                                     ? native_schedule(b.info.backend == "nccl" ? "nccl" : "mpi", "allreduce", world,
-                                                       static_cast<std::size_t>(br.count), 4)
-                                     : br.schedule;
+        // native (and an nccl-tests log's "native (in-place)"): the backend's own choice at this size, as the
+        // simulator models it (native.cpp).
+        const bool native = br.schedule.rfind("native", 0) == 0;
+        const std::string name = native ? native_schedule(b.info.backend == "nccl" ? "nccl" : "mpi", "allreduce", world,
+                                                          static_cast<std::size_t>(br.count), 4)
+                                        : br.schedule;
         const Schedule sched = make_schedule(name, {world, static_cast<std::size_t>(br.count), b.info.ranks_per_node, 0});
         SimOptions o = opt;
-        if (br.schedule == "native" && full && b.info.backend != "nccl") o.serialize_exchanges_from = full->tcp_rendezvous_bytes;
+        if (native && full && b.info.backend != "nccl") o.serialize_exchanges_from = full->tcp_rendezvous_bytes;
         const SimStepResult r = simulate_schedule(cluster, sched, 4, o);
-        const double busbw = r.step_s > 0 ? static_cast<double>(br.bytes) / r.step_s / 1e9 * bus_factor("allreduce", world) : 0;
+        CollectiveBenchRow predicted = br;
+        set_bandwidths(predicted, r.step_s, world);
+        const double busbw = predicted.busbw_gbs;
         rows.push_back(row(cal_name, "collective", b.id, br.schedule, world, br.bytes, "busbw_gbs", br.busbw_gbs, busbw));
         print(rows.back());
       } catch (const std::exception& e) {

@@ -19,6 +19,7 @@ void add_simulate(CLI::App& app);
 void add_report(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_import(CLI::App& app);
 void add_testbed(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_validate(CLI::App& app);

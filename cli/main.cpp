@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_testbed(app);
   ddplab::cli::add_calibrate(app);
   ddplab::cli::add_validate(app);
+  ddplab::cli::add_import(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,8 @@
 // Reads a results store into a StoreSnapshot (see run_data.hpp).
 #include "ddplab/gui/run_data.hpp"
 
+#include "ddplab/core/stats.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -48,9 +50,8 @@ std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>
 }
 
 double validation_error_pct(double predicted, double measured) {
-  if (!std::isfinite(predicted) || !std::isfinite(measured) || !(measured > 0))
-    return std::numeric_limits<double>::quiet_NaN();
-  return 100.0 * (predicted - measured) / measured;
+  if (!std::isfinite(predicted) || !std::isfinite(measured)) return std::numeric_limits<double>::quiet_NaN();
+  return error_pct(measured, predicted);  // core/stats.hpp: the one definition
 }
 
 StoreSnapshot load_snapshot(const std::string& path) {

@@ -1,6 +1,8 @@
 // Collective benchmark: see collective_bench.hpp for the metric definitions.
 #include "ddplab/runtime/collective_bench.hpp"
 
+#include "ddplab/core/metrics.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -83,14 +85,6 @@ std::vector<std::uint64_t> parse_size_list(std::string_view text) {
   return sizes;
 }
 
-double bus_factor(const std::string& collective, int n) {
-  if (n < 1) throw std::invalid_argument("world size must be >= 1");
-  const double f = static_cast<double>(n - 1) / n;
-  if (collective == "allreduce") return 2 * f;
-  if (collective == "reduce_scatter" || collective == "all_gather") return f;
-  throw std::invalid_argument("no bus bandwidth factor for collective \"" + collective + "\"");
-}
-
 void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt, const BenchRowSink& on_row,
                           const BenchProgress& on_progress) {
   using Clock = std::chrono::steady_clock;
@@ -163,9 +157,7 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       const double mine = std::chrono::duration<double>(Clock::now() - t0).count() / opt.iters;
       const double time_s = max_over_ranks(comm, mine);
 
-      row.time_us = time_s * 1e6;
-      row.algbw_gbs = time_s > 0 ? static_cast<double>(bytes) / time_s / 1e9 : 0.0;
-      row.busbw_gbs = row.algbw_gbs * bus_factor(row.collective, n);
+      set_bandwidths(row, time_s, n);
       ++done;
       if (on_row) on_row(row);
     }

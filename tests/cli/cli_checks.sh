@@ -78,4 +78,28 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     [[ ! -e $work/g.db ]] || fail "$cmd created the store"
   done
 fi
+
+# Collectives predicted (bench collectives --simulate) and measured elsewhere (import nccl-tests).
+"$ddplab" bench collectives --simulate --world 4 --sizes 4KiB,1MiB --schedules ring,native --db "$work/c.db" \
+  >"$work/out" 2>"$work/err" || fail "bench collectives --simulate exited $?"
+[[ $(grep -cE '^ +[0-9]+ +[0-9]+ +float ' "$work/out") == 4 ]] || fail "bench --simulate: expected 4 rows"
+"$ddplab" bench results --db "$work/c.db" --csv >"$work/out" 2>"$work/err" || fail "bench results exited $?"
+[[ $(grep -c ',simgrid$' "$work/out") == 4 ]] || fail "the simulated rows were not stored with backend simgrid"
+"$ddplab" bench collectives --world 4 --db "$work/c.db" >"$work/out" 2>"$work/err" && fail "--world without --simulate accepted"
+grep -q -- '--world describe what --simulate predicts' "$work/err" || fail "--world without --simulate not explained"
+cat >"$work/nt.log" <<'LOG'
+#  Rank  0 Group  0 Pid   1 on a device  0 [0] GPU
+#  Rank  1 Group  0 Pid   2 on b device  0 [0] GPU
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+     1048576        262144     float     sum      -1   100.00   10.49   10.49      0   101.00   10.38   10.38      0
+LOG
+"$ddplab" import nccl-tests "$work/nt.log" --name two-nodes --db "$work/c.db" >"$work/out" 2>"$work/err" \
+  || fail "import nccl-tests exited $?"
+grep -q 'all_reduce over 2 ranks, 1 per node, 1 sizes' "$work/out" || fail "import nccl-tests: summary wrong"
+printf '#       size  count\n 1024 x\n' >"$work/bad.log"
+"$ddplab" import nccl-tests "$work/bad.log" --name bad --db "$work/c.db" >"$work/out" 2>"$work/err" \
+  && fail "a malformed nccl-tests log was accepted"
+grep -q "$work/bad.log:2: column count: \"x\" is not a number" "$work/err" || fail "malformed log: no file:line"
+[[ $("$ddplab" bench results --db "$work/c.db" --csv | grep -c ',nccl$') == 2 ]] \
+  || fail "the store lost or gained rows on a refused import"
 echo "cli_checks: ok"

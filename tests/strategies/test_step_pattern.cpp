@@ -71,7 +71,9 @@ TEST(StepPattern, EveryRegisteredStrategyDescribesItsPlans) {
         for (std::int64_t s = first; s < first + 3 * len; ++s)
           EXPECT_TRUE(plans.at(s).same_ops(plans.at(s + len))) << what << " step " << s;
         // The steady state starts as early as it can: the step before it does not repeat.
-        if (first > 0) EXPECT_FALSE(plans.at(first - 1).same_ops(plans.at(first - 1 + len))) << what;
+        if (first > 0) {
+          EXPECT_FALSE(plans.at(first - 1).same_ops(plans.at(first - 1 + len))) << what;
+        }
         EXPECT_EQ(StepPattern::from_json(p.to_json()).to_json(), p.to_json()) << what;
         ++checked;
       }
@@ -130,7 +132,9 @@ TEST(StepPattern, RebuildThatChangesBucketsIsAWarmupStep) {
   const bool changes = rebuilt.observe_ready_order(m.expected_ready_order());
   const StepPattern p = s.pattern();
   EXPECT_EQ(p.warmup_steps(), changes ? 1 : 0);
-  if (changes) EXPECT_NE(p.segments[0].what.find("rebuild"), std::string::npos);
+  if (changes) {
+    EXPECT_NE(p.segments[0].what.find("rebuild"), std::string::npos);
+  }
 }
 
 TEST(StepWindow, WholeBlocksAfterWarmupAndSetup) {

@@ -1,6 +1,7 @@
 // Results store: one SQLite file (WAL) holding measured and simulated runs with the same schema.
 // Writes are batched in transactions; a crash loses at most the unflushed batch, never the file.
 #pragma once
+#include "ddplab/core/stats.hpp"
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -145,7 +146,7 @@ struct ValidationRow {
     ValidationRow v;
     v.calibration = calibration, v.kind = kind, v.ref_id = ref_id, v.label = label, v.world_size = world_size;
     v.bytes = bytes, v.metric = metric, v.measured = measured, v.predicted = predicted;
-    v.error_pct = measured > 0 ? 100 * (predicted - measured) / measured : std::nan("");
+    v.error_pct = ddplab::error_pct(measured, predicted);
     return v;
   }
 };

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/metrics.hpp"  // bus_factor, set_bandwidths
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/communicator.hpp"
 
@@ -41,8 +42,7 @@ struct CollectiveBenchOptions {
 // Each size is a whole number of floats, at least one. Throws std::invalid_argument naming the problem.
 std::vector<std::uint64_t> parse_size_list(std::string_view text);
 
-// busbw / algbw: 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and all_gather.
-double bus_factor(const std::string& collective, int world_size);
+
 
 // Before a (schedule, size) is measured: for a progress display.
 using BenchProgress = std::function<void(const std::string& schedule, std::uint64_t bytes, std::size_t done,

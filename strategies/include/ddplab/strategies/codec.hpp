@@ -69,7 +69,7 @@ struct CollectiveCall {
   ElemType type = ElemType::F32;
   std::size_t count = 0;   // elements contributed per rank
   std::string label;       // "fp16", "powersgd.P", ...
-  std::vector<LocalWork> before, after;  // local work before and after this collective (encode, decode, products)
+  std::vector<LocalWork> before{}, after{};  // local work before and after this collective (encode, decode, products)
 };
 
 // Where a strategy's plans change across optimizer steps (a codec's or a policy's): from `step` on they

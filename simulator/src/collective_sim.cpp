@@ -1,0 +1,44 @@
+#include "ddplab/simulator/collective_sim.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ddplab/core/metrics.hpp"
+#include "ddplab/simulator/calibration.hpp"
+#include "ddplab/strategies/schedule.hpp"
+
+namespace ddplab {
+
+std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
+                                                          const std::function<void(const CollectiveBenchRow&)>& on_row) {
+  const int n = req.world_size;
+  if (n < 1) throw std::invalid_argument(fmt::format("world size must be >= 1, got {}", n));
+  for (const std::string& s : req.schedules)
+    if (!has_schedule(s, "allreduce")) throw std::invalid_argument(fmt::format("unknown allreduce schedule \"{}\"", s));
+  std::vector<CollectiveBenchRow> rows;
+  for (const std::string& s : req.schedules)
+    for (const std::uint64_t bytes : req.sizes) {
+      const std::size_t count = static_cast<std::size_t>(bytes / 4);
+      if (count == 0) throw std::invalid_argument(fmt::format("size {} B holds no float32 element", bytes));
+      const std::string name = s == "native" ? native_schedule(req.transport, "allreduce", n, count, 4) : s;
+      const Schedule sched = make_schedule(name, ScheduleParams{n, count, req.cluster.devices_per_node, 0});
+      // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.
+      SimOptions o = req.options;
+      o.serialize_exchanges_from =
+          s == "native" && req.transport == "mpi" && o.calibration ? o.calibration->tcp_rendezvous_bytes : 0;
+      const SimStepResult r = simulate_schedule(req.cluster, sched, 4, o);
+      CollectiveBenchRow row;
+      row.schedule = s;
+      row.collective = "allreduce";
+      row.type = "float";
+      row.bytes = static_cast<std::int64_t>(count * 4);
+      row.count = static_cast<std::int64_t>(count);
+      set_bandwidths(row, r.step_s, n);
+      rows.push_back(row);
+      if (on_row) on_row(row);
+    }
+  return rows;
+}
+
+}  // namespace ddplab
