@@ -139,6 +139,8 @@ int validate(const ValidateRequest& req) {
 
   // Per run, where the step's time goes, measured (steady-state medians) and predicted: printed after the table.
   std::string breakdown;
+  // Per world size, the runs' measured and predicted step times: does the simulator rank them alike?
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> ranking;
   for (const RunSummary& s : store.summaries()) {
     const RunRow& run = s.run;
     if (run.info.source != "measured" || run.status != "completed" || s.steps == 0) continue;
@@ -177,6 +179,8 @@ int validate(const ValidateRequest& req) {
       const SimPatternResult sim =
           simulate_pattern(sc, st, world, compute_s, optimizer_s, use_cal ? opt_cal : opt, ranks_per_node);
       const SteadyState r = steady_state(sim, sc.train.batch_size);
+      ranking[world].first.push_back(m.step_s);
+      ranking[world].second.push_back(r.step_s);
       for (auto [metric, measured, predicted] :
            {std::tuple{"step_s", m.step_s, r.step_s}, std::tuple{"comm_s", m.comm_s, r.comm_s}}) {
         rows.push_back(row(cal_name, "run", run.id, st.name, world, 0, metric, measured, predicted));
@@ -263,6 +267,10 @@ int validate(const ValidateRequest& req) {
       std::printf("# %s: median |error| %.1f%%, max %.1f%% over %zu comparisons\n", shown(metric).c_str(), median(e),
                   *std::max_element(e.begin(), e.end()), e.size());
   }
+  for (const auto& [world, times] : ranking)
+    if (times.first.size() >= 2)
+      std::printf("# ranking of the %zu runs at world %d by step time, simulated against measured: Kendall tau %.2f\n",
+                  times.first.size(), world, kendall_tau(times.first, times.second));
   if (counted) std::printf("# mean absolute error %.1f%% over %d comparisons (stored in table validations)\n", sum / counted, counted);
   else std::printf("# nothing to validate: the store has no completed measured runs or collective benches\n");
   if (errors) std::fprintf(stderr, "error: %d configurations could not be replayed\n", errors);

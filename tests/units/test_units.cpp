@@ -1,9 +1,11 @@
 // Unit parsers and formatters: exact values for valid input, exact messages for invalid input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/stats.hpp"
 #include "ddplab/core/units.hpp"
 
 using namespace ddplab;
@@ -179,4 +181,15 @@ TEST(Units, WorldLists) {
   EXPECT_NE(error_of("").find("is not a whole number"), std::string::npos);
   EXPECT_NE(error_of("0").find("world sizes must be 1 to"), std::string::npos);
   EXPECT_NE(error_of("2.5").find("\"2.5\" is not a whole number"), std::string::npos);
+}
+
+TEST(Stats, KendallTauAgainstHandCountedPairs) {
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // 6 pairs, one swapped: (5 - 1) / 6.
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {1, 3, 2, 4}), 4.0 / 6.0);
+  // A tie in b: pair (0,1) tied there; tau-b = (5 - 0) / sqrt(6 * 5).
+  EXPECT_NEAR(kendall_tau({1, 2, 3, 4}, {1, 1, 2, 3}), 5.0 / std::sqrt(30.0), 1e-12);
+  EXPECT_TRUE(std::isnan(kendall_tau({1}, {1})));
+  EXPECT_TRUE(std::isnan(kendall_tau({1, 1}, {2, 2})));
 }
