@@ -88,6 +88,19 @@ TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
   configs.back().name += "-accumulate2";
   configs.push_back(config("overlap", "ring", "powersgd"));
   configs.back().codec_options = {{"rank", "2"}, {"start_iter", "2"}};
+  // And whatever else the registries hold: every schedule, codec and policy at least once.
+  auto covered = [&](auto same) {
+    for (const StrategyConfig& c : configs)
+      if (same(c)) return true;
+    return false;
+  };
+  for (const std::string& s : allreduce_schedule_names())
+    if (!covered([&](const StrategyConfig& c) { return c.schedule == s; })) configs.push_back(config("overlap", s));
+  for (const CodecInfo& k : codecs())
+    if (!covered([&](const StrategyConfig& c) { return c.codec == k.name; })) configs.push_back(config("overlap", "ring", k.name));
+  for (const PolicyInfo& p : policies())
+    if (!covered([&](const StrategyConfig& c) { return c.policy == p.name; }))
+      configs.push_back(config(p.name, p.shards == Shards::Servers ? "native" : "ring"));
   for (bool adam : {false, true})
     for (const StrategyConfig& c : configs) {
       auto cpu = make_ops("cpu");
