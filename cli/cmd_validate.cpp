@@ -168,17 +168,13 @@ int validate(const ValidateRequest& req) {
             full->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(full->layer_widths, "-")),
             full->batch_size, full->compute_backend, fmt::join(sc.model.layers, "-"), sc.train.batch_size,
             compute_backend_of(sc)));
-      // The run's own compute: per micro-step means of its steady blocks; the optimizer runs once per
-      // accumulation window, so per update it is K times the mean.
-      double compute_s = m.compute_s, optimizer_s = m.optimizer_s * st.accumulate_steps;
-      if (use_cal) {
-        compute_s = 0;
-        for (const LayerTime& l : full->layers) compute_s += l.forward_s + l.backward_s;
-        optimizer_s = full->optimizer_s;
-      }
-      const SimPatternResult sim =
-          simulate_pattern(sc, st, world, compute_s, optimizer_s, use_cal ? opt_cal : opt, ranks_per_node);
-      const SteadyState r = steady_state(sim, sc.train.batch_size);
+      // The calibration's per-layer times, or the run's own medians of its steady blocks brought back to one
+      // worker's micro-step and one whole-model update (as simulate --compute run:ID does with its means).
+      const ComputeSource compute =
+          use_cal ? from_calibration(*full) : compute_from_means(sc, world, m.compute_s, m.optimizer_s);
+      const SimPatternResult sim = simulate_pattern(sc, st, world, compute.compute_s, compute.optimizer_s,
+                                                    use_cal ? opt_cal : opt, ranks_per_node);
+      const SteadyState r = steady_state(sim);
       ranking[world].first.push_back(m.step_s);
       ranking[world].second.push_back(r.step_s);
       for (auto [metric, measured, predicted] :

@@ -412,31 +412,11 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
       }
     }
   }
-  // [from, end): the steps averaged, by step number.
-  std::int64_t from = steps.front().step, end = steps.back().step + 1;
-  const bool simulated = sum.run.info.source == "simulated";
-  if (pattern && simulated) {
-    from = pattern->steady().first;
-    end = from + pattern->period();
-  } else if (pattern) {
-    const StepWindow w = steady_window(*pattern, end, std::max<std::int64_t>(1, skip_steps));
-    if (w.steps() > 0) from = w.first, end = w.end;
-    else from = std::max<std::int64_t>(0, std::min<std::int64_t>(std::max(1, skip_steps), end - 1));
-  } else if (skip_steps > 0) {
-    from = steps[std::min<std::size_t>(static_cast<std::size_t>(skip_steps), steps.size() - 1)].step;
-  }
   if (pattern) sum.period = pattern->period();
-  WindowTotals steady, warmup;
-  for (StepTotals& t : steps) {
-    if (t.step >= from && t.step < end) {
-      steady.add(t);
-    } else if (t.step < from) {
-      // A simulated warm-up block stands for every repeat of its segment.
-      if (pattern && simulated) t.weight = static_cast<double>(pattern->segments[pattern->segment_of(t.step)].repeats);
-      warmup.add(t);
-      ++sum.skipped;
-    }
-  }
+  const RunWindows w = run_windows(std::move(steps), pattern ? &*pattern : nullptr,
+                                   sum.run.info.source == "simulated", skip_steps);
+  const WindowTotals &steady = w.steady, &warmup = w.warmup;
+  sum.skipped = w.skipped;
   sum.steps = static_cast<std::int64_t>(steady.steps);
   sum.samples_per_s = steady.samples_per_s();
   sum.step_s = steady.step_s();

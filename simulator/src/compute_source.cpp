@@ -26,11 +26,6 @@ std::shared_ptr<const Calibration> fitting_calibration(const Scenario& sc, const
   return !cal->layers.empty() && calibration_fits_model(*cal, sc) ? cal : nullptr;
 }
 
-ComputeSource from_calibration(const Calibration& cal) {
-  ComputeSource src{0, cal.optimizer_s, "calibration", fmt::format("calibration \"{}\" per-layer times", cal.name), {}};
-  for (const LayerTime& l : cal.layers) src.compute_s += l.forward_s + l.backward_s;
-  return src;
-}
 
 ComputeSource from_flops(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
@@ -47,40 +42,13 @@ ComputeSource from_flops(const Scenario& sc) {
   return src;
 }
 
-// A measured run's steady-state means are per micro-step and rank (RunSummary). Its own plans say how much
-// of that is one worker's micro-step and one whole-model update: over a steady block, the share of
-// (rank, micro-step) pairs that compute, and each rank's share of the model it updates.
 ComputeSource from_run(const Store& store, const RunRow& run) {
   const RunSummary s = store.summary(run.id);
   if (s.steps == 0) throw std::runtime_error(fmt::format("measured run #{} has no steps", run.id));
-  const Scenario sc = measured_scenario(run);
-  const StrategyConfig& st = sc.strategies.front();
   const int n = run.info.world_size;
-  const ModelSpec model = model_spec_for(sc.model);
-  Strategy strategy(st, model, {n, 1, sc.train.batch_size, sc.train.seed});
-  strategy.observe_ready_order(model.expected_ready_order());
-  const StepPattern pattern = strategy.pattern();
-  double computing = 0, updated = 0;  // sums over ranks and the block's micro-steps
-  for (std::int64_t k = 0; k < pattern.period(); ++k) {
-    const StepPlan plan = strategy.plan(pattern.steady().first + k);
-    for (int r = 0; r < n; ++r) {
-      bool computes = false;
-      for (const PlanOp& op : plan.ops) {
-        if (op.kind == OpKind::Forward) computes = strategy.is_worker(r);
-        if (op.kind != OpKind::Optimizer && op.kind != OpKind::ShardOptimizer) continue;
-        const Bucket& b = strategy.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-        const std::size_t count = op.kind == OpKind::Optimizer ? b.count : strategy.shard(b.id, r).count;
-        updated += static_cast<double>(count) / static_cast<double>(strategy.bucketing().total);
-      }
-      computing += computes ? 1 : 0;
-    }
-  }
-  const double pairs = static_cast<double>(n) * static_cast<double>(pattern.period());
-  ComputeSource src;
+  ComputeSource src = compute_from_means(measured_scenario(run), n, s.compute_s, s.optimizer_s);
   src.kind = "run";
   src.run_id = run.id;
-  src.compute_s = computing > 0 ? s.compute_s * pairs / computing : 0.0;
-  src.optimizer_s = updated > 0 ? s.optimizer_s * pairs / updated : 0.0;
   const auto host = nlohmann::json::parse(run.info.host_info, nullptr, false);
   const std::string cores = host.is_object() && host.contains("cores") && host.contains("ranks_on_host")
                                 ? fmt::format(", {} ranks on {} cores", host["ranks_on_host"].get<int>(), host["cores"].get<int>())
@@ -98,6 +66,45 @@ ComputeSource from_run(const Store& store, const RunRow& run) {
 }
 
 }  // namespace
+
+ComputeSource from_calibration(const Calibration& cal) {
+  ComputeSource src{0, cal.optimizer_s, "calibration", fmt::format("calibration \"{}\" per-layer times", cal.name), {}};
+  for (const LayerTime& l : cal.layers) src.compute_s += l.forward_s + l.backward_s;
+  return src;
+}
+
+// The run's own plans say how much of its means is one worker's micro-step and one whole-model update:
+// over a steady block, the share of (rank, micro-step) pairs that compute, and each rank's share of the
+// model it updates.
+ComputeSource compute_from_means(const Scenario& sc, int world, double compute_mean, double optimizer_mean) {
+  const StrategyConfig& st = sc.strategies.front();
+  const ModelSpec model = model_spec_for(sc.model);
+  Strategy strategy(st, model, {world, 1, sc.train.batch_size, sc.train.seed});
+  strategy.observe_ready_order(model.expected_ready_order());
+  const StepPattern pattern = strategy.pattern();
+  double computing = 0, updated = 0;  // sums over ranks and the block's micro-steps
+  for (std::int64_t k = 0; k < pattern.period(); ++k) {
+    const StepPlan plan = strategy.plan(pattern.steady().first + k);
+    for (int r = 0; r < world; ++r) {
+      bool computes = false;
+      for (const PlanOp& op : plan.ops) {
+        if (op.kind == OpKind::Forward) computes = strategy.is_worker(r);
+        if (op.kind != OpKind::Optimizer && op.kind != OpKind::ShardOptimizer) continue;
+        const Bucket& b = strategy.bucketing().buckets.at(static_cast<std::size_t>(op.index));
+        const std::size_t count = op.kind == OpKind::Optimizer ? b.count : strategy.shard(b.id, r).count;
+        updated += static_cast<double>(count) / static_cast<double>(strategy.bucketing().total);
+      }
+      computing += computes ? 1 : 0;
+    }
+  }
+  const double pairs = static_cast<double>(world) * static_cast<double>(pattern.period());
+  ComputeSource src;
+  src.kind = "given";
+  src.origin = "measured means";
+  src.compute_s = computing > 0 ? compute_mean * pairs / computing : 0.0;
+  src.optimizer_s = updated > 0 ? optimizer_mean * pairs / updated : 0.0;
+  return src;
+}
 
 std::string oversubscription(const std::string& host_info_json) {
   const auto host = nlohmann::json::parse(host_info_json, nullptr, false);

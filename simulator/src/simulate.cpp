@@ -1,5 +1,6 @@
 // Public entry points: one step of a strategy's plan, one schedule, compute sources, trace export.
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -134,57 +135,50 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
       .front();
 }
 
-const SimStepResult& SimPatternResult::steady_first() const {
-  for (const SimStepResult& r : steps)
-    if (r.step >= pattern.steady().first) return r;
-  throw std::logic_error("simulated pattern without its steady block");
-}
-
 SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                   double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
   const ModelSpec model = model_spec_for(scenario.model);
   const Strategy strategy(config, model, {world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed});
   SimPatternResult out;
   out.pattern = strategy.pattern();
+  out.layout = strategy.ps_layout();
+  out.batch_per_rank = scenario.train.batch_size;
   std::vector<std::int64_t> steps;
   for (const StepSegment& seg : out.pattern.segments)
     for (std::int64_t i = 0; i < seg.length; ++i) steps.push_back(seg.first + i);
   out.steps = simulate_steps(scenario, config, world_size, compute_s, optimizer_s, steps, options, ranks_per_node);
-
-  // The same totals the store's summary computes from the rows simulate_sweep writes.
-  const PsLayout ps = strategy.ps_layout();
-  WindowTotals steady, warmup;
-  for (const SimStepResult& r : out.steps) {
-    StepTotals t;
-    t.step = r.step;
-    t.ranks = r.world_size;
-    t.slowest_s = r.step_s;
-    t.samples = static_cast<double>(ps.workers()) * scenario.train.batch_size;
-    for (std::size_t rank = 0; rank < r.ranks.size(); ++rank) {
-      const SimRankTimes& x = r.ranks[rank];
-      t.compute_s += x.compute_s, t.comm_s += x.comm_s, t.exposed_comm_s += x.exposed_comm_s;
-      t.optimizer_s += x.optimizer_s, t.bytes_sent += static_cast<double>(r.bytes_sent[rank]);
-    }
-    if (r.step >= out.pattern.steady().first) {
-      steady.add(t);
-    } else {
-      t.weight = static_cast<double>(out.pattern.segments[out.pattern.segment_of(r.step)].repeats);
-      warmup.add(t);
-    }
-    out.wall_s += r.wall_s;
-    out.comms += r.comms;
-  }
-  out.step_s = steady.step_s();
-  out.compute_s = steady.mean(steady.compute_s);
-  out.comm_s = steady.mean(steady.comm_s);
-  out.exposed_comm_s = steady.mean(steady.exposed_comm_s);
-  out.optimizer_s = steady.mean(steady.optimizer_s);
-  out.samples_per_s = steady.samples_per_s();
-  out.bytes_per_step = steady.mean(steady.bytes_sent);
-  out.warmup_steps = static_cast<std::int64_t>(warmup.steps);
-  out.warmup_s = warmup.time_s;
+  for (const SimStepResult& r : out.steps) out.wall_s += r.wall_s, out.comms += r.comms;
   out.schedule = out.steps.front().schedule;
+
+  // The same figures the store's summary gives of the rows simulate_sweep writes (step_totals.hpp).
+  const RunWindows w = run_windows(step_totals(step_rows(out)), &out.pattern, true, 0);
+  out.step_s = w.steady.step_s();
+  out.compute_s = w.steady.mean(w.steady.compute_s);
+  out.comm_s = w.steady.mean(w.steady.comm_s);
+  out.exposed_comm_s = w.steady.mean(w.steady.exposed_comm_s);
+  out.optimizer_s = w.steady.mean(w.steady.optimizer_s);
+  out.samples_per_s = w.steady.samples_per_s();
+  out.warmup_steps = static_cast<std::int64_t>(w.warmup.steps);
+  out.warmup_s = w.warmup.time_s;
   return out;
+}
+
+std::vector<StepMetrics> step_rows(const SimPatternResult& r) {
+  std::vector<StepMetrics> rows;
+  for (const SimStepResult& s : r.steps)
+    for (std::size_t rank = 0; rank < s.ranks.size(); ++rank) {
+      const SimRankTimes& t = s.ranks[rank];
+      StepMetrics m;
+      m.step = s.step;  // the micro-step's number in the run
+      m.rank = static_cast<int>(rank);
+      m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
+      m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
+      m.samples = r.layout.is_worker(static_cast<int>(rank)) ? r.batch_per_rank : 0;
+      m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(rank));
+      m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
+      rows.push_back(m);
+    }
+  return rows;
 }
 
 SimStepResult simulate_schedule(const ClusterConfig& cluster, const Schedule& schedule, std::size_t elem_bytes,

@@ -53,25 +53,8 @@ SteadyState steady_state(const std::vector<StepMetrics>& rows, const StepPattern
   return out;
 }
 
-std::vector<StepMetrics> step_rows(const std::vector<SimStepResult>& steps, int batch_per_rank) {
-  std::vector<StepMetrics> rows;
-  for (const SimStepResult& s : steps)
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-      const SimRankTimes& t = s.ranks[r];
-      StepMetrics m;
-      m.step = s.step;
-      m.rank = static_cast<int>(r);
-      m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
-      m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
-      m.samples = batch_per_rank;
-      m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(r));
-      rows.push_back(m);
-    }
-  return rows;
-}
-
-SteadyState steady_state(const SimPatternResult& r, int batch_per_rank) {
-  return steady_state(step_rows(r.steps, batch_per_rank), r.pattern, r.pattern.steady().first);
+SteadyState steady_state(const SimPatternResult& r) {
+  return steady_state(step_rows(r), r.pattern, r.pattern.steady().first);
 }
 
 }  // namespace ddplab

@@ -69,11 +69,9 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, options,
                                 scenario.cluster.devices_per_node);
     const SimPatternResult& r = p.result;
-    // Only workers train: dedicated parameter servers (ps_servers, validated by simulate_pattern) take no batch.
-    const PsLayout ps{n, strategy.ps_servers};
-    // Against the workers running the same micro-steps without communicating: compute every micro-step,
-    // the optimizer once per accumulation window.
-    const double alone = busy_s > 0 ? ps.workers() * static_cast<double>(batch) / busy_s : 0.0;
+    // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
+    // communicating: compute every micro-step, the optimizer once per accumulation window.
+    const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(batch) / busy_s : 0.0;
     p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
 
     nlohmann::json config = scenario.to_json();
@@ -119,22 +117,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     info.host_info = host_info;
     info.batch_size = batch;
     p.run_id = store.begin_run(info);
-    for (const SimStepResult& step : r.steps)
-      for (int rank = 0; rank < n; ++rank) {
-        const auto& t = step.ranks[static_cast<std::size_t>(rank)];
-        StepMetrics m;
-        m.step = step.step;  // the micro-step's number in the run
-        m.rank = rank;
-        m.compute_s = t.compute_s;
-        m.comm_s = t.comm_s;
-        m.exposed_comm_s = t.exposed_comm_s;
-        m.optimizer_s = t.optimizer_s;
-        m.step_s = t.step_s;
-        m.samples = ps.is_worker(rank) ? batch : 0;
-        m.bytes_sent = static_cast<std::int64_t>(step.bytes_sent[static_cast<std::size_t>(rank)]);
-        m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
-        store.add_step(p.run_id, m);
-      }
+    for (const StepMetrics& m : step_rows(r)) store.add_step(p.run_id, m);
     store.finish_run(p.run_id, "completed");
     points.push_back(std::move(p));
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(worlds.size()));

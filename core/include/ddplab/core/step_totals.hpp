@@ -5,6 +5,10 @@
 // window's steps and ranks.
 #pragma once
 #include <cstdint>
+#include <vector>
+
+#include "ddplab/core/step_pattern.hpp"
+#include "ddplab/core/store.hpp"
 
 namespace ddplab {
 
@@ -43,5 +47,18 @@ struct WindowTotals {
   // Means per step and rank.
   double mean(double sum) const { return rank_steps > 0 ? sum / rank_steps : 0.0; }
 };
+
+// Rows of any order collapsed into one StepTotals per step, ascending by step.
+std::vector<StepTotals> step_totals(const std::vector<StepMetrics>& rows);
+
+// A run's steady state and what comes before it, as RunSummary defines them: with a pattern, a simulated
+// run's steady block (its warm-up blocks weighted by their segments' repeats) or a measured run's whole
+// steady blocks after the warm-up and its first step, at least skip_steps in; without one, every step after
+// the first skip_steps (the last step always counts). `steps` ascending by step.
+struct RunWindows {
+  WindowTotals steady, warmup;
+  std::int64_t skipped = 0;  // steps before the steady window
+};
+RunWindows run_windows(std::vector<StepTotals> steps, const StepPattern* pattern, bool simulated, int skip_steps);
 
 }  // namespace ddplab

@@ -11,6 +11,8 @@
 
 namespace ddplab {
 
+struct Calibration;  // calibration.hpp
+
 // Per micro-step compute (forward + backward of one worker's micro-batch) and one optimizer update of the
 // whole model, as the simulator takes them.
 struct ComputeSource {
@@ -33,11 +35,18 @@ struct ComputeSource {
 //   "flops"        batch x the model's forward + backward FLOPs / (device_flops x compute_efficiency);
 //   a duration     ("13ms"): that compute per micro-step, [cluster].optimizer_s (or 0) for the optimizer.
 // A measured run's means are per micro-step and rank; they are brought back to one worker's micro-step and
-// one whole-model update by the strategy's own plans (dedicated servers compute nothing, ZeRO-1 updates
-// 1/n of the model per rank, accumulation updates once per window). Throws std::invalid_argument for a bad
+// one whole-model update by the strategy's own plans (compute_from_means: dedicated servers compute
+// nothing, ZeRO-1 updates 1/n of the model per rank, accumulation updates once per window). Throws std::invalid_argument for a bad
 // spec, std::runtime_error when the source it names cannot give a compute time (the message says why).
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&, const std::string& spec = "auto",
                              bool allow_oversubscribed = false);
+
+// A measured run's means per micro-step and rank (its steady blocks), brought back to one worker's micro-step
+// and one whole-model update through its own plans, as above: `sc` is the run's scenario (measured_scenario).
+ComputeSource compute_from_means(const Scenario& sc, int world_size, double compute_mean, double optimizer_mean);
+
+// A calibration's per-layer times summed, and its optimizer.
+ComputeSource from_calibration(const Calibration& calibration);
 
 // The scenario and strategy of a stored measured run, from its config JSON (what the trainer stored:
 // Scenario::to_json plus "strategy" and "world_size"), as far as the simulator needs them. Throws

@@ -16,6 +16,7 @@
 
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/step_pattern.hpp"
+#include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/schedule.hpp"
@@ -139,20 +140,23 @@ std::vector<SimStepResult> simulate_steps(const Scenario&, const StrategyConfig&
 struct SimPatternResult {
   StepPattern pattern;
   std::vector<SimStepResult> steps;  // every micro-step simulated, in chain order
+  PsLayout layout;                   // who trains: dedicated parameter servers take no batch
+  int batch_per_rank = 0;            // samples per worker and micro-step
   // Steady state, per micro-step: the mean of the slowest rank's step_s, and means over the block's steps
-  // and ranks of the parts (the store's summary of the run gives the same figures).
+  // and ranks of the parts (run_windows over step_rows: the store's summary of the run gives the same).
   double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
   double samples_per_s = 0;     // samples of the steady block / its time
-  double bytes_per_step = 0;    // mean bytes sent per rank and micro-step in the steady block
   std::int64_t warmup_steps = 0;
   double warmup_s = 0;          // time to go through the warm-up (every repeat counted)
   double wall_s = 0;            // simulator wall time
   std::uint64_t comms = 0;      // messages simulated, all steps
   std::string schedule;         // the schedule replayed
-  const SimStepResult& steady_first() const;  // the first micro-step of the steady block
 };
 SimPatternResult simulate_pattern(const Scenario&, const StrategyConfig&, int world_size, double compute_s,
                                   double optimizer_s, const SimOptions& = {}, int ranks_per_node = 1);
+// The rows of a simulated pattern as the results store holds them: one per rank and simulated micro-step,
+// numbered as in the run, no loss (simulate_sweep stores them; validate and simulate_pattern summarise them).
+std::vector<StepMetrics> step_rows(const SimPatternResult& r);
 
 // The simulated step's ops as trace events (one process per rank, compute and comm tracks), with times
 // from the rank's start of the step (SimRankTimes::start_s) on.

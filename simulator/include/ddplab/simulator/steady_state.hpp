@@ -32,10 +32,7 @@ struct SteadyState {
 // says how many steps there are and how many are needed.
 SteadyState steady_state(const std::vector<StepMetrics>& rows, const StepPattern& pattern, std::int64_t min_first);
 
-// The rows of a simulated chain, as the store holds them (one per rank and micro-step).
-std::vector<StepMetrics> step_rows(const std::vector<SimStepResult>& steps, int batch_per_rank);
-
 // The steady state of a simulated pattern, by the same rule as a measured run's (its one steady block).
-SteadyState steady_state(const SimPatternResult& r, int batch_per_rank);
+SteadyState steady_state(const SimPatternResult& r);
 
 }  // namespace ddplab
