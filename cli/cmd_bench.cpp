@@ -74,7 +74,7 @@ struct BenchRequest {
   bool simulate = false;
   std::string scenario, preset;            // the cluster: a scenario's [cluster], or a preset; else the default star
   std::optional<int> world;                // the world size simulated (default --np)
-  std::string network_model = "LV08";
+  std::string network_model = "auto";
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -255,6 +255,7 @@ int bench_simulated(const BenchRequest& req) {
   }
   sim.transport = transport == "nccl" ? "nccl" : "mpi";
   sim.options.network_model = req.network_model;
+  sim.options.network_model = network_model_for(sim.cluster, sim.options);  // "auto" resolved, for the record
   sim.options.mode = "auto";
   require_writable_store(req.db);
   Store store(req.db);
@@ -264,15 +265,15 @@ int bench_simulated(const BenchRequest& req) {
   info.world_size = sim.world_size;
   info.ranks_per_node = sim.cluster.devices_per_node;
   nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
-                        {"network_model", req.network_model}, {"native_as", sim.transport},
+                        {"network_model", sim.options.network_model}, {"native_as", sim.transport},
                         {"sizes", req.sizes},         {"schedules", sim.schedules}};
   if (sc) cfg["scenario"] = req.scenario;
   if (!req.preset.empty()) cfg["preset"] = req.preset;
   if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;
   info.config_json = cfg.dump();
   info.host_info = host_info_json();
-  std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), req.network_model.c_str(),
-              sim.transport == "mpi" ? "Open MPI 4.1 would run it" : "NCCL's ring");
+  std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), sim.options.network_model.c_str(),
+              sim.transport == "mpi" ? "Open MPI 4.1 would run it" : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
   const std::int64_t id = store.begin_bench(info);
   TablePrinter printer(sim.world_size, sim.cluster.devices_per_node, req);
   printer.set_what("simulated");
@@ -406,8 +407,8 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--scenario", req->scenario, "--simulate: the scenario whose [cluster] (and calibration) to use");
   cmd->add_option("--preset", req->preset, "--simulate: a cluster preset (dgx-h100, dgx-a100, eth-25g, cpu-testbed)");
   cmd->add_option("--world", req->world, "--simulate: the world size (default --np)")->check(positive_int());
-  cmd->add_option("--network-model", req->network_model, "--simulate: SimGrid network model")
-      ->check(CLI::IsMember({"LV08", "CM02"}))
+  cmd->add_option("--network-model", req->network_model, std::string("--simulate: ") + kNetworkModelHelp)
+      ->check(CLI::IsMember({"auto", "LV08", "CM02"}))
       ->capture_default_str();
   cmd->add_option("--comm-timeout", req->comm_timeout, "nccl: seconds before a stuck collective aborts the job")
       ->capture_default_str()
@@ -433,6 +434,7 @@ void add_bench(CLI::App& app) {
   res->add_option("--bench", ra->bench, "Only this bench id");
   res->add_flag("--csv", ra->csv, "CSV with full precision, one row per (bench, schedule, size)");
   res->callback([ra] { g_exit_code = bench_results(ra->db, ra->bench, ra->csv); });
+  add_bench_published(*bench);
 }
 
 }  // namespace ddplab::cli

@@ -61,11 +61,11 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                           : fmt::format("allreduce of {} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
-                                                                                : "native, replayed as ring");
+                                                                                : "native: NCCL's choice by size and scale");
     std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(), st.name.c_str(),
                 format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
                 sync.c_str());
-    std::printf("network: %s, %s, %s per NIC link\n", opt.network_model.c_str(), describe_cluster(sc.cluster).c_str(),
+    std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
@@ -89,7 +89,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
       const SimPatternResult& r = points.front().result;
       write_chrome_trace(trace_path, trace_events(r.steps),
                          {{"scenario", sc.name}, {"strategy", st.name}, {"world_size", points.front().world_size},
-                          {"steps", r.pattern.to_json()}, {"source", "simulated"}, {"network_model", opt.network_model},
+                          {"steps", r.pattern.to_json()}, {"source", "simulated"}, {"network_model", network_model_for(sc.cluster, opt)},
                           {"run", points.front().run_id}});
       std::printf("trace of world size %d (micro-steps %lld..%lld) written to %s\n", points.front().world_size,
                   static_cast<long long>(r.steps.front().step), static_cast<long long>(r.steps.back().step),
@@ -118,8 +118,8 @@ void add_simulate(CLI::App& app) {
       ->option_text("LIST");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--strategy", req->strategy, "Only this strategy (default: all of the scenario's)");
-  cmd->add_option("--network-model", req->network_model, "SimGrid network model")
-      ->check(CLI::IsMember({"LV08", "CM02"}))
+  cmd->add_option("--network-model", req->network_model, kNetworkModelHelp)
+      ->check(CLI::IsMember({"auto", "LV08", "CM02"}))
       ->capture_default_str();
   cmd->add_option("--compute", req->compute,
                   "Compute time per micro-step: auto, calibration (the scenario's calibration's per-layer times), run:ID "

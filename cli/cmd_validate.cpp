@@ -48,7 +48,7 @@ constexpr double kLargeErrorPct = 10.0;
 struct ValidateRequest {
   std::string db = kDefaultDb;
   std::string name;  // calibration; empty: the latest stored, if any
-  std::string network_model = "LV08";
+  std::string network_model = "auto";
   int warmup = 2;                  // steps skipped at the start of each run
   std::string compute = "auto";    // "auto", "calibration", "measured"
   bool runs_only = false;          // skip the collective benches
@@ -280,7 +280,9 @@ void add_validate(CLI::App& app) {
   auto* cmd = app.add_subcommand("validate", "Replay every measured run and collective bench on the simulator: predicted vs measured");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--name", req->name, "Calibration to simulate with (default: the latest stored; none: scenarios' links)");
-  cmd->add_option("--network-model", req->network_model, "SimGrid network model")->capture_default_str();
+  cmd->add_option("--network-model", req->network_model, kNetworkModelHelp)
+      ->check(CLI::IsMember({"auto", "LV08", "CM02"}))
+      ->capture_default_str();
   cmd->add_option("--warmup", req->warmup,
                   "Steps skipped at the start of each measured run, at least (the strategy's own warm-up, such as local "
                   "SGD's, is always skipped; blocks start at a block boundary)")

@@ -19,6 +19,7 @@ void add_simulate(CLI::App& app);
 void add_report(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_bench_published(CLI::App& bench);  // `bench published` (cmd_published.cpp)
 void add_import(CLI::App& app);
 void add_testbed(CLI::App& app);
 void add_calibrate(CLI::App& app);
@@ -40,12 +41,18 @@ int run_scenario(const RunRequest& req);
 // The highest run id in the store (0 when empty): runs written later have larger ids.
 std::int64_t last_run_id(const std::string& db);
 
+// --network-model's help, the same in simulate, validate and bench --simulate.
+inline constexpr const char* kNetworkModelHelp =
+    "SimGrid network model: auto (the cluster's network_model: CM02 on the dgx presets' RDMA fabrics, LV08 "
+    "elsewhere), LV08 (TCP's latency and bandwidth factors: Ethernet) or CM02 (latency + size / bandwidth: "
+    "InfiniBand, NVLink)";
+
 struct SimulateRequest {
   std::string scenario;
   std::string db = kDefaultDb;
   std::vector<int> worlds;  // empty: the scenario's cluster.simulate_world
   std::string strategy;     // empty: every strategy of the scenario
-  std::string network_model = "LV08";
+  std::string network_model = "auto";
   std::string compute = "auto";  // compute_source.hpp
   bool allow_oversubscribed = false;
 };

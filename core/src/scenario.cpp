@@ -172,6 +172,14 @@ class Reader {
     out = *v;
   }
 
+  void read_bool(const toml::table& t, const std::string& prefix, std::string_view key, bool& out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto v = n->as_boolean();
+    if (!v) fail(*n, prefix + std::string(key), "must be true or false");
+    out = v->get();
+  }
+
   void read_choice(const toml::table& t, const std::string& prefix, std::string_view key, std::string& out,
                    Choices choices) const {
     const toml::node* n = t.get(key);
@@ -310,10 +318,8 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
   if (const toml::node* n = t.get("tf32")) {
-    const auto v = n->as_boolean();
-    if (!v) r.fail(*n, p + "tf32", "must be true or false");
+    r.read_bool(t, p, "tf32", tr.tf32);
     if (tr.backend == "cpu") r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
-    tr.tf32 = v->get();
   }
   r.read_choice(t, p, "optimizer", tr.optimizer, {"sgd", "adam"});
   // Each optimizer's own settings are refused with the other, rather than silently ignored.
@@ -389,6 +395,13 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
   r.read_unit(t, p, "intra_latency", c.intra_latency, parse_duration, false);
   r.read_unit(t, p, "pcie_bandwidth", c.pcie_bandwidth, parse_bandwidth, true);
   r.read_choice(t, p, "nics", c.nics, {"per_device", "per_node"});
+  r.read_number(t, p, "intra_efficiency", c.intra_efficiency, [](double v) { return v > 0 && v <= 1; },
+                "must be a number in (0, 1]");
+  r.read_number(t, p, "link_efficiency", c.link_efficiency, [](double v) { return v > 0 && v <= 1; },
+                "must be a number in (0, 1]");
+  r.read_choice(t, p, "device_arch", c.device_arch, {"", "ampere", "hopper"});
+  r.read_bool(t, p, "nvls", c.nvls);
+  r.read_choice(t, p, "network_model", c.network_model, {"LV08", "CM02"});
   r.read_unit(t, p, "fabric_bandwidth", c.fabric_bandwidth, parse_bandwidth, true);
   r.read_unit(t, p, "fabric_latency", c.fabric_latency, parse_duration, false);
   read_topology_spec(r, t, "fat_tree", c.fat_tree, "SimGrid's \"levels;down,...;up,...;count,...\" (e.g. \"2;8,4;1,2;1,1\")");
@@ -444,7 +457,8 @@ void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
                       "device_flops", "compute_efficiency", "device_mem_bw", "simulate_world", "calibration",
                       "preset", "devices_per_node", "device_memory", "intra", "intra_bandwidth", "intra_latency",
-                      "pcie_bandwidth", "nics", "fabric_bandwidth", "fabric_latency", "fat_tree", "dragonfly", "torus",
+                      "pcie_bandwidth", "nics", "intra_efficiency", "link_efficiency", "device_arch", "nvls", "network_model",
+                      "fabric_bandwidth", "fabric_latency", "fat_tree", "dragonfly", "torus",
                       "stragglers", "nodes"});
   r.read_int(t, p, "world_size", c.world_size, 1, "must be a positive integer");
   read_cluster_shape(r, t, c);  // applies the preset first: every field read after it overrides the preset
@@ -655,6 +669,11 @@ nlohmann::json Scenario::to_json() const {
         {"intra_latency", cluster.intra_latency},
         {"pcie_bandwidth", cluster.pcie_bandwidth},
         {"nics", cluster.nics},
+        {"intra_efficiency", cluster.intra_efficiency},
+        {"link_efficiency", cluster.link_efficiency},
+        {"device_arch", cluster.device_arch},
+        {"nvls", cluster.nvls},
+        {"network_model", cluster.network_model},
         {"fabric_bandwidth", optional(cluster.fabric_bandwidth)},
         {"fabric_latency", optional(cluster.fabric_latency)},
         {"fat_tree", cluster.fat_tree},

@@ -1,5 +1,7 @@
 #include "aggregate.hpp"
 
+#include "ddplab/strategies/nccl_model.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -80,7 +82,7 @@ void keep_samples(Phase& ph) {
 // the steps rank r sends every chunk but one (allreduce: every chunk but one in each half); in step k it sends
 // the chunk those files name.
 Phases ring_phases(const std::string& collective, int n, std::size_t count) {
-  Phases p{"ring", n, {}, 0};
+  Phases p{"ring", n, {}, 0, {}};
   if (n < 2) return p;
   auto c = [&](int i) -> std::uint64_t { return chunk_of(count, n, ((i % n) + n) % n).count; };
   auto sent_in = [&](int r, int k) -> std::uint64_t {
@@ -109,11 +111,42 @@ Phases ring_phases(const std::string& collective, int n, std::size_t count) {
   return p;
 }
 
+// NCCL's ring with one channel per NIC (nccl_model.hpp), built directly as ring_phases is: each ring step
+// of a rank goes (s-1)/s to its node neighbour and 1/s to the next node.
+Phases nccl_ring_phases(const std::string& collective, int n, std::size_t count, int d, int stripes) {
+  Phases plain = ring_phases(collective, n, count);
+  if (stripes <= 1 || plain.phases.empty()) return plain;
+  Phase& ph = plain.phases.front();
+  const auto s = static_cast<std::uint64_t>(stripes);
+  const std::uint64_t base = count / static_cast<std::size_t>(n);
+  for (int r = 0; r < n; ++r) {
+    RankPhase& rp = ph.ranks[static_cast<std::size_t>(r)];
+    const int node = r / d, nodes = n / d, j = r % d;
+    const int intra = node * d + (j + 1) % d, inter = ((node + 1) % nodes) * d + (j + 1) % d;
+    // The ring's steps carry chunks of base or base + 1 elements; each step's 1/s goes across, rounded down.
+    const std::uint64_t total = rp.sends.front().elems, big = total - base * static_cast<std::uint64_t>(ph.steps);
+    const std::uint64_t across = big * ((base + 1) / s) + (static_cast<std::uint64_t>(ph.steps) - big) * (base / s);
+    rp.sends = {{intra, total - across}, {inter, across}};
+    std::vector<std::uint64_t> sampled;
+    for (std::uint64_t c : rp.sampled) {
+      sampled.push_back(c - c / s);
+      sampled.push_back(c / s);
+    }
+    rp.sampled = std::move(sampled);
+  }
+  for (int r = 0; r < n; ++r) ph.ranks[static_cast<std::size_t>(r)].recvs.clear();
+  for (int r = 0; r < n; ++r)
+    for (const PhaseFlow& f : ph.ranks[static_cast<std::size_t>(r)].sends)
+      ph.ranks[static_cast<std::size_t>(f.peer)].recvs.push_back({r, f.elems});
+  plain.exact_messages *= 2;
+  return plain;
+}
+
 }  // namespace
 
 Phases phases_of(const Schedule& s) {
   const int n = s.world_size;
-  Phases p{s.name, n, {}, 0};
+  Phases p{s.name, n, {}, 0, s.timing};
   const std::size_t steps = s.ranks.empty() ? 0 : s.ranks.front().size();
   // Flows keep the schedule's order, which the replay posts them in: SimGrid's outcome can depend on the order
   // of simultaneous sends (a double binary tree on a torus moved 6.5% when one rank's sends were reordered), so
@@ -171,6 +204,20 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
   // The same choice of schedule and count as schedule_for_call (plan.cpp).
   const int n = where.world_size;
   const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
+  if (schedule == "native" && native_as == "nccl" && where.nccl && call.collective != "push" && call.collective != "pull") {
+    // NCCL's ring is built directly (at 16384 ranks its Schedule would not fit); its other algorithms have
+    // few steps.
+    const std::string coll = gather ? "all_gather" : call.collective;
+    const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
+    const NcclChoice c = nccl_choose(*where.nccl, coll, n, count * elem_bytes(call.type));
+    if (c.algorithm == "ring") {
+      Phases p = nccl_ring_phases(coll, n, count, std::min(where.nccl->ranks_per_node, n), nccl_ring_stripes(*where.nccl, n));
+      p.name = "nccl:ring/" + c.protocol;
+      p.timing = nccl_timing(*where.nccl, c, coll, n, p.phases.empty() ? 0 : p.phases.front().steps);
+      return p;
+    }
+    return phases_of(schedule_for_call(call, schedule, where, native_as));
+  }
   const bool ring_family = call.collective == "allreduce" || call.collective == "reduce_scatter" || gather;
   if (ring_family) {
     const std::string chosen = schedule_name_for_call(call, schedule, n, native_as);
@@ -308,13 +355,16 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
   std::vector<int*> sinks;
   std::vector<double> ends;
   std::uint64_t sent = 0;
+  SendWindow window(p.timing.pipeline_depth);
+  if (p.timing.start_s > 0) sg4::this_actor::sleep_for(p.timing.start_s);
   for (const Phase& ph : p.phases) {
     const RankPhase& rp = ph.ranks[static_cast<std::size_t>(rank)];
     if (rp.idle()) continue;  // an idle step costs nothing in the exact mode either
     const std::size_t w = rp.sends.size();
+    const double step_delay = p.timing.step_delay(rank, rp.sends);
     auto send = [&](std::size_t i, std::uint64_t elems) {
       const std::uint64_t bytes = elems * elem_bytes;
-      comms.push_back(boxes.send(rp.sends[i].peer, bytes, tally));
+      comms.push_back(boxes.send(rp.sends[i].peer, bytes, tally, p.timing.wire_factor));
       sent += bytes;
     };
     auto post_recvs = [&] {
@@ -327,17 +377,21 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
       // Every flow alike: each step takes every rank the same time, so one flow per pair with the phase's
       // bytes, started after the latencies of the steps it stands for but one, takes the steps' time.
       post_recvs();
-      sg4::this_actor::sleep_for((ph.steps - 1) * routes(rank, rp.sends.front().peer).latency);
+      sg4::this_actor::sleep_for((ph.steps - 1) * routes(rank, rp.sends.front().peer).latency + ph.steps * step_delay);
       for (std::size_t i = 0; i < w; ++i) send(i, rp.sends[i].elems);
       sg4::Comm::wait_all(comms);
       continue;
     }
     // A sampled step, as replay_schedule runs a schedule step: every send, every receive, wait for all.
     auto replay_step = [&](int j) {
+      if (step_delay > 0) sg4::this_actor::sleep_for(step_delay);
       comms.clear();
       for (std::size_t i = 0; i < w; ++i) send(i, rp.sampled[static_cast<std::size_t>(j) * w + i]);
+      std::vector<sg4::CommPtr> sends;
+      if (!window.lock_step()) sends.swap(comms);  // a pipelined schedule's sends stay in flight (SendWindow)
       post_recvs();
       sg4::Comm::wait_all(comms);
+      if (!window.lock_step()) window.add(std::move(sends));
     };
     // Ranks reach a collective at different times (a DDP bucket starts when the previous one ends there). In
     // the exact mode a late rank holds back its neighbours one hop per step, so within the phase every rank of
@@ -369,6 +423,7 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
     }
     for (int j = ph.head; j < ph.head + ph.tail; ++j) replay_step(j);
   }
+  window.drain();
   tally.bytes += sent;
   return sent;
 }

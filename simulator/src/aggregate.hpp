@@ -97,6 +97,7 @@ struct Phases {
   int world_size = 0;
   std::vector<Phase> phases;
   std::uint64_t exact_messages = 0;  // messages the exact mode would send (all ranks)
+  ScheduleTiming timing;             // the schedule's (a backend model's protocol costs)
 };
 
 // Phases of a built schedule: steps t and t+1 merge when every rank has the same (peer, direction) set in both.

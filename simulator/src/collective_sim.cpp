@@ -6,7 +6,8 @@
 
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/simulator/calibration.hpp"
-#include "ddplab/strategies/schedule.hpp"
+#include "ddplab/strategies/plan.hpp"
+#include "platform.hpp"
 
 namespace ddplab {
 
@@ -21,8 +22,10 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
     for (const std::uint64_t bytes : req.sizes) {
       const std::size_t count = static_cast<std::size_t>(bytes / 4);
       if (count == 0) throw std::invalid_argument(fmt::format("size {} B holds no float32 element", bytes));
-      const std::string name = s == "native" ? native_schedule(req.transport, "allreduce", n, count, 4) : s;
-      const Schedule sched = make_schedule(name, ScheduleParams{n, count, req.cluster.devices_per_node, 0});
+      const NcclFabric fabric = sim::nccl_fabric(req.cluster);
+      const CollectiveCall call{"allreduce", ElemType::F32, count, "", {}, {}};
+      const Schedule sched =
+          schedule_for_call(call, s, ScheduleParams{n, count, req.cluster.devices_per_node, 0, &fabric}, req.transport);
       // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.
       SimOptions o = req.options;
       o.serialize_exchanges_from =

@@ -43,11 +43,12 @@ void work_for(double seconds) {
 // Actors run one at a time, so no locks.
 class ScheduleCache {
  public:
-  ScheduleCache(int world, std::string native_as) : world_(world), native_as_(std::move(native_as)) {}
+  ScheduleCache(int world, std::string native_as, const NcclFabric* nccl)
+      : world_(world), native_as_(std::move(native_as)), nccl_(nccl) {}
   const Schedule& acquire(const PlannedStep& step, std::size_t plan, const PlanOp& op, std::size_t call) {
     Entry& e = entries_[{plan, op.id, call}];
     if (!e.schedule) {
-      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, native_as_));
+      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, native_as_, nccl_));
       e.users_left = world_;
     }
     return *e.schedule;
@@ -64,6 +65,7 @@ class ScheduleCache {
   };
   int world_;
   std::string native_as_;  // what `native` replays as
+  const NcclFabric* nccl_;  // the fabric NCCL's choice depends on (native_as "nccl")
   std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
 };
 
@@ -299,11 +301,12 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   if (2 * static_cast<long>(n) > kGuardedActorsMax) engine->set_config("contexts/guard-size:0");
   const auto hosts = build_platform(job.cluster, n);
 
-  ScheduleCache cache(n, job.options.native);
+  const NcclFabric fabric = nccl_fabric(job.cluster);
+  ScheduleCache cache(n, job.options.native, &fabric);
   std::unique_ptr<Aggregated> agg;
   if (use_aggregated(job.options, n)) {
     const auto& ctx = first.context();
-    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers}, job.options.native),
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers, &fabric}, job.options.native),
                              Routes(hosts)});
   }
   std::vector<RankState> states(static_cast<std::size_t>(n));

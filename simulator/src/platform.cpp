@@ -99,6 +99,20 @@ double time_precision_for(const ClusterConfig& c, const SimOptions& options) {
   return std::max(1e-9, 0.01 * c.link_latency);
 }
 
+NcclFabric nccl_fabric(const ClusterConfig& c) {
+  NcclFabric f;
+  f.ranks_per_node = c.devices_per_node;
+  f.nics_per_node = c.nics == "per_device" ? c.devices_per_node : 1;
+  f.arch = c.device_arch;
+  f.nvls = c.nvls && c.intra == "nvswitch" && c.devices_per_node > 2;
+  f.intra_bw = c.intra_bandwidth * c.intra_efficiency;
+  f.nic_bw = c.link_bandwidth * c.link_efficiency;
+  f.intra_wire_s = (c.intra == "pcie" ? 4 : 2) * c.intra_latency;
+  // A star's switch adds no latency; other fabrics at least a hop up and one down.
+  f.inter_wire_s = 2 * c.link_latency + (c.topology == "star" ? 0.0 : 2 * c.fabric_latency.value_or(c.link_latency));
+  return f;
+}
+
 sg4::Engine* make_engine(const ClusterConfig& cluster, const SimOptions& options) {
   // SimGrid parses --log from argv; logging is silenced unless verbose (critical errors still print).
   static std::vector<std::string> args;
@@ -110,8 +124,8 @@ sg4::Engine* make_engine(const ClusterConfig& cluster, const SimOptions& options
   int argc = static_cast<int>(args.size());
   auto* engine = new sg4::Engine(&argc, argv.data());
 
-  engine->set_config(fmt::format("network/model:{}", options.network_model));
-  engine->set_config(fmt::format("network/crosstraffic:{}", options.crosstraffic ? 1 : 0));
+  engine->set_config(fmt::format("network/model:{}", network_model_for(cluster, options)));
+  engine->set_config(fmt::format("network/crosstraffic:{}", crosstraffic_for(cluster, options) ? 1 : 0));
   engine->set_config(fmt::format("network/TCP-gamma:{}", tcp_gamma_for(cluster)));
   engine->set_config(fmt::format("surf/precision:{}", time_precision_for(cluster, options)));
   // Two actors per rank: with SimGrid's default 8 MiB stacks, 1024 ranks map 16 GiB and page-faulting them

@@ -9,6 +9,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/nccl_model.hpp"
 
 namespace ddplab::sim {
 
@@ -47,6 +48,10 @@ std::vector<simgrid::s4u::Host*> build_star_platform(const ClusterConfig& cluste
 inline constexpr int kMaxFullMeshNodes = 1024;
 std::int64_t full_mesh_links(int nodes);
 void check_full_mesh_size(const ClusterConfig& cluster, int nodes);
+
+// What NCCL's tuner sees of this cluster (nccl_model.hpp): effective bandwidths, NICs, and the platform's
+// route latencies inside a node and across nodes (one switch level), which its hop latencies include.
+NcclFabric nccl_fabric(const ClusterConfig& cluster);
 
 // Pieces of the model, exposed for validation, TCP-gamma and tests.
 double host_speed(const ClusterConfig& cluster, int rank);                  // kHostSpeed / straggler factors

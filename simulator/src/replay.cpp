@@ -1,5 +1,6 @@
 #include "replay.hpp"
 
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -31,18 +32,37 @@ sg4::Mailbox* lookup(std::unordered_map<int, sg4::Mailbox*>& cache, int peer, in
 sg4::Mailbox* RankMailboxes::to(int dst) { return lookup(out_, dst, rank_, dst); }
 sg4::Mailbox* RankMailboxes::from(int src) { return lookup(in_, src, src, rank_); }
 
-sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally) {
+sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor) {
   tally.to_peer[dst] += bytes;
   ++tally.messages;
-  return to(dst)->put_async(&g_payload, bytes);
+  const auto wire = wire_factor == 1 ? bytes : static_cast<std::uint64_t>(std::llround(static_cast<double>(bytes) * wire_factor));
+  return to(dst)->put_async(&g_payload, wire);
+}
+
+void SendWindow::add(std::vector<sg4::CommPtr>&& sends) {
+  steps_.push_back(std::move(sends));
+  while (static_cast<int>(steps_.size()) >= depth_) {
+    if (!steps_.front().empty()) sg4::Comm::wait_all(steps_.front());
+    steps_.pop_front();
+  }
+}
+
+void SendWindow::drain() {
+  for (auto& s : steps_)
+    if (!s.empty()) sg4::Comm::wait_all(s);
+  steps_.clear();
 }
 
 std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
                               SendTally& tally, std::uint64_t serialize_from) {
-  std::vector<sg4::CommPtr> comms, first;
+  std::vector<sg4::CommPtr> comms, first, sends;
+  SendWindow window(s.timing.pipeline_depth);
   std::vector<int*> sinks;
   std::uint64_t sent = 0;
+  const ScheduleTiming& timing = s.timing;
+  if (timing.start_s > 0) sg4::this_actor::sleep_for(timing.start_s);
   for (const auto& step : s.ranks[static_cast<std::size_t>(rank)]) {
+    if (const double d = timing.step_delay(rank, step.sends); d > 0) sg4::this_actor::sleep_for(d);
     comms.clear();
     first.clear();
     sinks.assign(step.recvs.size(), nullptr);  // sized before any get_async points into it
@@ -62,7 +82,8 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
         later_sends.emplace_back(op.peer, bytes);
         continue;
       }
-      (exchanged(op.peer, bytes) ? first : comms).push_back(boxes.send(op.peer, bytes, tally));
+      (exchanged(op.peer, bytes) ? first : window.lock_step() ? comms : sends)
+          .push_back(boxes.send(op.peer, bytes, tally, timing.wire_factor));
     }
     for (std::size_t i = 0; i < step.recvs.size(); ++i) {
       const RecvOp& r = step.recvs[i];
@@ -73,7 +94,10 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
     if (!first.empty()) sg4::Comm::wait_all(first);
     for (const auto& [peer, bytes] : later_sends) comms.push_back(boxes.send(peer, bytes, tally));
     sg4::Comm::wait_all(comms);
+    if (!window.lock_step()) window.add(std::move(sends));
+    sends.clear();
   }
+  window.drain();
   tally.bytes += sent;
   return sent;
 }

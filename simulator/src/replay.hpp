@@ -3,6 +3,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <vector>
 #include <map>
 #include <unordered_map>
 
@@ -27,16 +29,32 @@ class RankMailboxes {
   simgrid::s4u::Mailbox* to(int dst);
   simgrid::s4u::Mailbox* from(int src);
   // Starts a message of `bytes` (a simulated size, no data) to `dst` and counts it in tally.to_peer and
-  // tally.messages; tally.bytes is the caller's to add.
-  simgrid::s4u::CommPtr send(int dst, std::uint64_t bytes, SendTally& tally);
+  // tally.messages; tally.bytes is the caller's to add. wire_factor: bytes on the wire per byte counted.
+  simgrid::s4u::CommPtr send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor = 1);
 
  private:
   int rank_;
   std::unordered_map<int, simgrid::s4u::Mailbox*> out_, in_;
 };
 
+// The sends a pipelined schedule (ScheduleTiming::pipeline_depth) leaves in flight: a step's sends are waited
+// for only `depth` steps later, or at the end. Depth 1 waits for them in their own step.
+class SendWindow {
+ public:
+  explicit SendWindow(int depth) : depth_(depth < 1 ? 1 : depth) {}
+  bool lock_step() const { return depth_ == 1; }
+  void add(std::vector<simgrid::s4u::CommPtr>&& sends);  // this step's; waits for the oldest beyond the depth
+  void drain();                                          // waits for every send still in flight
+
+ private:
+  int depth_;
+  std::deque<std::vector<simgrid::s4u::CommPtr>> steps_;
+};
+
 // Rank `rank`'s part of a schedule: per step, start every send and receive, then wait for all of them.
 // A zero-byte chunk is still a message, so steps and messages match the runtime's. Returns bytes sent.
+// A backend model's timing (Schedule::timing) delays the first step and each step's sends, and scales
+// the bytes on the wire; bytes sent stay the payload's.
 // serialize_from > 0: where a rank both sends to and receives from one peer in a step, messages of at
 // least that many bytes each, the two take turns, the lower rank's first. That is Open MPI's TCP transport
 // above its eager limit: a message waits for the receiver's go-ahead, which queues behind the receiver's

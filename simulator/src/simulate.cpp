@@ -22,10 +22,10 @@ namespace {
 
 void validate_options(const SimOptions& o) {
   bool known = false;
-  for (const char* m : {"LV08", "CM02", "SMPI", "IB", "Constant"}) known = known || o.network_model == m;
+  for (const char* m : {"auto", "LV08", "CM02", "SMPI", "IB", "Constant"}) known = known || o.network_model == m;
   if (!known)
-    throw std::invalid_argument(
-        fmt::format("simulator: unknown network model \"{}\" (known: LV08, CM02, SMPI, IB, Constant)", o.network_model));
+    throw std::invalid_argument(fmt::format(
+        "simulator: unknown network model \"{}\" (known: auto, LV08, CM02, SMPI, IB, Constant)", o.network_model));
   if (!(o.time_precision_s >= 0)) throw std::invalid_argument("simulator: time_precision_s must be >= 0");
   simulation_mode(o, 1);  // rejects an unknown mode
 }
@@ -35,11 +35,19 @@ std::string replayed_schedule(const StrategyConfig& strategy, const std::string&
   if (uses_parameter_servers(strategy)) return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
   if (strategy.schedule != "native") return strategy.schedule;
   if (native == "mpi") return "native (Open MPI 4.1's choice by size: ring, recursive_doubling or halving_doubling)";
-  if (native == "nccl") return "native (NCCL, replayed as ring)";
+  if (native == "nccl") return "native (NCCL's choice by size and scale: ring, tree or NVLS, LL/LL128/Simple)";
   return "native (replayed as " + native + ")";
 }
 
 }  // namespace
+
+std::string network_model_for(const ClusterConfig& cluster, const SimOptions& options) {
+  return options.network_model == "auto" ? cluster.network_model : options.network_model;
+}
+
+bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
+  return options.crosstraffic && (options.network_model != "auto" || cluster.network_model != "CM02");
+}
 
 std::string native_transport(const Scenario& scenario, const SimOptions& options) {
   if (options.native != "auto") return options.native;

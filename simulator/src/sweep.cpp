@@ -91,8 +91,8 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"step_note", "the first block of each segment of the strategy's step pattern, simulated back to back; a "
                       "warm-up block stands for every repeat of its segment (config pattern)"},
         {"ranks_per_node", scenario.cluster.devices_per_node},
-        {"network_model", options.network_model},
-        {"crosstraffic", options.crosstraffic},
+        {"network_model", network_model_for(scenario.cluster, options)},
+        {"crosstraffic", crosstraffic_for(scenario.cluster, options)},
         {"tcp_gamma", sim::tcp_gamma_for(scenario.cluster)},
         {"time_precision_s", sim::time_precision_for(scenario.cluster, options)},
         {"schedule_replayed", r.schedule},

@@ -26,14 +26,15 @@ const ClusterConfig::NodeOverride* override_of(const ClusterConfig& c, int node)
   return nullptr;
 }
 
+// Links get the effective rate: line rate x the fabric's efficiency (ClusterConfig).
 double nic_bandwidth(const ClusterConfig& c, int node) {
   const auto* o = override_of(c, node);
-  return o && o->link_bandwidth ? *o->link_bandwidth : c.link_bandwidth;
+  return (o && o->link_bandwidth ? *o->link_bandwidth : c.link_bandwidth) * c.link_efficiency;
 }
 
 double intra_bandwidth(const ClusterConfig& c, int node) {
   const auto* o = override_of(c, node);
-  return o && o->intra_bandwidth ? *o->intra_bandwidth : c.intra_bandwidth;
+  return (o && o->intra_bandwidth ? *o->intra_bandwidth : c.intra_bandwidth) * c.intra_efficiency;
 }
 
 sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, double bw, double latency) {

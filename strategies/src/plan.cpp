@@ -1,5 +1,7 @@
 #include "ddplab/strategies/plan.hpp"
 
+#include "ddplab/strategies/nccl_model.hpp"
+
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +47,8 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
   else throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
   // The codec's all_gather concatenates equal parts: the all-gather of n * count elements, rank r owning part r.
   const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
+  if (schedule == "native" && native_as == "nccl" && where.nccl)  // NCCL's own choice on this fabric
+    return nccl_schedule(*where.nccl, collective, n, count, elem_bytes(call.type));
   return make_schedule(schedule_name_for_call(call, schedule, n, native_as),
                        ScheduleParams{n, count, where.ranks_per_node, where.servers}, collective);
 }

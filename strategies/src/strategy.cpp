@@ -54,9 +54,10 @@ Chunk Strategy::shard(int bucket, int rank) const {
   return Chunk{0, 0};
 }
 
-Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as) const {
-  return schedule_for_call(call, schedule, ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers},
-                           native_as);
+Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as,
+                                const NcclFabric* nccl) const {
+  return schedule_for_call(
+      call, schedule, ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers, nccl}, native_as);
 }
 
 bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % config_.accumulate_steps == 0; }

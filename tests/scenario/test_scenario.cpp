@@ -446,8 +446,12 @@ TEST(ScenarioCluster, PresetFillsFieldsAndExplicitFieldsOverride) {
   const Scenario s = parse_scenario("[cluster]\npreset = \"dgx-h100\"\nlink_bandwidth = \"100Gbit/s\"\n", "x.toml");
   EXPECT_EQ(s.cluster.preset, "dgx-h100");
   EXPECT_EQ(s.cluster.devices_per_node, 8);
-  EXPECT_EQ(s.cluster.topology, "fat_tree");
+  EXPECT_EQ(s.cluster.topology, "star");  // rail-optimised and non-blocking (cluster_presets.cpp)
   EXPECT_EQ(s.cluster.intra, "nvswitch");
+  EXPECT_EQ(s.cluster.network_model, "CM02");
+  EXPECT_EQ(s.cluster.device_arch, "hopper");
+  EXPECT_TRUE(s.cluster.nvls);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_efficiency, 0.82);
   EXPECT_DOUBLE_EQ(s.cluster.intra_bandwidth, 450e9);
   EXPECT_DOUBLE_EQ(*s.cluster.device_flops, 989e12);
   EXPECT_DOUBLE_EQ(s.cluster.link_bandwidth, 100e9 / 8);  // explicit wins over the preset's 400 Gbit/s
@@ -491,7 +495,7 @@ TEST(ScenarioCluster, FullMeshHasNoShape) {
             "no shape: every pair of nodes gets its own link), got \"4,4\"");
   EXPECT_EQ(parse_error("[cluster]\npreset = \"dgx-h100\"\ndragonfly = \"2,1;1,1;4,1;2\"\n"),
             "fake/inline.toml:3:13: cluster.dragonfly applies to topology = \"dragonfly\" only (topology is "
-            "\"fat_tree\"), got \"2,1;1,1;4,1;2\"");
+            "\"star\"), got \"2,1;1,1;4,1;2\"");
 }
 
 TEST(ScenarioCluster, ErrorsNameFileLineColumn) {

@@ -316,12 +316,12 @@ TEST(SimulatorTopology, TcpGammaCoversTheFastestLinkOnTheLongestRoute) {
   EXPECT_DOUBLE_EQ(sim::tcp_gamma_for(star), std::max(4.0 * 1024 * 1024, 16.0 * star.link_bandwidth * 2 * 2 * star.link_latency));
   ClusterConfig h100;
   apply_cluster_preset(h100, "dgx-h100");
-  // NVLink at 450 GB/s over the longest route: the window must not cap it.
+  // NVLink at 450 GB/s over the longest route (NIC, star switch, NIC): the window must not cap it.
   const double gamma = sim::tcp_gamma_for(h100);
-  EXPECT_GT(gamma / (2 * (2 * h100.link_latency + 4 * h100.link_latency)), 10 * h100.intra_bandwidth);
-  // A NVLink transfer on that preset runs at the link's bandwidth, not at a window's.
+  EXPECT_GT(gamma / (2 * (2 * h100.link_latency)), 10 * h100.intra_bandwidth);
+  // A NVLink transfer on that preset runs at the link's effective bandwidth, not at a window's.
   const auto r = simulate_schedule(h100, transfers(16, {{0, 1}}), 1, alpha_beta());
-  expect_close(r.step_s, kBytes / h100.intra_bandwidth + 2 * h100.intra_latency);
+  expect_close(r.step_s, kBytes / (h100.intra_bandwidth * h100.intra_efficiency) + 2 * h100.intra_latency);
 }
 
 }  // namespace

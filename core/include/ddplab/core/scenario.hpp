@@ -74,6 +74,15 @@ struct ClusterConfig {
   double intra_latency = 1e-6;                           // seconds, per intra-node link
   double pcie_bandwidth = 32e9;                          // bytes/s per direction, PCIe switch <-> root complex
   std::string nics = "per_device";                       // "per_device" | "per_node"
+  // Effective share of the line rate that traffic gets (protocol overhead): NVLink moves 128-byte payloads
+  // at about 80% of its line rate; an NDR InfiniBand NIC delivers about 47 of its 50 GB/s.
+  double intra_efficiency = 1.0;                         // intra-node links
+  double link_efficiency = 1.0;                          // NICs
+  std::string device_arch;                               // "ampere" | "hopper" | "": NCCL's constants (nccl_model.hpp)
+  bool nvls = false;                                     // NVLink SHARP in the NVSwitch (H100 and later): NCCL's NVLS
+  // SimGrid network model the fabric is simulated with (README "Network models"): "LV08" (TCP's measured
+  // latency and bandwidth factors: Ethernet with TCP) or "CM02" (plain latency + size / bandwidth: RDMA fabrics).
+  std::string network_model = "LV08";
   std::optional<double> fabric_bandwidth;                // full/fat_tree/dragonfly/torus links; default: a node's NIC total
   std::optional<double> fabric_latency;                  // their latency; default link_latency
   std::string fat_tree;                                  // SimGrid "levels;down;up;count", "" = sized to the world

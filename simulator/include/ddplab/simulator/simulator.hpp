@@ -27,8 +27,12 @@ class Store;
 struct Calibration;  // calibration.hpp
 
 struct SimOptions {
-  std::string network_model = "LV08";  // SimGrid network/model: "LV08" (realistic TCP factors) or "CM02" (pure alpha-beta)
-  bool crosstraffic = true;            // network/crosstraffic: TCP acks load the reverse path
+  // SimGrid network/model: "auto" (the cluster's [cluster].network_model: CM02 on the DGX presets' RDMA
+  // fabrics, LV08 otherwise), "LV08" (TCP's latency and bandwidth factors) or "CM02" (pure alpha-beta).
+  std::string network_model = "auto";
+  // network/crosstraffic: TCP acks load the reverse path. Off by itself where "auto" picks the cluster's CM02
+  // (an RDMA fabric has no TCP acks).
+  bool crosstraffic = true;
   bool verbose = false;                // keep SimGrid's own log output (silenced by default)
   // SimGrid surf/precision (s): events closer than this are handled as one. 0 = automatic, 1% of the link
   // latency (at least SimGrid's 1e-9 s); see sim::time_precision_for for why.
@@ -43,7 +47,7 @@ struct SimOptions {
   std::shared_ptr<const Calibration> calibration;
   // What `native` collectives replay as (schedule_for_call's native_as): "auto" (the backend's own:
   // "nccl" for a scenario on backend cuda, "mpi" otherwise: Open MPI 4.1's choice by size), "mpi", "nccl"
-  // (the ring, as NCCL's algorithms are not modelled yet) or a schedule name.
+  // (NCCL's algorithm and protocol by size and scale on the cluster's fabric: nccl_model.hpp) or a schedule name.
   std::string native = "auto";
   // simulate_schedule only: the two directions of a pairwise exchange of messages of at least this many
   // bytes take turns (Open MPI's own collectives over TCP; Calibration::tcp_rendezvous_bytes); 0 = never.
@@ -58,6 +62,12 @@ struct SimOptions {
   // ResNet-50 that was the biggest cost after the simulation itself).
   bool keep_trace = true;
 };
+
+// The SimGrid network model a simulation of this cluster runs: options.network_model, "auto" resolved.
+std::string network_model_for(const ClusterConfig& cluster, const SimOptions& options);
+
+// Whether a simulation of this cluster loads reverse paths with TCP acks (SimOptions::crosstraffic).
+bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options);
 
 // What `native` replays as for this scenario: options.native, or with "auto" the backend's own transport
 // ("nccl" on backend cuda, else "mpi").

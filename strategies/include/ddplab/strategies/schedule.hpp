@@ -46,12 +46,39 @@ struct ScheduleStep {
   std::vector<RecvOp> recvs;
 };
 
+// Costs a model of a backend's own collective (nccl_model.hpp) adds to its messages' time on the links: a
+// protocol's fixed start-up, its per-hop latency beyond the wire's, and the bytes it puts on the wire per
+// byte of payload (LL sends a 4-byte flag with every 4 bytes of data). The runtime's schedules have none.
+struct ScheduleTiming {
+  double start_s = 0;        // once, before the first step
+  double intra_hop_s = 0;    // before each send to a rank on the same node
+  double inter_hop_s = 0;    // before each send to a rank on another node
+  double wire_factor = 1;    // wire bytes per payload byte
+  int ranks_per_node = 1;    // which sends cross nodes
+  // Steps whose sends may be in flight at once (NCCL's buffer slots): a step waits for its receives, and
+  // for its own sends only `pipeline_depth` steps later. 1 = lock-step, as the runtime's schedules run.
+  int pipeline_depth = 1;
+  std::string protocol;      // "LL" | "LL128" | "Simple"; "" = none
+  bool operator==(const ScheduleTiming&) const = default;
+  // The delay before a step of `rank` whose sends go to `peers`: the slowest hop's.
+  template <class Peers>
+  double step_delay(int rank, const Peers& peers) const {
+    double d = 0;
+    for (const auto& p : peers) {
+      const bool inter = p.peer / ranks_per_node != rank / ranks_per_node;
+      d = d > (inter ? inter_hop_s : intra_hop_s) ? d : (inter ? inter_hop_s : intra_hop_s);
+    }
+    return d;
+  }
+};
+
 struct Schedule {
   std::string name;        // "ring", ...
   std::string collective;  // "allreduce", "reduce_scatter", "all_gather", "push", "pull"
   int world_size = 1;
   std::size_t count = 0;   // elements
   std::vector<std::vector<ScheduleStep>> ranks;  // ranks[r] = the steps of rank r
+  ScheduleTiming timing;   // a backend model's protocol costs (none for the runtime's schedules)
 
   // Bytes rank r sends for elements of `elem_bytes` bytes.
   std::size_t bytes_sent(int rank, std::size_t elem_bytes) const;
@@ -59,11 +86,13 @@ struct Schedule {
 
 // What a schedule is built for. Shards: for reduce_scatter and all_gather, rank r owns
 // chunk_of(count, world_size, r) (the result of reduce_scatter, the input of all_gather).
+struct NcclFabric;  // nccl_model.hpp
 struct ScheduleParams {
   int world_size = 1;
   std::size_t count = 0;      // elements
   int ranks_per_node = 1;     // consecutive ranks share a node (hierarchical schedules); divides world_size or not
   int servers = 0;            // parameter server schedules: dedicated server ranks (0 = every rank serves a shard)
+  const NcclFabric* nccl = nullptr;  // the simulator's `native` on NCCL: the fabric NCCL's choice depends on
 };
 
 // Who serves what in a parameter server. With S dedicated servers they are the last S ranks and the first
@@ -89,8 +118,8 @@ Schedule halving_doubling_allreduce(int world_size, std::size_t count);
 Schedule recursive_doubling_allreduce(int world_size, std::size_t count);
 // The schedule a backend's own collective runs (native.cpp), for the simulator to replay `native` with:
 // on transport "mpi", Open MPI 4.1's fixed choice of allreduce algorithm by world size and buffer bytes
-// (ring, recursive_doubling or halving_doubling); the ring otherwise (NCCL's choice, and Open MPI's other
-// collectives, are not modelled).
+// (ring, recursive_doubling or halving_doubling); the ring otherwise (Open MPI's other collectives are not
+// modelled; NCCL's choice needs the fabric: schedule_for_call builds it from ScheduleParams::nccl).
 std::string native_schedule(const std::string& transport, const std::string& collective, int world_size,
                             std::size_t count, std::size_t elem_bytes);
 

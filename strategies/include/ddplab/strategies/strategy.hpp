@@ -102,7 +102,8 @@ class Strategy {
   Chunk shard(int bucket, int rank) const;
   // The Schedule a collective call of this strategy's plan runs on, in both executors ("native" replays
   // as native_as).
-  Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring") const;
+  Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring",
+                        const NcclFabric* nccl = nullptr) const;
 
   // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
   // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids

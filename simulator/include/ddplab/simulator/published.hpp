@@ -1,0 +1,43 @@
+// The GPU presets checked against public measurements (bench/published/points.toml): each point simulated on
+// its preset, with the error. `ddplab bench published` prints the table; a unit test holds its bounds.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab {
+
+struct PublishedPoint {
+  std::string id;        // row of docs/published-measurements.md
+  std::string case_name;
+  std::string preset;
+  std::string kind;      // "busbw" (GB/s) | "time" (us) | "efficiency" (fraction)
+  int world = 0;
+  std::uint64_t bytes = 0;  // busbw, time: bytes per rank
+  double published = 0;
+  bool nvls = true;         // false: the preset's NVLS off (the source's NVLS-off figure)
+  std::string model;        // efficiency: the layer table, images per GPU and the one-GPU step
+  int batch = 0;
+  double compute_s = 0;
+  std::string where;        // file:line of the point
+};
+
+// Reads the points file; throws std::invalid_argument naming file:line and field for a bad entry.
+std::vector<PublishedPoint> load_published_points(const std::string& path);
+
+struct PublishedResult {
+  PublishedPoint point;
+  double predicted = 0;   // in the point's unit
+  double error_pct = 0;   // (predicted - published) / published x 100
+  std::string detail;     // what was replayed ("nccl:ring/Simple", "step 280.1 ms")
+};
+
+// Simulates every point (native NCCL on the preset; DDP overlap for efficiency) with `options` (network
+// model "auto": the preset's). on_result sees each as it is done.
+std::vector<PublishedResult> compare_published(const std::vector<PublishedPoint>& points, const SimOptions& options = {},
+                                               const std::function<void(const PublishedResult&)>& on_result = {});
+
+}  // namespace ddplab

@@ -1,0 +1,153 @@
+#include "ddplab/simulator/published.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/core/stats.hpp"
+#include "ddplab/core/units.hpp"
+#include "ddplab/simulator/collective_sim.hpp"
+#include "ddplab/strategies/nccl_model.hpp"
+#include "platform.hpp"
+
+namespace ddplab {
+namespace {
+
+struct PointReader {
+  std::string path;
+  [[noreturn]] void fail(const toml::node& n, const std::string& field, const std::string& problem) const {
+    throw std::invalid_argument(fmt::format("{}:{}: {}: {}", path, n.source().begin.line, field, problem));
+  }
+  const toml::node& need(const toml::table& t, const toml::node& at, const std::string& key) const {
+    const toml::node* n = t.get(key);
+    if (!n) fail(at, key, "is required");
+    return *n;
+  }
+  std::string text(const toml::table& t, const toml::node& at, const std::string& key) const {
+    const auto v = need(t, at, key).value<std::string>();
+    if (!v || v->empty()) fail(*t.get(key), key, "must be a non-empty string");
+    return *v;
+  }
+  long long integer(const toml::table& t, const toml::node& at, const std::string& key, long long min) const {
+    const auto v = need(t, at, key).value<long long>();
+    if (!t.get(key)->is_integer() || !v || *v < min) fail(*t.get(key), key, fmt::format("must be an integer >= {}", min));
+    return *v;
+  }
+  double number(const toml::node& n, const std::string& field) const {
+    const auto v = n.value<double>();
+    if (!(n.is_integer() || n.is_floating_point()) || !v || !std::isfinite(*v) || *v <= 0)
+      fail(n, field, "must be a number greater than 0");
+    return *v;
+  }
+};
+
+}  // namespace
+
+std::vector<PublishedPoint> load_published_points(const std::string& path) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+  }
+  const PointReader r{path};
+  const toml::array* points = doc["point"].as_array();
+  if (!points || points->empty()) throw std::invalid_argument(path + ": no [[point]] entries");
+  std::vector<PublishedPoint> out;
+  for (const toml::node& node : *points) {
+    const toml::table* t = node.as_table();
+    if (!t) r.fail(node, "point", "must be a table");
+    for (const auto& [key, value] : *t) {
+      static const std::vector<std::string> known{"id",   "case",  "preset", "kind",  "world",    "sweep",
+                                                  "nvls", "model", "batch",  "compute", "published"};
+      if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
+        r.fail(value, std::string(key.str()), "is not a point field");
+    }
+    PublishedPoint p;
+    p.id = r.text(*t, node, "id");
+    p.case_name = r.text(*t, node, "case");
+    p.preset = r.text(*t, node, "preset");
+    try {
+      ClusterConfig check;
+      apply_cluster_preset(check, p.preset);
+    } catch (const std::invalid_argument& e) {
+      r.fail(*t->get("preset"), "preset", e.what());
+    }
+    p.kind = r.text(*t, node, "kind");
+    p.world = static_cast<int>(r.integer(*t, node, "world", 1));
+    p.where = fmt::format("{}:{}", path, node.source().begin.line);
+    if (const toml::node* n = t->get("nvls")) {
+      if (!n->is_boolean()) r.fail(*n, "nvls", "must be true or false");
+      p.nvls = n->value<bool>().value_or(true);
+    }
+    if (p.kind == "efficiency") {
+      p.model = r.text(*t, node, "model");
+      p.batch = static_cast<int>(r.integer(*t, node, "batch", 1));
+      try {
+        p.compute_s = parse_duration(r.text(*t, node, "compute"));
+      } catch (const std::invalid_argument& e) {
+        r.fail(*t->get("compute"), "compute", e.what());
+      }
+      p.published = r.number(r.need(*t, node, "published"), "published");
+      out.push_back(p);
+      continue;
+    }
+    if (p.kind != "busbw" && p.kind != "time") r.fail(*t->get("kind"), "kind", "must be busbw, time or efficiency");
+    const toml::array* sweep = r.need(*t, node, "sweep").as_array();
+    if (!sweep || sweep->empty()) r.fail(*t->get("sweep"), "sweep", "must be a non-empty array of [bytes, value]");
+    for (const toml::node& pair : *sweep) {
+      const toml::array* a = pair.as_array();
+      const auto bytes = a && a->size() == 2 ? a->get(0)->value<long long>() : std::nullopt;
+      if (!bytes || *bytes < 4) r.fail(pair, "sweep", "each entry must be [bytes >= 4, value]");
+      PublishedPoint q = p;
+      q.bytes = static_cast<std::uint64_t>(*bytes);
+      q.published = r.number(*a->get(1), "sweep");
+      out.push_back(q);
+    }
+  }
+  return out;
+}
+
+std::vector<PublishedResult> compare_published(const std::vector<PublishedPoint>& points, const SimOptions& options,
+                                               const std::function<void(const PublishedResult&)>& on_result) {
+  std::vector<PublishedResult> out;
+  for (const PublishedPoint& p : points) {
+    PublishedResult res{p, 0, 0, ""};
+    ClusterConfig cluster;
+    apply_cluster_preset(cluster, p.preset);
+    cluster.nvls = cluster.nvls && p.nvls;
+    if (p.kind == "efficiency") {
+      // PyTorch DDP on the preset: overlap, 25 MiB buckets, NCCL's allreduce; one GPU's step is all compute.
+      const std::string text = fmt::format(
+          "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\nbatch_size = {}\n"
+          "[cluster]\npreset = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+          p.model, p.batch, p.preset, cluster.nvls ? "true" : "false");
+      const Scenario sc = parse_scenario(text, p.where);
+      const SimPatternResult r =
+          simulate_pattern(sc, sc.strategies.front(), p.world, p.compute_s, 0.0, options, sc.cluster.devices_per_node);
+      res.predicted = r.samples_per_s / (p.world * p.batch / p.compute_s);
+      res.detail = fmt::format("step {} ({} on one GPU)", format_duration(r.step_s), format_duration(p.compute_s));
+    } else {
+      CollectiveSimRequest req;
+      req.cluster = cluster;
+      req.world_size = p.world;
+      req.schedules = {"native"};
+      req.sizes = {p.bytes};
+      req.transport = "nccl";
+      req.options = options;
+      const CollectiveBenchRow row = simulate_collective_bench(req).front();
+      res.predicted = p.kind == "busbw" ? row.busbw_gbs : row.time_us;
+      const NcclChoice c = nccl_choose(sim::nccl_fabric(cluster), "allreduce", p.world, p.bytes / 4 * 4);
+      res.detail = fmt::format("nccl:{}/{}", c.algorithm, c.protocol);
+    }
+    res.error_pct = error_pct(p.published, res.predicted);
+    out.push_back(res);
+    if (on_result) on_result(out.back());
+  }
+  return out;
+}
+
+}  // namespace ddplab
