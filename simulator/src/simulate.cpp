@@ -46,7 +46,7 @@ std::string network_model_for(const ClusterConfig& cluster, const SimOptions& op
 }
 
 bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
-  return options.crosstraffic && (options.network_model != "auto" || cluster.network_model != "CM02");
+  return options.crosstraffic.value_or(network_model_for(cluster, options) != "CM02");
 }
 
 std::string native_transport(const Scenario& scenario, const SimOptions& options) {

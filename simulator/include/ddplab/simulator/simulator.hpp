@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,9 +31,9 @@ struct SimOptions {
   // SimGrid network/model: "auto" (the cluster's [cluster].network_model: CM02 on the DGX presets' RDMA
   // fabrics, LV08 otherwise), "LV08" (TCP's latency and bandwidth factors) or "CM02" (pure alpha-beta).
   std::string network_model = "auto";
-  // network/crosstraffic: TCP acks load the reverse path. Off by itself where "auto" picks the cluster's CM02
-  // (an RDMA fabric has no TCP acks).
-  bool crosstraffic = true;
+  // network/crosstraffic: TCP acks load the reverse path. Unset: on under LV08, off under CM02 (an RDMA
+  // fabric has no TCP acks).
+  std::optional<bool> crosstraffic;
   bool verbose = false;                // keep SimGrid's own log output (silenced by default)
   // SimGrid surf/precision (s): events closer than this are handled as one. 0 = automatic, 1% of the link
   // latency (at least SimGrid's 1e-9 s); see sim::time_precision_for for why.
