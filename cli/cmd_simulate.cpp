@@ -56,8 +56,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
-                                        st.ps_servers > 0 ? fmt::format("{} dedicated server{}", st.ps_servers, st.ps_servers > 1 ? "s" : "")
-                                                          : std::string("co-located servers"))
+                                        describe_servers(st))
                           : fmt::format("allreduce of {} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"

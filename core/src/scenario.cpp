@@ -94,7 +94,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 // The known name the user most likely meant: a close spelling, or one that adds a prefix or
 // suffix to what was written ("bandwidth" -> "link_bandwidth").
-std::optional<std::string_view> closest(std::string_view key, Choices known) {
+template <class Names>
+std::optional<std::string_view> closest(std::string_view key, const Names& known) {
   std::optional<std::string_view> best;
   std::size_t best_d = SIZE_MAX;
   for (std::string_view k : known) {
@@ -487,8 +488,17 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
     if (!t) r.fail(e, field, "must be a table");
     const std::string p = field + ".";
     StrategyConfig s;
-    r.check_keys(*t, p, {"name", "policy", "schedule", "bucket_cap", "first_bucket_cap", "codec", "codec_options",
-                         "accumulate_steps", "local_sgd_period", "local_sgd_warmup", "ps_servers"});
+    // Keys beyond core's own are the policy's options, checked against its registry entry by strategies/;
+    // one a letter or two away from a field is that field mistyped.
+    for (auto&& [key, value] : *t) {
+      const std::string k(key.str());
+      if (std::find(kStrategyFields.begin(), kStrategyFields.end(), k) != kStrategyFields.end()) continue;
+      if (auto guess = closest(k, kStrategyFields))
+        r.fail(key.source(), fmt::format("unknown key {}{} (did you mean {}{}?)", p, k, p, *guess));
+      if (!(value.is_string() || value.is_integer() || value.is_floating_point() || value.is_boolean()))
+        r.fail(value, p + k, "must be a string, number or boolean (a policy option), or one of the [[strategy]] fields");
+      s.policy_options[k] = value.is_string() ? value.as_string()->get() : show(value);
+    }
     r.read_string(*t, p, "name", s.name);
     r.read_string(*t, p, "policy", s.policy);
     r.read_string(*t, p, "schedule", s.schedule);
@@ -496,9 +506,6 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
     r.read_size(*t, p, "bucket_cap", s.bucket_cap);
     r.read_size(*t, p, "first_bucket_cap", s.first_bucket_cap);
     r.read_int(*t, p, "accumulate_steps", s.accumulate_steps, 1, "must be a positive integer");
-    r.read_int(*t, p, "local_sgd_period", s.local_sgd_period, 1, "must be a positive integer");
-    r.read_int(*t, p, "local_sgd_warmup", s.local_sgd_warmup, 0, "must be a non-negative integer");
-    r.read_int(*t, p, "ps_servers", s.ps_servers, 0, "must be a non-negative integer (0 = co-located servers)");
     if (const toml::node* n = t->get("codec_options")) {
       const toml::table* opts = n->as_table();
       if (!opts) r.fail(*n, p + "codec_options", "must be a table such as { ratio = 0.01 }");
@@ -551,9 +558,7 @@ nlohmann::json StrategyConfig::to_json() const {
           {"codec", codec},
           {"codec_options", codec_options},
           {"accumulate_steps", accumulate_steps},
-          {"local_sgd_period", local_sgd_period},
-          {"local_sgd_warmup", local_sgd_warmup},
-          {"ps_servers", ps_servers}};
+          {"policy_options", policy_options}};
 }
 
 Scenario parse_scenario(const std::string& text, const std::string& path) {

@@ -143,9 +143,14 @@ Scenario measured_scenario(const RunRow& run) {
     st.codec = s.at("codec").get<std::string>();
     st.codec_options = s.at("codec_options").get<std::map<std::string, std::string>>();
     st.accumulate_steps = s.at("accumulate_steps").get<int>();
-    st.local_sgd_period = s.at("local_sgd_period").get<int>();
-    st.local_sgd_warmup = s.at("local_sgd_warmup").get<int>();
-    st.ps_servers = s.value("ps_servers", 0);
+    if (s.contains("policy_options")) {
+      st.policy_options = s.at("policy_options").get<std::map<std::string, std::string>>();
+    } else {  // stored before policies described their own options: the fields core had for them
+      for (const char* k : {"local_sgd_period", "local_sgd_warmup", "ps_servers"}) {
+        const int v = s.value(k, k == std::string("local_sgd_period") ? 1 : 0);
+        if (v != (k == std::string("local_sgd_period") ? 1 : 0)) st.policy_options[k] = std::to_string(v);
+      }
+    }
     sc.strategies = {st};
     return sc;
   } catch (const nlohmann::json::exception& e) {

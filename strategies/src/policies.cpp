@@ -15,10 +15,10 @@ const std::vector<PolicyInfo>& policies() {
       {"bucketed", "one collective per bucket, after backward", true, Shards::None, build_after_backward},
       {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, Shards::None, build_overlap},
       {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, Shards::None, build_local_sgd,
-       local_sgd_timing, finish_local_sgd},
+       local_sgd_timing, finish_local_sgd, local_sgd_options()},
       {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1},
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
-       Shards::Servers, build_parameter_server},
+       Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options()},
   };
   return all;
 }
@@ -27,6 +27,70 @@ const PolicyInfo* find_policy(const std::string& name) {
   for (const auto& p : policies())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+namespace {
+
+const PolicyOption* find_option(const PolicyInfo& p, const std::string& name) {
+  for (const auto& o : p.options)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+std::string option_names(const PolicyInfo& p) {
+  std::string out;
+  for (const auto& o : p.options) out += (out.empty() ? "" : ", ") + o.name;
+  return out.empty() ? "none" : out;
+}
+
+// What is wrong with one option of the config ("" when nothing), and its value.
+std::string option_problem(const PolicyInfo& p, const std::string& name, const std::string& text, long long& value) {
+  const PolicyOption* o = find_option(p, name);
+  if (!o) {
+    std::string fields;
+    for (std::string_view f : kStrategyFields) fields += (fields.empty() ? "" : ", ") + std::string(f);
+    return fmt::format("is neither a [[strategy]] field ({}) nor an option of policy \"{}\" ({})", fields, p.name,
+                       option_names(p));
+  }
+  std::size_t used = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value < o->min || value > o->max)
+    return fmt::format("must be an integer from {} to {} ({}), got {}", o->min, o->max, o->help, text);
+  return "";
+}
+
+}  // namespace
+
+long long policy_option(const StrategyConfig& config, const std::string& name) {
+  const PolicyInfo* p = find_policy(config.policy);
+  if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
+  const PolicyOption* o = find_option(*p, name);
+  if (!o) throw std::invalid_argument(fmt::format("policy \"{}\" has no option {}", config.policy, name));
+  const auto it = config.policy_options.find(name);
+  if (it == config.policy_options.end()) return o->fallback;
+  long long value = 0;
+  const std::string problem = option_problem(*p, name, it->second, value);
+  if (!problem.empty()) throw std::invalid_argument(fmt::format("{} {}", name, problem));
+  return value;
+}
+
+void check_policy_options(const StrategyConfig& config) {
+  const PolicyInfo* p = find_policy(config.policy);
+  if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
+  for (const auto& [name, text] : config.policy_options) {
+    long long value = 0;
+    const std::string problem = option_problem(*p, name, text, value);
+    if (!problem.empty()) throw std::invalid_argument(fmt::format("{} {}", name, problem));
+  }
+}
+
+std::string describe_servers(const StrategyConfig& config) {
+  const long long n = policy_option(config, "ps_servers");
+  return n > 0 ? fmt::format("{} dedicated server{}", n, n > 1 ? "s" : "") : "co-located servers";
 }
 
 bool uses_parameter_servers(const StrategyConfig& config) {
@@ -65,8 +129,11 @@ void validate_strategies(const Scenario& sc) {
     if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
     if (!has_schedule(s.schedule, "allreduce"))
       check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
-    if (s.ps_servers > 0 && policy->shards != Shards::Servers)
-      check.fail("ps_servers", fmt::format("applies to policy \"ps\" only, got policy \"{}\"", s.policy));
+    for (const auto& [name, text] : s.policy_options) {
+      long long value = 0;
+      const std::string problem = option_problem(*policy, name, text, value);
+      if (!problem.empty()) check.fail(name, problem);
+    }
     if (policy->shards == Shards::Servers && s.schedule != "native")
       check.fail("schedule", fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
                                          "directly), got \"{}\"", s.schedule));

@@ -14,11 +14,12 @@ Strategy::Strategy(const StrategyConfig& config, const ModelSpec& model, const S
   policy_ = find_policy(config.policy);
   if (!policy_) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
   if (ctx.world_size < 1) throw std::invalid_argument("world size must be >= 1");
-  if (config.ps_servers > 0 && policy_->shards != Shards::Servers)
-    throw std::invalid_argument(fmt::format("ps_servers applies to policy \"ps\" only, not \"{}\"", config.policy));
-  if (policy_->shards == Shards::Servers && (config.ps_servers < 0 || config.ps_servers >= ctx.world_size))
+  check_policy_options(config);
+  // Sharding by servers is the parameter-server policies': their option says how many are dedicated.
+  servers_ = policy_->shards == Shards::Servers ? static_cast<int>(policy_option(config, "ps_servers")) : 0;
+  if (servers_ >= ctx.world_size)
     throw std::invalid_argument(fmt::format("policy ps: ps_servers = {} dedicated servers leave no worker among {} ranks",
-                                            config.ps_servers, ctx.world_size));
+                                            servers_, ctx.world_size));
   codec_ = make_codec(config.codec, config.codec_options, ctx.seed);
   bucketize(reverse_parameter_order(model_));
 }
@@ -37,7 +38,7 @@ bool Strategy::observe_ready_order(const std::vector<int>& order) {
 }
 
 PsLayout Strategy::ps_layout() const {
-  return PsLayout{ctx_.world_size, policy_->shards == Shards::Servers ? config_.ps_servers : 0};
+  return PsLayout{ctx_.world_size, servers_};
 }
 
 Chunk Strategy::shard(int bucket, int rank) const {

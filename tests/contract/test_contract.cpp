@@ -65,18 +65,18 @@ std::vector<Case> cases() {
   v.push_back(make_case("overlap_powersgd_start_iter_2", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "2"}}));
   v.push_back(make_case("zero1_ring", "zero1", "ring"));
   Case local = make_case("local_sgd_direct", "local_sgd", "direct");
-  local.config.local_sgd_period = 1;  // averages at every step
+  local.config.policy_options["local_sgd_period"] = "1";  // averages at every step
   v.push_back(local);
   Case period = make_case("local_sgd_period_3_warmup_1", "local_sgd", "ring");
-  period.config.local_sgd_period = 3;  // one step of gradient sync, then blocks of 2 local steps and an average
-  period.config.local_sgd_warmup = 1;
+  period.config.policy_options["local_sgd_period"] = "3";  // one step of gradient sync, then blocks of 2 local steps and an average
+  period.config.policy_options["local_sgd_warmup"] = "1";
   v.push_back(period);
   Case acc = make_case("accumulate_2_ring", "overlap", "ring");
   acc.config.accumulate_steps = 2;
   v.push_back(acc);
   v.push_back(make_case("ps_colocated", "ps", "native"));
   Case ps = make_case("ps_one_dedicated_server", "ps", "native");
-  ps.config.ps_servers = 1;
+  ps.config.policy_options["ps_servers"] = "1";
   v.push_back(ps);
   // And everything the registries hold, so that a new schedule, codec or policy is covered without an edit
   // here: every allreduce schedule under overlap, every codec on the ring, every policy on the ring (the

@@ -82,7 +82,7 @@ TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
       config("flat", "native"),          config("overlap", "ring"),        config("overlap", "native", "fp16"),
       config("bucketed", "ring", "bf16"), config("overlap", "native", "topk"), config("zero1", "ring"),
       config("zero1", "native"),         config("ps", "native"),          config("local_sgd", "ring")};
-  configs.back().local_sgd_period = 2;
+  configs.back().policy_options["local_sgd_period"] = "2";
   configs.push_back(config("overlap", "ring"));
   configs.back().accumulate_steps = 2;
   configs.back().name += "-accumulate2";

@@ -286,7 +286,7 @@ TEST(SimulatorPlan, LocalSgdBlockAmortisesItsAverage) {
   Scenario sc = small();
   sc.cluster.link_bandwidth = 1e8;  // slow links: comm dominates
   StrategyConfig local = strategy("local_sgd", "ring");
-  local.local_sgd_period = 4;
+  local.policy_options["local_sgd_period"] = "4";
   const SimPatternResult l = simulate_pattern(sc, local, 4, 0.01, 0.001, alpha_beta());
   const SimPatternResult flat = simulate_pattern(sc, strategy("flat", "ring"), 4, 0.01, 0.001, alpha_beta());
   ASSERT_EQ(l.pattern.period(), 4);

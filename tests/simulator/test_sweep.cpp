@@ -199,7 +199,7 @@ TEST(SimulatorSources, MeasuredMeansAreBroughtToOneWorkerAndOneUpdate) {
   StrategyConfig ps = sc.strategies[0];
   ps.name = "ps";
   ps.policy = "ps";
-  ps.ps_servers = 1;
+  ps.policy_options["ps_servers"] = "1";
   // ZeRO-1 on 4 ranks: each rank updates a quarter of the model.
   const auto z = measured_run(store, sc, zero, 4, 0.010, 0.001, 4, 4);
   const ComputeSource zs = compute_source(sc, zero, store, "run:" + std::to_string(z));

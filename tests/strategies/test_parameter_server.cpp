@@ -90,7 +90,7 @@ const ModelSpec kMlp = ModelSpec::mlp({784, 64, 32, 10});
 StrategyConfig ps_config(int servers) {
   StrategyConfig c;
   c.policy = "ps";
-  c.ps_servers = servers;
+  c.policy_options["ps_servers"] = std::to_string(servers);
   c.bucket_cap = 4000;  // two buckets: layers 2 and 1, then layer 0
   c.first_bucket_cap = 2000;
   return c;
@@ -161,8 +161,35 @@ TEST(ParameterServer, ValidationNamesTheField) {
   EXPECT_EQ(sched.substr(0, sched.find(" must")), "x.toml:3:12: strategy[0].schedule") << sched;
   const std::string codec = validation_error("policy = \"ps\"\ncodec = \"fp16\"\n");
   EXPECT_EQ(codec.substr(0, codec.find(" must")), "x.toml:3:9: strategy[0].codec") << codec;
-  const std::string servers = validation_error("policy = \"overlap\"\nps_servers = 1\n");
-  EXPECT_EQ(servers.substr(0, servers.find(" applies")), "x.toml:3:14: strategy[0].ps_servers") << servers;
+  EXPECT_EQ(validation_error("policy = \"overlap\"\nps_servers = 1\n"),
+            "x.toml:3:14: strategy[0].ps_servers is neither a [[strategy]] field (name, policy, schedule, bucket_cap, "
+            "first_bucket_cap, codec, codec_options, accumulate_steps) nor an option of policy \"overlap\" (none)");
+  EXPECT_EQ(validation_error("policy = \"ps\"\nps_servers = -1\n"),
+            "x.toml:3:14: strategy[0].ps_servers must be an integer from 0 to 1073741824 (dedicated server ranks, the "
+            "last ones; 0 = every rank serves a shard), got -1");
+  EXPECT_EQ(validation_error("policy = \"local_sgd\"\nlocal_sgd_period = \"four\"\n"),
+            "x.toml:3:20: strategy[0].local_sgd_period must be an integer from 1 to 1073741824 (H: parameters are "
+            "averaged every H steps), got four");
+  EXPECT_EQ(validation_error("policy = \"local_sgd\"\nlocal_sgd_period = [4]\n"),
+            "x.toml:3:20: strategy[0].local_sgd_period must be a string, number or boolean (a policy option), or one "
+            "of the [[strategy]] fields, got [4]");
+}
+
+// Every policy's options: their examples pass validation, a value below the minimum does not.
+TEST(PolicyOptions, EveryRegisteredOptionValidatesItsRange) {
+  for (const PolicyInfo& p : policies())
+    for (const PolicyOption& o : p.options) {
+      StrategyConfig c;
+      c.policy = p.name;
+      c.policy_options[o.name] = std::to_string(o.example);
+      EXPECT_NO_THROW(check_policy_options(c)) << p.name << "." << o.name;
+      EXPECT_EQ(policy_option(c, o.name), o.example);
+      EXPECT_NE(o.example, o.fallback) << p.name << "." << o.name << ": the example must change something";
+      c.policy_options[o.name] = std::to_string(o.min - 1);
+      EXPECT_THROW(check_policy_options(c), std::invalid_argument) << p.name << "." << o.name;
+      c.policy_options.clear();
+      EXPECT_EQ(policy_option(c, o.name), o.fallback);
+    }
 }
 
 }  // namespace

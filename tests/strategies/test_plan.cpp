@@ -105,8 +105,7 @@ TEST(Policies, AccumulationSyncsEveryKthMicroStepOnly) {
 TEST(Policies, LocalSgdWarmsUpThenAveragesParametersEveryPeriod) {
   StrategyConfig c;
   c.policy = "local_sgd";
-  c.local_sgd_warmup = 2;
-  c.local_sgd_period = 3;
+  c.policy_options = {{"local_sgd_warmup", "2"}, {"local_sgd_period", "3"}};
   Strategy s(c, kMlp, {4, 1, 64, 1});
   auto count = [](const StepPlan& p, OpKind k) {
     return std::count_if(p.ops.begin(), p.ops.end(), [&](const PlanOp& o) { return o.kind == k; });

@@ -21,9 +21,10 @@ StrategyConfig config(const std::string& policy, const std::string& codec, int a
   // Caps small enough for several buckets, so that the rebuild after the first step changes them.
   c.bucket_cap = 100000;
   c.first_bucket_cap = 20000;
-  if (policy == "local_sgd") c.local_sgd_warmup = 2, c.local_sgd_period = 3;
+  // Every option of the policy away from its default (the registry's example value).
+  for (const PolicyOption& o : find_policy(policy)->options) c.policy_options[o.name] = std::to_string(o.example);
   if (codec == "powersgd") c.codec_options = {{"start_iter", "3"}, {"rank", "2"}};
-  if (policy == "ps") c.schedule = "native";
+  if (uses_parameter_servers(c)) c.schedule = "native";  // servers are pushed to and pulled from directly
   return c;
 }
 
@@ -96,15 +97,14 @@ TEST(StepPattern, PowerSgdWarmsUpUntilStartIter) {
 
 TEST(StepPattern, LocalSgdWarmupThenBlocksOfItsPeriod) {
   StrategyConfig c = config("local_sgd", "none", 1);
-  c.local_sgd_warmup = 20;
-  c.local_sgd_period = 4;
+  c.policy_options = {{"local_sgd_warmup", "20"}, {"local_sgd_period", "4"}};
   const StepPattern p = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
   EXPECT_EQ(p.warmup_steps(), 20);
   EXPECT_EQ(p.period(), 4);
   EXPECT_NE(p.steady().what.find("averaged every 4 steps"), std::string::npos) << p.steady().what;
   // Without a warm-up every step is part of the pattern from the start (the rebuild is a layout change the
   // first step's plans already show on this MLP only when buckets match; here they differ).
-  c.local_sgd_warmup = 0;
+  c.policy_options["local_sgd_warmup"] = "0";
   c.bucket_cap = c.first_bucket_cap = 0;
   const StepPattern q = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
   EXPECT_EQ(q.warmup_steps(), 0);

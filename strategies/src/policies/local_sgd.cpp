@@ -17,12 +17,18 @@ void add_average(const Strategy& s, StepPlan& plan, const std::vector<int>& afte
 
 }  // namespace
 
+std::vector<PolicyOption> local_sgd_options() {
+  return {{"local_sgd_period", "H: parameters are averaged every H steps", 1, 1 << 30, 1, 3},
+          {"local_sgd_warmup", "steps of plain gradient sync before local SGD starts", 0, 1 << 30, 0, 2}};
+}
+
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
   const StrategyConfig& c = s.config();
   const std::int64_t opt_step = step / c.accumulate_steps;
-  if (opt_step < c.local_sgd_warmup) return build_overlap(s, step, plan);
+  const long long warmup = policy_option(c, "local_sgd_warmup"), period = policy_option(c, "local_sgd_period");
+  if (opt_step < warmup) return build_overlap(s, step, plan);
   const std::vector<int> backward = s.add_compute_pass(plan, step);
-  const bool average = (opt_step - c.local_sgd_warmup + 1) % c.local_sgd_period == 0;
+  const bool average = (opt_step - warmup + 1) % period == 0;
   std::vector<int> updates;
   for (const Bucket& b : s.bucketing().buckets)
     updates.push_back(s.add_op(plan, OpKind::Optimizer, b.id, {s.ready_op(backward, b.id)}));
@@ -31,11 +37,11 @@ void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
 
 PolicyTiming local_sgd_timing(const StrategyConfig& c) {
   PolicyTiming t;
-  if (c.local_sgd_warmup > 0)
-    t.changes.push_back({c.local_sgd_warmup, fmt::format("gradients synchronised every step for the {} warm-up steps of "
-                                                         "local SGD", c.local_sgd_warmup)});
-  t.period = c.local_sgd_period;
-  if (c.local_sgd_period > 1) t.steady = fmt::format("parameters averaged every {} steps", c.local_sgd_period);
+  const long long warmup = policy_option(c, "local_sgd_warmup"), period = policy_option(c, "local_sgd_period");
+  if (warmup > 0)
+    t.changes.push_back({warmup, fmt::format("gradients synchronised every step for the {} warm-up steps of local SGD", warmup)});
+  t.period = period;
+  if (period > 1) t.steady = fmt::format("parameters averaged every {} steps", period);
   return t;
 }
 

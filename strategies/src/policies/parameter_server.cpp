@@ -6,6 +6,10 @@
 
 namespace ddplab {
 
+std::vector<PolicyOption> parameter_server_options() {
+  return {{"ps_servers", "dedicated server ranks, the last ones; 0 = every rank serves a shard", 0, 1 << 30, 0, 1}};
+}
+
 void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan) {
   build_sharded(s, step, plan, OpKind::Push, OpKind::Pull);
 }

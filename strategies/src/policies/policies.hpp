@@ -8,6 +8,8 @@ void build_after_backward(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_overlap(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan);
 PolicyTiming local_sgd_timing(const StrategyConfig& c);
+std::vector<PolicyOption> local_sgd_options();
+std::vector<PolicyOption> parameter_server_options();
 void finish_local_sgd(const Strategy& s, StepPlan& plan);
 void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan);
 void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan);

@@ -108,6 +108,10 @@ struct ClusterConfig {
   std::string calibration;                               // name of a stored `ddplab calibrate` fit; empty = none
 };
 
+// The [[strategy]] keys core reads itself; any other key is a policy option (StrategyConfig::policy_options).
+inline constexpr std::array<std::string_view, 8> kStrategyFields{
+    "name", "policy", "schedule", "bucket_cap", "first_bucket_cap", "codec", "codec_options", "accumulate_steps"};
+
 // A gradient-sync strategy. core checks types and ranges; the names (policy, schedule, codec) and the codec's
 // options are checked against the registries in strategies/ (validate_strategies), which cite `where`.
 struct StrategyConfig {
@@ -119,9 +123,9 @@ struct StrategyConfig {
   std::string codec = "none";                            // wire encoding: none, fp16, bf16, topk, powersgd
   std::map<std::string, std::string> codec_options;      // codec_options = { ratio = 0.01 }, values as text
   int accumulate_steps = 1;                              // K: sync every K micro-steps (no comm in between)
-  int local_sgd_period = 1;                              // H: local SGD averages parameters every H steps
-  int local_sgd_warmup = 0;                              // steps of plain gradient sync before local SGD starts
-  int ps_servers = 0;                                    // parameter server: dedicated server ranks (0 = co-located)
+  // The policy's own options: every [[strategy]] key not among kStrategyFields (local_sgd_period = 4), as
+  // text. Their meaning, type and range belong to the policy's registry entry (strategies/ PolicyInfo::options).
+  std::map<std::string, std::string> policy_options;
   std::map<std::string, std::string> where;              // field -> "path:line:col" of its value, for later errors
 
   nlohmann::json to_json() const;                        // every field but `where`

@@ -40,6 +40,16 @@ struct PolicyTiming {
   std::string steady;  // what the steady block does, when period > 1 ("parameters averaged every 4 steps")
 };
 
+// An integer option of a policy: a [[strategy]] key (StrategyConfig::policy_options), its range, its value
+// when unset, and a value other than that for tests that enumerate the registry.
+struct PolicyOption {
+  std::string name;     // "local_sgd_period"
+  std::string help;     // one line: what it does
+  long long min = 0, max = 1 << 30;
+  long long fallback = 0;
+  long long example = 1;
+};
+
 // A sync policy: one file under src/policies/, one line in policies.cpp.
 struct PolicyInfo {
   std::string name;
@@ -51,10 +61,19 @@ struct PolicyInfo {
   // Work at the end of a run, as plan ops that need no batch (comm and optimizer only); nullptr: none.
   // Local SGD ends on the average of the ranks' models.
   void (*finish)(const Strategy& strategy, StepPlan& plan) = nullptr;
+  std::vector<PolicyOption> options = {};  // its [[strategy]] keys beyond kStrategyFields
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
 const PolicyInfo* find_policy(const std::string& name);
+// The value of one of the strategy's policy options: the one set, else the option's fallback. Throws
+// std::invalid_argument when the policy has no such option or the text is not an integer in its range
+// (validate_strategies reports the same with file:line:col).
+long long policy_option(const StrategyConfig& config, const std::string& name);
+// Throws std::invalid_argument for a policy option the policy does not have, or one out of its range.
+void check_policy_options(const StrategyConfig& config);
+// Where a parameter-server strategy's servers are: "2 dedicated servers" or "co-located servers".
+std::string describe_servers(const StrategyConfig& config);
 // True when the strategy's policy syncs through parameter servers (Shards::Servers: push and pull on the
 // "ps" schedules, whatever `schedule` says).
 bool uses_parameter_servers(const StrategyConfig& config);
@@ -118,6 +137,7 @@ class Strategy {
   ModelSpec model_;
   StrategyContext ctx_;
   const PolicyInfo* policy_ = nullptr;
+  int servers_ = 0;  // dedicated parameter servers (Shards::Servers), from the policy's ps_servers option
   Bucketing bucketing_;
   std::unique_ptr<Codec> codec_;
   bool rebuilt_ = false;
