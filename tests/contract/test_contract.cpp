@@ -95,6 +95,11 @@ std::vector<Case> cases() {
   for (const PolicyInfo& p : policies()) {
     const std::string schedule = p.shards == Shards::Servers ? "native" : "ring";
     if (!known(p.name + "_" + schedule)) v.push_back(make_case(p.name + "_" + schedule, p.name, schedule));
+    // And with every option of the policy away from its default (the registry's example values).
+    if (p.options.empty() || known(p.name + "_" + schedule + "_options")) continue;
+    Case c = make_case(p.name + "_" + schedule + "_options", p.name, schedule);
+    for (const PolicyOption& o : p.options) c.config.policy_options[o.name] = std::to_string(o.example);
+    v.push_back(c);
   }
   return v;
 }
