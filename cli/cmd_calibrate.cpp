@@ -85,18 +85,6 @@ std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) 
   return out;
 }
 
-// Per sample size, the median one-way time over peers: the link class's samples.
-std::vector<PingPongSample> samples_of(const std::vector<PingPongRow>& rows, const std::vector<std::uint64_t>& sizes) {
-  std::vector<PingPongSample> out;
-  for (std::uint64_t s : sizes) {
-    std::vector<double> t;
-    for (const auto& r : rows)
-      if (static_cast<std::uint64_t>(r.bytes) == s) t.push_back(r.one_way_s);
-    if (!t.empty()) out.push_back({s, median(t)});
-  }
-  return out;
-}
-
 // Per-layer compute of the scenario's MLP at its batch size on the calibration's compute backend.
 void measure_compute(Communicator& comm, Ops& ops, const Scenario& sc, Calibration& cal, int reps) {
   const MlpComputeTimes t = measure_mlp_compute(comm, ops, sc.model.layers, sc.train.batch_size, sc.train.seed, reps);
@@ -270,34 +258,18 @@ int calibrate_worker(const CalibrateRequest& req) {
     Calibration cal, pingpong_fit;
     std::string intra_note;
     if (me == 0) {
-      // With peers both on rank 0's node and on others, the two link classes are fitted apart: the main fit
-      // describes the links between nodes (the ring's steps are bound by them), the intra-node fit the rest.
-      const RowsByNode by = rows_by_node(rows, nodes);
-      const bool two_classes = !by.intra.empty() && !by.inter.empty();
-      try {
-        pingpong_fit = fit_pingpong(samples_of(two_classes ? by.inter : rows, sizes), req.tolerance);
-      } catch (const CalibrationError&) {
-        if (req.fit == "pingpong") throw;  // otherwise it is only printed: a shaper's burst can defeat it
-      }
-      pingpong_fit.name = req.name + " (ping-pong)";
-      cal = req.fit == "pingpong" ? pingpong_fit : fit_exchange(exchange, req.tolerance, true);
-      cal.fitted = req.fit;
+      const std::string link_class = net.name == "nccl" ? "nccl" : req.testbed_tag.empty() ? "mpi" : "testbed";
+      LinkFit f = fit_links({rows, nodes, sizes, exchange, req.fit, link_class, req.tolerance});
+      cal = std::move(f.fit);
+      pingpong_fit = std::move(f.pingpong);
       cal.name = req.name;
-      cal.link_class = net.name == "nccl" ? "nccl" : req.testbed_tag.empty() ? "mpi" : "testbed";
-      // The test bed runs Open MPI over TCP only: above its eager limit (btl_tcp_eager_limit, 64 KiB with the
-      // header) the two directions of an exchange take turns in Open MPI's own collectives.
-      if (cal.link_class == "testbed") cal.tcp_rendezvous_bytes = 64 * 1024;
-      pingpong_fit.link_class = cal.link_class;
-      if (two_classes) {
-        try {
-          auto intra = std::make_shared<Calibration>(fit_pingpong(samples_of(by.intra, sizes), req.tolerance));
-          intra->name = req.name + " (intra-node)";
-          intra->link_class = cal.link_class + "-intra";
-          cal.intra = intra;
-        } catch (const CalibrationError& e) {
-          intra_note = fmt::format("# no intra-node fit ({} peers on rank 0's node): {}\n", by.intra.size(), e.what());
-        }
+      pingpong_fit.name = req.name + " (ping-pong)";
+      if (cal.intra) {
+        auto intra = std::make_shared<Calibration>(*cal.intra);
+        intra->name = req.name + " (intra-node)";
+        cal.intra = intra;
       }
+      if (!f.intra_note.empty()) intra_note = "# " + f.intra_note + "\n";
     }
     std::vector<WorkSample> codec_samples;
     if (sc || req.codec_work) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
 
@@ -324,6 +325,42 @@ bool calibration_fits_model(const Calibration& c, const Scenario& scenario) {
   return !c.layers.empty() && scenario.model.type == "mlp" && c.layer_widths == scenario.model.layers &&
          c.batch_size == scenario.train.batch_size && c.layers.size() + 1 == scenario.model.layers.size() &&
          c.compute_backend == compute_backend_of(scenario);
+}
+
+std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows, const std::vector<std::uint64_t>& sizes) {
+  std::vector<PingPongSample> out;
+  for (std::uint64_t size : sizes) {
+    std::vector<double> t;
+    for (const auto& r : rows)
+      if (static_cast<std::uint64_t>(r.bytes) == size) t.push_back(r.one_way_s);
+    if (!t.empty()) out.push_back({size, median(t)});
+  }
+  return out;
+}
+
+LinkFit fit_links(const LinkMeasurements& m) {
+  LinkFit out;
+  const RowsByNode by = rows_by_node(m.pingpong, m.node_of);
+  const bool two_classes = !by.intra.empty() && !by.inter.empty();
+  try {
+    out.pingpong = fit_pingpong(median_samples(two_classes ? by.inter : m.pingpong, m.sizes), m.tolerance);
+  } catch (const CalibrationError&) {
+    if (m.fit == "pingpong") throw;  // otherwise it is only printed: a shaper's burst can defeat it
+  }
+  out.fit = m.fit == "pingpong" ? out.pingpong : fit_exchange(m.exchange, m.tolerance, true);
+  out.fit.fitted = m.fit;
+  out.fit.link_class = out.pingpong.link_class = m.link_class;
+  if (m.link_class == "testbed") out.fit.tcp_rendezvous_bytes = 64 * 1024;
+  if (two_classes) {
+    try {
+      auto intra = std::make_shared<Calibration>(fit_pingpong(median_samples(by.intra, m.sizes), m.tolerance));
+      intra->link_class = m.link_class + "-intra";
+      out.fit.intra = intra;
+    } catch (const CalibrationError& e) {
+      out.intra_note = fmt::format("no intra-node fit ({} peers on rank 0's node): {}", by.intra.size(), e.what());
+    }
+  }
+  return out;
 }
 
 }  // namespace ddplab

@@ -256,6 +256,42 @@ TEST(CalibrationFit, RowsByNodeSplitsPeersOnRankZerosNode) {
   EXPECT_THROW(rows_by_node(rows, {"a", "a"}), std::invalid_argument);  // no node for rank 2
 }
 
+// `calibrate`'s fit of its link measurements (fit_links): peers on rank 0's node and off it give two link
+// classes; the main fit describes the links between nodes, from the exchange samples.
+TEST(CalibrationFit, FitLinksSplitsTheNodeAndFitsTheExchange) {
+  const std::vector<std::uint64_t> sizes = {1024, 16384, 262144, 4194304};
+  auto t = [](double lat, double bw, std::uint64_t b) { return lat + static_cast<double>(b) / bw; };
+  LinkMeasurements m;
+  m.sizes = sizes;
+  m.node_of = {"a", "a", "b", "b"};
+  for (std::uint64_t b : sizes) {
+    m.pingpong.push_back({0, 1, static_cast<std::int64_t>(b), 10, t(1e-6, 10e9, b)});   // same node
+    m.pingpong.push_back({0, 2, static_cast<std::int64_t>(b), 10, t(50e-6, 1e9, b)});  // other node
+    m.pingpong.push_back({0, 3, static_cast<std::int64_t>(b), 10, t(50e-6, 1e9, b)});
+    m.exchange.push_back({b, t(60e-6, 0.8e9, b)});
+  }
+  m.link_class = "testbed";
+  const LinkFit f = fit_links(m);
+  EXPECT_EQ(f.fit.fitted, "ring");
+  EXPECT_EQ(f.fit.link_class, "testbed");
+  EXPECT_EQ(f.fit.tcp_rendezvous_bytes, 64u * 1024);
+  EXPECT_NEAR(f.fit.bandwidth, 0.8e9 * (1 + kSimCrosstrafficShare), 0.02 * 0.8e9);  // the exchange, cross-traffic put back
+  EXPECT_NEAR(f.pingpong.bandwidth, 1e9, 0.02e9);                                    // between nodes only
+  ASSERT_TRUE(f.fit.intra);
+  EXPECT_NEAR(f.fit.intra->bandwidth, 10e9, 0.2e9);
+  EXPECT_EQ(f.fit.intra->link_class, "testbed-intra");
+  EXPECT_TRUE(f.intra_note.empty());
+  // One node: one class, no intra-node fit; a ping-pong fit asked for is the one used.
+  m.node_of = {"a", "b", "b", "b"};
+  m.fit = "pingpong";
+  m.link_class = "mpi";
+  const LinkFit p = fit_links(m);
+  EXPECT_FALSE(p.fit.intra);
+  EXPECT_EQ(p.fit.tcp_rendezvous_bytes, 0u);
+  EXPECT_EQ(p.fit.fitted, "pingpong");
+  EXPECT_NEAR(p.fit.latency_s, f.pingpong.latency_s, 0.3 * f.pingpong.latency_s);  // medians of 1 fast, 2 slow peers
+}
+
 TEST(CalibrationInstall, PerLayerTimesReplaceTheFlopSplit) {
   Scenario sc;
   sc.name = "caltest";

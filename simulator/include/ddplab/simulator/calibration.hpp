@@ -137,6 +137,31 @@ struct RowsByNode {
 };
 RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of);
 
+// The medians over peers, per size, of rank 0's ping-pong rows: one link class's samples.
+std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows, const std::vector<std::uint64_t>& sizes);
+
+// What `ddplab calibrate` measured on the links, and how it is to be fitted.
+struct LinkMeasurements {
+  std::vector<PingPongRow> pingpong;        // rank 0 to every peer, per size
+  std::vector<std::string> node_of;         // rank r's node (host name)
+  std::vector<std::uint64_t> sizes;
+  std::vector<PingPongSample> exchange;     // fit "exchange" or "ring": one-way times under load
+  std::string fit = "ring";                 // "ring" | "exchange" | "pingpong"
+  std::string link_class = "mpi";           // "mpi" | "nccl" | "testbed"
+  double tolerance = 0.01;
+};
+struct LinkFit {
+  Calibration fit;                          // what the simulator uses (with its intra-node fit, if any)
+  Calibration pingpong;                     // the ping-pong fit, printed beside it (bandwidth 0 when it failed)
+  std::string intra_note;                   // why there is no intra-node fit though peers share rank 0's node
+};
+// The network fit of a calibration: with peers both on rank 0's node and on others, the links between nodes
+// (the ring's steps are bound by them) are the main fit and those inside the node the intra-node fit. The
+// test bed's links (Open MPI over TCP) get tcp_rendezvous_bytes: above its eager limit (64 KiB with the
+// header) the two directions of an exchange take turns in Open MPI's own collectives. Throws
+// CalibrationError when the fit asked for cannot be made (the ping-pong fit only when it is the one asked for).
+LinkFit fit_links(const LinkMeasurements& m);
+
 // The latest calibration stored under `name` (StoreError / CalibrationError when missing or malformed).
 std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name);
 
