@@ -16,11 +16,12 @@ namespace ddplab {
 namespace {
 
 TEST(PlanExecutor, OverlapStartsABucketWhileBackwardRuns) {
-  // Backward of the two 1024-wide layers takes tens of milliseconds at batch 256; the last layer's small
-  // bucket is ready after its own backward op, long before. The plan lists every sync after the whole
+  // Backward of the two 1024-wide layers takes about 100 ms at batch 1024 (long enough that a comm thread
+  // kept waiting for a core by other tests, as under ctest -j2, still starts inside it); the last layer's
+  // small bucket is ready after its own backward op, long before. The plan lists every sync after the whole
   // backward pass, so a comm thread that only got ops as the compute loop reached them started none early.
   const std::vector<int> layers = {784, 1024, 1024, 10};
-  const int batch = 256;
+  const int batch = 1024;
   auto comm = make_single_process_communicator();
   auto ops = make_ops("cpu");
   Mlp model(*ops, layers, batch);
