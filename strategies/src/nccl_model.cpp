@@ -47,8 +47,8 @@ Shape shape_of(const NcclFabric& f, int n) {
 // Bus bandwidth of the ring (bytes/s): each device's link, or the node's NICs when the ring leaves the node.
 double ring_busbw(const NcclFabric& f, const Shape& s) {
   if (s.nodes == 1) return f.intra_bw;
-  const double nic = f.nic_bw * std::max(1, std::min(f.nics_per_node, s.d));
   if (s.d == 1) return f.nic_bw;
+  const double nic = f.nic_bw * std::max(1, std::min(f.nics_per_node, s.d));
   // A striped ring keeps (stripes-1)/stripes of each step on NVLink; an unstriped one all of it but one hop.
   const double intra = s.stripes > 1 ? f.intra_bw * s.stripes / (s.stripes - 1) : f.intra_bw;
   return std::min(intra, nic);
@@ -62,7 +62,8 @@ double proto_bw(const NcclFabric& f, double busbw, int p) {
 // NCCL's latency for the ring: hops along the path a byte takes, the node crossings at network cost.
 double ring_latency(const Shape& s, const std::string& coll, int p) {
   const int steps = coll == "allreduce" ? 2 * (s.n - 1) : s.n - 1;
-  const int inter = s.nodes > 1 ? (coll == "allreduce" ? 2 * s.nodes : s.nodes - 1) : 0;
+  // With one rank per node every hop crosses nodes.
+  const int inter = std::min(steps, s.nodes > 1 ? (coll == "allreduce" ? 2 * s.nodes : s.nodes - 1) : 0);
   return (kBaseRing[p] + (steps - inter) * kHopNvlRing[p] + inter * kHopNetRing[p]) * us;
 }
 

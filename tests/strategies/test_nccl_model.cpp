@@ -52,6 +52,15 @@ TEST(NcclModel, ModelTimeIsNcclsLatencyFormulaPlusBusBytes) {
   EXPECT_NEAR(t.model_s, 55.2e-6, 0.1e-6);
 }
 
+TEST(NcclModel, OneGpuPerNodePaysTheNetworkOnEveryHop) {
+  NcclFabric f = h100(false);
+  f.ranks_per_node = f.nics_per_node = 1;
+  // Ring/Simple over 4 single-GPU nodes: 8.4 + 6 x 14 us, and the bus bytes over one NIC.
+  const NcclChoice c = nccl_choose(f, "allreduce", 4, 1 * GiB);
+  EXPECT_EQ(c.algorithm + "/" + c.protocol, "ring/Simple");
+  EXPECT_NEAR(c.model_s, (8.4 + 6 * 14.0) * 1e-6 + 1.5 * GiB / 47e9, 1e-9);
+}
+
 TEST(NcclModel, LargeBuffersAcrossNodesRunTheRing) {
   for (int n : {16, 32}) EXPECT_EQ(choice(h100(), n, 4 * GiB), "ring/Simple") << n;
   EXPECT_THROW(nccl_choose(h100(), "broadcast", 8, 1024), std::invalid_argument);
