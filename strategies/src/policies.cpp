@@ -31,36 +31,18 @@ const PolicyInfo* find_policy(const std::string& name) {
 
 namespace {
 
-const PolicyOption* find_option(const PolicyInfo& p, const std::string& name) {
-  for (const auto& o : p.options)
-    if (o.name == name) return &o;
-  return nullptr;
-}
-
-std::string option_names(const PolicyInfo& p) {
-  std::string out;
-  for (const auto& o : p.options) out += (out.empty() ? "" : ", ") + o.name;
-  return out.empty() ? "none" : out;
-}
-
-// What is wrong with one option of the config ("" when nothing), and its value.
-std::string option_problem(const PolicyInfo& p, const std::string& name, const std::string& text, long long& value) {
-  const PolicyOption* o = find_option(p, name);
+// What is wrong with one policy option of a strategy ("" when nothing).
+std::string option_problem(const PolicyInfo& p, const std::string& name, const std::string& text) {
+  const OptionSpec* o = find_option(p.options, name);
   if (!o) {
     std::string fields;
     for (std::string_view f : kStrategyFields) fields += (fields.empty() ? "" : ", ") + std::string(f);
+    const std::string known = option_names(p.options);
     return fmt::format("is neither a [[strategy]] field ({}) nor an option of policy \"{}\" ({})", fields, p.name,
-                       option_names(p));
+                       known.empty() ? "none" : known);
   }
-  std::size_t used = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || value < o->min || value > o->max)
-    return fmt::format("must be an integer from {} to {} ({}), got {}", o->min, o->max, o->help, text);
-  return "";
+  if (option_accepts(*o, text)) return "";
+  return fmt::format("must be {} ({}), got {}", o->requirement(), o->help, text);
 }
 
 }  // namespace
@@ -68,22 +50,14 @@ std::string option_problem(const PolicyInfo& p, const std::string& name, const s
 long long policy_option(const StrategyConfig& config, const std::string& name) {
   const PolicyInfo* p = find_policy(config.policy);
   if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
-  const PolicyOption* o = find_option(*p, name);
-  if (!o) throw std::invalid_argument(fmt::format("policy \"{}\" has no option {}", config.policy, name));
-  const auto it = config.policy_options.find(name);
-  if (it == config.policy_options.end()) return o->fallback;
-  long long value = 0;
-  const std::string problem = option_problem(*p, name, it->second, value);
-  if (!problem.empty()) throw std::invalid_argument(fmt::format("{} {}", name, problem));
-  return value;
+  return option_integer(p->options, config.policy_options, name);
 }
 
 void check_policy_options(const StrategyConfig& config) {
   const PolicyInfo* p = find_policy(config.policy);
   if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
   for (const auto& [name, text] : config.policy_options) {
-    long long value = 0;
-    const std::string problem = option_problem(*p, name, text, value);
+    const std::string problem = option_problem(*p, name, text);
     if (!problem.empty()) throw std::invalid_argument(fmt::format("{} {}", name, problem));
   }
 }
@@ -130,8 +104,7 @@ void validate_strategies(const Scenario& sc) {
     if (!has_schedule(s.schedule, "allreduce"))
       check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
     for (const auto& [name, text] : s.policy_options) {
-      long long value = 0;
-      const std::string problem = option_problem(*policy, name, text, value);
+      const std::string problem = option_problem(*policy, name, text);
       if (!problem.empty()) check.fail(name, problem);
     }
     if (policy->shards == Shards::Servers && s.schedule != "native")

@@ -98,7 +98,7 @@ std::vector<Case> cases() {
     // And with every option of the policy away from its default (the registry's example values).
     if (p.options.empty() || known(p.name + "_" + schedule + "_options")) continue;
     Case c = make_case(p.name + "_" + schedule + "_options", p.name, schedule);
-    for (const PolicyOption& o : p.options) c.config.policy_options[o.name] = std::to_string(o.example);
+    for (const OptionSpec& o : p.options) c.config.policy_options[o.name] = o.example;
     v.push_back(c);
   }
   return v;

@@ -165,31 +165,14 @@ TEST(ParameterServer, ValidationNamesTheField) {
             "x.toml:3:14: strategy[0].ps_servers is neither a [[strategy]] field (name, policy, schedule, bucket_cap, "
             "first_bucket_cap, codec, codec_options, accumulate_steps) nor an option of policy \"overlap\" (none)");
   EXPECT_EQ(validation_error("policy = \"ps\"\nps_servers = -1\n"),
-            "x.toml:3:14: strategy[0].ps_servers must be an integer from 0 to 1073741824 (dedicated server ranks, the "
-            "last ones; 0 = every rank serves a shard), got -1");
+            "x.toml:3:14: strategy[0].ps_servers must be an integer >= 0 (dedicated server ranks, the last ones; 0 = "
+            "every rank serves a shard), got -1");
   EXPECT_EQ(validation_error("policy = \"local_sgd\"\nlocal_sgd_period = \"four\"\n"),
-            "x.toml:3:20: strategy[0].local_sgd_period must be an integer from 1 to 1073741824 (H: parameters are "
-            "averaged every H steps), got four");
+            "x.toml:3:20: strategy[0].local_sgd_period must be an integer >= 1 (H: parameters are averaged every H "
+            "steps), got four");
   EXPECT_EQ(validation_error("policy = \"local_sgd\"\nlocal_sgd_period = [4]\n"),
             "x.toml:3:20: strategy[0].local_sgd_period must be a string, number or boolean (a policy option), or one "
             "of the [[strategy]] fields, got [4]");
-}
-
-// Every policy's options: their examples pass validation, a value below the minimum does not.
-TEST(PolicyOptions, EveryRegisteredOptionValidatesItsRange) {
-  for (const PolicyInfo& p : policies())
-    for (const PolicyOption& o : p.options) {
-      StrategyConfig c;
-      c.policy = p.name;
-      c.policy_options[o.name] = std::to_string(o.example);
-      EXPECT_NO_THROW(check_policy_options(c)) << p.name << "." << o.name;
-      EXPECT_EQ(policy_option(c, o.name), o.example);
-      EXPECT_NE(o.example, o.fallback) << p.name << "." << o.name << ": the example must change something";
-      c.policy_options[o.name] = std::to_string(o.min - 1);
-      EXPECT_THROW(check_policy_options(c), std::invalid_argument) << p.name << "." << o.name;
-      c.policy_options.clear();
-      EXPECT_EQ(policy_option(c, o.name), o.fallback);
-    }
 }
 
 }  // namespace

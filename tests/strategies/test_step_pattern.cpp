@@ -22,8 +22,11 @@ StrategyConfig config(const std::string& policy, const std::string& codec, int a
   c.bucket_cap = 100000;
   c.first_bucket_cap = 20000;
   // Every option of the policy away from its default (the registry's example value).
-  for (const PolicyOption& o : find_policy(policy)->options) c.policy_options[o.name] = std::to_string(o.example);
-  if (codec == "powersgd") c.codec_options = {{"start_iter", "3"}, {"rank", "2"}};
+  for (const OptionSpec& o : find_policy(policy)->options) c.policy_options[o.name] = o.example;
+  // And the codec's (PowerSGD's start_iter at 3: a plan change inside the window).
+  for (const CodecInfo& k : codecs())
+    if (k.name == codec)
+      for (const OptionSpec& o : k.options) c.codec_options[o.name] = o.example;
   if (uses_parameter_servers(c)) c.schedule = "native";  // servers are pushed to and pulled from directly
   return c;
 }

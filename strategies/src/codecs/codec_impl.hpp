@@ -24,15 +24,10 @@ float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n);
 // valid until the next call with the same view.
 const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view);
 
-// ---- options (codecs.cpp). Each throws std::invalid_argument: codec X: KEY must be WHAT, got "TEXT" ----
-[[noreturn]] void bad_option(const std::string& codec, const std::string& key, const std::string& what, const std::string& text);
-// Looks `key` up in `options`; returns false when absent (the caller keeps its default).
-bool find_option(const CodecOptions& options, const std::string& key, std::string& text);
-double parse_number(const std::string& codec, const std::string& key, const std::string& text, const std::string& what);
-long long parse_integer(const std::string& codec, const std::string& key, const std::string& text, const std::string& what);
-bool parse_bool(const std::string& codec, const std::string& key, const std::string& text);
+// ---- options (each codec's file): its typed codec_options, checked by make_codec before the factory ----
+std::vector<OptionSpec> topk_options();
+std::vector<OptionSpec> powersgd_options();
 
-// ---- factories, one per codec file ----
 std::unique_ptr<Codec> make_none(const CodecOptions& options, std::uint64_t seed);
 std::unique_ptr<Codec> make_fp16(const CodecOptions& options, std::uint64_t seed);
 std::unique_ptr<Codec> make_bf16(const CodecOptions& options, std::uint64_t seed);

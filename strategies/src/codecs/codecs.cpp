@@ -1,5 +1,4 @@
 // The codec registry, element types, wire accounting and option parsing shared by every codec.
-#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -46,12 +45,10 @@ const std::vector<CodecInfo>& codecs() {
       {"bf16", "divide by the world size, cast to bfloat16, allreduce in bfloat16, cast back (no error feedback)", {}, make_bf16},
       {"topk",
        "send the k = ceil(ratio * count) largest-magnitude entries as (index, value) pairs via all-gather, with error feedback",
-       {"ratio", "error_feedback"},
-       make_topk},
+       topk_options(), make_topk},
       {"powersgd",
        "PowerSGD low-rank compression of matrices (P = MQ, Q = M^T P, two allreduces), as PyTorch's powerSGD_hook",
-       {"rank", "start_iter", "min_compression_rate", "warm_start", "error_feedback", "orthogonalization_epsilon"},
-       make_powersgd},
+       powersgd_options(), make_powersgd},
   };
   return all;
 }
@@ -61,15 +58,17 @@ std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& o
   for (const auto& info : codecs()) {
     known += (known.empty() ? "" : ", ") + info.name;
     if (info.name != name) continue;
-    // Unknown keys first, so a typo is reported as such rather than silently ignored.
+    // Unknown keys first, so a typo is reported as such rather than silently ignored; then each value's type
+    // and range, so that the factory reads valid values only.
     for (const auto& [key, value] : options) {
-      bool ok = false;
-      for (const auto& k : info.options) ok = ok || k == key;
-      if (ok) continue;
-      std::string keys;
-      for (const auto& k : info.options) keys += (keys.empty() ? "" : ", ") + k;
-      throw std::invalid_argument("codec " + name + ": unknown option \"" + key + "\" (" +
-                                  (keys.empty() ? std::string("it takes no options") : "known: " + keys) + ")");
+      const OptionSpec* spec = find_option(info.options, key);
+      if (!spec) {
+        const std::string keys = option_names(info.options);
+        throw std::invalid_argument("codec " + name + ": unknown option \"" + key + "\" (" +
+                                    (keys.empty() ? std::string("it takes no options") : "known: " + keys) + ")");
+      }
+      if (!option_accepts(*spec, value))
+        throw std::invalid_argument("codec " + name + ": " + key + " must be " + spec->requirement() + ", got \"" + value + "\"");
     }
     return info.make(options, seed);
   }
@@ -96,39 +95,6 @@ const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& 
   view.resize(buf.bytes() / sizeof(float));
   buf.compute()->download(view.data(), buf.get(), buf.bytes());
   return &view;
-}
-
-void bad_option(const std::string& codec, const std::string& key, const std::string& what, const std::string& text) {
-  throw std::invalid_argument("codec " + codec + ": " + key + " must be " + what + ", got \"" + text + "\"");
-}
-
-bool find_option(const CodecOptions& options, const std::string& key, std::string& text) {
-  const auto it = options.find(key);
-  if (it == options.end()) return false;
-  text = it->second;
-  return true;
-}
-
-double parse_number(const std::string& codec, const std::string& key, const std::string& text, const std::string& what) {
-  double v = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v)) bad_option(codec, key, what, text);
-  return v;
-}
-
-long long parse_integer(const std::string& codec, const std::string& key, const std::string& text, const std::string& what) {
-  long long v = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end) bad_option(codec, key, what, text);
-  return v;
-}
-
-bool parse_bool(const std::string& codec, const std::string& key, const std::string& text) {
-  if (text == "true" || text == "1") return true;
-  if (text == "false" || text == "0") return false;
-  bad_option(codec, key, "true or false", text);
 }
 
 }  // namespace codec_detail

@@ -8,6 +8,7 @@
 //    orthogonalize each P, Q = M^T P, allreduce all Q's, Q /= world, M_hat = P Q^T;
 //  - residual = input - output over the whole bucket, as PyTorch's `input_tensor_cp - input_tensor`
 //    (so uncompressed tensors keep local - average, which sums to zero over ranks).
+#include <limits>
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -190,35 +191,26 @@ const std::vector<float>* PowerSgdCodec::q_memory(int bucket_id) const {
   return it == state_.end() ? nullptr : host_view(it->second.q, view_[bucket_id].q);
 }
 
+// PyTorch's powerSGD_hook defaults.
+std::vector<OptionSpec> powersgd_options() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {{"rank", OptionKind::Integer, 1, inf, false, "1", "2", "columns of P and Q"},
+          {"start_iter", OptionKind::Integer, 0, inf, false, "1000", "3", "plain allreduce before this optimizer step"},
+          {"min_compression_rate", OptionKind::Number, 0, inf, false, "2", "1", "compress a matrix only above this rate"},
+          {"warm_start", OptionKind::Boolean, 0, inf, false, "true", "false", "start each step's Q from the last one"},
+          {"error_feedback", OptionKind::Boolean, 0, inf, false, "true", "false", "add the residual to the next gradient"},
+          {"orthogonalization_epsilon", OptionKind::Number, 0, inf, false, "0", "1e-8", "added to norms in Gram-Schmidt"}};
+}
+
 std::unique_ptr<Codec> make_powersgd(const CodecOptions& options, std::uint64_t seed) {
-  const std::string c = "powersgd";
+  const auto specs = powersgd_options();
   PowerSgdOptions o;
-  for (const auto& [key, value] : options) {
-    if (key == "rank") {
-      const long long v = parse_integer(c, key, value, "an integer >= 1");
-      if (v < 1) bad_option(c, key, "an integer >= 1", value);
-      o.rank = static_cast<std::size_t>(v);
-    } else if (key == "start_iter") {
-      const long long v = parse_integer(c, key, value, "an integer >= 0");
-      if (v < 0) bad_option(c, key, "an integer >= 0", value);
-      o.start_iter = v;
-    } else if (key == "min_compression_rate") {
-      o.min_compression_rate = parse_number(c, key, value, "a number >= 0");
-      if (o.min_compression_rate < 0) bad_option(c, key, "a number >= 0", value);
-    } else if (key == "warm_start") {
-      o.warm_start = parse_bool(c, key, value);
-    } else if (key == "error_feedback") {
-      o.error_feedback = parse_bool(c, key, value);
-    } else if (key == "orthogonalization_epsilon") {
-      const double e = parse_number(c, key, value, "a number >= 0");
-      if (e < 0) bad_option(c, key, "a number >= 0", value);
-      o.orthogonalization_epsilon = static_cast<float>(e);
-    } else {
-      throw std::invalid_argument("codec powersgd: unknown option \"" + key +
-                                  "\" (known: rank, start_iter, min_compression_rate, warm_start, error_feedback, "
-                                  "orthogonalization_epsilon)");
-    }
-  }
+  o.rank = static_cast<std::size_t>(option_integer(specs, options, "rank"));
+  o.start_iter = option_integer(specs, options, "start_iter");
+  o.min_compression_rate = option_number(specs, options, "min_compression_rate");
+  o.warm_start = option_bool(specs, options, "warm_start");
+  o.error_feedback = option_bool(specs, options, "error_feedback");
+  o.orthogonalization_epsilon = static_cast<float>(option_number(specs, options, "orthogonalization_epsilon"));
   return std::make_unique<PowerSgdCodec>(o, seed);
 }
 

@@ -99,19 +99,14 @@ const std::vector<float>* TopkCodec::residual(int bucket_id) const {
   return it == residual_.end() ? nullptr : host_view(it->second, residual_view_[bucket_id]);
 }
 
+std::vector<OptionSpec> topk_options() {
+  return {{"ratio", OptionKind::Number, 0, 1, true, "0.01", "0.1", "share of the bucket's entries sent"},
+          {"error_feedback", OptionKind::Boolean, 0, 1, false, "true", "false", "add what was not sent to the next step's gradient"}};
+}
+
 std::unique_ptr<Codec> make_topk(const CodecOptions& options, std::uint64_t) {
-  double ratio = 0.01;
-  bool error_feedback = true;
-  std::string text;
-  if (find_option(options, "ratio", text)) {
-    ratio = parse_number("topk", "ratio", text, "in (0, 1]");
-    if (!(ratio > 0.0 && ratio <= 1.0)) bad_option("topk", "ratio", "in (0, 1]", text);
-  }
-  if (find_option(options, "error_feedback", text)) error_feedback = parse_bool("topk", "error_feedback", text);
-  for (const auto& [key, value] : options)
-    if (key != "ratio" && key != "error_feedback")
-      throw std::invalid_argument("codec topk: unknown option \"" + key + "\" (known: ratio, error_feedback)");
-  return std::make_unique<TopkCodec>(ratio, error_feedback);
+  const auto specs = topk_options();
+  return std::make_unique<TopkCodec>(option_number(specs, options, "ratio"), option_bool(specs, options, "error_feedback"));
 }
 
 }  // namespace ddplab::codec_detail

@@ -2,6 +2,8 @@
 // local_sgd_warmup steps gradients are synchronised as with overlap; after that each rank steps on its own
 // gradients and every local_sgd_period steps the parameters are averaged over ranks. The run ends on the
 // average of the ranks' models, so that they agree.
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "policies.hpp"
@@ -17,9 +19,10 @@ void add_average(const Strategy& s, StepPlan& plan, const std::vector<int>& afte
 
 }  // namespace
 
-std::vector<PolicyOption> local_sgd_options() {
-  return {{"local_sgd_period", "H: parameters are averaged every H steps", 1, 1 << 30, 1, 3},
-          {"local_sgd_warmup", "steps of plain gradient sync before local SGD starts", 0, 1 << 30, 0, 2}};
+std::vector<OptionSpec> local_sgd_options() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {{"local_sgd_period", OptionKind::Integer, 1, inf, false, "1", "3", "H: parameters are averaged every H steps"},
+          {"local_sgd_warmup", OptionKind::Integer, 0, inf, false, "0", "2", "steps of plain gradient sync before local SGD starts"}};
 }
 
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/strategies/options.hpp"
+
 namespace ddplab {
 
 enum class ElemType { F32, F16, BF16, IndexValue };  // IndexValue: {uint32 index, float value}, 8 bytes
@@ -109,13 +111,13 @@ class Codec {
   std::size_t wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const;
 };
 
-// Options of a codec, from the scenario's [[strategy]] entry (values as text, validated by the factory).
-using CodecOptions = std::map<std::string, std::string>;
+// Options of a codec, from the scenario's [[strategy]] entry (values as text; CodecInfo::options types them).
+using CodecOptions = OptionValues;
 
 struct CodecInfo {
   std::string name;     // "none", "fp16", "bf16", "topk", "powersgd"
   std::string summary;  // one line
-  std::vector<std::string> options;  // accepted option keys
+  std::vector<OptionSpec> options;  // its codec_options (options.hpp); make_codec checks them first
   std::unique_ptr<Codec> (*make)(const CodecOptions&, std::uint64_t seed);
 };
 const std::vector<CodecInfo>& codecs();

@@ -11,6 +11,7 @@
 #include "ddplab/strategies/bucketing.hpp"
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/model_spec.hpp"
+#include "ddplab/strategies/options.hpp"
 #include "ddplab/strategies/plan.hpp"
 
 namespace ddplab {
@@ -40,16 +41,6 @@ struct PolicyTiming {
   std::string steady;  // what the steady block does, when period > 1 ("parameters averaged every 4 steps")
 };
 
-// An integer option of a policy: a [[strategy]] key (StrategyConfig::policy_options), its range, its value
-// when unset, and a value other than that for tests that enumerate the registry.
-struct PolicyOption {
-  std::string name;     // "local_sgd_period"
-  std::string help;     // one line: what it does
-  long long min = 0, max = 1 << 30;
-  long long fallback = 0;
-  long long example = 1;
-};
-
 // A sync policy: one file under src/policies/, one line in policies.cpp.
 struct PolicyInfo {
   std::string name;
@@ -61,7 +52,7 @@ struct PolicyInfo {
   // Work at the end of a run, as plan ops that need no batch (comm and optimizer only); nullptr: none.
   // Local SGD ends on the average of the ranks' models.
   void (*finish)(const Strategy& strategy, StepPlan& plan) = nullptr;
-  std::vector<PolicyOption> options = {};  // its [[strategy]] keys beyond kStrategyFields
+  std::vector<OptionSpec> options = {};  // its [[strategy]] keys beyond kStrategyFields (integers)
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
