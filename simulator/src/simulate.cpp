@@ -1,6 +1,7 @@
 // Public entry points: one step of a strategy's plan, one schedule, compute sources, trace export.
 #include <chrono>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/nccl_model.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "isolate.hpp"
 #include "plan_replay.hpp"
@@ -47,6 +49,27 @@ std::string network_model_for(const ClusterConfig& cluster, const SimOptions& op
 
 bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
   return options.crosstraffic.value_or(network_model_for(cluster, options) != "CM02");
+}
+
+std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, int world, const SimOptions& options) {
+  if (native_transport(sc, options) != "nccl" || world < 2) return "";
+  const Strategy strategy(st, model_spec_for(sc.model),
+                          {world, sc.cluster.devices_per_node, sc.train.batch_size, sc.train.seed});
+  const StepPattern pattern = strategy.pattern();
+  const NcclFabric fabric = sim::nccl_fabric(sc.cluster);
+  std::map<std::string, int> seen;
+  for (std::int64_t k = 0; k < pattern.period(); ++k)
+    for (const PlanOp& op : strategy.plan(pattern.steady().first + k).ops)
+      if (is_comm(op.kind) && op.schedule == "native")
+        for (const CollectiveCall& call : op.calls) {
+          const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
+          const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(world) : call.count;
+          const NcclChoice c = nccl_choose(fabric, gather ? "all_gather" : call.collective, world, count * elem_bytes(call.type));
+          ++seen[c.algorithm + "/" + c.protocol];
+        }
+  std::string out;
+  for (const auto& [choice, n] : seen) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", choice, n);
+  return out;
 }
 
 std::string native_transport(const Scenario& scenario, const SimOptions& options) {

@@ -99,6 +99,20 @@ TEST(NcclReplay, PresetsChooseTheirNetworkModel) {
   EXPECT_DOUBLE_EQ(f.intra_bw, 300e9 * 0.77);
 }
 
+TEST(NcclReplay, SimulateSaysWhatNcclRanPerCollective) {
+  const Scenario sc = parse_scenario(
+      "[model]\ntype = \"table\"\ntable = \"resnet50\"\n[train]\nbackend = \"cuda\"\nbatch_size = 32\n"
+      "[cluster]\npreset = \"dgx-h100\"\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n"
+      "[[strategy]]\nname = \"ring\"\npolicy = \"overlap\"\nschedule = \"ring\"\n",
+      "ddp.toml");
+  // ResNet-50's 97.5 MiB in 25 MiB buckets (the first of 1 MiB): 5 allreduces, NVLS on one node.
+  EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[0], 8, {}), "nvls/Simple x5");
+  EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[1], 8, {}), "");  // not native
+  SimOptions mpi;
+  mpi.native = "mpi";
+  EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[0], 8, mpi), "");
+}
+
 // PyTorch DDP (overlap, 25 MiB buckets, NCCL's allreduce) on the DGX presets: for every shipped model, a
 // second and a third node only add throughput.
 TEST(NcclReplay, AddingANodeNeverLowersDdpThroughputOnDgxPresets) {

@@ -74,6 +74,12 @@ bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options);
 // ("nccl" on backend cuda, else "mpi").
 std::string native_transport(const Scenario& scenario, const SimOptions& options);
 
+// What NCCL would run for the `native` collectives of the strategy's steady block at this world size, on the
+// scenario's cluster: "ring/Simple x4, tree/LL128 x1" (algorithm/protocol and how many calls), or "" when the
+// strategy's native does not replay as NCCL.
+std::string describe_nccl_choices(const Scenario& scenario, const StrategyConfig& strategy, int world_size,
+                                  const SimOptions& options);
+
 // Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
 inline constexpr int kExactMaxWorld = 256;
 
