@@ -134,8 +134,8 @@ struct SimStepSpec {
 // compute and a comm actor per rank, each walking its ops in plan order, each op waiting for its deps.
 // Forward/Backward last compute_s split by their FLOPs; Optimizer/ShardOptimizer optimizer_s split by
 // element counts; codec work runs at the rate compute_s implies; every collective call is replayed
-// message by message on schedule_for_call(call, schedule, n, ranks_per_node, "ring") ("native" replays
-// as ring). For step >= accumulate_steps the buckets are first rebuilt from the expected ready order, as
+// message by message on schedule_for_call (`native` as SimOptions::native says: Open MPI's choice, or
+// NCCL's on the cluster's fabric). For step >= accumulate_steps the buckets are first rebuilt from the expected ready order, as
 // the runtime does after its first sync step. Throws std::invalid_argument for an unsupported strategy,
 // schedule or topology, std::runtime_error when the simulation fails (the message names the world size).
 SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s, double optimizer_s,

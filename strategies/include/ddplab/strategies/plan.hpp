@@ -43,7 +43,8 @@ struct PlanOp {
 // bytes: allreduce and reduce_scatter use the named schedule; all_gather (equal parts per rank, count each)
 // and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
 // Schedule in the runtime (the backend's own collective runs); the simulator replays it as native_as: a
-// schedule name, or a transport ("mpi", "nccl") whose own choice native_schedule() models. Elements are of call.type.
+// schedule name, or a transport whose own choice is modelled: "mpi" (native_schedule), "nccl" (nccl_model.hpp,
+// given where.nccl; the ring without it). Elements are of call.type.
 // push and pull (parameter server) use the "ps" schedules with where.servers. where.count is ignored.
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
                            const std::string& native_as = "ring");
