@@ -111,26 +111,24 @@ Phases ring_phases(const std::string& collective, int n, std::size_t count) {
   return p;
 }
 
-// NCCL's ring with one channel per NIC (nccl_model.hpp), built directly as ring_phases is: each ring step
-// of a rank goes (s-1)/s to its node neighbour and 1/s to the next node.
-Phases nccl_ring_phases(const std::string& collective, int n, std::size_t count, int d, int stripes) {
+// NCCL's ring with one channel per NIC, built directly as ring_phases is: each ring step of a rank split
+// between two peers as nccl_ring_peers says.
+Phases nccl_ring_phases(const NcclFabric& f, const std::string& collective, int n, std::size_t count) {
   Phases plain = ring_phases(collective, n, count);
-  if (stripes <= 1 || plain.phases.empty()) return plain;
+  if (plain.phases.empty() || nccl_ring_peers(f, n, 0).stripes <= 1) return plain;
   Phase& ph = plain.phases.front();
-  const auto s = static_cast<std::uint64_t>(stripes);
   const std::uint64_t base = count / static_cast<std::size_t>(n);
   for (int r = 0; r < n; ++r) {
     RankPhase& rp = ph.ranks[static_cast<std::size_t>(r)];
-    const int node = r / d, nodes = n / d, j = r % d;
-    const int intra = node * d + (j + 1) % d, inter = ((node + 1) % nodes) * d + (j + 1) % d;
-    // The ring's steps carry chunks of base or base + 1 elements; each step's 1/s goes across, rounded down.
+    const NcclRingPeers to = nccl_ring_peers(f, n, r);
+    // The ring's steps carry chunks of base or base + 1 elements: `big` of them are base + 1.
     const std::uint64_t total = rp.sends.front().elems, big = total - base * static_cast<std::uint64_t>(ph.steps);
-    const std::uint64_t across = big * ((base + 1) / s) + (static_cast<std::uint64_t>(ph.steps) - big) * (base / s);
-    rp.sends = {{intra, total - across}, {inter, across}};
+    const std::uint64_t across = big * to.across(base + 1) + (static_cast<std::uint64_t>(ph.steps) - big) * to.across(base);
+    rp.sends = {{to.intra, total - across}, {to.inter, across}};
     std::vector<std::uint64_t> sampled;
     for (std::uint64_t c : rp.sampled) {
-      sampled.push_back(c - c / s);
-      sampled.push_back(c / s);
+      sampled.push_back(c - to.across(c));
+      sampled.push_back(to.across(c));
     }
     rp.sampled = std::move(sampled);
   }
@@ -203,30 +201,22 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
                         const std::string& native_as) {
   // The same choice of schedule and count as schedule_for_call (plan.cpp).
   const int n = where.world_size;
-  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
-  if (schedule == "native" && native_as == "nccl" && where.nccl && call.collective != "push" && call.collective != "pull") {
+  if (call.collective == "push" || call.collective == "pull") return phases_of(schedule_for_call(call, schedule, where, native_as));
+  const CallShape shape = call_shape(call, n);
+  if (schedule == "native" && native_as == "nccl" && where.nccl) {
     // NCCL's ring is built directly (at 16384 ranks its Schedule would not fit); its other algorithms have
     // few steps.
-    const std::string coll = gather ? "all_gather" : call.collective;
-    const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
-    const NcclChoice c = nccl_choose(*where.nccl, coll, n, count * elem_bytes(call.type));
-    if (c.algorithm == "ring") {
-      Phases p = nccl_ring_phases(coll, n, count, std::min(where.nccl->ranks_per_node, n), nccl_ring_stripes(*where.nccl, n));
-      p.name = "nccl:ring/" + c.protocol;
-      p.timing = nccl_timing(*where.nccl, c, coll, n, p.phases.empty() ? 0 : p.phases.front().steps);
-      return p;
-    }
-    return phases_of(schedule_for_call(call, schedule, where, native_as));
+    const NcclChoice c = nccl_choose(*where.nccl, shape.collective, n, shape.count * elem_bytes(call.type));
+    if (c.algorithm != "ring") return phases_of(schedule_for_call(call, schedule, where, native_as));
+    Phases p = nccl_ring_phases(*where.nccl, shape.collective, n, shape.count);
+    p.name = "nccl:ring/" + c.protocol;
+    p.timing = nccl_timing(*where.nccl, c, shape.collective, n, p.phases.empty() ? 0 : p.phases.front().steps);
+    return p;
   }
-  const bool ring_family = call.collective == "allreduce" || call.collective == "reduce_scatter" || gather;
-  if (ring_family) {
-    const std::string chosen = schedule_name_for_call(call, schedule, n, native_as);
-    const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
-    // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.
-    const bool shards = call.collective != "allreduce";
-    if (chosen == "ring" && (!shards || count >= static_cast<std::size_t>(n)))
-      return ring_phases(gather ? "all_gather" : call.collective, n, count);
-  }
+  // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.
+  const bool shards = call.collective != "allreduce";
+  if (schedule_name_for_call(call, schedule, n, native_as) == "ring" && (!shards || shape.count >= static_cast<std::size_t>(n)))
+    return ring_phases(shape.collective, n, shape.count);
   return phases_of(schedule_for_call(call, schedule, where, native_as));
 }
 

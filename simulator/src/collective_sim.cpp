@@ -18,14 +18,14 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
   for (const std::string& s : req.schedules)
     if (!has_schedule(s, "allreduce")) throw std::invalid_argument(fmt::format("unknown allreduce schedule \"{}\"", s));
   std::vector<CollectiveBenchRow> rows;
+  const NcclFabric fabric = sim::nccl_fabric(req.cluster);
+  const int per_node = req.ranks_per_node > 0 ? req.ranks_per_node : req.cluster.devices_per_node;
   for (const std::string& s : req.schedules)
     for (const std::uint64_t bytes : req.sizes) {
       const std::size_t count = static_cast<std::size_t>(bytes / 4);
       if (count == 0) throw std::invalid_argument(fmt::format("size {} B holds no float32 element", bytes));
-      const NcclFabric fabric = sim::nccl_fabric(req.cluster);
       const CollectiveCall call{"allreduce", ElemType::F32, count, "", {}, {}};
-      const Schedule sched =
-          schedule_for_call(call, s, ScheduleParams{n, count, req.cluster.devices_per_node, 0, &fabric}, req.transport);
+      const Schedule sched = schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric}, req.transport);
       // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.
       SimOptions o = req.options;
       o.serialize_exchanges_from =

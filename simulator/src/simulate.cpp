@@ -62,9 +62,8 @@ std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, 
     for (const PlanOp& op : strategy.plan(pattern.steady().first + k).ops)
       if (is_comm(op.kind) && op.schedule == "native")
         for (const CollectiveCall& call : op.calls) {
-          const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
-          const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(world) : call.count;
-          const NcclChoice c = nccl_choose(fabric, gather ? "all_gather" : call.collective, world, count * elem_bytes(call.type));
+          const CallShape shape = call_shape(call, world);
+          const NcclChoice c = nccl_choose(fabric, shape.collective, world, shape.count * elem_bytes(call.type));
           ++seen[c.algorithm + "/" + c.protocol];
         }
   std::string out;

@@ -8,14 +8,12 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "ddplab/core/metrics.hpp"
 #include "ddplab/core/stats.hpp"
+#include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/simulator/diagnosis.hpp"
 #include "ddplab/strategies/model_library.hpp"
-#include "ddplab/strategies/plan.hpp"
 #include "ddplab/strategies/strategy.hpp"
-#include "platform.hpp"
 
 namespace ddplab {
 namespace {
@@ -134,21 +132,15 @@ struct StoreValidation::Impl {
       apply_cluster_preset(cluster, cfg["preset"].get<std::string>());
       if (b.info.ranks_per_node > 0) cluster.devices_per_node = b.info.ranks_per_node;  // as the log ran
     }
-    const NcclFabric fabric = sim::nccl_fabric(cluster);
+    CollectiveSimRequest req{cluster, world, {}, {}, transport, net, b.info.ranks_per_node};
     for (const CollectiveBenchRow& br : store.bench_rows(b.id)) {
       if (br.collective != "allreduce" || !(br.time_us > 0)) continue;
       try {
-        // native (and an nccl-tests log's "native (in-place)"): the backend's own choice at this size, as the
-        // simulator replays it anywhere (schedule_for_call).
-        const bool native = br.schedule.rfind("native", 0) == 0;
-        const CollectiveCall call{"allreduce", ElemType::F32, static_cast<std::size_t>(br.count), "", {}, {}};
-        const Schedule sched = schedule_for_call(
-            call, native ? "native" : br.schedule,
-            ScheduleParams{world, static_cast<std::size_t>(br.count), b.info.ranks_per_node, 0, &fabric}, transport);
-        SimOptions o = net;
-        if (native && report.fit && transport == "mpi") o.serialize_exchanges_from = report.fit->tcp_rendezvous_bytes;
-        CollectiveBenchRow predicted = br;
-        set_bandwidths(predicted, simulate_schedule(cluster, sched, 4, o).step_s, world);
+        // The row's schedule as `bench collectives --simulate` predicts it; native (and an nccl-tests log's
+        // "native (in-place)") as the backend's own choice at this size.
+        req.schedules = {br.schedule.rfind("native", 0) == 0 ? "native" : br.schedule};
+        req.sizes = {static_cast<std::uint64_t>(br.count) * 4};
+        const CollectiveBenchRow predicted = simulate_collective_bench(req).front();
         add("collective", b.id, br.schedule, world, br.bytes, "busbw_gbs", br.busbw_gbs, predicted.busbw_gbs);
       } catch (const std::exception& e) {
         report.errors.push_back(fmt::format("bench {} schedule {} at {} B: {}", b.id, br.schedule, br.bytes, e.what()));

@@ -111,20 +111,17 @@ struct Builder {
   }
 };
 
-// The ring with one channel per NIC (nccl_model.hpp): each ring step of a rank splits between its node
-// neighbour and the next node's device of the next local index.
-Schedule striped_ring(const Shape& s, const std::string& coll, std::size_t count) {
-  const Schedule ring = make_schedule("ring", ScheduleParams{s.n, count, 1, 0}, coll);
-  Builder b(s.n);
-  for (int r = 0; r < s.n; ++r) {
-    const int node = r / s.d, j = r % s.d, next_j = (j + 1) % s.d;
-    const int intra = node * s.d + next_j, inter = ((node + 1) % s.nodes) * s.d + next_j;
+// The ring with one channel per NIC: each ring step of a rank split as nccl_ring_peers says.
+Schedule striped_ring(const NcclFabric& f, int n, const std::string& coll, std::size_t count) {
+  const Schedule ring = make_schedule("ring", ScheduleParams{n, count, 1, 0}, coll);
+  Builder b(n);
+  for (int r = 0; r < n; ++r) {
+    const NcclRingPeers to = nccl_ring_peers(f, n, r);
     const auto& steps = ring.ranks[static_cast<std::size_t>(r)];
     for (std::size_t t = 0; t < steps.size(); ++t)
       for (const SendOp& op : steps[t].sends) {
-        const std::size_t across = op.chunk.count / static_cast<std::size_t>(s.stripes);
-        b.add(r, intra, t, op.chunk.count - across);
-        b.add(r, inter, t, across);
+        b.add(r, to.intra, t, op.chunk.count - to.across(op.chunk.count));
+        b.add(r, to.inter, t, to.across(op.chunk.count));
       }
   }
   return b.finish("", coll, count);
@@ -243,14 +240,19 @@ ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::
   return t;
 }
 
-int nccl_ring_stripes(const NcclFabric& f, int n) { return shape_of(f, n).stripes; }
+NcclRingPeers nccl_ring_peers(const NcclFabric& f, int world, int r) {
+  const Shape s = shape_of(f, world);
+  if (s.stripes <= 1) return {(r + 1) % world, (r + 1) % world, 1};
+  const int node = r / s.d, next_j = (r % s.d + 1) % s.d;
+  return {node * s.d + next_j, ((node + 1) % s.nodes) * s.d + next_j, s.stripes};
+}
 
 Schedule nccl_schedule(const NcclFabric& f, const std::string& coll, int n, std::size_t count, std::size_t elem_bytes) {
   const NcclChoice c = nccl_choose(f, coll, n, count * elem_bytes);
   const Shape s = shape_of(f, n);
   Schedule out = c.algorithm == "nvls"   ? nvls_schedule(n, count)
                  : c.algorithm == "tree" ? striped_tree(s, count, elem_bytes)
-                 : s.stripes > 1         ? striped_ring(s, coll, count)
+                 : s.stripes > 1         ? striped_ring(f, n, coll, count)
                                          : make_schedule("ring", ScheduleParams{n, count, 1, 0}, coll);
   out.name = "nccl:" + c.algorithm + "/" + c.protocol;
   out.timing = nccl_timing(f, c, coll, n, static_cast<int>(out.ranks.front().size()));

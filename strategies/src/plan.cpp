@@ -39,18 +39,18 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
   const int n = where.world_size;
   if (call.collective == "push" || call.collective == "pull")
     return make_schedule(schedule, ScheduleParams{n, call.count, where.ranks_per_node, where.servers}, call.collective);
-  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
-  std::string collective;
-  if (call.collective == "allreduce") collective = "allreduce";
-  else if (call.collective == "reduce_scatter") collective = "reduce_scatter";
-  else if (gather) collective = "all_gather";
-  else throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
-  // The codec's all_gather concatenates equal parts: the all-gather of n * count elements, rank r owning part r.
-  const std::size_t count = call.collective == "all_gather" ? call.count * static_cast<std::size_t>(n) : call.count;
+  const CallShape shape = call_shape(call, n);
   if (schedule == "native" && native_as == "nccl" && where.nccl)  // NCCL's own choice on this fabric
-    return nccl_schedule(*where.nccl, collective, n, count, elem_bytes(call.type));
+    return nccl_schedule(*where.nccl, shape.collective, n, shape.count, elem_bytes(call.type));
   return make_schedule(schedule_name_for_call(call, schedule, n, native_as),
-                       ScheduleParams{n, count, where.ranks_per_node, where.servers}, collective);
+                       ScheduleParams{n, shape.count, where.ranks_per_node, where.servers}, shape.collective);
+}
+
+CallShape call_shape(const CollectiveCall& call, int n) {
+  if (call.collective == "allreduce" || call.collective == "reduce_scatter") return {call.collective, call.count};
+  if (call.collective == "all_gather_shards") return {"all_gather", call.count};
+  if (call.collective == "all_gather") return {"all_gather", call.count * static_cast<std::size_t>(n)};
+  throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
 }
 
 std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int n,

@@ -20,6 +20,7 @@ struct CollectiveSimRequest {
   std::vector<std::uint64_t> sizes;    // bytes of float32 per rank
   std::string transport = "mpi";       // "mpi" or "nccl": what native replays as
   SimOptions options;                  // network model, calibration
+  int ranks_per_node = 0;              // hierarchical schedules' consecutive ranks per node; 0: cluster.devices_per_node
 };
 
 // One row per schedule and size, in that order: time_us = the simulated collective (the last rank's end),

@@ -45,9 +45,14 @@ NcclChoice nccl_choose(const NcclFabric& f, const std::string& collective, int w
 // The protocol costs of that choice for the replay (ScheduleTiming) of a schedule of `steps` steps.
 ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& collective, int world, int steps);
 
-// NIC stripes of NCCL's ring (1: a plain ring): rank r's ring step goes (s-1)/s to its node neighbour
-// r/d*d + (r+1)%d and 1/s to the next node's device of local index (r+1)%d.
-int nccl_ring_stripes(const NcclFabric& f, int world);
+// Where NCCL's ring with one channel per NIC sends rank r's ring step: all but 1/stripes of it (rounded down)
+// to `intra`, its node neighbour r/d*d + (r+1)%d, and the rest to `inter`, the next node's device of local
+// index (r+1)%d. stripes == 1: a plain ring to r+1 (intra == inter).
+struct NcclRingPeers {
+  int intra = 0, inter = 0, stripes = 1;
+  std::size_t across(std::size_t elems) const { return elems / static_cast<std::size_t>(stripes); }
+};
+NcclRingPeers nccl_ring_peers(const NcclFabric& f, int world, int rank);
 
 // The schedule the simulator replays for that choice (name "nccl:<algorithm>/<protocol>"), with its timing.
 Schedule nccl_schedule(const NcclFabric& f, const std::string& collective, int world, std::size_t count,

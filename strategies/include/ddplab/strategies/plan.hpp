@@ -39,6 +39,16 @@ struct PlanOp {
   std::string schedule;                // comm ops: the schedule each call runs on ("native" = the backend's)
 };
 
+// The collective and element count a call's Schedule is built for: "allreduce", "reduce_scatter" or
+// "all_gather" (all_gather_shards too); the codec's all_gather concatenates equal parts, so it is the
+// all-gather of n * count elements, rank r owning part r. Throws std::invalid_argument for push, pull or an
+// unknown collective.
+struct CallShape {
+  std::string collective;
+  std::size_t count = 0;
+};
+CallShape call_shape(const CollectiveCall& call, int world_size);
+
 // The Schedule that carries one collective call of a plan, shared by both executors so they move the same
 // bytes: allreduce and reduce_scatter use the named schedule; all_gather (equal parts per rank, count each)
 // and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
