@@ -44,11 +44,15 @@ void BM_CodecNone(benchmark::State& s) { run_codec(s, "none", {}); }
 void BM_CodecFp16(benchmark::State& s) { run_codec(s, "fp16", {}); }
 void BM_CodecBf16(benchmark::State& s) { run_codec(s, "bf16", {}); }
 void BM_CodecTopk1pct(benchmark::State& s) { run_codec(s, "topk", {{"ratio", "0.01"}}); }
+void BM_CodecTopk10pct(benchmark::State& s) { run_codec(s, "topk", {{"ratio", "0.1"}}); }
+void BM_CodecPowerSgdR1(benchmark::State& s) { run_codec(s, "powersgd", {{"rank", "1"}, {"start_iter", "0"}}); }
 void BM_CodecPowerSgdR4(benchmark::State& s) { run_codec(s, "powersgd", {{"rank", "4"}, {"start_iter", "0"}}); }
 BENCHMARK(BM_CodecNone)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CodecFp16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CodecBf16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CodecTopk1pct)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CodecTopk10pct)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CodecPowerSgdR1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CodecPowerSgdR4)->Unit(benchmark::kMillisecond);
 
 // The executor's reduce step for each element type, 1 Mi elements.

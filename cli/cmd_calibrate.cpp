@@ -129,20 +129,21 @@ void print_fit(const Calibration& c) {
               worst, c.samples.size());
 }
 
-// The codec work fits: per kind, its fixed and per-unit cost and how far the line is from its samples.
+// The codec work fits: per kind, its fixed and per-unit costs and how far the fit is from its samples.
 void print_codec_work(const Calibration& c, const std::vector<WorkSample>& samples) {
   std::printf("#\n# codec local work on %s (the simulator charges each kind a codec's plan announces by these)\n",
               c.codec_backend.c_str());
-  std::printf("#%-18s %7s %12s %14s %9s\n", "kind", "sizes", "fixed_us", "ns_per_unit", "max err %");
+  std::printf("#%-18s %7s %12s %14s %14s %9s\n", "kind", "sizes", "fixed_us", "ns_per_unit", "ns_per_extra", "max err %");
   for (const auto& [key, f] : c.codec_work) {
     double worst = 0;
     int n = 0;
     for (const WorkSample& w : samples)
-      if (w.key == key) ++n, worst = std::max(worst, std::abs(100 * (f.seconds(w.units) - w.seconds) / w.seconds));
-    std::printf(" %-18s %7d %12.3f %14.4f %9.1f\n", key.c_str(), n, f.fixed_s * 1e6, f.per_unit_s * 1e9, worst);
+      if (w.key == key) ++n, worst = std::max(worst, std::abs(100 * (f.seconds(w.size) - w.seconds) / w.seconds));
+    std::printf(" %-18s %7d %12.3f %14.4f %14.4f %9.1f\n", key.c_str(), n, f.fixed_s * 1e6, f.per_unit_s * 1e9,
+                f.per_extra_s * 1e9, worst);
   }
-  std::printf("# units: elements; bytes for copy; n + k log2 k for topk; pairs for scatter_add; FLOPs for the "
-              "products and orthogonalize\n");
+  std::printf("# units: elements; bytes for copy; pairs for scatter_add; matrix elements for the products and "
+              "orthogonalize\n# extra: k log2 k for topk; FLOPs for the products and orthogonalize\n");
 }
 
 // Every rank's node (its host name), on every rank: which peers share rank 0's node.
@@ -277,7 +278,7 @@ int calibrate_worker(const CalibrateRequest& req) {
       if (sc) measure_compute(*comm, *ops, *sc, cal, 10);
       if (req.codec_work) {
         for (const CodecWorkTiming& t : measure_codec_work(*comm, *ops, 5))
-          codec_samples.push_back({work_key(t.work), work_units(t.work), t.seconds});
+          codec_samples.push_back({work_key(t.work), work_size(t.work), t.seconds});
         if (me == 0) {
           cal.codec_work = fit_codec_work(codec_samples);
           cal.codec_backend = ops->codec_compute().name();

@@ -62,8 +62,10 @@ std::vector<LocalWork> codec_probe_works(std::size_t max_elements) {
     v.push_back({WorkKind::ZeroAt, n / 10});
     v.push_back({WorkKind::ScatterAdd, n, 4, n / 40});  // four ranks' pairs, a tenth of the bucket in all
   }
-  // Low-rank shapes of PowerSGD: a rows x cols gradient times a rank-r factor.
-  for (const auto& [rows, cols, r] : {std::tuple{256, 256, 4}, std::tuple{1024, 1024, 4}, std::tuple{2048, 1024, 8}}) {
+  // Low-rank shapes of PowerSGD: a rows x cols gradient times a rank-r factor. Ranks 1 to 8, since a
+  // product's cost is not proportional to its FLOPs (work_size).
+  for (const auto& [rows, cols, r] : {std::tuple{256, 256, 1}, std::tuple{256, 256, 4}, std::tuple{1024, 1024, 1},
+                                      std::tuple{1024, 1024, 4}, std::tuple{2048, 1024, 2}, std::tuple{2048, 1024, 8}}) {
     const auto ur = static_cast<std::size_t>(rows), uc = static_cast<std::size_t>(cols), rk = static_cast<std::size_t>(r);
     v.push_back({WorkKind::MatMul, ur, uc, rk});
     v.push_back({WorkKind::MatMulTN, ur, uc, rk});

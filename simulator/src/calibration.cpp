@@ -91,6 +91,15 @@ double positive(const nlohmann::json& j, const char* key) {
   return j.at(key).get<double>();
 }
 
+// A codec work fit stored before fits had two terms: its one unit was the FLOPs for the products and
+// Gram-Schmidt (now `extra`) and n + k log2 k for top-k (now units + extra); the same times, restated.
+WorkFit legacy_work_fit(const std::string& key, const WorkFit& f) {
+  for (WorkKind k : {WorkKind::MatMul, WorkKind::MatMulTN, WorkKind::MatMulNT, WorkKind::Orthogonalize})
+    if (key == work_name(k)) return {f.fixed_s, 0.0, f.per_unit_s};
+  if (key == work_name(WorkKind::TopK)) return {f.fixed_s, f.per_unit_s, f.per_unit_s};
+  return f;
+}
+
 }  // namespace
 
 const FactorSegment& Calibration::segment_for(double bytes) const {
@@ -200,7 +209,8 @@ nlohmann::json Calibration::to_json() const {
           {"tcp_rendezvous_bytes", tcp_rendezvous_bytes},
           {"codec_work", [&] {
              nlohmann::json w = nlohmann::json::object();
-             for (const auto& [key, f] : codec_work) w[key] = {{"fixed_s", f.fixed_s}, {"per_unit_s", f.per_unit_s}};
+             for (const auto& [key, f] : codec_work)
+               w[key] = {{"fixed_s", f.fixed_s}, {"per_unit_s", f.per_unit_s}, {"per_extra_s", f.per_extra_s}};
              return w;
            }()},
           {"intra", intra ? intra->to_json() : nlohmann::json()}};
@@ -232,9 +242,10 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   c.tcp_rendezvous_bytes = j.value("tcp_rendezvous_bytes", std::uint64_t{0});
   if (j.contains("codec_work") && j.at("codec_work").is_object())
     for (const auto& [key, f] : j.at("codec_work").items()) {
-      const WorkFit fit{f.value("fixed_s", -1.0), f.value("per_unit_s", -1.0)};
-      if (!(fit.fixed_s >= 0) || !(fit.per_unit_s >= 0))
-        throw CalibrationError("calibration JSON: codec_work." + key + " needs fixed_s and per_unit_s >= 0");
+      WorkFit fit{f.value("fixed_s", -1.0), f.value("per_unit_s", -1.0), f.value("per_extra_s", 0.0)};
+      if (!(fit.fixed_s >= 0) || !(fit.per_unit_s >= 0) || !(fit.per_extra_s >= 0))
+        throw CalibrationError("calibration JSON: codec_work." + key + " needs fixed_s, per_unit_s and per_extra_s >= 0");
+      if (!f.contains("per_extra_s")) fit = legacy_work_fit(key, fit);
       c.codec_work[key] = fit;
     }
   if (j.contains("intra") && !j.at("intra").is_null()) {
@@ -245,34 +256,6 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
     }
   }
   return c;
-}
-
-std::map<std::string, WorkFit> fit_codec_work(const std::vector<WorkSample>& samples) {
-  std::map<std::string, std::vector<const WorkSample*>> by_key;
-  for (const WorkSample& w : samples) {
-    if (!(w.seconds > 0) || !(w.units > 0))
-      throw CalibrationError(fmt::format("codec work {}: time and size must be positive, got {} s at {}", w.key,
-                                         w.seconds, w.units));
-    by_key[w.key].push_back(&w);
-  }
-  std::map<std::string, WorkFit> fits;
-  for (const auto& [key, ws] : by_key) {
-    // Weighted least squares of t = a + b u with weights 1 / t^2.
-    double sw = 0, su = 0, st = 0, suu = 0, sut = 0;
-    double umin = ws.front()->units, umax = umin;
-    for (const WorkSample* w : ws) {
-      const double wt = 1.0 / (w->seconds * w->seconds);
-      sw += wt, su += wt * w->units, st += wt * w->seconds, suu += wt * w->units * w->units, sut += wt * w->units * w->seconds;
-      umin = std::min(umin, w->units), umax = std::max(umax, w->units);
-    }
-    if (!(umax > umin)) throw CalibrationError(fmt::format("codec work {}: needs samples at 2 sizes or more", key));
-    const double det = sw * suu - su * su;
-    WorkFit f{(suu * st - su * sut) / det, (sw * sut - su * st) / det};
-    if (f.fixed_s < 0 || f.per_unit_s < 0) f = {0, sut / suu};  // through the origin
-    if (f.per_unit_s < 0) f.per_unit_s = 0;
-    fits[key] = f;
-  }
-  return fits;
 }
 
 RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of) {

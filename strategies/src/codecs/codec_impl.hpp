@@ -108,6 +108,7 @@ class PowerSgdCodec final : public Codec {
  private:
   struct State {
     CodecBuffer residual, q;  // in the compute's memory; empty when absent
+    CodecBuffer input;        // scratch for gradient + residual, kept so that a step allocates nothing this big
   };
   struct View {
     std::vector<float> residual, q;

@@ -1,5 +1,6 @@
 // The codecs' local work as their plans announce it (codec.hpp LocalWork): names, and the units, FLOPs and
 // bytes each kind is charged by.
+#include <algorithm>
 #include <cmath>
 
 #include "codecs/codec_impl.hpp"
@@ -79,16 +80,16 @@ double work_bytes(const LocalWork& w) {
   return 0.0;
 }
 
-double work_units(const LocalWork& w) {
+WorkSize work_size(const LocalWork& w) {
   const double n = static_cast<double>(w.n), c = static_cast<double>(w.c), k = static_cast<double>(w.k);
   switch (w.kind) {
-    case WorkKind::TopK: return n + k * std::log2(std::max(2.0, k));
-    case WorkKind::ScatterAdd: return c * k;
+    case WorkKind::TopK: return {n, k * std::log2(std::max(2.0, k))};
+    case WorkKind::ScatterAdd: return {c * k, 0.0};
     case WorkKind::MatMul:
     case WorkKind::MatMulTN:
-    case WorkKind::MatMulNT:
-    case WorkKind::Orthogonalize: return work_flops(w);
-    default: return n;
+    case WorkKind::MatMulNT: return {n * c, work_flops(w)};
+    case WorkKind::Orthogonalize: return {n * k, work_flops(w)};
+    default: return {n, 0.0};
   }
 }
 

@@ -100,12 +100,12 @@ void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size,
 
   State& st = state_[bucket.id];
   float* residual = nullptr;
-  CodecBuffer input;  // gradient + residual, to compute the new residual at the end
+  float* input = nullptr;  // gradient + residual, to compute the new residual at the end
   if (o_.error_feedback) {
     residual = ensure_floats(st.residual, compute, n);  // zeros on the first compressed step, or a new shape
     compute.add(grad, residual, n);
-    input = CodecBuffer(compute, n * sizeof(float));
-    compute.copy(input.get(), grad, n * sizeof(float));
+    input = ensure_floats(st.input, compute, n);
+    compute.copy(input, grad, n * sizeof(float));
   }
 
   const Split s = split(bucket);
@@ -178,7 +178,7 @@ void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size,
     if (!o_.warm_start) st.q.reset();
   }
 
-  if (residual) compute.sub(residual, input.as<float>(), grad, n);
+  if (residual) compute.sub(residual, input, grad, n);
 }
 
 const std::vector<float>* PowerSgdCodec::residual(int bucket_id) const {

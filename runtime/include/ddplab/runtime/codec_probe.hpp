@@ -17,7 +17,7 @@ struct CodecWorkTiming {
 };
 
 // The works timed: each kind at three sizes (elements up to max_elements; products and orthogonalisation
-// at low-rank shapes of 256 to 2048 rows), casts in F16 and BF16, top-k at ratios 0.1 and 0.01.
+// at low-rank shapes of 256 to 2048 rows and ranks 1 to 8), casts in F16 and BF16, top-k at ratios 0.1 and 0.01.
 std::vector<LocalWork> codec_probe_works(std::size_t max_elements);
 
 // Every rank runs every work at once (loading the machine as training does), `reps` times after 2

@@ -21,6 +21,7 @@
 
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/strategies/codec.hpp"
 
 namespace ddplab {
 
@@ -48,10 +49,11 @@ struct LayerTime {
   double forward_s = 0, backward_s = 0;
 };
 
-// One kind of codec work, timed at several sizes and fitted: seconds = fixed_s + per_unit_s x units.
+// One kind of codec work, timed at several sizes and fitted: seconds = fixed_s + per_unit_s x units +
+// per_extra_s x extra (codec.hpp work_size).
 struct WorkFit {
-  double fixed_s = 0, per_unit_s = 0;
-  double seconds(double units) const { return fixed_s + per_unit_s * units; }
+  double fixed_s = 0, per_unit_s = 0, per_extra_s = 0;
+  double seconds(const WorkSize& s) const { return fixed_s + per_unit_s * s.units + per_extra_s * s.extra; }
 };
 
 struct Calibration {
@@ -75,8 +77,7 @@ struct Calibration {
   std::vector<LayerTime> layers;
   double optimizer_s = 0;
   // Codecs' local work timed on the compute backend (runtime's measure_codec_work, fitted by
-  // fit_codec_work): seconds = fixed_s + per_unit_s x work_units, per work_key ("topk", "to_half.bf16",
-  // ...). codec_backend names the CodecCompute that ran it ("host", "cuda"). Empty when not measured.
+  // fit_codec_work), per work_key ("topk", "to_half.bf16", ...). codec_backend names the CodecCompute that ran it ("host", "cuda"). Empty when not measured.
   std::map<std::string, WorkFit> codec_work;
   std::string codec_backend;
   // Over Open MPI's TCP transport (the test bed: no shared memory), messages of at least this many bytes
@@ -101,15 +102,17 @@ struct Calibration {
   static Calibration from_json(const nlohmann::json& j);  // throws CalibrationError naming the field
 };
 
-// One timing of one kind of codec work: its work_units and the seconds it took (a median of repeats).
+// One timing of one kind of codec work: its work_size and the seconds it took (a median of repeats).
 struct WorkSample {
   std::string key;
-  double units = 0, seconds = 0;
+  WorkSize size;
+  double seconds = 0;
 };
-// A least-squares line per key through its samples, each sample weighted by 1 / seconds^2 (relative
-// error, so that small sizes count as much as large ones); a negative fixed part is clamped to 0 (refit
-// through the origin). Throws CalibrationError for a key with fewer than 2 distinct sizes or a
-// non-positive time.
+// Per key, the weighted least-squares fit of seconds = fixed + a x units + b x extra through its samples,
+// each weighted by 1 / seconds^2 (relative error, so that small sizes count as much as large ones), with
+// every coefficient >= 0 (the best of the fits on subsets of the three terms that has none negative; a
+// term the samples cannot tell apart from another is left out). Throws CalibrationError for a key with
+// fewer than 2 distinct sizes or a non-positive time.
 std::map<std::string, WorkFit> fit_codec_work(const std::vector<WorkSample>& samples);
 
 // Fits latency, bandwidth and the piecewise factors to ping-pong samples (strictly increasing sizes).

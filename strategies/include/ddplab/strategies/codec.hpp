@@ -58,9 +58,15 @@ const char* work_name(WorkKind k);               // "fill", "to_half", "topk", "
 // What calibration times separately: the kind's name, and for casts the half type ("to_half.bf16").
 std::string work_key(const LocalWork& w);
 std::vector<WorkKind> work_kinds();              // every kind, in enum order
-// The work's size in the unit calibration times it by: elements, bytes (Copy), n + k log2 k (TopK: a
-// selection pass and a sort of the k chosen), pairs (ScatterAdd), FLOPs (products, orthogonalisation).
-double work_units(const LocalWork& w);
+// The two sizes calibration fits a kind's time by (seconds = fixed + a x units + b x extra). `units` is the
+// pass over memory: elements, bytes (Copy), pairs (ScatterAdd), matrix elements n x c (products) or n x k
+// (Orthogonalize). `extra` is what grows with the kind's second dimension: top-k's sort of the k chosen
+// (k log2 k) and the FLOPs of the products and of Gram-Schmidt; 0 for the other kinds. One term would not
+// do: a rank-1 product costs as much per matrix element as a rank-4 one, at a quarter of the FLOPs.
+struct WorkSize {
+  double units = 0, extra = 0;
+};
+WorkSize work_size(const LocalWork& w);
 double work_flops(const LocalWork& w);  // arithmetic, for the FLOP model
 double work_bytes(const LocalWork& w);  // memory read and written, for the byte model
 
