@@ -210,7 +210,8 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
     if (c.algorithm != "ring") return phases_of(schedule_for_call(call, schedule, where, native_as));
     Phases p = nccl_ring_phases(*where.nccl, shape.collective, n, shape.count);
     p.name = "nccl:ring/" + c.protocol;
-    p.timing = nccl_timing(*where.nccl, c, shape.collective, n, p.phases.empty() ? 0 : p.phases.front().steps);
+    p.timing = nccl_timing(*where.nccl, c, shape.collective, n, p.phases.empty() ? 0 : p.phases.front().steps,
+                           shape.count * elem_bytes(call.type));
     return p;
   }
   // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.

@@ -22,6 +22,13 @@ constexpr std::array<double, 3> kHopNvlRing{0.6, 1.9, 3.4}, kHopNvlTree{0.6, 1.2
 constexpr std::array<double, 3> kHopNetRing{2.7, 4.0, 14.0}, kHopNetTree{5.0, 8.5, 14.0};
 constexpr double kHopNvls = 25.0;   // NVLS, Simple only, one node
 constexpr double kNvlsEff = 0.85;   // NVLS bandwidth efficiency on Hopper
+// NVLS's pipeline, which the tuner's formula leaves out. Each step moves one chunk per NVLS channel and
+// head (a head per GPU of the node); for buffers under 64, 8 and 2 such steps NCCL shrinks the chunk from
+// 128 KiB to 64, 32 and 16 KiB (enqueue.cc's chunking for NVLS), so mid-size buffers take few, small steps
+// and the steps that fill the pipeline weigh. kNvlsFill is fitted to the 8x H200 sweep (row 1.4 of
+// docs/published-measurements.md) at 2-32 MiB; the rest is NCCL's.
+constexpr int kNvlsChannels = 16;   // NVLS_NCHANNELS on Hopper, as NCCL's init log reports it
+constexpr double kNvlsFill = 2.0;   // step times before the first step completes
 constexpr double kLL128Eff = 0.92;  // LL128's share of Simple's bandwidth
 constexpr double kTreeEff = 0.92;   // Tree AllReduce's share of the ring's bus bandwidth
 constexpr int kSlots = 8;           // NCCL_STEPS: buffer slots per connection
@@ -193,6 +200,18 @@ Schedule nvls_schedule(int n, std::size_t count) {
   return b.finish("", "allreduce", count);
 }
 
+// NCCL's NVLS chunk for a buffer of `bytes` over n GPUs of one node (enqueue.cc, same order of tests).
+std::size_t nvls_chunk(std::size_t bytes, int n) {
+  const std::size_t ops = static_cast<std::size_t>(kNvlsChannels) * static_cast<std::size_t>(n);
+  std::size_t chunk = 128u << 10;
+  if (bytes < 64 * ops * chunk) chunk = 64u << 10;
+  if (bytes < 8 * ops * chunk) chunk = 32u << 10;
+  if (bytes < 2 * ops * chunk) chunk = 16u << 10;
+  return chunk;
+}
+
+double nvls_seconds_per_byte(const NcclFabric& f, int n) { return (n + 1.0) / n / (kNvlsEff * f.intra_bw); }
+
 }  // namespace
 
 NcclChoice nccl_choose(const NcclFabric& f, const std::string& coll, int n, std::size_t bytes) {
@@ -211,11 +230,12 @@ NcclChoice nccl_choose(const NcclFabric& f, const std::string& coll, int n, std:
       consider("tree", p, tree_latency(s, p) + bus / proto_bw(f, kTreeEff * ring_bw, p));
   }
   if (coll == "allreduce" && f.nvls && s.nodes == 1 && n > 2)
-    consider("nvls", Simple, kHopNvls * us + static_cast<double>(bytes) * (n + 1) / n / (kNvlsEff * f.intra_bw));
+    consider("nvls", Simple, kHopNvls * us + static_cast<double>(bytes) * nvls_seconds_per_byte(f, n));
   return best;
 }
 
-ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& coll, int n, int steps) {
+ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& coll, int n, int steps,
+                           std::size_t bytes) {
   const Shape s = shape_of(f, n);
   const int p = c.protocol == "LL" ? LL : c.protocol == "LL128" ? LL128 : Simple;
   ScheduleTiming t;
@@ -231,6 +251,9 @@ ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::
                                               : ring_latency(s, coll, p) - base;
   const double mean_hop = path / std::max(1, steps);
   t.start_s = base;
+  if (c.algorithm == "nvls")  // the pipeline's fill: kNvlsFill steps of chunks
+    t.start_s = kNvlsFill * static_cast<double>(kNvlsChannels * n) * static_cast<double>(nvls_chunk(bytes, n)) *
+                nvls_seconds_per_byte(f, n);
   t.intra_hop_s = std::max(0.0, mean_hop - f.intra_wire_s);
   t.inter_hop_s = std::max(0.0, mean_hop - (s.nodes > 1 ? f.inter_wire_s : f.intra_wire_s));
   // A ring step waits for its slowest hop: across nodes every step has one.
@@ -255,7 +278,7 @@ Schedule nccl_schedule(const NcclFabric& f, const std::string& coll, int n, std:
                  : s.stripes > 1         ? striped_ring(f, n, coll, count)
                                          : make_schedule("ring", ScheduleParams{n, count, 1, 0}, coll);
   out.name = "nccl:" + c.algorithm + "/" + c.protocol;
-  out.timing = nccl_timing(f, c, coll, n, static_cast<int>(out.ranks.front().size()));
+  out.timing = nccl_timing(f, c, coll, n, static_cast<int>(out.ranks.front().size()), count * elem_bytes);
   return out;
 }
 

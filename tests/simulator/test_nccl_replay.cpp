@@ -46,12 +46,15 @@ CollectiveBenchRow native_row(const std::string& preset, int world, std::uint64_
 TEST(NcclReplay, NvlsOnOneH100NodeTakesItsAnalyticTime) {
   ClusterConfig c;
   apply_cluster_preset(c, "dgx-h100");
-  const std::uint64_t bytes = 256u << 20;
-  const CollectiveBenchRow row = native_row("dgx-h100", 8, bytes, "exact");
-  // 25 us (NVLS's latency: 0.6 us of wire, the rest a delay) + 9/8 of the buffer each way at the NVLink's
-  // effective rate times NVLS's efficiency.
-  const double t = 25e-6 + bytes * 9.0 / 8.0 / (c.intra_bandwidth * c.intra_efficiency * 0.85);
-  expect_close(row.time_us * 1e-6, t, 0.01);
+  // 25 us (NVLS's latency: 0.6 us of wire, the rest a delay) + 9/8 of the buffer, plus the 2 steps that fill
+  // NVLS's pipeline, each way at the NVLink's effective rate times NVLS's efficiency. A step is a chunk per
+  // channel (16) and GPU (8): 64 KiB chunks at 256 MiB, 32 KiB at 16 MiB (NCCL's chunking for NVLS).
+  for (const auto& [bytes, chunk] : {std::pair<std::uint64_t, double>{256u << 20, 64 << 10}, {16u << 20, 32 << 10}}) {
+    const CollectiveBenchRow row = native_row("dgx-h100", 8, bytes, "exact");
+    const double fill = 2 * 16 * 8 * chunk;
+    const double t = 25e-6 + (bytes + fill) * 9.0 / 8.0 / (c.intra_bandwidth * c.intra_efficiency * 0.85);
+    expect_close(row.time_us * 1e-6, t, 0.01);
+  }
 }
 
 TEST(NcclReplay, StripedRingIsLimitedByTheNodesNics) {

@@ -42,8 +42,10 @@ struct NcclChoice {
 // NCCL's choice for `bytes` of `collective` ("allreduce", "reduce_scatter", "all_gather") over `world` ranks.
 NcclChoice nccl_choose(const NcclFabric& f, const std::string& collective, int world, std::size_t bytes);
 
-// The protocol costs of that choice for the replay (ScheduleTiming) of a schedule of `steps` steps.
-ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& collective, int world, int steps);
+// The protocol costs of that choice for the replay (ScheduleTiming) of a schedule of `steps` steps moving
+// `bytes` per rank.
+ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& collective, int world, int steps,
+                           std::size_t bytes);
 
 // Where NCCL's ring with one channel per NIC sends rank r's ring step: all but 1/stripes of it (rounded down)
 // to `intra`, its node neighbour r/d*d + (r+1)%d, and the rest to `inter`, the next node's device of local
