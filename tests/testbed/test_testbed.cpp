@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "testbed.hpp"
 #include "testbed_proc.hpp"
@@ -96,8 +97,8 @@ class Testbed : public ::testing::Test {
   // Each command under its own limit: a launch that hangs (seen twice, once in `bench --testbed` right after
   // the full suite, never when rerun) fails its test with the output so far, and TearDown still takes the
   // test bed down, instead of ctest killing the test and leaving it up for the next ones to skip.
-  std::string ddplab(std::vector<std::string> args, int* status, std::vector<std::string> env = {}) {
-    constexpr int kLimit = 100;
+  std::string ddplab(std::vector<std::string> args, int* status, std::vector<std::string> env = {}, int limit_s = 100) {
+    const int kLimit = limit_s;
     std::vector<std::string> argv = {"timeout", "-k", "5", std::to_string(kLimit), "env"};
     argv.insert(argv.end(), env.begin(), env.end());
     argv.push_back(DDPLAB_EXE);
@@ -291,3 +292,65 @@ TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   EXPECT_LE(worst, 10.0) << "a predicted step time is more than 10% off";
   if (median > 5.0) std::cout << "note: median |error| above the 5% goal (the test fails above 10% only)\n";
 }
+
+// Every shipped strategy (scenarios/strategies.toml, as README's test-bed table runs it, 40 steps) predicted
+// from a calibration of the test bed alone, in two configurations of the grid the simulator is checked on.
+// The bounds are what holds on this 2-core machine, not the goal (median 5%, max 15%): README "Every shipped
+// strategy on the test bed" gives the figures and what is still off. At 2 hosts that is PowerSGD rank 1 and
+// top-k 1% (up to -20%); at 3 hosts, where 3 ranks and their comm threads share 2 cores, the codecs (up to
+// -47%). 100 Mbit/s is not here: the 16 strategies take 13 minutes there.
+struct GridPoint {
+  int hosts;
+  const char* rate;
+  double median_pct, max_pct, min_tau;
+};
+
+class TestbedGrid : public Testbed {
+ protected:
+  void check(const GridPoint& g) {
+    const std::string scenario = DDPLAB_SOURCE_DIR "/scenarios/strategies.toml";
+    const std::string hosts = std::to_string(g.hosts);
+    int st = 0;
+    std::string out = ddplab({"testbed", "up", "--hosts", hosts, "--rate", g.rate}, &st);
+    ASSERT_EQ(st, 0) << out;
+    out = ddplab({"calibrate", "--testbed", "--np", hosts, "--name", "tb", "--scenario", scenario, "--schedules",
+                  "ring,native,halving_doubling,double_binary_tree,direct", "--worlds", hosts, "--coll-sizes",
+                  "1MiB,4MiB,16MiB", "--sizes", "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", "--pingpong-budget", "0.3",
+                  "--db", db()},
+                 &st, {}, 200);
+    ASSERT_EQ(st, 0) << out;
+    out = ddplab({"run", scenario, "--testbed", "--np", hosts, "--max-steps", "40", "--db", db()}, &st, {}, 400);
+    ASSERT_EQ(st, 0) << out;
+    out = ddplab({"testbed", "down"}, &st);
+    ASSERT_EQ(st, 0) << out;
+    out = ddplab({"validate", "--name", "tb", "--runs-only", "--db", db()}, &st);
+    ASSERT_EQ(st, 0) << out;
+    std::cout << out;
+
+    ddplab::Store store(db());
+    std::vector<double> errors, measured, predicted;
+    std::vector<std::string> labels;
+    for (const auto& v : store.validations())
+      if (v.metric == "step_s") {
+        errors.push_back(std::abs(v.error_pct)), labels.push_back(v.label);
+        measured.push_back(v.measured), predicted.push_back(v.predicted);
+      }
+    ASSERT_EQ(errors.size(), 16u) << "a step time per strategy of scenarios/strategies.toml";
+    std::vector<double> sorted = errors;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = (sorted[7] + sorted[8]) / 2, tau = ddplab::kendall_tau(measured, predicted);
+    RecordProperty("median_abs_error_pct", std::to_string(median));
+    RecordProperty("max_abs_error_pct", std::to_string(sorted.back()));
+    RecordProperty("kendall_tau", std::to_string(tau));
+    std::cout << g.hosts << " hosts at " << g.rate << ": step time median |error| " << median << "%, max "
+              << sorted.back() << "%, Kendall tau " << tau << "\n";
+    EXPECT_LE(median, g.median_pct);
+    for (std::size_t i = 0; i < errors.size(); ++i) EXPECT_LE(errors[i], g.max_pct) << labels[i];
+    EXPECT_GE(tau, g.min_tau) << "the simulator ranks the strategies unlike the measurement";
+  }
+};
+
+TEST_F(TestbedGrid, EveryShippedStrategyOnTwoHostsAt1Gbit) { check({2, "1gbit", 8.0, 30.0, 0.8}); }
+
+TEST_F(TestbedGrid, EveryShippedStrategyOnThreeHostsAt1Gbit) { check({3, "1gbit", 15.0, 55.0, 0.8}); }
+
