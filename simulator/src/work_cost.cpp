@@ -32,6 +32,7 @@ WorkModel work_model(const ClusterConfig& cluster, const Calibration* calibratio
 
 }  // namespace ddplab::sim
 
+// The fit of calibrate's codec work timings (calibration.hpp fit_codec_work).
 namespace ddplab {
 namespace {
 

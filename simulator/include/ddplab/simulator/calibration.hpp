@@ -77,7 +77,8 @@ struct Calibration {
   std::vector<LayerTime> layers;
   double optimizer_s = 0;
   // Codecs' local work timed on the compute backend (runtime's measure_codec_work, fitted by
-  // fit_codec_work), per work_key ("topk", "to_half.bf16", ...). codec_backend names the CodecCompute that ran it ("host", "cuda"). Empty when not measured.
+  // fit_codec_work), per work_key ("topk", "to_half.bf16", ...). codec_backend names the CodecCompute that
+  // ran it ("host", "cuda"). Empty when not measured.
   std::map<std::string, WorkFit> codec_work;
   std::string codec_backend;
   // Over Open MPI's TCP transport (the test bed: no shared memory), messages of at least this many bytes
