@@ -111,6 +111,29 @@ class Testbed : public ::testing::Test {
   }
   std::string db() const { return dir_ + "/r.db"; }
 
+  // After a calibration named "tb": trains `run_args` (after `run`) on the test bed, takes it down and
+  // validates the runs against the calibration; validate's output goes to *validated and to stdout.
+  void train_and_validate(const std::vector<std::string>& run_args, int run_limit_s, std::string* validated) {
+    int st = 0;
+    std::vector<std::string> run = {"run"};
+    run.insert(run.end(), run_args.begin(), run_args.end());
+    run.insert(run.end(), {"--testbed", "--db", db()});
+    std::string out = ddplab(run, &st, {}, run_limit_s);
+    ASSERT_EQ(st, 0) << out;
+    out = ddplab({"testbed", "down"}, &st);
+    ASSERT_EQ(st, 0) << out;
+    *validated = ddplab({"validate", "--name", "tb", "--runs-only", "--db", db()}, &st);
+    ASSERT_EQ(st, 0) << *validated;
+    std::cout << *validated;
+  }
+  // The step-time comparisons validate stored, one per run.
+  std::vector<ddplab::ValidationRow> step_validations() const {
+    std::vector<ddplab::ValidationRow> rows;
+    for (auto& v : ddplab::Store(db()).validations())
+      if (v.metric == "step_s") rows.push_back(std::move(v));
+    return rows;
+  }
+
   int lock_ = -1;
   bool ready_ = false;
   std::string dir_;
@@ -270,19 +293,11 @@ TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
                &st);
   ASSERT_EQ(st, 0) << out;
   std::cout << out.substr(std::min(out.size(), out.find("# ping-pong"))) << "\n";
-  out = ddplab({"run", scenario, "--testbed", "--db", db()}, &st);
-  ASSERT_EQ(st, 0) << out;
-  out = ddplab({"testbed", "down"}, &st);
-  ASSERT_EQ(st, 0) << out;
-  out = ddplab({"validate", "--name", "tb", "--runs-only", "--db", db()}, &st);
-  ASSERT_EQ(st, 0) << out;
-  std::cout << out;
+  ASSERT_NO_FATAL_FAILURE(train_and_validate({scenario}, 100, &out));
   EXPECT_NE(out.find("compute from calibration \"tb\""), std::string::npos) << "compute not predicted from the calibration";
 
-  ddplab::Store store(db());
   std::vector<double> errors;
-  for (const auto& v : store.validations())
-    if (v.metric == "step_s") errors.push_back(std::abs(v.error_pct));
+  for (const auto& v : step_validations()) errors.push_back(std::abs(v.error_pct));
   ASSERT_EQ(errors.size(), 2u) << "a step time per strategy";
   std::sort(errors.begin(), errors.end());
   const double median = (errors[0] + errors[1]) / 2, worst = errors[1];
@@ -319,22 +334,14 @@ class TestbedGrid : public Testbed {
                   "--db", db()},
                  &st, {}, 200);
     ASSERT_EQ(st, 0) << out;
-    out = ddplab({"run", scenario, "--testbed", "--np", hosts, "--max-steps", "40", "--db", db()}, &st, {}, 400);
-    ASSERT_EQ(st, 0) << out;
-    out = ddplab({"testbed", "down"}, &st);
-    ASSERT_EQ(st, 0) << out;
-    out = ddplab({"validate", "--name", "tb", "--runs-only", "--db", db()}, &st);
-    ASSERT_EQ(st, 0) << out;
-    std::cout << out;
+    ASSERT_NO_FATAL_FAILURE(train_and_validate({scenario, "--np", hosts, "--max-steps", "40"}, 400, &out));
 
-    ddplab::Store store(db());
     std::vector<double> errors, measured, predicted;
     std::vector<std::string> labels;
-    for (const auto& v : store.validations())
-      if (v.metric == "step_s") {
-        errors.push_back(std::abs(v.error_pct)), labels.push_back(v.label);
-        measured.push_back(v.measured), predicted.push_back(v.predicted);
-      }
+    for (const auto& v : step_validations()) {
+      errors.push_back(std::abs(v.error_pct)), labels.push_back(v.label);
+      measured.push_back(v.measured), predicted.push_back(v.predicted);
+    }
     ASSERT_EQ(errors.size(), ddplab::load_scenario(scenario).strategies.size()) << "a step time per strategy";
     const double median = ddplab::median(errors), worst = *std::max_element(errors.begin(), errors.end());
     const double tau = ddplab::kendall_tau(measured, predicted);
