@@ -18,11 +18,15 @@ namespace {
 using codec_detail::IndexValue;
 using codec_detail::TopkCodec;
 
-// Reference: sort all indices by (|v| descending, index ascending), keep k, return them ascending.
+// Reference: sort all indices by (NaN first, then |v| descending, then index ascending), keep k, return
+// them ascending.
 std::vector<std::uint32_t> reference_topk(const std::vector<float>& v, std::size_t k) {
   std::vector<std::uint32_t> idx(v.size());
   std::iota(idx.begin(), idx.end(), 0u);
-  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) { return std::abs(v[a]) > std::abs(v[b]); });
+  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (std::isnan(v[a]) || std::isnan(v[b])) return std::isnan(v[a]) && !std::isnan(v[b]);
+    return std::abs(v[a]) > std::abs(v[b]);
+  });
   idx.resize(k);
   std::sort(idx.begin(), idx.end());
   return idx;
@@ -44,6 +48,26 @@ TEST(TopkSelect, MatchesSortingWithTiesToLowerIndex) {
   EXPECT_EQ(codec_detail::topk_select(ties.data(), 5, 4), (std::vector<std::uint32_t>{0, 1, 2, 4}));
   const std::vector<float> with_nan{1.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f};
   EXPECT_EQ(codec_detail::topk_select(with_nan.data(), 3, 1), (std::vector<std::uint32_t>{1}));
+}
+
+// Buckets large enough that the k-th largest falls inside one bin of the selection's histogram with many
+// other keys: gradient-like values, runs of zeros and repeats, and every special float.
+TEST(TopkSelect, MatchesSortingOnLargeBucketsWithZerosRepeatsAndSpecialFloats) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> g(0.0f, 1e-3f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v(70000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 5 == 0 ? 0.0f : i % 7 == 0 ? 1e-3f : g(gen);
+  for (std::size_t i : {11u, 40000u, 69999u}) v[i] = nan;
+  v[12] = -nan;
+  v[13] = inf;
+  v[14] = -inf;
+  v[15] = -0.0f;
+  v[16] = std::numeric_limits<float>::denorm_min();
+  for (std::size_t k : {1u, 4u, 5u, 7u, 700u, 7000u, 9000u, 56000u, 69999u, 70000u})
+    EXPECT_EQ(codec_detail::topk_select(v.data(), v.size(), k), reference_topk(v, k)) << k;
+  const std::vector<float> zeros(5000, 0.0f);
+  EXPECT_EQ(codec_detail::topk_select(zeros.data(), zeros.size(), 3), (std::vector<std::uint32_t>{0, 1, 2}));
 }
 
 TEST(TopkCount, CeilOfRatioTimesCountAtLeastOne) {

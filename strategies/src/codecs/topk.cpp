@@ -2,9 +2,10 @@
 // plus residual) as (index, value) pairs through one all-gather; every rank adds all pairs, in rank order,
 // into a zeroed dense buffer and divides by the world size, so all ranks get the same bits.
 #include <algorithm>
+#include <bit>
+#include <functional>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 
 #include "codecs/codec_impl.hpp"
@@ -20,24 +21,46 @@ std::size_t topk_count(double ratio, std::size_t count) {
   return std::clamp<std::size_t>(static_cast<std::size_t>(k), 1, count);
 }
 
+namespace {
+
+// |v| as an unsigned key that orders as the magnitudes do (IEEE 754 bits of a non-negative float), every NaN
+// one key above +inf: NaN first, then larger |v|.
+std::uint32_t magnitude_key(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
+  return std::min(bits, 0x7f800001u);
+}
+
+}  // namespace
+
 std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::size_t k) {
   if (count > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("topk: bucket too large for 32-bit indices");
   k = std::min(k, count);
-  std::vector<std::uint32_t> idx(count);
-  std::iota(idx.begin(), idx.end(), 0u);
-  // A strict total order: NaN first, then larger |v|, then lower index. Deterministic whatever the algorithm.
-  const auto before = [v](std::uint32_t a, std::uint32_t b) {
-    const bool na = std::isnan(v[a]), nb = std::isnan(v[b]);
-    if (na != nb) return na;
-    if (!na) {
-      const float ma = std::abs(v[a]), mb = std::abs(v[b]);
-      if (ma != mb) return ma > mb;
-    }
-    return a < b;
-  };
-  if (k < count) std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), before);
-  idx.resize(k);
-  std::sort(idx.begin(), idx.end());
+  if (k == 0) return {};
+  // A radix select: a histogram of the keys' top bits finds the bin that holds the k-th largest, and only
+  // that bin's keys are selected among. Passes over memory without data-dependent branches cost the same
+  // whatever the gradients; std::nth_element over all indices ran 9-45 ms on 2M elements depending on them.
+  constexpr int kLowBits = 16;
+  std::vector<std::uint32_t> hist((0x7f800001u >> kLowBits) + 1, 0);
+  for (std::size_t i = 0; i < count; ++i) ++hist[magnitude_key(v[i]) >> kLowBits];
+  std::size_t above = 0;  // keys in bins above `bin`
+  std::size_t bin = hist.size() - 1;
+  while (above + hist[bin] < k) above += hist[bin--];
+  std::vector<std::uint32_t> bin_keys;
+  bin_keys.reserve(hist[bin]);
+  for (std::size_t i = 0; i < count; ++i)
+    if (const std::uint32_t key = magnitude_key(v[i]); key >> kLowBits == bin) bin_keys.push_back(key);
+  const auto kth = bin_keys.begin() + static_cast<std::ptrdiff_t>(k - above - 1);
+  std::nth_element(bin_keys.begin(), kth, bin_keys.end(), std::greater<>());
+  const std::uint32_t threshold = *kth;
+  // Keys above the threshold all go; equal ones fill what is left, lower indices first (a strict total
+  // order: the same selection whatever the algorithm).
+  std::size_t ties = k - above - static_cast<std::size_t>(std::count_if(bin_keys.begin(), kth, [&](std::uint32_t x) { return x > threshold; }));
+  std::vector<std::uint32_t> idx;
+  idx.reserve(k);
+  for (std::size_t i = 0; i < count && idx.size() < k; ++i) {
+    const std::uint32_t key = magnitude_key(v[i]);
+    if (key > threshold || (key == threshold && ties > 0 && ties--)) idx.push_back(static_cast<std::uint32_t>(i));
+  }
   return idx;
 }
 
