@@ -79,11 +79,23 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
 
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   const std::string p = "data.";
-  r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test"});
+  r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank",
+                      "skew", "uneven"});
   r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
   r.read_int(t, p, "synthetic_test", d.synthetic_test, 1, "must be a positive integer");
+  r.read_choice(t, p, "partition", d.partition, {"iid", "dirichlet", "shards", "quantity"});
+  r.read_number(t, p, "alpha", d.alpha, [](double v) { return v > 0; }, "must be greater than 0");
+  r.read_int(t, p, "classes_per_rank", d.classes_per_rank, 1, "must be a positive integer");
+  r.read_number(t, p, "skew", d.skew, [](double v) { return v >= 0; }, "must be 0 or more");
+  r.read_choice(t, p, "uneven", d.uneven, {"drop_last", "pad"});
+  // A parameter of another partition would be ignored: say so instead.
+  const std::pair<const char*, const char*> owner[] = {{"alpha", "dirichlet"}, {"classes_per_rank", "shards"}, {"skew", "quantity"}};
+  for (const auto& [key, partition] : owner)
+    if (const toml::node* n = t.get(key); n && d.partition != partition)
+      r.fail(n->source(), fmt::format("data.{} applies to data.partition = \"{}\" only (data.partition is \"{}\")", key,
+                                      partition, d.partition));
 }
 
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
@@ -420,7 +432,12 @@ nlohmann::json Scenario::to_json() const {
        {{"dataset", data.dataset},
         {"path", data.path},
         {"synthetic_train", data.synthetic_train},
-        {"synthetic_test", data.synthetic_test}}},
+        {"synthetic_test", data.synthetic_test},
+        {"partition", data.partition},
+        {"alpha", data.alpha},
+        {"classes_per_rank", data.classes_per_rank},
+        {"skew", data.skew},
+        {"uneven", data.uneven}}},
       {"train",
        {{"backend", train.backend},
         {"batch_size", train.batch_size},

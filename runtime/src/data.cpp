@@ -108,19 +108,26 @@ Dataset make_synthetic(int samples, int features, int classes, std::uint64_t see
   return d;
 }
 
-DistributedSampler::DistributedSampler(std::size_t n, int rank, int world, std::uint64_t seed, bool shuffle)
-    : n_(n), per_rank_((n + world - 1) / world), rank_(rank), world_(world), seed_(seed), shuffle_(shuffle) {
+void shuffle_indices(std::vector<std::size_t>& v, std::mt19937_64& rng) {
+  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng() % i]);
+}
+
+DistributedSampler::DistributedSampler(std::size_t n, int rank, int world, std::uint64_t seed, bool shuffle, bool drop_last)
+    : n_(n), per_rank_(drop_last ? n / static_cast<std::size_t>(std::max(world, 1)) : (n + world - 1) / world),
+      rank_(rank), world_(world), seed_(seed), shuffle_(shuffle) {
   if (world < 1 || rank < 0 || rank >= world) throw std::invalid_argument("DistributedSampler: bad rank/world size");
   if (n == 0) throw DataError("DistributedSampler: empty dataset");
+  if (per_rank_ == 0)
+    throw DataError("DistributedSampler: " + std::to_string(n) + " samples for " + std::to_string(world) +
+                    " ranks leave none per rank with drop_last");
 }
 
 std::vector<std::size_t> DistributedSampler::indices(int epoch) const {
   std::vector<std::size_t> perm(n_);
   std::iota(perm.begin(), perm.end(), std::size_t{0});
   if (shuffle_) {
-    // Fisher-Yates with our own draws: std::shuffle's use of the engine is implementation-defined.
     std::mt19937_64 rng(seed_ + static_cast<std::uint64_t>(epoch));
-    for (std::size_t i = n_ - 1; i > 0; --i) std::swap(perm[i], perm[rng() % (i + 1)]);
+    shuffle_indices(perm, rng);
   }
   std::vector<std::size_t> mine;
   mine.reserve(per_rank_);

@@ -73,7 +73,7 @@ void InputPipeline::join_load() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void InputPipeline::plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps) {
+void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_steps) {
   join_load();  // a new plan starts after the load in flight
   sampler_ = &sampler;
   steps_.clear();

@@ -22,6 +22,7 @@
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/job_info.hpp"
 #include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/partition.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/progress.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
@@ -261,8 +262,13 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const bool worker = strategy.is_worker(rank);
   const int workers = strategy.workers();
 
-  DistributedSampler sampler(data.train.size(), worker ? rank : 0, workers, tr.seed);
-  const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler.per_rank() + tr.batch_size - 1) / tr.batch_size);
+  const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
+  const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
+  const auto histograms = class_histograms(data.train, sc.data, workers, tr.seed);
+  if (rank == 0 && sc.data.partition != "iid") {
+    std::printf("%s", partition_table(sc.data, histograms, sampler->per_rank()).c_str());
+    std::fflush(stdout);
+  }
   std::int64_t total_steps = steps_per_epoch * tr.epochs;
   if (tr.max_steps > 0) total_steps = std::min<std::int64_t>(total_steps, tr.max_steps);
 
@@ -274,6 +280,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
     cfg["pattern"] = strategy.pattern().to_json();  // reports split warm-up and steady state by it
+    cfg["partition"] = {{"samples_per_epoch", sampler->per_rank()}, {"class_histograms", histograms}};
     run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
   }
   where.run = run;
@@ -308,7 +315,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   };
 
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
-  input.plan(sampler, tr.epochs, total_steps);
+  input.plan(*sampler, tr.epochs, total_steps);
   int next_b = input.steps() == 0 ? 0 : input.load_step(0, worker);
   for (std::size_t bi = 0; bi < input.steps(); ++bi) {
     if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
-# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies)
+# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies | partitioned)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -32,6 +32,18 @@ rank-dies)
   grep -q "rank $victim step 5" "$work/out" || fail "dying rank not named"
   "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
   echo "job ended $(( $(date +%s) - start ))s after start, exit $rc"
+  ;;
+partitioned)
+  # A fixed split: the table of what each rank holds, the same steps on every rank (no hang), identical
+  # parameters, and the split stored with the run.
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "run exited $?"
+  [[ $(grep -c "params identical on all ranks" "$work/out") -eq 2 ]] || fail "not both strategies confirmed identical"
+  grep -q "^data: dirichlet, alpha 0.3, drop_last: every rank takes [0-9]* samples per epoch" "$work/out" || fail "no split table"
+  [[ $(grep -cE "^ +[0-9]+ +[0-9]+ +[0-9]+" "$work/out") -ge $np ]] || fail "not a row per rank"
+  per_epoch=$(sed -n 's/.*every rank takes \([0-9]*\) samples per epoch/\1/p' "$work/out" | head -1)
+  held_min=$(awk '/^ +rank +holds/ {t=1; next} t && NF > 2 && $1 ~ /^[0-9]+$/ {print $2}' "$work/out" | sort -n | head -1)
+  [[ "$per_epoch" == "$held_min" ]] || fail "drop_last takes $per_epoch, the smallest share is $held_min"
+  sqlite3 "$db" "select config from runs" | grep -q '"class_histograms"' || fail "split not stored with the run"
   ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -104,6 +105,26 @@ TEST(Scenario, EmptyFileGivesDefaults) {
   EXPECT_EQ(s.strategies[0].schedule, "native");
 }
 
+// Every scenario the project ships loads (they document the fields; a renamed field must not break them).
+TEST(Scenario, EveryShippedScenarioLoads) {
+  int n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(DDPLAB_SOURCE_DIR "/scenarios")) {
+    if (e.path().extension() != ".toml") continue;
+    EXPECT_NO_THROW((void)load_scenario(e.path().string())) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 10) << "scenarios found";
+}
+
+TEST(Scenario, ReadsEachDataPartitionWithItsParameter) {
+  const Scenario d = parse_scenario("[data]\npartition = \"dirichlet\"\nalpha = 0.1\nuneven = \"drop_last\"\n", "p.toml");
+  EXPECT_EQ(d.data.partition, "dirichlet");
+  EXPECT_EQ(d.data.alpha, 0.1);
+  EXPECT_EQ(d.data.uneven, "drop_last");
+  EXPECT_EQ(parse_scenario("[data]\npartition = \"shards\"\nclasses_per_rank = 3\n", "p.toml").data.classes_per_rank, 3);
+  EXPECT_EQ(parse_scenario("[data]\npartition = \"quantity\"\nskew = 0.3\n", "p.toml").data.skew, 0.3);
+}
+
 TEST(Scenario, AcceptsNameUnitsNumbersAndSeveralStrategies) {
   const Scenario s = parse_scenario(R"(
 name = "sweep"
@@ -195,6 +216,8 @@ schedule = "ring"
   EXPECT_EQ(j.at("data").at("dataset"), "fashion-mnist");
   EXPECT_EQ(j.at("data").at("path"), s.data.path);
   EXPECT_EQ(j.at("data").at("synthetic_train"), 4096);
+  EXPECT_EQ(j.at("data").at("partition"), "iid");
+  EXPECT_EQ(j.at("data").at("uneven"), "pad");
   EXPECT_EQ(j.at("train").at("backend"), "cpu");
   EXPECT_EQ(j.at("train").at("batch_size"), 64);
   EXPECT_EQ(j.at("train").at("epochs"), 1);
@@ -265,6 +288,14 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"bad_backend",
                     "2:11: train.backend must be one of \"cpu\", \"cuda\", \"cuda+mpi\", got \"gpu\""},
         InvalidCase{"bad_optimizer", "2:13: train.optimizer must be one of \"sgd\", \"adam\", got \"lamb\""},
+        InvalidCase{"bad_partition",
+                    "2:13: data.partition must be one of \"iid\", \"dirichlet\", \"shards\", \"quantity\", got \"label_skew\""},
+        InvalidCase{"zero_alpha", "3:9: data.alpha must be greater than 0, got 0"},
+        InvalidCase{"alpha_with_iid", "2:9: data.alpha applies to data.partition = \"dirichlet\" only (data.partition is \"iid\")"},
+        InvalidCase{"classes_per_rank_with_dirichlet",
+                    "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is \"dirichlet\")"},
+        InvalidCase{"negative_skew", "3:8: data.skew must be 0 or more, got -0.5"},
+        InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", got \"join_all\""},
         InvalidCase{"adam_with_momentum",
                     "3:12: train.momentum applies to optimizer = \"sgd\" only (adam has adam_beta1), got 0.9"},
         InvalidCase{"adam_beta_with_sgd", "2:14: train.adam_beta2 applies to optimizer = \"adam\" only, got 0.99"},

@@ -37,6 +37,18 @@ struct DataConfig {
   std::string path = "/usr/share/datasets/fashion-mnist";
   int synthetic_train = 4096;                            // sample counts for "synthetic"
   int synthetic_test = 1024;
+  // How the training set is split across the ranks that train (README "Data partitions"):
+  // "iid" (a fresh global shuffle each epoch, as torch's DistributedSampler), or a fixed split each rank
+  // keeps: "dirichlet" (label skew: each class's samples split by proportions drawn from Dir(alpha)),
+  // "shards" (each rank holds classes_per_rank classes) or "quantity" (unequal amounts, the largest rank
+  // holding 1 + skew times the smallest's).
+  std::string partition = "iid";
+  double alpha = 0.5;
+  int classes_per_rank = 2;
+  double skew = 0.5;
+  // Ranks of a fixed split hold different amounts; each epoch every rank takes the same number of steps:
+  // "drop_last" (the smallest rank's amount) or "pad" (the largest's, a rank short of it repeating samples).
+  std::string uneven = "pad";
 };
 
 struct TrainConfig {

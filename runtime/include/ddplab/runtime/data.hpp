@@ -1,6 +1,7 @@
 // Datasets in host memory (normalised float images, int32 labels) and rank-disjoint sampling.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,13 +33,26 @@ Dataset load_fashion_mnist(const std::string& dir, bool train);
 // A learnable synthetic task for tests: `classes` Gaussian clusters in `features` dimensions.
 Dataset make_synthetic(int samples, int features, int classes, std::uint64_t seed);
 
-// Like torch.utils.data.DistributedSampler (shuffle, drop_last=False): each epoch a permutation seeded by
-// seed + epoch, padded by wrapping to a multiple of the world size; rank r takes every world-th index from r.
-class DistributedSampler {
+// The samples a rank trains on, epoch by epoch; every rank takes per_rank() samples each epoch.
+class Sampler {
  public:
-  DistributedSampler(std::size_t dataset_size, int rank, int world_size, std::uint64_t seed, bool shuffle = true);
-  std::vector<std::size_t> indices(int epoch) const;  // the same length on every rank
-  std::size_t per_rank() const { return per_rank_; }
+  virtual ~Sampler() = default;
+  virtual std::vector<std::size_t> indices(int epoch) const = 0;
+  virtual std::size_t per_rank() const = 0;
+};
+
+// Fisher-Yates with our own draws: std::shuffle's use of the engine is implementation-defined.
+void shuffle_indices(std::vector<std::size_t>& v, std::mt19937_64& rng);
+
+// Like torch.utils.data.DistributedSampler (shuffle): each epoch a permutation seeded by seed + epoch; rank r
+// takes every world-th index from r. drop_last = false pads by wrapping to a multiple of the world size;
+// true drops the tail that does not divide evenly.
+class DistributedSampler : public Sampler {
+ public:
+  DistributedSampler(std::size_t dataset_size, int rank, int world_size, std::uint64_t seed, bool shuffle = true,
+                     bool drop_last = false);
+  std::vector<std::size_t> indices(int epoch) const override;  // the same length on every rank
+  std::size_t per_rank() const override { return per_rank_; }
 
  private:
   std::size_t n_, per_rank_;

@@ -29,7 +29,7 @@ class InputPipeline {
 
   // A run's batches in step order: `epochs` passes over `sampler` (kept by reference) in steps of the batch
   // size, at most max_steps of them (0: no limit).
-  void plan(const DistributedSampler& sampler, int epochs, std::int64_t max_steps);
+  void plan(const Sampler& sampler, int epochs, std::int64_t max_steps);
   std::size_t steps() const { return steps_.size(); }
   // Hands batch `step` of the plan to the loader thread, for slot step % 2 (upload = false: only its
   // size, for a rank that takes no data), and returns its size at once.
@@ -47,7 +47,7 @@ class InputPipeline {
   Ops& ops_;
   const Dataset& data_;
   std::size_t batch_;
-  const DistributedSampler* sampler_ = nullptr;
+  const Sampler* sampler_ = nullptr;
   std::vector<std::pair<int, std::size_t>> steps_;  // (epoch, offset into that epoch's indices)
   std::vector<std::size_t> idx_;                     // the indices of epoch idx_epoch_
   int idx_epoch_ = -1;
