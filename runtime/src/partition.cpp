@@ -177,6 +177,11 @@ std::string partition_table(const DataConfig& d, const std::vector<std::vector<s
     out += fmt::format("\n{:>6} {:>8} ", r, std::accumulate(h.begin(), h.end(), std::size_t{0}));
     for (std::size_t c : h) out += fmt::format(" {:>6}", c);
   }
+  std::string unheld;
+  for (std::size_t c = 0; c < (histograms.empty() ? 0 : histograms[0].size()); ++c)
+    if (std::all_of(histograms.begin(), histograms.end(), [&](const auto& h) { return h[c] == 0; }))
+      unheld += fmt::format(" {}", c);
+  if (!unheld.empty()) out += fmt::format("\nno rank holds class{}: the model never trains on it", unheld);
   return out + "\n";
 }
 

@@ -173,7 +173,10 @@ TEST(PartitionTable, NamesTheSplitAndEachRanksClasses) {
   const std::string t = partition_table(c, class_histograms(d, c, 2, 1), 123);
   EXPECT_NE(t.find("data: shards, 2 classes per rank, drop_last: every rank takes 123 samples per epoch"), std::string::npos) << t;
   EXPECT_NE(t.find("class9"), std::string::npos) << t;
-  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4) << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 5) << t;
+  EXPECT_NE(t.find("no rank holds class 4 5 6 7 8 9: the model never trains on it"), std::string::npos) << t;
+  c.classes_per_rank = 5;
+  EXPECT_EQ(partition_table(c, class_histograms(d, c, 2, 1), 123).find("no rank holds"), std::string::npos);
 }
 
 }  // namespace
