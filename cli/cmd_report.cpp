@@ -4,9 +4,11 @@
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
 
@@ -18,21 +20,42 @@ void add_report(CLI::App& app) {
     bool csv = false, json = false;
     std::optional<double> target;
     int skip_steps = 0;
+    std::optional<std::int64_t> ranks;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
   cmd->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
   auto* csv = cmd->add_flag("--csv", a->csv, "CSV, one row per run");
-  cmd->add_flag("--json", a->json, "JSON, runs with their summaries and evaluations")->excludes(csv);
+  auto* json = cmd->add_flag("--json", a->json, "JSON, runs with their summaries and evaluations")->excludes(csv);
   cmd->add_option("-o,--output", a->out, "Write to this file instead of standard output");
   cmd->add_option("--target-accuracy", a->target, "Add the time (s) each run took to reach this test accuracy")
       ->check(number_in(0.0, 1.0));
+  cmd->add_option("--ranks", a->ranks,
+                  "One run's ranks: compute, optimizer, comm and exposed comm per step, and the slowest rank with what "
+                  "it costs the others (ID from the table's run column)")
+      ->excludes(csv)
+      ->excludes(json);
   cmd->add_option("--skip-steps", a->skip_steps,
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
   cmd->callback([a] {
     if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
+    auto write = [&](const std::string& text, const std::string& what) {
+      if (a->out.empty()) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return;
+      }
+      std::ofstream f(a->out);
+      if (!(f << text)) throw std::runtime_error(a->out + ": cannot write");
+      std::fprintf(stderr, "wrote %s to %s\n", what.c_str(), a->out.c_str());
+    };
+    if (a->ranks) {
+      const auto run = store.run(*a->ranks);
+      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
+      write(rank_report_text(*run, rank_report(store.steps(run->id), a->skip_steps)), fmt::format("run {}'s ranks", run->id));
+      return;
+    }
     const auto runs = store.summaries(a->skip_steps);
     if (a->skip_steps > 0 && !a->csv && !a->json && !runs.empty())
       std::fprintf(stderr, "averages leave out each run's first %d steps (its steps column counts those averaged)\n",
@@ -47,13 +70,7 @@ void add_report(CLI::App& app) {
     const std::string text = a->csv    ? report_csv(runs, a->target, tta)
                              : a->json ? report_json(store, runs)
                                        : report_table(runs, a->target, tta);
-    if (a->out.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      std::ofstream f(a->out);
-      if (!(f << text)) throw std::runtime_error(a->out + ": cannot write");
-      std::fprintf(stderr, "wrote %zu runs to %s\n", runs.size(), a->out.c_str());
-    }
+    write(text, fmt::format("{} runs", runs.size()));
   });
 }
 

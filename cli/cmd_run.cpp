@@ -78,6 +78,11 @@ int run_scenario(const RunRequest& req) {
                                               np == 1 ? "" : "s", e.what()));
     }
   }
+  for (int r = 0; r < np; ++r)
+    if (const double f = sc.cluster.compute_factor(r); !(f >= 1))
+      throw std::invalid_argument(fmt::format("{}: cluster.stragglers make rank {} faster (factor {}): a real run can only "
+                                              "slow a rank down (factor >= 1); ddplab simulate accepts it",
+                                              req.scenario, r, f));
   require_writable_store(req.db);
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};

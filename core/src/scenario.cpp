@@ -26,6 +26,13 @@
 
 namespace ddplab {
 
+double ClusterConfig::compute_factor(int rank) const {
+  double factor = 1;
+  for (const auto& s : stragglers)
+    if (s.rank == rank || (s.node >= 0 && s.node == rank / devices_per_node)) factor *= s.factor;
+  return factor;
+}
+
 std::size_t ModelConfig::parameter_count() const {
   std::size_t n = 0;
   for (std::size_t i = 0; i + 1 < layers.size(); ++i)

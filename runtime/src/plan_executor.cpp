@@ -141,7 +141,7 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
             throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
           ++call_no;
           collective(call, schedule, wire, out.bytes);
-        }, staged_ ? host_codec_compute() : ops_.codec_compute());  // where buf lives
+        }, slowed_codec_ ? *slowed_codec_ : staged_ ? host_codec_compute() : ops_.codec_compute());  // where buf lives
         if (call_no != op.calls.size())
           throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
         break;
@@ -224,6 +224,13 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
   // No synchronize: a device backend's kernels stay queued. Comm ops are ordered after them on the device
   // (NCCL's stream waits on the compute stream; staging's to_host waits for it), and run_step times them
   // with device marks.
+}
+
+void PlanExecutor::set_compute_factor(double factor) {
+  slowdown_ = Slowdown(factor);
+  slowed_codec_ = slowdown_.active()
+                      ? slowed_codec_compute(staged_ ? host_codec_compute() : ops_.codec_compute(), slowdown_)
+                      : nullptr;
 }
 
 StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch) {
@@ -314,7 +321,12 @@ StepRecord PlanExecutor::execute(StepPlan next) {
       OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
       r.start_s = since(t0_);
       if (device_timing) marks[static_cast<std::size_t>(op.id)].first = ops_.mark();
+      const auto op_start = Slowdown::Clock::now();
       run_compute(op, plan, rec);
+      if (slowdown_.active()) {
+        if (device_timing) ops_.synchronize();
+        slowdown_.stretch(op_start);
+      }
       if (device_timing) marks[static_cast<std::size_t>(op.id)].second = ops_.mark();
       r.end_s = since(t0_);
       {

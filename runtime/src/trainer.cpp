@@ -294,6 +294,13 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   oc.beta2 = static_cast<float>(tr.adam_beta2);
   oc.eps = static_cast<float>(tr.adam_eps);
   PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
+  // [cluster].stragglers, as the simulator reads them. Every rank checks every factor, so a bad one stops
+  // them all before the first collective.
+  for (int r = 0; r < world; ++r) {
+    const Slowdown s(sc.cluster.compute_factor(r));
+    if (r == rank) executor.set_compute_factor(s.factor());
+    if (rank == 0 && s.active()) std::printf("straggler: rank %d computes %gx slower\n", r, s.factor());
+  }
   InputPipeline input(*ops, data.train, tr.batch_size);
   std::vector<StepMetrics> pending;
   Progress progress(opt.progress && rank == 0, st.name, total_steps);

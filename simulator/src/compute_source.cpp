@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/model_library.hpp"
@@ -46,14 +47,26 @@ ComputeSource from_run(const Store& store, const RunRow& run) {
   const RunSummary s = store.summary(run.id);
   if (s.steps == 0) throw std::runtime_error(fmt::format("measured run #{} has no steps", run.id));
   const int n = run.info.world_size;
-  ComputeSource src = compute_from_means(measured_scenario(run), n, s.compute_s, s.optimizer_s);
+  const Scenario sc = measured_scenario(run);
+  // A straggler's compute ([cluster].stragglers) was stretched: the means of its rows without the stretch.
+  double compute = s.compute_s, optimizer = s.optimizer_s;
+  bool stretched = false;
+  for (int r = 0; r < n; ++r) stretched = stretched || sc.cluster.compute_factor(r) != 1;
+  if (stretched) {
+    const RankReport ranks = rank_report(without_stragglers(store.steps(run.id), sc.cluster), s.skipped);
+    compute = optimizer = 0;
+    for (const RankBreakdown& b : ranks.ranks) compute += b.compute_s, optimizer += b.optimizer_s;
+    compute /= static_cast<double>(ranks.ranks.size()), optimizer /= static_cast<double>(ranks.ranks.size());
+  }
+  ComputeSource src = compute_from_means(sc, n, compute, optimizer);
   src.kind = "run";
   src.run_id = run.id;
   const auto host = nlohmann::json::parse(run.info.host_info, nullptr, false);
   const std::string cores = host.is_object() && host.contains("cores") && host.contains("ranks_on_host")
                                 ? fmt::format(", {} ranks on {} cores", host["ranks_on_host"].get<int>(), host["cores"].get<int>())
                                 : "";
-  src.origin = fmt::format("measured run #{} ({} ranks{}, steady state)", run.id, n, cores);
+  src.origin = fmt::format("measured run #{} ({} ranks{}, steady state{})", run.id, n, cores,
+                           stretched ? "; each straggler's time divided by its factor" : "");
   return src;
 }
 
@@ -113,6 +126,14 @@ std::string oversubscription(const std::string& host_info_json) {
   return ranks > cores ? fmt::format("{} ranks on {} cores", ranks, cores) : "";
 }
 
+std::vector<StepMetrics> without_stragglers(std::vector<StepMetrics> rows, const ClusterConfig& cluster) {
+  for (StepMetrics& m : rows) {
+    const double f = cluster.compute_factor(m.rank);
+    m.compute_s /= f, m.optimizer_s /= f;
+  }
+  return rows;
+}
+
 Scenario measured_scenario(const RunRow& run) {
   const auto cfg = nlohmann::json::parse(run.info.config_json, nullptr, false);
   if (!cfg.is_object() || !cfg.contains("model") || !cfg.contains("strategy"))
@@ -133,6 +154,10 @@ Scenario measured_scenario(const RunRow& run) {
     const auto& cl = cfg.at("cluster");
     sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();
     sc.cluster.link_latency = cl.at("link_latency").get<double>();
+    // Its stragglers, which the runtime slowed (older runs stored none, or ran none).
+    sc.cluster.devices_per_node = cl.value("devices_per_node", 1);
+    for (const auto& e : cl.value("stragglers", nlohmann::json::array()))
+      sc.cluster.stragglers.push_back({e.value("rank", -1), e.value("node", -1), e.at("factor").get<double>()});
     const auto& s = cfg.at("strategy");
     StrategyConfig st;
     st.name = s.at("name").get<std::string>();

@@ -261,12 +261,7 @@ void check_full_mesh_size(const ClusterConfig& c, int nodes) {
       full_mesh_links(kMaxFullMeshNodes), gigabytes(full_mesh_links(kMaxFullMeshNodes))));
 }
 
-double host_speed(const ClusterConfig& c, int rank) {
-  double factor = 1;
-  for (const auto& s : c.stragglers)
-    if (s.rank == rank || (s.node >= 0 && s.node == rank / c.devices_per_node)) factor *= s.factor;
-  return kHostSpeed / factor;
-}
+double host_speed(const ClusterConfig& c, int rank) { return kHostSpeed / c.compute_factor(rank); }
 
 double node_nic_total(const ClusterConfig& c, int node, int devices) {
   return nic_bandwidth(c, node) * (c.nics == "per_device" ? devices : 1);

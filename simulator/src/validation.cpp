@@ -26,6 +26,14 @@ bool on_testbed(const std::string& config_json) {
 // A calibration describes one transport: NCCL between GPUs, or MPI (on the test bed too).
 std::string transport_of(const Calibration& c) { return c.link_class == "nccl" ? "nccl" : "mpi"; }
 
+// The run's own compute (medians of its steady blocks) brought to one worker's micro-step and one update, as
+// simulate --compute run:ID does with its means; a straggler's rows without the stretch it had.
+ComputeSource own_compute(const Scenario& sc, int world, const std::vector<StepMetrics>& rows, const StepPattern& pattern,
+                          std::int64_t warmup) {
+  const SteadyState own = steady_state(without_stragglers(rows, sc.cluster), pattern, warmup);
+  return compute_from_means(sc, world, own.compute_s, own.optimizer_s);
+}
+
 }  // namespace
 
 struct StoreValidation::Impl {
@@ -94,7 +102,8 @@ struct StoreValidation::Impl {
     // The strategy's own pattern: the plans the run went through (runs before patterns were stored too).
     const StepPattern pattern =
         Strategy(st, model_spec_for(sc.model), {world, ranks_per_node, sc.train.batch_size, sc.train.seed}).pattern();
-    RunValidation v{run, st.name, world, steady_state(store.steps(run.id), pattern, opt.warmup), {}, false, 0, false, {}};
+    const auto rows = store.steps(run.id);
+    RunValidation v{run, st.name, world, steady_state(rows, pattern, opt.warmup), {}, false, 0, false, {}};
     const Calibration* fit = report.fit.get();
     const bool fits = fit && calibration_fits_model(*fit, sc);
     v.compute_from_calibration = opt.compute == "calibration" || (opt.compute == "auto" && fits);
@@ -105,11 +114,10 @@ struct StoreValidation::Impl {
           fit->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(fit->layer_widths, "-")),
           fit->batch_size, fit->compute_backend, fmt::join(sc.model.layers, "-"), sc.train.batch_size,
           compute_backend_of(sc)));
-    // The calibration's per-layer times, or the run's own medians of its steady blocks brought back to one
-    // worker's micro-step and one whole-model update (as simulate --compute run:ID does with its means).
+    // The calibration's per-layer times, or the run's own (own_compute).
     const ComputeSource compute = v.compute_from_calibration
                                       ? from_calibration(*fit)
-                                      : compute_from_means(sc, world, v.measured.compute_s, v.measured.optimizer_s);
+                                      : own_compute(sc, world, rows, pattern, opt.warmup);
     v.predicted = steady_state(simulate_pattern(sc, st, world, compute.compute_s, compute.optimizer_s,
                                                 v.compute_from_calibration ? net_cal : net, ranks_per_node));
     report.ranking[world].first.push_back(v.measured.step_s);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
-# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies | partitioned)
+# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -44,6 +44,17 @@ partitioned)
   held_min=$(awk '/^ +rank +holds/ {t=1; next} t && NF > 2 && $1 ~ /^[0-9]+$/ {print $2}' "$work/out" | sort -n | head -1)
   [[ "$per_epoch" == "$held_min" ]] || fail "drop_last takes $per_epoch, the smallest share is $held_min"
   sqlite3 "$db" "select config from runs" | grep -q '"class_histograms"' || fail "split not stored with the run"
+  ;;
+straggler)
+  # Rank 1 computes 3x slower: announced, its parameters still identical, and `report --ranks` names it.
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "run exited $?"
+  grep -q "^straggler: rank 1 computes 3x slower" "$work/out" || fail "straggler not announced"
+  grep -q "params identical on all ranks" "$work/out" || fail "no identity confirmation"
+  "$ddplab" report --db "$db" --ranks 1 --skip-steps 2 >"$work/ranks" || fail "report --ranks failed"
+  cat "$work/ranks" >>"$work/out"
+  grep -q "^slowest: rank 1," "$work/ranks" || fail "rank 1 not named the slowest"
+  [[ $(grep -cE "^ +[0-9]+ +[0-9.]+ " "$work/ranks") -eq $np ]] || fail "not a row per rank"
+  "$ddplab" report --db "$db" --ranks 99 >/dev/null 2>&1 && fail "a run that does not exist was reported"
   ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac

@@ -89,7 +89,8 @@ TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
 }
 
 // A completed measured run of `st` as the trainer stores it: config with model, train and strategy, and
-// host info with its ranks on the host and the cores there. Every rank's every step has the same times.
+// host info with its ranks on the host and the cores there. Every rank's every step has the same times,
+// times the scenario's straggler factor of the rank (as the runtime stretches a straggler's compute).
 std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig& st, int world, double compute_s,
                           double optimizer_s, int ranks_on_host, int cores, int steps = 4) {
   nlohmann::json cfg = sc.to_json();
@@ -110,10 +111,10 @@ std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig
       StepMetrics m;
       m.step = step;
       m.rank = rank;
-      m.compute_s = compute_s;
-      m.optimizer_s = optimizer_s;
+      m.compute_s = compute_s * sc.cluster.compute_factor(rank);
+      m.optimizer_s = optimizer_s * sc.cluster.compute_factor(rank);
       m.comm_s = m.exposed_comm_s = 0.004;
-      m.step_s = compute_s + optimizer_s + 0.004;
+      m.step_s = m.compute_s + m.optimizer_s + 0.004;
       m.samples = 64;
       store.add_step(id, m);
     }
@@ -211,6 +212,19 @@ TEST(SimulatorSources, MeasuredMeansAreBroughtToOneWorkerAndOneUpdate) {
   // A dedicated server computes nothing: 3 workers' compute over 4 ranks' rows.
   const auto p = measured_run(store, sc, ps, 4, 0.0075, 0.0, 4, 4);
   EXPECT_NEAR(compute_source(sc, ps, store, "run:" + std::to_string(p)).compute_s, 0.010, 1e-12);
+}
+
+// The simulator stretches a straggler's compute by its factor: a run's own straggler must not count twice.
+TEST(SimulatorSources, AMeasuredStragglersTimeIsDividedByItsFactor) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = scenario();
+  sc.cluster.stragglers = {{1, -1, 3.0}};
+  const auto id = measured_run(store, sc, sc.strategies[0], 4, 0.010, 0.001, 4, 4);
+  const ComputeSource src = compute_source(sc, sc.strategies[0], store, "run:" + std::to_string(id));
+  EXPECT_NEAR(src.compute_s, 0.010, 1e-12) << "not the rows' mean, 0.015";
+  EXPECT_NEAR(src.optimizer_s, 0.001, 1e-12);
+  EXPECT_NE(src.origin.find("each straggler's time divided by its factor"), std::string::npos) << src.origin;
 }
 
 TEST(SimulatorSources, ExplicitSpecsAndTheirErrors) {

@@ -81,7 +81,7 @@ float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n) {
   const std::size_t bytes = n * sizeof(float);
   if (buf.empty() || buf.bytes() != bytes) {
     buf = CodecBuffer(compute, bytes);  // zero-filled
-  } else if (buf.compute() != &compute) {
+  } else if (buf.compute() != &compute.owner()) {
     std::vector<float> host(n);
     buf.compute()->download(host.data(), buf.get(), bytes);
     buf = CodecBuffer(compute, bytes);

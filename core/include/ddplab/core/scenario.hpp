@@ -105,6 +105,9 @@ struct ClusterConfig {
     double factor = 1;
   };
   std::vector<Straggler> stragglers;
+  // How many times longer rank `rank`'s compute and codec work take: the product of the stragglers that
+  // name it or its node (rank / devices_per_node). The simulator and the runtime both slow a rank by it.
+  double compute_factor(int rank) const;
   struct NodeOverride {                                  // per-node NIC / intra bandwidth (heterogeneous nodes)
     int node = 0;
     std::optional<double> link_bandwidth, intra_bandwidth;

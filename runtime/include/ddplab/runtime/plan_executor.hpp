@@ -16,6 +16,7 @@
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
+#include "ddplab/runtime/slowdown.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -63,6 +64,10 @@ class PlanExecutor {
   // parameters), numbered `step`; a policy without one gives an empty record.
   StepRecord finish(std::int64_t step);
 
+  // Makes this rank a straggler: its compute ops and its codec work take `factor` (>= 1) times longer
+  // (slowdown.hpp). On a device each compute op is synchronised first, so that its time is known.
+  void set_compute_factor(double factor);
+
  private:
   StepRecord execute(StepPlan plan);  // runs a plan: compute here, comm ops on the comm thread
   void comm_loop();
@@ -89,6 +94,8 @@ class PlanExecutor {
   float* host_ = nullptr;
   std::vector<int> observed_order_;
   bool first_sync_done_ = false;
+  Slowdown slowdown_;
+  std::unique_ptr<CodecCompute> slowed_codec_;  // the codec's compute, stretched by slowdown_ (a straggler)
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
   const float* x_ = nullptr;
   const std::int32_t* y_ = nullptr;

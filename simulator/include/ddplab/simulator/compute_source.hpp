@@ -45,6 +45,11 @@ ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store
 // and one whole-model update through its own plans, as above: `sc` is the run's scenario (measured_scenario).
 ComputeSource compute_from_means(const Scenario& sc, int world_size, double compute_mean, double optimizer_mean);
 
+// A run's step rows with each straggler's compute and optimizer divided by its factor
+// (ClusterConfig::compute_factor): the simulator stretches them again, so a run's own straggler must not
+// count twice in the compute it is given.
+std::vector<StepMetrics> without_stragglers(std::vector<StepMetrics> rows, const ClusterConfig& cluster);
+
 // A calibration's per-layer times summed, and its optimizer.
 ComputeSource from_calibration(const Calibration& calibration);
 

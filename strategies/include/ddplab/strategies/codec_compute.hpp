@@ -41,6 +41,9 @@ class CodecCompute {
   virtual void upload(void* dst, const void* host, std::size_t bytes) = 0;  // host may be reused on return
   virtual void download(void* host, const void* src, std::size_t bytes) = 0;  // complete on return
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within this memory; no overlap
+  // The compute whose memory alloc() hands out, which frees it: this one, or a decorator's inner compute
+  // (a straggler's slowed compute lives only as long as its executor; the codec's buffers outlive it).
+  virtual CodecCompute& owner() { return *this; }
 
   // ---- element-wise float32 ----
   virtual void fill(float* x, std::size_t n, float value) = 0;
@@ -81,7 +84,7 @@ CodecCompute& host_codec_compute();
 class CodecBuffer {
  public:
   CodecBuffer() = default;
-  CodecBuffer(CodecCompute& c, std::size_t bytes) : c_(&c), p_(c.alloc(bytes)), bytes_(bytes) {}
+  CodecBuffer(CodecCompute& c, std::size_t bytes) : c_(&c.owner()), p_(c.alloc(bytes)), bytes_(bytes) {}
   CodecBuffer(CodecBuffer&& o) noexcept { *this = std::move(o); }
   CodecBuffer& operator=(CodecBuffer&& o) noexcept {
     if (this != &o) {
