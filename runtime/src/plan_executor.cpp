@@ -141,7 +141,7 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
             throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
           ++call_no;
           collective(call, schedule, wire, out.bytes);
-        }, slowed_codec_ ? *slowed_codec_ : staged_ ? host_codec_compute() : ops_.codec_compute());  // where buf lives
+        }, slowed_codec_ ? *slowed_codec_ : bucket_compute());
         if (call_no != op.calls.size())
           throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
         break;
@@ -226,11 +226,11 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
   // with device marks.
 }
 
+CodecCompute& PlanExecutor::bucket_compute() { return staged_ ? host_codec_compute() : ops_.codec_compute(); }
+
 void PlanExecutor::set_compute_factor(double factor) {
   slowdown_ = Slowdown(factor);
-  slowed_codec_ = slowdown_.active()
-                      ? slowed_codec_compute(staged_ ? host_codec_compute() : ops_.codec_compute(), slowdown_)
-                      : nullptr;
+  slowed_codec_ = slowdown_.active() ? slowed_codec_compute(bucket_compute(), slowdown_) : nullptr;
 }
 
 StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch) {

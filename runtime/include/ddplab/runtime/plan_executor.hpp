@@ -79,6 +79,7 @@ class PlanExecutor {
   template <class F>
   void staged(float* device, std::size_t offset, std::size_t n, F f);
   void scale(float* x, std::size_t n, float alpha);  // device or host_ memory, as staged_ says
+  CodecCompute& bucket_compute();  // the codec compute where buckets live (staged_: host memory)
 
   Communicator& comm_;
   Ops& ops_;
