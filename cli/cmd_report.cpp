@@ -64,7 +64,7 @@ void add_report(CLI::App& app) {
     if (runs.empty() && !a->csv && !a->json)
       std::fprintf(stderr, "%s has no runs yet: `ddplab run SCENARIO` measures some, `ddplab simulate SCENARIO` predicts some\n",
                    a->db.c_str());
-    std::vector<std::optional<double>> tta;
+    std::vector<std::optional<TimeToAccuracy>> tta;
     if (a->target)
       for (const auto& r : runs) tta.push_back(time_to_accuracy(store, r.run.id, *a->target));
     const std::string text = a->csv    ? report_csv(runs, a->target, tta)

@@ -57,14 +57,19 @@ json embedded(const std::string& text) {
 
 }  // namespace
 
-std::optional<double> time_to_accuracy(const Store& store, std::int64_t run, double target) {
-  for (const auto& e : store.evaluations(run))  // ordered by step
-    if (std::isfinite(e.test_accuracy) && e.test_accuracy >= target) return e.wall_s;
+std::optional<TimeToAccuracy> time_to_accuracy(const Store& store, std::int64_t run, double target) {
+  for (const auto& e : store.evaluations(run)) {  // ordered by step; e.step counts the steps done before it
+    if (!std::isfinite(e.test_accuracy) || e.test_accuracy < target) continue;
+    TimeToAccuracy t{e.wall_s, e.step, 0};
+    for (const auto& m : store.steps(run))
+      if (m.step < e.step) t.samples += m.samples;
+    return t;
+  }
   return std::nullopt;
 }
 
 std::string report_table(const std::vector<RunSummary>& runs, std::optional<double> target,
-                         const std::vector<std::optional<double>>& time_to_target) {
+                         const std::vector<std::optional<TimeToAccuracy>>& time_to_target) {
   struct Column {
     const char* title;
     bool right;  // numbers right-aligned, names left-aligned
@@ -76,8 +81,11 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
       {"samples/s", true},  {"step ms", true},    {"compute ms", true}, {"comm ms", true},
       {"exposed ms", true}, {"MB/step", true},    {"final loss", true}, {"final acc", true},
   };
-  const std::string tta_title = target ? fmt::format("s to {:.3g}", *target) : "";
-  if (target) cols.push_back({tta_title.c_str(), true});
+  const std::string tta_s = target ? fmt::format("s to {:.3g}", *target) : "",
+                    tta_steps = target ? fmt::format("steps to {:.3g}", *target) : "",
+                    tta_samples = target ? fmt::format("samples to {:.3g}", *target) : "";
+  if (target)
+    for (const std::string* t : {&tta_s, &tta_steps, &tta_samples}) cols.push_back({t->c_str(), true});
   std::vector<std::vector<std::string>> rows;
   for (std::size_t row = 0; row < runs.size(); ++row) {
     const RunSummary& s = runs[row];
@@ -95,7 +103,12 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
         fixed(s.final_loss, 4),
         fixed(s.final_accuracy, 4),
     });
-    if (target) rows.back().push_back(fixed(row < time_to_target.size() ? time_to_target[row] : std::nullopt, 1));
+    if (target) {
+      const auto t = row < time_to_target.size() ? time_to_target[row] : std::nullopt;
+      rows.back().push_back(t ? fixed(t->wall_s, 1) : "-");
+      rows.back().push_back(t ? std::to_string(t->steps) : "-");
+      rows.back().push_back(t ? std::to_string(t->samples) : "-");
+    }
   }
   std::vector<std::size_t> width(cols.size());
   for (std::size_t c = 0; c < cols.size(); ++c) {
@@ -120,13 +133,13 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
 }
 
 std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double> target,
-                       const std::vector<std::optional<double>>& time_to_target) {
+                       const std::vector<std::optional<TimeToAccuracy>>& time_to_target) {
   // Raw units (seconds, bytes) at full precision: this is for further processing.
   std::string out =
       "id,scenario,strategy,source,backend,world_size,batch_size,status,version,started_at,ended_at,steps,"
       "samples_per_s,step_s,compute_s,comm_s,exposed_comm_s,optimizer_s,bytes_per_step,final_loss,final_accuracy,"
       "period,warmup_steps,warmup_s";
-  out += target ? ",time_to_target_s\n" : "\n";
+  out += target ? ",time_to_target_s,steps_to_target,samples_to_target\n" : "\n";
   for (std::size_t row = 0; row < runs.size(); ++row) {
     const RunSummary& s = runs[row];
     const auto& r = s.run;
@@ -138,7 +151,12 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
         exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy), std::to_string(s.period),
         std::to_string(s.warmup_steps), exact(s.warmup_s),
     };
-    if (target) fields.push_back(exact(row < time_to_target.size() ? time_to_target[row] : std::nullopt));
+    if (target) {
+      const auto t = row < time_to_target.size() ? time_to_target[row] : std::nullopt;
+      fields.push_back(t ? exact(t->wall_s) : "");
+      fields.push_back(t ? std::to_string(t->steps) : "");
+      fields.push_back(t ? std::to_string(t->samples) : "");
+    }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i) out += ',';
       out += csv_field(fields[i]);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -182,23 +183,42 @@ TEST(Report, TimeToTargetAccuracyIsTheFirstEvaluationAtOrAboveIt) {
   TempDir dir;
   Store store(dir.file("tta.db"));
   const std::int64_t run = store.begin_run(sample_info("ring"));
+  // 2 ranks, 30 steps of 64 and 32 samples.
+  for (int step = 0; step < 30; ++step)
+    for (int rank = 0; rank < 2; ++rank) {
+      StepMetrics m;
+      m.step = step, m.rank = rank, m.samples = rank == 0 ? 64 : 32;
+      store.add_step(run, m);
+    }
   for (const auto& [step, wall, acc] : {std::tuple{10, 1.0, 0.5}, {20, 2.0, 0.82}, {30, 3.0, 0.85}}) {
     Evaluation e;
-    e.step = step;
+    e.step = step;  // steps done before it
     e.wall_s = wall;
     e.test_accuracy = acc;
     store.add_evaluation(run, e);
   }
   store.finish_run(run, "completed");
-  EXPECT_EQ(time_to_accuracy(store, run, 0.8), 2.0);
-  EXPECT_EQ(time_to_accuracy(store, run, 0.85), 3.0);
+  const auto at8 = time_to_accuracy(store, run, 0.8);
+  ASSERT_TRUE(at8);
+  EXPECT_EQ(at8->wall_s, 2.0);
+  EXPECT_EQ(at8->steps, 20);
+  EXPECT_EQ(at8->samples, 20 * (64 + 32));
+  EXPECT_EQ(time_to_accuracy(store, run, 0.85)->steps, 30);
   EXPECT_EQ(time_to_accuracy(store, run, 0.9), std::nullopt);
   const auto runs = store.summaries();
-  const auto table = lines_of(report_table(runs, 0.8, {time_to_accuracy(store, run, 0.8)}));
+  const auto table = lines_of(report_table(runs, 0.8, {at8}));
   ASSERT_EQ(table.size(), 3u);
-  EXPECT_NE(table[0].find("s to 0.8"), std::string::npos) << table[0];
-  EXPECT_EQ(table[2].substr(table[2].size() - 3), "2.0") << table[2];
+  EXPECT_NE(table[0].find("s to 0.8  steps to 0.8  samples to 0.8"), std::string::npos) << table[0];
+  std::istringstream row(table[2]);
+  std::vector<std::string> cells{std::istream_iterator<std::string>(row), {}};
+  ASSERT_GE(cells.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(cells.end() - 3, cells.end()), (std::vector<std::string>{"2.0", "20", "1920"}))
+      << table[2];
   const auto csv = parse_csv(report_csv(runs, 0.9, {time_to_accuracy(store, run, 0.9)}));
-  EXPECT_EQ(csv[0].back(), "time_to_target_s");
+  ASSERT_GE(csv[0].size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(csv[0].end() - 3, csv[0].end()),
+            (std::vector<std::string>{"time_to_target_s", "steps_to_target", "samples_to_target"}));
   EXPECT_EQ(csv[1].back(), "");  // never reached
+  const auto csv8 = parse_csv(report_csv(runs, 0.8, {at8}));
+  EXPECT_EQ(csv8[1].back(), "1920");
 }

@@ -9,15 +9,23 @@
 
 namespace ddplab {
 
-// Wall seconds from a run's start to its first evaluation with test accuracy >= target; nullopt if none.
-std::optional<double> time_to_accuracy(const Store& store, std::int64_t run, double target);
+// What a run took to reach a test accuracy: at its first evaluation at or above it, the wall seconds since
+// its start, the steps done, and the samples all ranks trained on in them.
+struct TimeToAccuracy {
+  double wall_s = 0;
+  std::int64_t steps = 0, samples = 0;
+};
+// nullopt when no evaluation reached `target`.
+std::optional<TimeToAccuracy> time_to_accuracy(const Store& store, std::int64_t run, double target);
 
-// Aligned columns, one row per run. With a target accuracy, a column of time_to_accuracy per run.
+// Aligned columns, one row per run. With a target accuracy, columns of time_to_accuracy per run: seconds,
+// steps and samples.
 std::string report_table(const std::vector<RunSummary>& runs, std::optional<double> target = {},
-                         const std::vector<std::optional<double>>& time_to_target = {});
-// Header + one row per run (RFC 4180 quoting); time_to_target_s when a target is given.
+                         const std::vector<std::optional<TimeToAccuracy>>& time_to_target = {});
+// Header + one row per run (RFC 4180 quoting); time_to_target_s, steps_to_target and samples_to_target when a
+// target is given.
 std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double> target = {},
-                       const std::vector<std::optional<double>>& time_to_target = {});
+                       const std::vector<std::optional<TimeToAccuracy>>& time_to_target = {});
 std::string report_json(const Store& store, const std::vector<RunSummary>& runs);  // runs with steps/evals
 
 }  // namespace ddplab
