@@ -31,8 +31,8 @@ void add_report(CLI::App& app) {
   cmd->add_option("--target-accuracy", a->target, "Add the time (s) each run took to reach this test accuracy")
       ->check(number_in(0.0, 1.0));
   cmd->add_option("--ranks", a->ranks,
-                  "One run's ranks: compute, optimizer, comm and exposed comm per step, and the slowest rank with what "
-                  "it costs the others (ID from the table's run column)")
+                  "One run's ranks: compute, optimizer, comm and exposed comm per step, CPU use and peak memory, and "
+                  "the slowest rank with what it costs the others (ID from the table's run column)")
       ->excludes(csv)
       ->excludes(json);
   cmd->add_option("--skip-steps", a->skip_steps,
@@ -53,7 +53,8 @@ void add_report(CLI::App& app) {
     if (a->ranks) {
       const auto run = store.run(*a->ranks);
       if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
-      write(rank_report_text(*run, rank_report(store.steps(run->id), a->skip_steps)), fmt::format("run {}'s ranks", run->id));
+      const RankReport ranks = rank_report(store.steps(run->id), a->skip_steps, store.resources(run->id));
+      write(rank_report_text(*run, ranks), fmt::format("run {}'s ranks", run->id));
       return;
     }
     const auto runs = store.summaries(a->skip_steps);

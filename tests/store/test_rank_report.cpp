@@ -45,6 +45,20 @@ TEST(RankReport, MeansFromTheSkippedStepSlowestRankAndWhatItCosts) {
   EXPECT_EQ(rank_report(steps, 99).ranks[0].steps, 1) << "the last step always counts";
 }
 
+TEST(RankReport, ResourcesByRankWhenStored) {
+  std::vector<StepMetrics> steps = {row(0, 0, 0.01, 0, 0), row(0, 1, 0.02, 0, 0)};
+  Resources r1;
+  r1.rank = 1, r1.cpu_s = 3.0, r1.wall_s = 2.0, r1.peak_rss_bytes = 3 * 1024 * 1024 / 2, r1.peak_device_bytes = 64 << 20;
+  const RankReport r = rank_report(steps, 0, {r1});
+  EXPECT_FALSE(r.ranks[0].resources);
+  ASSERT_TRUE(r.ranks[1].resources);
+  const std::string text = rank_report_text(RunRow{}, r);
+  EXPECT_NE(text.find("cpu % peak RSS MiB peak device MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("    150          1.5            64.0\n"), std::string::npos) << "rank 1: 1.5 cores\n" << text;
+  EXPECT_NE(text.find("      -            -               -\n"), std::string::npos) << "rank 0: none stored\n" << text;
+  EXPECT_EQ(rank_report_text(RunRow{}, rank_report(steps, 0)).find("cpu %"), std::string::npos) << "no column without any";
+}
+
 TEST(RankReport, OneRankHasNoStragglerAndNoStepsIsAnError) {
   const RankReport r = rank_report({row(0, 0, 0.01, 0, 0)}, 0);
   EXPECT_EQ(r.slowest, -1);
