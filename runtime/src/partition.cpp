@@ -112,6 +112,8 @@ Partition quantity(std::size_t n, int world, double skew, std::mt19937_64& rng) 
 
 }  // namespace
 
+bool fixed_split(const DataConfig& d) { return d.partition != "iid"; }
+
 Partition partition_dataset(const std::vector<std::int32_t>& labels, int classes, int world, const DataConfig& d,
                             std::uint64_t seed) {
   if (world < 1) throw std::invalid_argument("partition_dataset: world size must be >= 1");
@@ -141,7 +143,7 @@ std::vector<std::size_t> PartitionSampler::indices(int epoch) const {
 }
 
 std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world, std::uint64_t seed) {
-  if (d.partition == "iid") return std::make_unique<DistributedSampler>(train.size(), rank, world, seed, true, d.uneven == "drop_last");
+  if (!fixed_split(d)) return std::make_unique<DistributedSampler>(train.size(), rank, world, seed, true, d.uneven == "drop_last");
   Partition p = partition_dataset(train.labels, train.classes, world, d, seed);
   std::size_t lo = train.size(), hi = 0;
   for (const auto& s : p.samples) lo = std::min(lo, s.size()), hi = std::max(hi, s.size());
@@ -152,7 +154,7 @@ std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d,
 std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, const DataConfig& d, int world,
                                                        std::uint64_t seed) {
   std::vector<std::vector<std::size_t>> held;
-  if (d.partition == "iid")
+  if (!fixed_split(d))
     for (int r = 0; r < world; ++r) held.push_back(DistributedSampler(train.size(), r, world, seed, true, d.uneven == "drop_last").indices(0));
   else
     held = partition_dataset(train.labels, train.classes, world, d, seed).samples;

@@ -264,8 +264,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
   const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
-  const auto histograms = class_histograms(data.train, sc.data, workers, tr.seed);
-  if (rank == 0 && sc.data.partition != "iid") {
+  // Every rank's classes, for rank 0 to print and store (iid's costs a shuffle per rank: not on every rank).
+  const auto histograms = rank == 0 ? class_histograms(data.train, sc.data, workers, tr.seed)
+                                    : std::vector<std::vector<std::size_t>>{};
+  if (rank == 0 && fixed_split(sc.data)) {
     std::printf("%s", partition_table(sc.data, histograms, sampler->per_rank()).c_str());
     std::fflush(stdout);
   }

@@ -144,24 +144,26 @@ TEST(DistributedSampler, DropLastTakesTheEvenPartWithoutWrapping) {
   EXPECT_EQ(DistributedSampler(1000, 0, 3, 5).per_rank(), 334u) << "pad (the default) wraps";
 }
 
+// The DataError message of splitting `d` over `world` ranks, or "" when it split.
+std::string split_error(const Dataset& d, const DataConfig& c, int world) {
+  try {
+    partition_dataset(d.labels, 10, world, c, 1);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Partition, SettingsThatCannotFillEveryRankNameTheField) {
   const Dataset d = labelled();
   DataConfig c = config("shards");
   c.classes_per_rank = 11;
-  try {
-    partition_dataset(d.labels, 10, 4, c, 1);
-    FAIL() << "11 classes per rank of 10";
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("data.classes_per_rank = 11"), std::string::npos) << e.what();
-  }
+  std::string e = split_error(d, c, 4);
+  EXPECT_NE(e.find("data.classes_per_rank = 11"), std::string::npos) << "11 classes per rank of 10: " << e;
   c = config("dirichlet");
   c.alpha = 1e-4;  // each class goes to one rank: 64 ranks and 10 classes leave most empty
-  try {
-    partition_dataset(d.labels, 10, 64, c, 1);
-    FAIL() << "64 ranks from 10 single-rank classes";
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("raise data.alpha"), std::string::npos) << e.what();
-  }
+  e = split_error(d, c, 64);
+  EXPECT_NE(e.find("raise data.alpha"), std::string::npos) << "64 ranks from 10 single-rank classes: " << e;
   c = config("quantity");
   EXPECT_THROW(partition_dataset(std::vector<std::int32_t>{0, 1}, 2, 3, c, 1), DataError);
 }

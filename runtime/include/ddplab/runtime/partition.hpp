@@ -12,6 +12,9 @@
 
 namespace ddplab {
 
+// Whether `d` names a fixed split (dirichlet, shards, quantity) rather than iid's shuffle each epoch.
+bool fixed_split(const DataConfig& d);
+
 // A fixed split: which dataset indices each rank holds (by rank, ascending).
 struct Partition {
   std::vector<std::vector<std::size_t>> samples;
