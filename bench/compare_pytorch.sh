@@ -83,7 +83,7 @@ batch_size = $batch
 epochs = $epochs
 max_steps = $total
 lr = 0.05
-momentum = 0.9
+optimizer_options = { momentum = 0.9 }
 weight_decay = 0.0
 seed = 1
 eval_every = 0

@@ -87,7 +87,8 @@ std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) 
 
 // Per-layer compute of the scenario's MLP at its batch size on the calibration's compute backend.
 void measure_compute(Communicator& comm, Ops& ops, const Scenario& sc, Calibration& cal, int reps) {
-  const MlpComputeTimes t = measure_mlp_compute(comm, ops, sc.model.layers, sc.train.batch_size, sc.train.seed, reps);
+  const MlpComputeTimes t = measure_mlp_compute(comm, ops, sc.model.layers, sc.train.batch_size, sc.train.seed, reps,
+                                                optimizer_config(sc.train, sc.train.batch_size, 1));
   cal.compute_backend = ops.name();
   cal.layer_widths = sc.model.layers;
   cal.batch_size = sc.train.batch_size;

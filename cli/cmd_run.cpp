@@ -42,6 +42,7 @@ int run_scenario(const RunRequest& req) {
                                 sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
+  if (req.batch_size) sc.train.batch_size = *req.batch_size;
   if (req.backend) sc.train.backend = *req.backend;
   if (under_mpi_launcher()) {
     int argc = 0;
@@ -72,7 +73,7 @@ int run_scenario(const RunRequest& req) {
   // not after mpirun started and the strategies before this one trained.
   for (const auto& st : sc.strategies) {
     try {
-      Strategy(st, model_spec_for(sc.model), StrategyContext{np, 1, sc.train.batch_size, sc.train.seed});
+      Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: {}", req.scenario, st.name, np,
                                               np == 1 ? "" : "s", e.what()));
@@ -87,6 +88,7 @@ int run_scenario(const RunRequest& req) {
   const std::int64_t before = last_run_id(req.db);
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
+  if (req.batch_size) args.insert(args.end(), {"--batch-size", std::to_string(*req.batch_size)});
   if (req.backend) args.insert(args.end(), {"--backend", *req.backend});
   if (!req.trace.empty())
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
@@ -123,6 +125,8 @@ void add_run(CLI::App& app) {
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps; 0 = no limit)")
       ->check(non_negative_int());
+  cmd->add_option("--batch-size", req->batch_size, "Samples per rank per step (overrides train.batch_size)")
+      ->check(positive_int());
   cmd->add_option("--backend", req->backend,
                   "cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one rank per GPU) or cuda+mpi (GPU compute, MPI "
                   "through host memory; ranks may share a GPU); overrides train.backend")

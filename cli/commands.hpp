@@ -31,6 +31,7 @@ struct RunRequest {
   std::string db = kDefaultDb;
   std::optional<int> np;
   std::optional<int> max_steps;
+  std::optional<int> batch_size;  // overrides train.batch_size (a sweep over global batches)
   std::optional<std::string> backend;  // overrides train.backend: cpu | cuda | cuda+mpi
   bool progress = false;  // set on the worker command line by the launcher
   std::string trace;      // Chrome trace of steps [trace_first, trace_last)

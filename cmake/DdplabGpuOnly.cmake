@@ -43,7 +43,8 @@ target_link_libraries(ddplab_core PUBLIC nlohmann_json::nlohmann_json fmt::fmt P
 
 # All of strategies/: the PlanExecutor runs on the GPU too (bench/gpu/gpu_train.cpp, tests/gpu).
 set(_s ${PROJECT_SOURCE_DIR}/strategies)
-file(GLOB _sched CONFIGURE_DEPENDS ${_s}/src/*.cpp ${_s}/src/schedules/*.cpp ${_s}/src/codecs/*.cpp ${_s}/src/policies/*.cpp)
+file(GLOB _sched CONFIGURE_DEPENDS ${_s}/src/*.cpp ${_s}/src/schedules/*.cpp ${_s}/src/codecs/*.cpp ${_s}/src/policies/*.cpp
+     ${_s}/src/optimizers/*.cpp)
 add_library(ddplab_strategies STATIC ${_sched})
 target_include_directories(ddplab_strategies PUBLIC ${_s}/include PRIVATE ${_s}/src)
 target_link_libraries(ddplab_strategies PUBLIC ddplab_core PRIVATE fmt::fmt)
@@ -51,6 +52,7 @@ target_compile_definitions(ddplab_strategies PRIVATE DDPLAB_MODELS_DIR="${_s}/mo
 
 set(_r ${PROJECT_SOURCE_DIR}/runtime)
 add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/src/collective_bench.cpp ${_r}/src/data.cpp ${_r}/src/input_pipeline.cpp ${_r}/src/link_probe.cpp ${_r}/src/mlp.cpp
+                                  ${_r}/src/model_optimizer.cpp ${_r}/src/slowdown.cpp
                                   ${_r}/src/plan_executor.cpp ${_r}/src/single_process_communicator.cpp
                                   ${_r}/src/schedule_executor.cpp)
 target_include_directories(ddplab_runtime PUBLIC ${_r}/include)

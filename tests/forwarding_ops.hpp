@@ -32,13 +32,7 @@ class ForwardingOps : public Ops {
     return in_->softmax_xent(z, y, r, c, dz);
   }
   void scale(float* x, std::size_t n, float a) override { in_->scale(x, n, a); }
-  void sgd_momentum(float* p, const float* g, float* b, std::size_t n, float lr, float mom, float wd, bool first) override {
-    in_->sgd_momentum(p, g, b, n, lr, mom, wd, first);
-  }
-  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
-            float wd, std::int64_t t) override {
-    in_->adam(p, g, m, v, n, lr, b1, b2, eps, wd, t);
-  }
+  CodecCompute& codec_compute() override { return in_->codec_compute(); }
   void prefetch(void* dst, const void* host, std::size_t bytes) override { in_->prefetch(dst, host, bytes); }
   void wait_prefetch() override { in_->wait_prefetch(); }
   void bind_thread() override { in_->bind_thread(); }

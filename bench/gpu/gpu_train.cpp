@@ -16,6 +16,7 @@
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model_optimizer.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -28,7 +29,7 @@ struct Args {
   int batch = 64, epochs = 1, max_steps = 0, warmup_steps = 20;
   unsigned long seed = 1;
   float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
-  std::string optimizer = "sgd";  // or "adam" (beta1 0.9, beta2 0.999, eps 1e-8)
+  std::string optimizer = "sgd";  // a registry optimizer, with its default options (--momentum for sgd)
   std::string policy = "flat", schedule = "native", codec = "none";
   bool tf32 = false, probe = false, direct = false;
 };
@@ -36,7 +37,7 @@ struct Args {
 const char* kUsage =
     "usage: ddplab-gpu-train [--backend cuda|cpu|reference] [--tf32] [--data DIR] [--layers 784,1024,...,10]\n"
     "                        [--batch 64] [--epochs 1] [--max-steps N] [--seed 1] [--lr 0.05] [--momentum 0.9]\n"
-    "                        [--optimizer sgd|adam] [--policy flat] [--schedule native] [--codec none] [--direct]\n"
+    "                        [--optimizer sgd|adam|...] [--policy flat] [--schedule native] [--codec none] [--direct]\n"
     "                        [--warmup-steps 20] [--json FILE] | --probe (exit 0 when a CUDA device is usable,\n"
     "                        else say why)\n"
     "  Steps run through the runtime's PlanExecutor (NCCL at world size 1 on cuda), as `ddplab run` does;\n"
@@ -69,7 +70,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--direct") a.direct = true;
     else if (k == "--optimizer") {
       a.optimizer = val();
-      if (a.optimizer != "sgd" && a.optimizer != "adam") throw std::invalid_argument("--optimizer must be sgd or adam");
+      if (!ddplab::find_optimizer(a.optimizer))
+        throw std::invalid_argument("--optimizer must name a registry optimizer (sgd, adam, adamw, rmsprop, lars, lamb)");
     }
     else if (k == "--layers") {
       a.layers.clear();
@@ -131,8 +133,6 @@ int run(const Args& a) {
   const ddplab::Dataset train = ddplab::load_fashion_mnist(a.data, true), test = ddplab::load_fashion_mnist(a.data, false);
   ddplab::Mlp model(*ops, a.layers, a.batch);
   model.init(a.seed);
-  ddplab::DeviceBuffer momentum(*ops, model.num_params());
-  ddplab::DeviceBuffer second(*ops, a.optimizer == "adam" ? model.num_params() : 0);
   ddplab::DistributedSampler sampler(train.size(), 0, 1, a.seed);
   // The trainer's input pipeline: batch s + 1 uploads from page-locked memory while step s computes.
   ddplab::InputPipeline input(*ops, train, a.batch);
@@ -143,7 +143,12 @@ int run(const Args& a) {
   std::unique_ptr<ddplab::Strategy> strategy;
   std::unique_ptr<ddplab::PlanExecutor> exec;
   ddplab::OptimizerConfig oc;  // Adam with torch's defaults
-  oc.lr = a.lr, oc.momentum = a.momentum, oc.weight_decay = a.weight_decay, oc.adam = a.optimizer == "adam";
+  oc.name = a.optimizer;
+  if (a.optimizer == "sgd") oc.options["momentum"] = std::to_string(a.momentum);
+  oc.lr = ddplab::LrPlan::constant(a.lr);
+  oc.weight_decay = a.weight_decay;
+  std::unique_ptr<ddplab::ModelOptimizer> direct;
+  if (a.direct) direct = std::make_unique<ddplab::ModelOptimizer>(*ops, model, oc);
   if (!a.direct) {
     if (a.backend == "cuda") nccl = ddplab::open_nccl_communicator(*single, *ops, 300);
     ddplab::StrategyConfig sc;
@@ -173,12 +178,7 @@ int run(const Args& a) {
     }
     model.forward(input.x(s % 2), this_b);
     last_loss = model.backward(input.y(s % 2));
-    if (oc.adam)
-      ops->adam(model.params(), model.grads(), momentum.data(), second.data(), model.num_params(), oc.lr, oc.beta1,
-                oc.beta2, oc.eps, oc.weight_decay, step + 1);
-    else
-      ops->sgd_momentum(model.params(), model.grads(), momentum.data(), model.num_params(), a.lr, a.momentum,
-                        a.weight_decay, step == 0);
+    direct->step(step + 1);
     ++step;
   }
   ops->synchronize();

@@ -107,32 +107,39 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
 
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   const std::string p = "train.";
-  r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "momentum", "weight_decay", "seed",
-                      "eval_every", "optimizer", "adam_beta1", "adam_beta2", "adam_eps", "comm_timeout_s", "tf32"});
+  // Settings of one optimizer moved into its options table; say where rather than "unknown key".
+  const std::pair<const char*, const char*> moved[] = {
+      {"momentum", "optimizer_options = { momentum = 0.9 }"}, {"adam_beta1", "optimizer_options = { beta1 = 0.9 }"},
+      {"adam_beta2", "optimizer_options = { beta2 = 0.999 }"}, {"adam_eps", "optimizer_options = { eps = 1e-8 }"}};
+  for (const auto& [key, now] : moved)
+    if (const toml::node* n = t.get(key))
+      r.fail(n->source(), fmt::format("train.{} is an option of the optimizer now: write {}", key, now));
+  r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "weight_decay", "seed", "eval_every",
+                      "optimizer", "optimizer_options", "lr_schedule", "lr_schedule_options", "warmup_steps",
+                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "tf32"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
   if (const toml::node* n = t.get("tf32")) {
     r.read_bool(t, p, "tf32", tr.tf32);
     if (tr.backend == "cpu") r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
   }
-  r.read_choice(t, p, "optimizer", tr.optimizer, {"sgd", "adam"});
-  // Each optimizer's own settings are refused with the other, rather than silently ignored.
-  for (const char* k : {"adam_beta1", "adam_beta2", "adam_eps"})
-    if (tr.optimizer != "adam" && t.get(k)) r.fail(*t.get(k), p + k, "applies to optimizer = \"adam\" only");
-  if (tr.optimizer == "adam" && t.get("momentum"))
-    r.fail(*t.get("momentum"), p + "momentum", "applies to optimizer = \"sgd\" only (adam has adam_beta1)");
-  const auto unit = [](double v) { return v >= 0 && v < 1; };
-  r.read_number(t, p, "adam_beta1", tr.adam_beta1, unit, "must be a number in [0, 1)");
-  r.read_number(t, p, "adam_beta2", tr.adam_beta2, unit, "must be a number in [0, 1)");
-  r.read_number(t, p, "adam_eps", tr.adam_eps, [](double v) { return v > 0; }, "must be a number greater than 0");
+  // The names and the options are the registries' (strategies/optimizer.hpp, validate_train).
+  r.read_string(t, p, "optimizer", tr.optimizer);
+  r.read_string(t, p, "lr_schedule", tr.lr_schedule);
+  for (auto&& [key, value] : t) tr.where[std::string(key.str())] = r.position(value.source());
+  r.read_option_table(t, p, "optimizer_options", tr.optimizer_options, tr.where, "{ momentum = 0.9 }");
+  r.read_option_table(t, p, "lr_schedule_options", tr.lr_schedule_options, tr.where, "{ gamma = 0.1 }");
+  r.read_int(t, p, "warmup_steps", tr.warmup_steps, 0, "must be a non-negative integer (0 = no warm-up)");
+  r.read_choice(t, p, "lr_scale", tr.lr_scale, {"none", "linear", "sqrt"});
+  r.read_int(t, p, "lr_base_batch", tr.lr_base_batch, 0, "must be a non-negative integer (0 = batch_size)");
+  r.read_number(t, p, "clip_grad_norm", tr.clip_grad_norm, [](double v) { return v >= 0; },
+                "must be a non-negative number (0 = no clipping)");
   r.read_number(t, p, "comm_timeout_s", tr.comm_timeout_s, [](double v) { return v > 0; },
                 "must be a number of seconds greater than 0");
   r.read_int(t, p, "batch_size", tr.batch_size, 1, "must be a positive integer");
   r.read_int(t, p, "epochs", tr.epochs, 1, "must be a positive integer");
   r.read_int(t, p, "max_steps", tr.max_steps, 0, "must be a non-negative integer (0 = no limit)");
   r.read_number(t, p, "lr", tr.lr, [](double v) { return v > 0; }, "must be a number greater than 0");
-  r.read_number(t, p, "momentum", tr.momentum, [](double v) { return v >= 0 && v < 1; },
-                "must be a number in [0, 1)");
   r.read_number(t, p, "weight_decay", tr.weight_decay, [](double v) { return v >= 0; },
                 "must be a non-negative number");
   if (const toml::node* n = t.get("seed")) {
@@ -299,17 +306,7 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
     r.read_size(*t, p, "bucket_cap", s.bucket_cap);
     r.read_size(*t, p, "first_bucket_cap", s.first_bucket_cap);
     r.read_int(*t, p, "accumulate_steps", s.accumulate_steps, 1, "must be a positive integer");
-    if (const toml::node* n = t->get("codec_options")) {
-      const toml::table* opts = n->as_table();
-      if (!opts) r.fail(*n, p + "codec_options", "must be a table such as { ratio = 0.01 }");
-      for (auto&& [key, value] : *opts) {
-        const std::string field = p + "codec_options." + std::string(key.str());
-        if (!(value.is_string() || value.is_integer() || value.is_floating_point() || value.is_boolean()))
-          r.fail(value, field, "must be a string, number or boolean");
-        s.codec_options[std::string(key.str())] = value.is_string() ? value.as_string()->get() : show(value);
-        s.where["codec_options." + std::string(key.str())] = r.position(value.source());
-      }
-    }
+    r.read_option_table(*t, p, "codec_options", s.codec_options, s.where, "{ ratio = 0.01 }");
     for (auto&& [key, value] : *t) s.where[std::string(key.str())] = r.position(value.source());
     for (std::size_t j = 0; j < out.size(); ++j) {
       if (out[j].name != s.name) continue;
@@ -451,12 +448,15 @@ nlohmann::json Scenario::to_json() const {
         {"epochs", train.epochs},
         {"max_steps", train.max_steps},
         {"lr", train.lr},
-        {"momentum", train.momentum},
         {"weight_decay", train.weight_decay},
         {"optimizer", train.optimizer},
-        {"adam_beta1", train.adam_beta1},
-        {"adam_beta2", train.adam_beta2},
-        {"adam_eps", train.adam_eps},
+        {"optimizer_options", train.optimizer_options},
+        {"lr_schedule", train.lr_schedule},
+        {"lr_schedule_options", train.lr_schedule_options},
+        {"warmup_steps", train.warmup_steps},
+        {"lr_scale", train.lr_scale},
+        {"lr_base_batch", train.lr_base_batch},
+        {"clip_grad_norm", train.clip_grad_norm},
         {"comm_timeout_s", train.comm_timeout_s},
         {"tf32", train.tf32},
         {"seed", train.seed},

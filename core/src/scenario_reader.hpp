@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -126,6 +127,24 @@ class Reader {
     std::string message = fmt::format("unknown key {}{}", prefix, first->str());
     if (auto guess = closest(first->str(), known)) message += fmt::format(" (did you mean {}{}?)", prefix, *guess);
     fail(first->source(), message);
+  }
+
+  // A registry entry's options table (`key = { ratio = 0.01 }`): values as text into `out`, and each
+  // value's position into where["KEY.NAME"]. The registry types them later.
+  void read_option_table(const toml::table& t, const std::string& prefix, std::string_view key,
+                         std::map<std::string, std::string>& out, std::map<std::string, std::string>& where,
+                         std::string_view example) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const toml::table* opts = n->as_table();
+    if (!opts) fail(*n, prefix + std::string(key), fmt::format("must be a table such as {}", example));
+    for (auto&& [name, value] : *opts) {
+      const std::string field = fmt::format("{}.{}", key, name.str());
+      if (!(value.is_string() || value.is_integer() || value.is_floating_point() || value.is_boolean()))
+        fail(value, prefix + field, "must be a string, number or boolean");
+      out[std::string(name.str())] = value.is_string() ? value.as_string()->get() : show(value);
+      where[field] = position(value.source());
+    }
   }
 
   std::string position(const toml::source_region& where) const {

@@ -90,27 +90,6 @@ class CpuOps final : public Ops {
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;
   }
-  void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd,
-                    bool first) override {
-    for (std::size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      buf[i] = first ? d : momentum * buf[i] + d;
-      p[i] -= lr * buf[i];
-    }
-  }
-  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
-            float wd, std::int64_t t) override {
-    // Bias corrections in double, as PyTorch computes them (Python floats), then used in float.
-    const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t)));
-    const float sqrt_c2 = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t))));
-    const float step = lr / c1;
-    for (std::size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      m[i] = b1 * m[i] + (1.0f - b1) * d;
-      v[i] = b2 * v[i] + (1.0f - b2) * d * d;
-      p[i] -= step * m[i] / (std::sqrt(v[i]) / sqrt_c2 + eps);
-    }
-  }
 
  private:
   static void copy(float* dst, const float* src, std::size_t n) {

@@ -96,30 +96,6 @@ class ReferenceOps final : public Ops {
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<double>(x[i]) * alpha);
   }
-  // PyTorch's SGD (torch.optim.SGD, dampening 0, no Nesterov), step by step as its docs write it.
-  void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd,
-                    bool first) override {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(g[i]) + static_cast<double>(wd) * p[i];
-      const double b = first ? d : static_cast<double>(momentum) * buf[i] + d;
-      buf[i] = static_cast<float>(b);
-      p[i] = static_cast<float>(p[i] - static_cast<double>(lr) * b);
-    }
-  }
-  // Adam straight from its definition, in double (moments stored in float).
-  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
-            float wd, std::int64_t t) override {
-    const double c1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
-    const double c2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(g[i]) + static_cast<double>(wd) * p[i];
-      const double mi = b1 * static_cast<double>(m[i]) + (1.0 - b1) * d;
-      const double vi = b2 * static_cast<double>(v[i]) + (1.0 - b2) * d * d;
-      m[i] = static_cast<float>(mi);
-      v[i] = static_cast<float>(vi);
-      p[i] = static_cast<float>(p[i] - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
-    }
-  }
 };
 
 }  // namespace

@@ -85,6 +85,28 @@ __global__ void add_k(float* x, const float* y, std::size_t n) {
 __global__ void sub_k(float* out, const float* a, const float* b, std::size_t n) {
   DDPLAB_GRID_STRIDE(i, n) out[i] = __fsub_rn(a[i], b[i]);
 }
+// The optimizers' primitives, rounded as the host loops round them (no FMA contraction).
+__global__ void scale_k(float* x, std::size_t n, float a) {
+  DDPLAB_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], a);
+}
+__global__ void axpby_k(float* y, const float* x, std::size_t n, float a, float b) {
+  DDPLAB_GRID_STRIDE(i, n) y[i] = b == 0.0f ? __fmul_rn(a, x[i]) : __fadd_rn(__fmul_rn(a, x[i]), __fmul_rn(b, y[i]));
+}
+__global__ void ema_square_k(float* v, const float* x, std::size_t n, float beta) {
+  const float c = __fsub_rn(1.0f, beta);
+  DDPLAB_GRID_STRIDE(i, n) v[i] = __fadd_rn(__fmul_rn(beta, v[i]), __fmul_rn(__fmul_rn(c, x[i]), x[i]));
+}
+__global__ void add_rms_ratio_k(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
+                                float eps) {
+  DDPLAB_GRID_STRIDE(i, n) {
+    const float r = __fmul_rn(a, __fdiv_rn(m[i], __fadd_rn(__fdiv_rn(__fsqrt_rn(v[i]), v_scale), eps)));
+    y[i] = b == 0.0f ? r : __fadd_rn(r, __fmul_rn(b, y[i]));
+  }
+}
+__global__ void squares_k(const float* x, std::size_t n, double* out) {
+  DDPLAB_GRID_STRIDE(i, n) out[i] = __dmul_rn(static_cast<double>(x[i]), static_cast<double>(x[i]));
+}
+
 __global__ void to_f16_k(const float* in, std::uint16_t* out, std::size_t n) {
   DDPLAB_GRID_STRIDE(i, n) out[i] = float_to_f16(in[i]);
 }
@@ -266,6 +288,42 @@ class CudaCodecCompute final : public CodecCompute {
   void sub(float* out, const float* a, const float* b, std::size_t n) override {
     if (n) sub_k<<<blocks_for(n), kThreads, 0, stream_>>>(out, a, b, n);
     launched();
+  }
+
+  void scale(float* x, std::size_t n, float a) override {
+    if (n) scale_k<<<blocks_for(n), kThreads, 0, stream_>>>(x, n, a);
+    launched();
+  }
+  void axpby(float* y, const float* x, std::size_t n, float a, float b) override {
+    if (n) axpby_k<<<blocks_for(n), kThreads, 0, stream_>>>(y, x, n, a, b);
+    launched();
+  }
+  void ema_square(float* v, const float* x, std::size_t n, float beta) override {
+    if (n) ema_square_k<<<blocks_for(n), kThreads, 0, stream_>>>(v, x, n, beta);
+    launched();
+  }
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
+                     float eps) override {
+    if (n) add_rms_ratio_k<<<blocks_for(n), kThreads, 0, stream_>>>(y, m, v, n, a, b, v_scale, eps);
+    launched();
+  }
+  double sum_squares(const float* x, std::size_t n) override {
+    if (!n) return 0;
+    // Squares in double, then CUB's sum (a tree: equal to the host's ordered sum to double rounding).
+    if (n > INT_MAX) throw std::invalid_argument("sum_squares: more than 2^31 - 1 elements");
+    std::size_t temp = 0;
+    cudaCheck(cub::DeviceReduce::Sum(nullptr, temp, static_cast<const double*>(nullptr), static_cast<double*>(nullptr),
+                                     static_cast<int>(n), stream_));
+    const std::size_t sq_bytes = align_up(n * sizeof(double)), out_bytes = align_up(sizeof(double));
+    char* s = static_cast<char*>(scratch(sq_bytes + out_bytes + align_up(temp)));
+    auto* squares = reinterpret_cast<double*>(s);
+    auto* sum = reinterpret_cast<double*>(s + sq_bytes);
+    squares_k<<<blocks_for(n), kThreads, 0, stream_>>>(x, n, squares);
+    launched();
+    cudaCheck(cub::DeviceReduce::Sum(s + sq_bytes + out_bytes, temp, squares, sum, static_cast<int>(n), stream_));
+    double out = 0;
+    download(&out, sum, sizeof out);
+    return out;
   }
 
   void to_half(ElemType type, const float* in, std::uint16_t* out, std::size_t n) override {

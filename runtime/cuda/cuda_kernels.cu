@@ -99,27 +99,6 @@ __global__ void scale_k(float* x, std::size_t n, float alpha) {
     x[i] *= alpha;
 }
 
-__global__ void sgd_momentum_k(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd,
-                               bool first) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const float d = g[i] + wd * p[i];
-    const float b = first ? d : momentum * buf[i] + d;
-    buf[i] = b;
-    p[i] -= lr * b;
-  }
-}
-
-// PyTorch's Adam step (torch.optim.Adam, foreach=False): c1 = 1 - b1^t and c2 = 1 - b2^t come from the host.
-__global__ void adam_k(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2,
-                       float eps, float wd, float c1, float sqrt_c2) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const float d = g[i] + wd * p[i];
-    m[i] = b1 * m[i] + (1.0f - b1) * d;
-    v[i] = b2 * v[i] + (1.0f - b2) * d * d;
-    p[i] -= (lr / c1) * m[i] / (sqrtf(v[i]) / sqrt_c2 + eps);
-  }
-}
-
 // Halves are summed as round(float(a) + float(b)), which is what strategies/half.hpp does on the host.
 template <class T>
 __global__ void sum_into_k(T* dst, const T* src, std::size_t n) {
@@ -172,20 +151,6 @@ void softmax_xent(const float* logits, const std::int32_t* labels, int rows, int
 void scale(float* x, std::size_t n, float alpha, cudaStream_t s) {
   if (n == 0) return;
   scale_k<<<blocks_for(n), kThreads, 0, s>>>(x, n, alpha);
-  launched();
-}
-
-void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd, bool first,
-                  cudaStream_t s) {
-  if (n == 0) return;
-  sgd_momentum_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, buf, n, lr, momentum, wd, first);
-  launched();
-}
-
-void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps, float wd,
-          float c1, float sqrt_c2, cudaStream_t s) {
-  if (n == 0) return;
-  adam_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, wd, c1, sqrt_c2);
   launched();
 }
 

@@ -19,11 +19,6 @@ void relu_backward(float* dx, const float* y, std::size_t n, cudaStream_t s);
 void softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
                   double* row_loss, double* out, cudaStream_t s);
 void scale(float* x, std::size_t n, float alpha, cudaStream_t s);
-void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd, bool first,
-                  cudaStream_t s);
-// Adam with bias corrections c1 = 1 - beta1^t and sqrt_c2 = sqrt(1 - beta2^t) (see Ops::adam).
-void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-          float wd, float c1, float sqrt_c2, cudaStream_t s);
 // dst += src element-wise in `type` (F32, F16 or BF16; halves round as in strategies/half.hpp).
 void sum_into(ElemType type, void* dst, const void* src, std::size_t count, cudaStream_t s);
 

@@ -155,17 +155,6 @@ class CudaOps final : public Ops {
     return host_loss_[0] / rows;
   }
   void scale(float* x, std::size_t n, float alpha) override { cuda::scale(x, n, alpha, stream_); }
-  void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum, float wd,
-                    bool first) override {
-    cuda::sgd_momentum(p, g, buf, n, lr, momentum, wd, first, stream_);
-  }
-  void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
-            float wd, std::int64_t t) override {
-    // The bias corrections in double on the host, as PyTorch computes them in Python floats.
-    const double c1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
-    const double c2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
-    cuda::adam(p, g, m, v, n, lr, b1, b2, eps, wd, static_cast<float>(c1), static_cast<float>(std::sqrt(c2)), stream_);
-  }
 
  private:
   void* zeroed(std::size_t bytes) {

@@ -9,6 +9,7 @@
 
 #include "ddplab/core/stats.hpp"
 #include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model_optimizer.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -205,7 +206,7 @@ std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std
 }
 
 MlpComputeTimes measure_mlp_compute(Communicator& comm, Ops& ops, const std::vector<int>& w, int batch,
-                                    std::uint64_t seed, int reps) {
+                                    std::uint64_t seed, int reps, const OptimizerConfig& optimizer_config) {
   if (w.size() < 2) throw std::invalid_argument("measure_mlp_compute: an MLP needs at least 2 widths");
   if (batch < 1 || reps < 1) throw std::invalid_argument("measure_mlp_compute: batch and reps must be >= 1");
   const int L = static_cast<int>(w.size()) - 1;
@@ -224,8 +225,8 @@ MlpComputeTimes measure_mlp_compute(Communicator& comm, Ops& ops, const std::vec
   ops.labels_to_device(y, yh.data(), yh.size());
   std::vector<DeviceBuffer> act;
   for (int l = 0; l < L; ++l) act.emplace_back(ops, static_cast<std::size_t>(batch) * w[ul(l + 1)]);
-  DeviceBuffer mom(ops, mlp.num_params());
   const auto& info = mlp.param_info();
+  ModelOptimizer optimizer(ops, mlp, optimizer_config);  // at lr 0 below, so the parameters stay put
 
   Stopwatch watch(ops);
   std::vector<std::vector<double>> fwd(ul(L)), bwd(ul(L));
@@ -257,7 +258,7 @@ MlpComputeTimes measure_mlp_compute(Communicator& comm, Ops& ops, const std::vec
       bp.push_back(watch.point());
     }
     const int o0 = watch.point();
-    ops.sgd_momentum(mlp.params(), mlp.grads(), mom.data(), mlp.num_params(), 0.0f, 0.9f, 0.0f, rep == -2);
+    optimizer.step(rep + 3, 0.0f);  // update 1 first (rep -2): its own path, as in training
     const int o1 = watch.point();
     watch.settle();
     if (rep >= 0) {

@@ -16,8 +16,14 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt)
     : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
-      momentum_(ops, model.num_params()), second_(ops, opt.adam ? model.num_params() : 0),
+      optimizer_(make_optimizer(opt.name, opt.options)),
       staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
+  if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
+    throw std::logic_error("PlanExecutor: clip_grad_norm is set in the optimizer or in the strategy's context, not both");
+  const OptimizerInfo& info = *find_optimizer(opt.name);
+  for (int i = 0; i < info.state_slots; ++i) state_.emplace_back(ops, model.num_params());
+  if (info.scratch) scratch_ = DeviceBuffer(ops, model.num_params());
+  if (!staged_) norm_buf_ = DeviceBuffer(ops, 1);
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
   if (staged_) host_ = static_cast<float*>(ops_.alloc_host(model_.num_params() * sizeof(float)));
@@ -124,6 +130,19 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 }
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
+  if (op.kind == OpKind::NormSync) {
+    // One float: in host memory for a staged communicator, else in the backend's.
+    float sum = static_cast<float>(grad_sq_);
+    if (staged_) {
+      collective(op.calls.at(0), op.schedule, &sum, out.bytes);
+    } else {
+      ops_.to_device(norm_buf_.data(), &sum, 1);
+      collective(op.calls.at(0), op.schedule, norm_buf_.data(), out.bytes);
+      ops_.to_host(&sum, norm_buf_.data(), 1);
+    }
+    grad_sq_ = sum;
+    return;
+  }
   const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
   const int n = comm_.size();
   const std::int64_t sync_step = step_ / strategy_.config().accumulate_steps;
@@ -174,19 +193,39 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
   });
 }
 
-void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& rec) {
+void PlanExecutor::update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors) {
   const int k = strategy_.config().accumulate_steps;
-  const bool first_update = step_ / k == 0;
-  auto update = [&](std::size_t offset, std::size_t count) {
-    // Accumulated micro-step gradients are summed; their mean is what the optimizer sees.
-    if (k > 1) ops_.scale(model_.grads() + offset, count, 1.0f / static_cast<float>(k));
-    if (opt_.adam)
-      ops_.adam(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, second_.data() + offset,
-                count, opt_.lr, opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay, step_ / k + 1);
-    else
-      ops_.sgd_momentum(model_.params() + offset, model_.grads() + offset, momentum_.data() + offset, count, opt_.lr,
-                        opt_.momentum, opt_.weight_decay, first_update);
-  };
+  const std::int64_t t = step_ / k;  // updates before this one
+  OptimizerUpdate u;
+  u.params = model_.params() + offset;
+  u.grads = model_.grads() + offset;
+  for (DeviceBuffer& s : state_) u.state.push_back(s.data() + offset);
+  if (scratch_.size()) u.scratch = scratch_.data() + offset;
+  u.count = count;
+  u.tensors = std::move(tensors);
+  u.t = t + 1;
+  u.lr = static_cast<float>(opt_.lr.lr(t));
+  u.weight_decay = opt_.weight_decay;
+  // Accumulated micro-step gradients are summed; their mean is what the optimizer sees, clipped (as
+  // torch.nn.utils.clip_grad_norm_) to a global norm of at most clip_grad_norm.
+  double scale = 1.0 / k;
+  if (opt_.clip_grad_norm > 0) scale *= std::min(1.0, opt_.clip_grad_norm / (std::sqrt(grad_sq_) / k + 1e-6));
+  u.grad_scale = static_cast<float>(scale);
+  optimizer_->update(u, ops_.codec_compute());
+}
+
+double PlanExecutor::sum_squares_to_update() const {
+  double sum = 0;
+  for (const PlanOp& op : plan_.ops) {
+    if (op.kind != OpKind::Optimizer && op.kind != OpKind::ShardOptimizer) continue;
+    const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
+    const Chunk part = op.kind == OpKind::Optimizer ? Chunk{0, b.count} : strategy_.shard(b.id, comm_.rank());
+    sum += ops_.codec_compute().sum_squares(model_.grads() + b.offset + part.offset, part.count);
+  }
+  return sum;
+}
+
+void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& rec) {
   // A dedicated parameter server trains nothing: it has no batch, no loss and no gradients to compute.
   const bool worker = strategy_.is_worker(comm_.rank());
   switch (op.kind) {
@@ -209,15 +248,18 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
       break;
     case OpKind::Optimizer: {
       const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-      update(b.offset, b.count);
+      update(b.offset, b.count, b.layout.tensors);
       break;
     }
-    case OpKind::ShardOptimizer: {
+    case OpKind::ShardOptimizer: {  // a chunk cuts tensors: per-tensor optimizers are refused with these policies
       const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
       const Chunk mine = strategy_.shard(b.id, comm_.rank());
-      update(b.offset + mine.offset, mine.count);
+      update(b.offset + mine.offset, mine.count, {});
       break;
     }
+    case OpKind::GradNorm:
+      grad_sq_ = sum_squares_to_update();
+      break;
     default:
       throw std::logic_error(std::string("not a compute op: ") + op_name(op.kind));
   }
@@ -369,7 +411,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   for (const OpRecord& r : rec.ops) {
     const double d = r.end_s - r.start_s;
     if (r.kind == OpKind::Forward || r.kind == OpKind::Backward) rec.compute_s += d;
-    else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer) rec.optimizer_s += d;
+    else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer || r.kind == OpKind::GradNorm) rec.optimizer_s += d;
     else rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
     rec.bytes_sent += r.bytes;
   }
@@ -385,13 +427,12 @@ void PlanExecutor::apply_layout() {
   const std::vector<ParamInfo> old_info = model_.param_info();
   const auto& offsets = strategy_.bucketing().grad_offset;
   std::vector<float> before(model_.num_params()), after(model_.num_params());
-  for (DeviceBuffer* state : {&momentum_, &second_}) {
-    if (state->size() == 0) continue;
-    ops_.to_host(before.data(), state->data(), before.size());
+  for (DeviceBuffer& state : state_) {
+    ops_.to_host(before.data(), state.data(), before.size());
     for (std::size_t i = 0; i < old_info.size(); ++i)
       std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,
                   after.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
-    ops_.to_device(state->data(), after.data(), after.size());
+    ops_.to_device(state.data(), after.data(), after.size());
   }
   ops_.synchronize();  // `after` is pageable and goes out of scope
   model_.set_offsets(offsets);

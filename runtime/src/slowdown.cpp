@@ -34,6 +34,17 @@ class SlowedCodecCompute : public CodecCompute {
   void divide(float* x, std::size_t n, float w) override { s_.run([&] { in_.divide(x, n, w); }); }
   void add(float* x, const float* y, std::size_t n) override { s_.run([&] { in_.add(x, y, n); }); }
   void sub(float* o, const float* a, const float* b, std::size_t n) override { s_.run([&] { in_.sub(o, a, b, n); }); }
+  void scale(float* x, std::size_t n, float a) override { s_.run([&] { in_.scale(x, n, a); }); }
+  void axpby(float* y, const float* x, std::size_t n, float a, float b) override { s_.run([&] { in_.axpby(y, x, n, a, b); }); }
+  void ema_square(float* v, const float* x, std::size_t n, float beta) override { s_.run([&] { in_.ema_square(v, x, n, beta); }); }
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs, float eps) override {
+    s_.run([&] { in_.add_rms_ratio(y, m, v, n, a, b, vs, eps); });
+  }
+  double sum_squares(const float* x, std::size_t n) override {
+    double r = 0;
+    s_.run([&] { r = in_.sum_squares(x, n); });
+    return r;
+  }
   void to_half(ElemType t, const float* in, std::uint16_t* out, std::size_t n) override {
     s_.run([&] { in_.to_half(t, in, out, n); });
   }

@@ -251,12 +251,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   ops->to_device(model.params(), host.data(), host.size());
 
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  StrategyContext ctx;
-  ctx.world_size = world;
-  ctx.ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
-  ctx.batch_size = tr.batch_size;
-  ctx.seed = tr.seed;
-  Strategy strategy(st, ModelSpec::mlp(sc.model.layers), ctx);
+  Strategy strategy(st, ModelSpec::mlp(sc.model.layers),
+                    strategy_context(sc, world, local_size ? std::max(1, std::atoi(local_size)) : world));
   // Workers share the data; dedicated parameter servers (the last ranks) take no batches but step along
   // with the workers (they sample as worker 0 does, to count the same steps).
   const bool worker = strategy.is_worker(rank);
@@ -274,6 +270,14 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   std::int64_t total_steps = steps_per_epoch * tr.epochs;
   if (tr.max_steps > 0) total_steps = std::min<std::int64_t>(total_steps, tr.max_steps);
 
+  // The learning rate of every update: the scaling rule takes the global batch of one update.
+  const OptimizerConfig oc = optimizer_config(tr, tr.batch_size * workers * st.accumulate_steps,
+                                              std::max<std::int64_t>(1, total_steps / st.accumulate_steps));
+  if (rank == 0 && (oc.lr.scale_rule != "none" || oc.lr.warmup > 0 || oc.lr.schedule != "constant")) {
+    std::printf("%s: %s\n", tr.optimizer.c_str(), oc.lr.describe().c_str());
+    std::fflush(stdout);
+  }
+
   std::int64_t run = -1;
   const std::string host_info = job_host_info(comm);  // collective
   if (store) {
@@ -283,18 +287,12 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     cfg["steps"] = total_steps;
     cfg["pattern"] = strategy.pattern().to_json();  // reports split warm-up and steady state by it
     cfg["partition"] = {{"samples_per_epoch", sampler->per_rank()}, {"class_histograms", histograms}};
+    cfg["lr_plan"] = {{"peak", oc.lr.peak}, {"global_batch", oc.lr.global_batch}, {"updates", oc.lr.total},
+                      {"describe", oc.lr.describe()}};
     run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
   }
   where.run = run;
 
-  OptimizerConfig oc;
-  oc.lr = static_cast<float>(tr.lr);
-  oc.momentum = static_cast<float>(tr.momentum);
-  oc.weight_decay = static_cast<float>(tr.weight_decay);
-  oc.adam = tr.optimizer == "adam";
-  oc.beta1 = static_cast<float>(tr.adam_beta1);
-  oc.beta2 = static_cast<float>(tr.adam_beta2);
-  oc.eps = static_cast<float>(tr.adam_eps);
   PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
   // [cluster].stragglers, as the simulator reads them. Every rank checks every factor, so a bad one stops
   // them all before the first collective.

@@ -11,6 +11,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -36,9 +37,11 @@ ComputeSource from_flops(const Scenario& sc) {
                         (*c.device_flops * c.compute_efficiency),
                     c.optimizer_s.value_or(0.0), "flops", "model FLOPs / (device_flops x efficiency)", {}};
   if (!c.optimizer_s && c.device_mem_bw) {
-    // SGD with momentum in fp32 reads parameter, gradient and momentum and writes two: 20 bytes per parameter.
-    src.optimizer_s = 20.0 * static_cast<double>(model.parameter_count()) / *c.device_mem_bw;
-    src.origin += "; optimizer 20 B per parameter / device_mem_bw";
+    // The optimizer streams its state through memory (SGD with momentum: 20 bytes per parameter).
+    const OptimizerInfo* opt = find_optimizer(sc.train.optimizer);
+    const double bytes = opt ? opt->bytes_per_param : 20.0;
+    src.optimizer_s = bytes * static_cast<double>(model.parameter_count()) / *c.device_mem_bw;
+    src.origin += fmt::format("; optimizer {:g} B per parameter ({}) / device_mem_bw", bytes, sc.train.optimizer);
   }
   return src;
 }

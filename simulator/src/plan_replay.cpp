@@ -25,7 +25,7 @@ namespace {
 constexpr long kGuardedActorsMax = 16384;
 
 bool is_compute_work(OpKind k) { return k == OpKind::Forward || k == OpKind::Backward; }
-bool is_optimizer(OpKind k) { return k == OpKind::Optimizer || k == OpKind::ShardOptimizer; }
+bool is_optimizer(OpKind k) { return k == OpKind::Optimizer || k == OpKind::ShardOptimizer || k == OpKind::GradNorm; }
 
 std::string op_label(const PlanOp& op) {
   return op.index < 0 ? op_name(op.kind) : fmt::format("{} {}", op_name(op.kind), op.index);
@@ -269,7 +269,15 @@ double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, d
     return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
   // optimizer_s is for the whole model: each update gets its share of the elements it touches.
   const std::size_t total = s.bucketing().total;
-  if (!is_optimizer(op.kind) || total == 0) return 0.0;
+  if (total == 0) return 0.0;
+  if (op.kind == OpKind::GradNorm) {
+    // One read of each gradient the rank updates: 4 of the 20 bytes per parameter an SGD update moves.
+    std::size_t count = 0;
+    for (const Bucket& b : s.bucketing().buckets)
+      count += s.policy().shards == Shards::None ? b.count : s.shard(b.id, rank).count;
+    return 0.2 * optimizer_s * static_cast<double>(count) / static_cast<double>(total);
+  }
+  if (!is_optimizer(op.kind)) return 0.0;
   const Bucket& b = s.bucketing().buckets.at(static_cast<std::size_t>(op.index));
   const std::size_t count = op.kind == OpKind::Optimizer ? b.count : s.shard(b.id, rank).count;
   return optimizer_s * static_cast<double>(count) / static_cast<double>(total);

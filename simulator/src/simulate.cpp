@@ -125,7 +125,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   // buckets after its first sync step (micro-step accumulate_steps - 1) from the gradient-ready order it
   // observed, which for the MLP is the expected one.
   const ModelSpec model = model_spec_for(scenario.model);  // the MLP, or a model table (ModelTableError)
-  const StrategyContext ctx{world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed};
+  const StrategyContext ctx = strategy_context(scenario, world_size, ranks_per_node);
   Strategy initial(config, model, ctx), rebuilt(config, model, ctx);
   rebuilt.observe_ready_order(model.expected_ready_order());
   SimOptions resolved = options;

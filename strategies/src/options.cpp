@@ -46,7 +46,7 @@ std::string OptionSpec::requirement() const {
   if (kind == OptionKind::Boolean) return "true or false";
   const bool bounded = std::isfinite(max);
   if (kind == OptionKind::Number && bounded)
-    return fmt::format("in {}{:g}, {:g}]", min_excluded ? "(" : "[", min, max);
+    return fmt::format("in {}{:g}, {:g}{}", min_excluded ? "(" : "[", min, max, max_excluded ? ")" : "]");
   const char* what = kind == OptionKind::Integer ? "an integer" : "a number";
   if (bounded) return fmt::format("{} from {:g} to {:g}", what, min, max);
   return fmt::format("{} {} {:g}", what, min_excluded ? ">" : ">=", min);
@@ -74,7 +74,20 @@ bool option_accepts(const OptionSpec& spec, const std::string& text) {
   } else if (!parse(text, v)) {
     return false;
   }
-  return (spec.min_excluded ? v > spec.min : v >= spec.min) && v <= spec.max;
+  return (spec.min_excluded ? v > spec.min : v >= spec.min) && (spec.max_excluded ? v < spec.max : v <= spec.max);
+}
+
+void check_options(const std::string& what, const std::vector<OptionSpec>& specs, const OptionValues& values) {
+  for (const auto& [key, value] : values) {
+    const OptionSpec* spec = find_option(specs, key);
+    if (!spec) {
+      const std::string keys = option_names(specs);
+      throw std::invalid_argument(fmt::format("{}: unknown option \"{}\" ({})", what, key,
+                                              keys.empty() ? std::string("it takes no options") : "known: " + keys));
+    }
+    if (!option_accepts(*spec, value))
+      throw std::invalid_argument(fmt::format("{}: {} must be {}, got \"{}\"", what, key, spec->requirement(), value));
+  }
 }
 
 long long option_integer(const std::vector<OptionSpec>& specs, const OptionValues& values, const std::string& name) {

@@ -20,13 +20,15 @@ const char* op_name(OpKind k) {
     case OpKind::AllGather: return "all_gather";
     case OpKind::Push: return "push";
     case OpKind::Pull: return "pull";
+    case OpKind::GradNorm: return "grad_norm";
+    case OpKind::NormSync: return "norm_sync";
   }
   return "?";
 }
 
 bool is_comm(OpKind k) {
   return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather ||
-         k == OpKind::Push || k == OpKind::Pull;
+         k == OpKind::Push || k == OpKind::Pull || k == OpKind::NormSync;
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,

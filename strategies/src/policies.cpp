@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ddplab/strategies/schedule.hpp"
+#include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "policies/policies.hpp"
 
@@ -142,6 +143,7 @@ void validate_strategies(const Scenario& sc) {
 Scenario load_validated_scenario(const std::string& path) {
   Scenario sc = load_scenario(path);
   validate_strategies(sc);
+  validate_train(sc);
   return sc;
 }
 

@@ -24,6 +24,14 @@ Strategy::Strategy(const StrategyConfig& config, const ModelSpec& model, const S
   bucketize(reverse_parameter_order(model_));
 }
 
+std::size_t Strategy::largest_shard(const Bucket& b) const {
+  return chunk_of(b.count, policy_->shards == Shards::Servers ? ps_layout().number() : ctx_.world_size, 0).count;
+}
+
+StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
+  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0};
+}
+
 void Strategy::bucketize(const std::vector<int>& order) {
   bucketing_ = policy_->bucketed ? make_buckets(model_, order, config_.bucket_cap, config_.first_bucket_cap)
                                  : make_buckets(model_, order, 0, 0);
@@ -104,7 +112,7 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
       op.flops = 4.0 * static_cast<double>(bucket->count);
       break;
     case OpKind::ShardOptimizer:  // the largest shard (chunk 0), which sets the pace
-      op.flops = 4.0 * static_cast<double>(chunk_of(bucket->count, policy_->shards == Shards::Servers ? ps_layout().number() : n, 0).count);
+      op.flops = 4.0 * static_cast<double>(largest_shard(*bucket));
       break;
     case OpKind::SyncGrads:
       op.calls = codec_->plan(bucket->layout, n, sync_step);
@@ -124,6 +132,13 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::Pull:
       op.calls = {{"pull", ElemType::F32, bucket->count, "params"}};
       break;
+    case OpKind::GradNorm:  // a multiply-add per gradient this rank updates
+      for (const Bucket& b : bucketing_.buckets)
+        op.flops += 2.0 * static_cast<double>(policy_->shards == Shards::None ? b.count : largest_shard(b));
+      break;
+    case OpKind::NormSync:
+      op.calls = {{"allreduce", ElemType::F32, 1, "grad_norm"}};
+      break;
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
   if (is_comm(kind)) op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
@@ -141,7 +156,48 @@ StepPlan Strategy::plan(std::int64_t step) const {
     return plan;
   }
   policy_->build(*this, step, plan);
+  if (ctx_.clip_grad_norm) add_grad_norm(plan);
   return plan;
+}
+
+void Strategy::add_grad_norm(StepPlan& plan) const {
+  const auto is_update = [](const PlanOp& op) { return op.kind == OpKind::Optimizer || op.kind == OpKind::ShardOptimizer; };
+  // The updates and every op that waits for one (ZeRO-1's all-gather, local SGD's average) move behind
+  // the norm; the rest keep their order.
+  std::vector<char> behind(plan.ops.size(), 0);
+  for (const PlanOp& op : plan.ops) {
+    behind[static_cast<std::size_t>(op.id)] = is_update(op);
+    for (int d : op.deps) behind[static_cast<std::size_t>(op.id)] |= behind[static_cast<std::size_t>(d)];
+  }
+  if (std::find(behind.begin(), behind.end(), 1) == behind.end()) return;
+  std::vector<int> norm_deps;  // what the updates wait for outside `behind`: the gradients' syncs
+  for (const PlanOp& op : plan.ops)
+    if (is_update(op))
+      for (int d : op.deps)
+        if (!behind[static_cast<std::size_t>(d)] && std::find(norm_deps.begin(), norm_deps.end(), d) == norm_deps.end())
+          norm_deps.push_back(d);
+  std::vector<PlanOp> old = std::move(plan.ops);
+  plan.ops.clear();
+  std::vector<int> id(old.size(), -1);
+  const auto keep = [&](PlanOp op) {
+    const int next = static_cast<int>(plan.ops.size());
+    id[static_cast<std::size_t>(op.id)] = next;
+    op.id = next;
+    for (int& d : op.deps) d = id[static_cast<std::size_t>(d)];
+    plan.ops.push_back(std::move(op));
+  };
+  for (const PlanOp& op : old)
+    if (!behind[static_cast<std::size_t>(op.id)]) keep(op);
+  for (int& d : norm_deps) d = id[static_cast<std::size_t>(d)];
+  std::sort(norm_deps.begin(), norm_deps.end());
+  int norm = add_op(plan, OpKind::GradNorm, -1, norm_deps);
+  // Ranks that update different shards add their sums; ranks that update everything have the same norm.
+  if (policy_->shards != Shards::None) norm = add_op(plan, OpKind::NormSync, -1, {norm});
+  for (const PlanOp& op : old) {
+    if (!behind[static_cast<std::size_t>(op.id)]) continue;
+    keep(op);
+    if (is_update(op)) plan.ops.back().deps.push_back(norm);
+  }
 }
 
 }  // namespace ddplab

@@ -68,28 +68,4 @@
     EXPECT_LE(::ddplab::test::compare(*ops, *ref, {x}, EW_TOL,                                                       \
                                       [&](::ddplab::Ops& o, std::vector<float*>& p) { o.scale(p[0], x.size(), 0.25f); }), \
               1.0);                                                                                                  \
-  }                                                                                                                  \
-  TEST_F(Fixture, SgdMomentumFirstAndLaterSteps) {                                                                   \
-    const std::size_t n = 30011;                                                                                     \
-    const auto p = ::ddplab::test::random_floats(n, 14), g = ::ddplab::test::random_floats(n, 15),                   \
-               b = ::ddplab::test::random_floats(n, 16);                                                             \
-    EXPECT_LE(::ddplab::test::compare(*ops, *ref, {p, g, b}, EW_TOL,                                                 \
-                                      [&](::ddplab::Ops& o, std::vector<float*>& q) {                               \
-                                        o.sgd_momentum(q[0], q[1], q[2], n, 0.05f, 0.9f, 1e-4f, true);               \
-                                        for (int s = 0; s < 3; ++s)                                                  \
-                                          o.sgd_momentum(q[0], q[1], q[2], n, 0.05f, 0.9f, 1e-4f, false);            \
-                                      }),                                                                            \
-              1.0);                                                                                                  \
-  }                                                                                                                   \
-  TEST_F(Fixture, AdamFiveStepsWithWeightDecay) {                                                                    \
-    const std::size_t n = 30011;                                                                                     \
-    const auto p = ::ddplab::test::random_floats(n, 17), g = ::ddplab::test::random_floats(n, 18),                   \
-               zero = std::vector<float>(n, 0.0f);                                                                   \
-    /* Moments start at zero, as in torch.optim.Adam; g is reused, so m and v follow their recurrences. */          \
-    EXPECT_LE(::ddplab::test::compare(*ops, *ref, {p, g, zero, zero}, EW_TOL,                                        \
-                                      [&](::ddplab::Ops& o, std::vector<float*>& q) {                               \
-                                        for (int t = 1; t <= 5; ++t)                                                 \
-                                          o.adam(q[0], q[1], q[2], q[3], n, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, t);  \
-                                      }),                                                                            \
-              1.0);                                                                                                  \
   }

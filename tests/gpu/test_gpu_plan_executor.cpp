@@ -28,15 +28,13 @@ struct Outcome {
   double compute_s = 0, step_s = 0;
 };
 
-Outcome train(Ops& ops, Communicator& comm, const StrategyConfig& config, bool adam) {
+Outcome train(Ops& ops, Communicator& comm, const StrategyConfig& config, const OptimizerConfig& oc) {
   Mlp model(ops, kLayers, kBatch);
   model.init(3);
   StrategyContext ctx;
   ctx.batch_size = kBatch;
+  ctx.clip_grad_norm = oc.clip_grad_norm > 0;
   Strategy strategy(config, ModelSpec::mlp(kLayers), ctx);
-  OptimizerConfig oc;
-  oc.adam = adam;
-  oc.lr = adam ? 1e-3f : 0.05f;
   Outcome out;
   {
     PlanExecutor exec(comm, ops, model, strategy, oc);
@@ -82,20 +80,32 @@ class GpuPlanExecutor : public ::testing::Test {
 TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
   auto single = make_single_process_communicator();
   auto ref = make_reference_ops();
-  for (bool adam : {false, true})
+  // Every optimizer (the per-tensor ones where the policy keeps tensors whole), and clipping.
+  std::vector<OptimizerConfig> runs;
+  for (const OptimizerInfo& o : optimizers()) {
+    OptimizerConfig oc;
+    oc.name = o.name;
+    oc.lr = LrPlan::constant(o.name == "sgd" || o.name == "lars" ? 0.05 : 1e-3);
+    runs.push_back(oc);
+  }
+  runs.push_back(runs.front());
+  runs.back().clip_grad_norm = 0.05;
+  for (const OptimizerConfig& oc : runs)
     for (const StrategyConfig& c : {config("flat", "none"), config("overlap", "none"), config("overlap", "fp16"),
                                     config("bucketed", "bf16"), config("overlap", "topk"), config("zero1", "none"),
                                     config("overlap", "powersgd")}) {
-      const Outcome want = train(*ref, *single, c, adam);
+      if (find_optimizer(oc.name)->per_tensor && find_policy(c.policy)->shards != Shards::None) continue;
+      const std::string what = " " + oc.name + (oc.clip_grad_norm > 0 ? " clipped " : " ");
+      const Outcome want = train(*ref, *single, c, oc);
       auto cuda = make_cuda_ops();
       auto nccl = open_nccl_communicator(*single, *cuda, 60);
-      const Outcome device = train(*cuda, *nccl, c, adam), staged = train(*cuda, *single, c, adam);
+      const Outcome device = train(*cuda, *nccl, c, oc), staged = train(*cuda, *single, c, oc);
       for (const Outcome* got : {&device, &staged}) {
         ASSERT_EQ(got->params.size(), want.params.size());
         double worst = 0;
         for (std::size_t i = 0; i < want.params.size(); ++i)
           worst = std::max(worst, std::abs(got->params[i] - want.params[i]) / (1e-4 + 1e-3 * std::abs(want.params[i])));
-        EXPECT_LE(worst, 1.0) << c.name << (adam ? " adam " : " sgd ") << (got == &device ? "nccl" : "staged");
+        EXPECT_LE(worst, 1.0) << c.name << what << (got == &device ? "nccl" : "staged");
       }
       // CUDA-event times: positive, and inside the host-timed steps.
       EXPECT_GT(device.compute_s, 0.0) << c.name;

@@ -153,7 +153,7 @@ TEST_F(Nccl, CollectiveBenchOnDeviceBuffers) {
 // and input gradients), the input layer's one (no input gradient).
 TEST_F(Nccl, CalibrateComputeIsTimedOnTheDevice) {
   const std::vector<int> widths = {16, 4096, 4096, 10};
-  const MlpComputeTimes t = measure_mlp_compute(*comm, *ops, widths, 1024, 1, 5);
+  const MlpComputeTimes t = measure_mlp_compute(*comm, *ops, widths, 1024, 1, 5, OptimizerConfig{});
   ASSERT_EQ(t.forward_s.size(), 3u);
   ASSERT_EQ(t.backward_s.size(), 3u);
   const double flops = 2.0 * 1024 * 4096 * 4096;

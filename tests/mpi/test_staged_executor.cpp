@@ -30,7 +30,7 @@ const std::vector<int> kLayers = {20, 16, 12, 4};
 constexpr int kBatch = 8, kSteps = 5;
 
 // Trains kSteps steps of `config` on this rank's deterministic random batches; returns the parameters.
-std::vector<float> train(Ops& ops, const StrategyConfig& config, bool adam) {
+std::vector<float> train(Ops& ops, const StrategyConfig& config, const OptimizerConfig& oc) {
   Communicator& comm = *g_comm;
   Mlp model(ops, kLayers, kBatch);
   model.init(7);  // same seed everywhere: no broadcast needed
@@ -38,10 +38,8 @@ std::vector<float> train(Ops& ops, const StrategyConfig& config, bool adam) {
   ctx.world_size = comm.size();
   ctx.ranks_per_node = comm.size();
   ctx.batch_size = kBatch;
+  ctx.clip_grad_norm = oc.clip_grad_norm > 0;
   Strategy strategy(config, ModelSpec::mlp(kLayers), ctx);
-  OptimizerConfig oc;
-  oc.adam = adam;
-  oc.lr = adam ? 1e-3f : 0.05f;
   {
     PlanExecutor exec(comm, ops, model, strategy, oc);
     std::mt19937 rng(static_cast<unsigned>(100 + comm.rank()));
@@ -101,16 +99,31 @@ TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
   for (const PolicyInfo& p : policies())
     if (!covered([&](const StrategyConfig& c) { return c.policy == p.name; }))
       configs.push_back(config(p.name, p.shards == Shards::Servers ? "native" : "ring"));
-  for (bool adam : {false, true})
+  // Every optimizer, and clipping by the global norm (small enough to clip: its NormSync on sharded policies).
+  std::vector<OptimizerConfig> optimizers_run;
+  for (const OptimizerInfo& o : optimizers()) {
+    OptimizerConfig oc;
+    oc.name = o.name;
+    oc.lr = LrPlan::constant(o.name == "sgd" || o.name == "lars" ? 0.05 : 1e-3);
+    optimizers_run.push_back(oc);
+  }
+  for (const char* name : {"sgd", "adam"}) {
+    OptimizerConfig oc = optimizers_run.at(name == std::string("sgd") ? 0 : 1);
+    oc.clip_grad_norm = 0.05;
+    optimizers_run.push_back(oc);
+  }
+  for (const OptimizerConfig& oc : optimizers_run)
     for (const StrategyConfig& c : configs) {
+      if (find_optimizer(oc.name)->per_tensor && find_policy(c.policy)->shards != Shards::None) continue;  // refused
       auto cpu = make_ops("cpu");
       StagedCpuOps staged;
-      const std::vector<float> want = train(*cpu, c, adam), got = train(staged, c, adam);
+      const std::vector<float> want = train(*cpu, c, oc), got = train(staged, c, oc);
       EXPECT_GT(staged.host_allocs, 0) << c.name << ": the executor did not stage";
       ASSERT_EQ(got.size(), want.size());
       std::size_t differ = 0;
       for (std::size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i];
-      EXPECT_EQ(differ, 0u) << c.name << (adam ? " adam" : " sgd") << " on rank " << g_comm->rank();
+      EXPECT_EQ(differ, 0u) << c.name << " " << oc.name << (oc.clip_grad_norm > 0 ? " clipped" : "") << " on rank "
+                            << g_comm->rank();
     }
 }
 

@@ -56,6 +56,21 @@ straggler)
   [[ $(grep -cE "^ +[0-9]+ +[0-9.]+ " "$work/ranks") -eq $np ]] || fail "not a row per rank"
   "$ddplab" report --db "$db" --ranks 99 >/dev/null 2>&1 && fail "a run that does not exist was reported"
   ;;
+optimizers)
+  # A registry optimizer with its lr plan, and clipping on a sharded policy: announced, identical on every
+  # rank, the loss falls, and the plan is stored with the run.
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "run exited $?"
+  "$ddplab" run "${scenario%.toml}-zero1.toml" --np "$np" --db "$db" >>"$work/out" 2>&1 || fail "zero1 run exited $?"
+  grep -q "^lamb: lr 0.02 x $np (linear scaling: global batch $((64 * np)) / 64) = .*, warm-up 3 updates, cosine decay over" \
+    "$work/out" || fail "no lr plan line"
+  [[ $(grep -c "params identical on all ranks" "$work/out") -eq 2 ]] || fail "not both runs confirmed identical"
+  sqlite3 "$db" "select config from runs where strategy = 'overlap-ring'" | grep -q '"lr_plan"' || fail "lr plan not stored"
+  for run in 1 2; do
+    first=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step < 3")
+    last=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step >= (select max(step) - 2 from steps where run_id = $run)")
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }' || fail "run $run: loss $first -> $last did not fall"
+  done
+  ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac
 echo "PASS: $check with $np ranks"

@@ -125,19 +125,6 @@ TEST(CpuOps, SoftmaxCrossEntropyMatchesReference) {
   EXPECT_THROW(ops->softmax_xent(logits, bad, 2, 3, d), std::out_of_range);
 }
 
-TEST(CpuOps, SgdMomentumFollowsPyTorch) {
-  auto ops = make_ops("cpu");
-  float p[2] = {1.0f, -2.0f}, g[2] = {0.5f, 0.25f}, buf[2] = {0, 0};
-  ops->sgd_momentum(p, g, buf, 2, 0.1f, 0.9f, 0.01f, true);
-  // d = g + wd*p = {0.51, 0.23}; buf = d; p -= 0.1*d
-  EXPECT_FLOAT_EQ(buf[0], 0.51f);
-  EXPECT_FLOAT_EQ(p[0], 1.0f - 0.051f);
-  ops->sgd_momentum(p, g, buf, 2, 0.1f, 0.9f, 0.01f, false);
-  const float d0 = 0.5f + 0.01f * (1.0f - 0.051f);
-  EXPECT_FLOAT_EQ(buf[0], 0.9f * 0.51f + d0);
-  EXPECT_FLOAT_EQ(p[0], 1.0f - 0.051f - 0.1f * (0.9f * 0.51f + d0));
-}
-
 TEST(CpuOps, GemmTransposesMatchNaiveProduct) {
   auto ops = make_ops("cpu");
   // A 2x3 times B 3x2.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -58,6 +59,68 @@ TEST(PlanExecutor, OverlapStartsABucketWhileBackwardRuns) {
     }
   }
   ops->free_labels(y);
+}
+
+// The parameters in PyTorch's order, whatever layout the executor gave the flat buffer.
+std::vector<float> params_in_order(Ops& ops, Mlp& model) {
+  std::vector<float> flat(model.num_params()), out;
+  ops.to_host(flat.data(), model.params(), flat.size());
+  for (const ParamInfo& p : model.param_info())
+    out.insert(out.end(), flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
+               flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
+  return out;
+}
+
+// Clipping as torch.nn.utils.clip_grad_norm_: one SGD step (no momentum) moves the parameters by
+// lr g min(1, max_norm / (||g|| + 1e-6)), ||g|| over every gradient of the model.
+TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
+  const std::vector<int> layers = {20, 16, 4};
+  const int batch = 8;
+  auto comm = make_single_process_communicator();
+  auto ops = make_ops("cpu");
+  std::mt19937 rng(9);
+  std::vector<float> x(static_cast<std::size_t>(batch) * layers.front());
+  for (float& v : x) v = std::normal_distribution<float>()(rng);
+  const std::vector<std::int32_t> y = {0, 1, 2, 3, 0, 1, 2, 3};
+  // The reference: the same model's gradients, computed directly.
+  Mlp ref(*ops, layers, batch);
+  ref.init(4);
+  ref.forward(x.data(), batch);
+  ref.backward(y.data());
+  std::vector<float> p0 = params_in_order(*ops, ref), g(ref.num_params());
+  ops->to_host(g.data(), ref.grads(), g.size());
+  double sq = 0;
+  for (float v : g) sq += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sq);
+  for (const char* policy : {"flat", "overlap", "zero1"}) {
+    for (const double max_norm : {0.1 * norm, 10 * norm}) {  // clipped, and left alone
+      Mlp model(*ops, layers, batch);
+      model.init(4);
+      StrategyConfig cfg;
+      cfg.policy = policy;
+      cfg.schedule = "ring";
+      cfg.bucket_cap = 256, cfg.first_bucket_cap = 64;
+      Strategy strategy(cfg, ModelSpec::mlp(layers), {1, 1, batch, 1, true});
+      OptimizerConfig oc;
+      oc.options = {{"momentum", "0"}};
+      oc.lr = LrPlan::constant(0.5);
+      oc.clip_grad_norm = max_norm;
+      {
+        PlanExecutor exec(*comm, *ops, model, strategy, oc);
+        exec.run_step(0, x.data(), y.data(), batch);
+      }
+      const std::vector<float> got = params_in_order(*ops, model);
+      const double factor = std::min(1.0, max_norm / (norm + 1e-6));
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], p0[i] - 0.5 * factor * g[i], 1e-6) << policy << " max_norm " << max_norm << " element " << i;
+    }
+  }
+  // A plan without the norm's ops cannot clip: the executor refuses rather than silently not clipping.
+  Mlp model(*ops, layers, batch);
+  Strategy plain(StrategyConfig{}, ModelSpec::mlp(layers), {1, 1, batch, 1, false});
+  OptimizerConfig oc;
+  oc.clip_grad_norm = 1.0;
+  EXPECT_THROW(PlanExecutor(*comm, *ops, model, plain, oc), std::logic_error);
 }
 
 }  // namespace

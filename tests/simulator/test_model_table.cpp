@@ -47,7 +47,10 @@ TEST(SimulatorModelTable, ComputeFromModelFlops) {
   sc.cluster.device_mem_bw = 1.5e12;  // optimizer: 20 bytes per parameter at memory bandwidth
   src = compute_source(sc, sc.strategies[0], store);
   EXPECT_DOUBLE_EQ(src.optimizer_s, 20.0 * 25'557'032 / 1.5e12);
-  EXPECT_EQ(src.origin, "model FLOPs / (device_flops x efficiency); optimizer 20 B per parameter / device_mem_bw");
+  EXPECT_EQ(src.origin, "model FLOPs / (device_flops x efficiency); optimizer 20 B per parameter (sgd) / device_mem_bw");
+  sc.train.optimizer = "adam";  // the optimizer's own traffic: Adam reads and writes two moments
+  EXPECT_DOUBLE_EQ(compute_source(sc, sc.strategies[0], store).optimizer_s, 28.0 * 25'557'032 / 1.5e12);
+  sc.train.optimizer = "sgd";
 
   sc.cluster.optimizer_s = 0.001;  // an explicit optimizer time wins
   EXPECT_DOUBLE_EQ(compute_source(sc, sc.strategies[0], store).optimizer_s, 0.001);

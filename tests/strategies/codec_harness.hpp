@@ -74,6 +74,14 @@ class WorkRecorder final : public CodecCompute {
   void sub(float* o, const float* a, const float* b, std::size_t n) override {
     log.push_back({WorkKind::Sub, n}), h().sub(o, a, b, n);
   }
+  // The optimizers' primitives are no codec work: a codec that called one would do work its plan hides.
+  void scale(float* x, std::size_t n, float a) override { not_codec_work("scale"), h().scale(x, n, a); }
+  void axpby(float* y, const float* x, std::size_t n, float a, float b) override { not_codec_work("axpby"), h().axpby(y, x, n, a, b); }
+  void ema_square(float* v, const float* x, std::size_t n, float b) override { not_codec_work("ema_square"), h().ema_square(v, x, n, b); }
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs, float e) override {
+    not_codec_work("add_rms_ratio"), h().add_rms_ratio(y, m, v, n, a, b, vs, e);
+  }
+  double sum_squares(const float* x, std::size_t n) override { return not_codec_work("sum_squares"), h().sum_squares(x, n); }
   void to_half(ElemType t, const float* in, std::uint16_t* out, std::size_t n) override {
     log.push_back({WorkKind::ToHalf, n, 0, 0, t}), h().to_half(t, in, out, n);
   }
@@ -104,6 +112,7 @@ class WorkRecorder final : public CodecCompute {
 
  private:
   static CodecCompute& h() { return host_codec_compute(); }
+  static void not_codec_work(const char* call) { ADD_FAILURE() << "a codec called " << call << ", which no plan announces"; }
 };
 
 // One recorder per codec object, alive until the test process ends (codecs free their state through it).

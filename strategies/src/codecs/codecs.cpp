@@ -58,18 +58,7 @@ std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& o
   for (const auto& info : codecs()) {
     known += (known.empty() ? "" : ", ") + info.name;
     if (info.name != name) continue;
-    // Unknown keys first, so a typo is reported as such rather than silently ignored; then each value's type
-    // and range, so that the factory reads valid values only.
-    for (const auto& [key, value] : options) {
-      const OptionSpec* spec = find_option(info.options, key);
-      if (!spec) {
-        const std::string keys = option_names(info.options);
-        throw std::invalid_argument("codec " + name + ": unknown option \"" + key + "\" (" +
-                                    (keys.empty() ? std::string("it takes no options") : "known: " + keys) + ")");
-      }
-      if (!option_accepts(*spec, value))
-        throw std::invalid_argument("codec " + name + ": " + key + " must be " + spec->requirement() + ", got \"" + value + "\"");
-    }
+    check_options("codec " + name, info.options, options);
     return info.make(options, seed);
   }
   throw std::invalid_argument("unknown codec \"" + name + "\" (known: " + known + ")");

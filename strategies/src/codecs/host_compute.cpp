@@ -1,5 +1,6 @@
 // host_codec_compute(): the codecs' local work on host memory, with the loops the codecs always ran (so
 // results are bit-identical to those of the codecs before they took a CodecCompute).
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -46,6 +47,33 @@ class HostCodecCompute final : public CodecCompute {
   }
   void sub(float* out, const float* a, const float* b, std::size_t n) override {
     for (std::size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+  }
+
+  void scale(float* x, std::size_t n, float a) override {
+    for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+  }
+  void axpby(float* y, const float* x, std::size_t n, float a, float b) override {
+    if (b == 0.0f) {
+      for (std::size_t i = 0; i < n; ++i) y[i] = a * x[i];
+    } else {
+      for (std::size_t i = 0; i < n; ++i) y[i] = a * x[i] + b * y[i];
+    }
+  }
+  void ema_square(float* v, const float* x, std::size_t n, float beta) override {
+    const float c = 1.0f - beta;
+    for (std::size_t i = 0; i < n; ++i) v[i] = beta * v[i] + c * x[i] * x[i];
+  }
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
+                     float eps) override {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float r = a * (m[i] / (std::sqrt(v[i]) / v_scale + eps));
+      y[i] = b == 0.0f ? r : r + b * y[i];
+    }
+  }
+  double sum_squares(const float* x, std::size_t n) override {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    return s;
   }
 
   void to_half(ElemType type, const float* in, std::uint16_t* out, std::size_t n) override {

@@ -58,11 +58,19 @@ struct TrainConfig {
   int batch_size = 64;                                   // per rank
   int epochs = 1;
   int max_steps = 0;                                     // 0 = no limit (run the epochs)
-  double lr = 0.05;
-  double momentum = 0.9;
+  double lr = 0.05;                                      // at lr_base_batch; lr_scale scales it to the global batch
   double weight_decay = 0.0;
-  std::string optimizer = "sgd";                         // "sgd" (with momentum) | "adam" (torch.optim.Adam)
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
+  // The optimizer and the learning-rate schedule are registry entries (strategies/optimizer.hpp), whose
+  // typed options travel as text, as a codec's do; validate_train checks them, citing `where`.
+  std::string optimizer = "sgd";                         // sgd, adam, adamw, rmsprop, lars, lamb
+  std::map<std::string, std::string> optimizer_options;  // optimizer_options = { momentum = 0.9 }
+  std::string lr_schedule = "constant";                  // constant, cosine, step: the decay after warm-up
+  std::map<std::string, std::string> lr_schedule_options;
+  int warmup_steps = 0;                                  // optimizer steps of linear warm-up from lr / warmup_steps
+  std::string lr_scale = "none";                         // "none" | "linear" | "sqrt": by global batch / lr_base_batch
+  int lr_base_batch = 0;                                 // the global batch `lr` is meant for; 0 = batch_size
+  double clip_grad_norm = 0;                             // > 0: clip the global gradient norm to it (0 = off)
+  std::map<std::string, std::string> where;              // "optimizer_options.momentum" -> "file:line:col"
   double comm_timeout_s = 300;                           // NCCL watchdog: a stuck collective aborts after this
   bool tf32 = false;                                     // GPU GEMMs on TF32 tensor cores (cuda backends only)
   std::uint64_t seed = 1;

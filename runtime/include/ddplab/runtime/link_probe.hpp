@@ -9,6 +9,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
+#include "ddplab/strategies/optimizer.hpp"
 
 namespace ddplab {
 
@@ -38,13 +39,13 @@ std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std
 
 // Per-layer compute of an MLP of these widths at `batch`, on `ops`, averaged over the communicator's ranks
 // (which all compute at once, loading the machine as training does): forward (GEMM, bias, ReLU), backward
-// (the loss gradient counts with the last layer) and one SGD-momentum update of every parameter, each the
-// median of `reps`. Device backends are timed with their events (the kernels' time), host ones by the clock.
+// (the loss gradient counts with the last layer) and one update of every parameter by `opt`'s optimizer
+// (at lr 0), each the median of `reps`. Device backends are timed with their events (the kernels' time), host ones by the clock.
 struct MlpComputeTimes {
   std::vector<double> forward_s, backward_s;  // per layer, input layer first
   double optimizer_s = 0;
 };
 MlpComputeTimes measure_mlp_compute(Communicator& comm, Ops& ops, const std::vector<int>& widths, int batch,
-                                    std::uint64_t seed, int reps);
+                                    std::uint64_t seed, int reps, const OptimizerConfig& opt);
 
 }  // namespace ddplab

@@ -43,13 +43,6 @@ class Ops {
   virtual double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols,
                               float* dlogits) = 0;
   virtual void scale(float* x, std::size_t n, float alpha) = 0;                     // x *= alpha
-  // PyTorch SGD: g += wd*p; buf = first ? g : momentum*buf + g; p -= lr*buf.
-  virtual void sgd_momentum(float* p, const float* g, float* buf, std::size_t n, float lr, float momentum,
-                            float weight_decay, bool first) = 0;
-  // PyTorch Adam (L2 weight decay added to the gradient), step t >= 1:
-  // g += wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
-  virtual void adam(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
-                    float eps, float weight_decay, std::int64_t t) = 0;
 
   // True when alloc() returns memory the host cannot read (the CUDA backend). A host-memory communicator
   // (MPI) then needs the buffers staged through host memory.

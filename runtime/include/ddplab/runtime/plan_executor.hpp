@@ -17,15 +17,10 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/runtime/slowdown.hpp"
+#include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
-
-struct OptimizerConfig {
-  float lr = 0.05f, momentum = 0.9f, weight_decay = 0.0f;
-  bool adam = false;  // torch.optim.Adam instead of SGD with momentum
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-};
 
 // One op as it ran: times in seconds since the step began, and bytes this rank sent.
 struct OpRecord {
@@ -74,6 +69,8 @@ class PlanExecutor {
   void run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out);
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
+  void update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors);  // the optimizer on a range
+  double sum_squares_to_update() const;  // this rank's gradients that its plan's updates read
   void apply_layout();
   // Runs f on n elements at `device`: in place, or (staged_) on their copy in host_ and copied back.
   template <class F>
@@ -87,8 +84,11 @@ class PlanExecutor {
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;
-  DeviceBuffer momentum_;  // SGD's momentum, or Adam's first moment
-  DeviceBuffer second_;    // Adam's second moment (empty for SGD)
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<DeviceBuffer> state_;  // the optimizer's per-parameter state, in the parameters' layout
+  DeviceBuffer scratch_;             // its scratch, when it needs one
+  DeviceBuffer norm_buf_;            // NormSync's one float, in the communicator's memory
+  double grad_sq_ = 0;               // GradNorm's sum of squares (after NormSync: over all ranks)
   // Device-memory backend with a host-memory communicator (cuda+mpi): each comm op copies its bucket to
   // host_ (page-locked, model-sized), communicates there, and copies the result back.
   bool staged_ = false;

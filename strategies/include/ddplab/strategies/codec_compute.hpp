@@ -1,4 +1,5 @@
-// Where a codec does its local work. A codec (codec.hpp) is written once against this interface; the
+// Where a codec or an optimizer does its local work. A codec (codec.hpp) or an optimizer (optimizer.hpp) is
+// written once against this interface; the
 // host implementation (host_codec_compute()) runs the loops of strategies/src/codecs/ on host memory, and
 // a backend whose gradients live elsewhere (the CUDA backend: runtime/cuda/cuda_codec.cu) implements the
 // same calls on its own memory and stream. Every pointer passed here belongs to the compute's memory
@@ -50,6 +51,18 @@ class CodecCompute {
   virtual void divide(float* x, std::size_t n, float w) = 0;                          // x[i] /= w
   virtual void add(float* x, const float* y, std::size_t n) = 0;                      // x[i] += y[i]
   virtual void sub(float* out, const float* a, const float* b, std::size_t n) = 0;   // out[i] = a[i] - b[i]
+
+  // ---- element-wise float32 for optimizers (each a float expression in the order written) ----
+  virtual void scale(float* x, std::size_t n, float a) = 0;                           // x[i] *= a
+  // y[i] = a * x[i] + b * y[i]; with b == 0, y[i] = a * x[i] (y is not read, so it may hold anything).
+  virtual void axpby(float* y, const float* x, std::size_t n, float a, float b) = 0;
+  virtual void ema_square(float* v, const float* x, std::size_t n, float beta) = 0;  // v[i] = beta*v[i] + (1-beta)*x[i]*x[i]
+  // y[i] = a * (m[i] / (sqrt(v[i]) / v_scale + eps)) + b * y[i]; b == 0 as in axpby. Adam's and RMSprop's step.
+  virtual void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
+                             float eps) = 0;
+  // Sum of x[i]^2 in double, returned to the host (complete on return). The host sums in index order; a
+  // parallel implementation agrees to double rounding.
+  virtual double sum_squares(const float* x, std::size_t n) = 0;
 
   // ---- half-precision casts (type F16 or BF16; strategies/half.hpp's rounding) ----
   virtual void to_half(ElemType type, const float* in, std::uint16_t* out, std::size_t n) = 0;

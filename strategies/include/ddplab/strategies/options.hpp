@@ -21,7 +21,8 @@ struct OptionSpec {
   std::string fallback;                                    // the value when unset, as text
   std::string example;                                     // a valid value other than the fallback
   std::string help;                                        // one line: what it does
-  // What a value must be: "an integer >= 1", "a number >= 0", "in (0, 1]", "true or false".
+  bool max_excluded = false;                               // Number: max itself refused ("in [0, 1)")
+  // What a value must be: "an integer >= 1", "a number >= 0", "in (0, 1]", "in [0, 1)", "true or false".
   std::string requirement() const;
 };
 
@@ -32,6 +33,11 @@ const OptionSpec* find_option(const std::vector<OptionSpec>& specs, const std::s
 std::string option_names(const std::vector<OptionSpec>& specs);
 // True when `text` is a value of the option's type within its range.
 bool option_accepts(const OptionSpec& spec, const std::string& text);
+
+// Checks every value set against `specs`: unknown keys first (so a typo is reported as such rather than
+// silently ignored), then each value's type and range. Throws std::invalid_argument "WHAT: unknown option
+// "KEY" (known: ...)" or "WHAT: KEY must be REQUIREMENT, got "TEXT"", WHAT being "codec topk" and the like.
+void check_options(const std::string& what, const std::vector<OptionSpec>& specs, const OptionValues& values);
 
 // The value set in `values`, else the option's fallback. Throws std::invalid_argument for a name not in
 // `specs`, an option of another kind (option_number reads integers too), or "NAME must be REQUIREMENT,

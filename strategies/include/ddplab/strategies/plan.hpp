@@ -25,6 +25,11 @@ enum class OpKind {
   AllGather,       // comm: bucket `index` parameter shards all-gathered to every rank
   Push,            // comm: bucket `index` gradients pushed to the parameter servers, each summing its shard
   Pull,            // comm: bucket `index` parameter shards pulled from the servers by every worker
+  // Global-norm clipping ([train].clip_grad_norm): after every gradient the updates read is synced and
+  // before any update, GradNorm sums the squares of the gradients this rank updates; where ranks update
+  // different shards, NormSync allreduces that sum, so every rank clips by the same norm.
+  GradNorm,        // compute: sum of squares of this rank's synced gradients (index -1)
+  NormSync,        // comm: allreduce of the per-rank sums of squares, one float (index -1)
 };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);

@@ -21,7 +21,10 @@ struct StrategyContext {
   int ranks_per_node = 1;
   int batch_size = 1;       // per rank per micro-step, for the compute estimates
   std::uint64_t seed = 1;   // codec randomness (PowerSGD's initial Q), identical on every rank
+  bool clip_grad_norm = false;  // updates wait for the global gradient norm (GradNorm, NormSync ops)
 };
+// The context of a scenario's run on world_size ranks, ranks_per_node to a node.
+StrategyContext strategy_context(const Scenario& scenario, int world_size, int ranks_per_node);
 
 class Strategy;
 
@@ -133,6 +136,8 @@ class Strategy {
   std::unique_ptr<Codec> codec_;
   bool rebuilt_ = false;
   void bucketize(const std::vector<int>& order);
+  void add_grad_norm(StepPlan& plan) const;
+  std::size_t largest_shard(const Bucket& b) const;  // of a sharding policy: chunk 0, which sets the pace
 };
 
 }  // namespace ddplab
