@@ -28,6 +28,7 @@ struct Case {
   std::string label;
   StrategyConfig config;
   int ranks_per_node = 1;
+  bool clip = false;  // global-norm clipping: the plan's GradNorm, and NormSync's allreduce where sharded
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }  // gtest names the case in failures
@@ -75,6 +76,11 @@ std::vector<Case> cases() {
   acc.config.accumulate_steps = 2;
   v.push_back(acc);
   v.push_back(make_case("ps_colocated", "ps", "native"));
+  for (const char* policy : {"overlap", "zero1"}) {
+    Case clipped = make_case(std::string(policy) + "_ring_clipped", policy, "ring");
+    clipped.clip = true;
+    v.push_back(clipped);
+  }
   Case ps = make_case("ps_one_dedicated_server", "ps", "native");
   ps.config.policy_options["ps_servers"] = "1";
   v.push_back(ps);
@@ -104,12 +110,13 @@ std::vector<Case> cases() {
   return v;
 }
 
-Scenario scenario() {
+Scenario scenario(const Case& c) {
   Scenario s;
   s.name = "contract";
   s.model.layers = {784, 64, 32, 10};
   s.train.batch_size = kBatch;
   s.train.seed = 7;
+  s.train.clip_grad_norm = c.clip ? 1.0 : 0.0;
   return s;
 }
 
@@ -118,7 +125,7 @@ using Sent = std::vector<std::uint64_t>;
 
 // The window: the pattern's warm-up and two steady blocks.
 int window(const Scenario& sc, const Case& c, int n) {
-  const StepPattern p = Strategy(c.config, ModelSpec::mlp(sc.model.layers), {n, c.ranks_per_node, kBatch, sc.train.seed}).pattern();
+  const StepPattern p = Strategy(c.config, ModelSpec::mlp(sc.model.layers), strategy_context(sc, n, c.ranks_per_node)).pattern();
   // At most kMaxSteps: a long warm-up (PowerSGD's default start_iter is 1000) is covered by its first steps;
   // the cases above that cross a change keep their warm-up short.
   return std::clamp<int>(static_cast<int>(p.warmup_steps() + 2 * p.period()), kMinSteps, kMaxSteps);
@@ -130,12 +137,14 @@ std::vector<Sent> run_runtime(const Scenario& sc, const Case& c, int steps) {
   auto ops = make_ops("cpu");
   Mlp model(*ops, sc.model.layers, kBatch);
   model.init(sc.train.seed);
-  Strategy strategy(c.config, ModelSpec::mlp(sc.model.layers), {n, c.ranks_per_node, kBatch, sc.train.seed});
+  Strategy strategy(c.config, ModelSpec::mlp(sc.model.layers), strategy_context(sc, n, c.ranks_per_node));
+  OptimizerConfig oc;
+  oc.clip_grad_norm = sc.train.clip_grad_norm;
   DeviceBuffer x(*ops, static_cast<std::size_t>(kBatch * features));
   std::int32_t* y = ops->alloc_labels(kBatch);
   std::vector<Sent> out;
   {
-    PlanExecutor exec(comm, *ops, model, strategy, OptimizerConfig{});
+    PlanExecutor exec(comm, *ops, model, strategy, oc);
     std::mt19937 rng(1000u * static_cast<unsigned>(comm.rank()) + 1);
     std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
     std::vector<float> hx(static_cast<std::size_t>(kBatch * features));
@@ -161,7 +170,7 @@ class Contract : public ::testing::TestWithParam<Case> {};
 TEST_P(Contract, RuntimeAndSimulatorSendTheSameBytes) {
   Communicator& comm = *g_comm;
   const Case& c = GetParam();
-  const Scenario sc = scenario();
+  const Scenario sc = scenario(c);
   const int n = comm.size();
   const int steps = window(sc, c, n);
   const std::vector<Sent> mine = run_runtime(sc, c, steps);
