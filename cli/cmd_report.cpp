@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/class_metrics.hpp"
 #include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
@@ -20,7 +21,7 @@ void add_report(CLI::App& app) {
     bool csv = false, json = false;
     std::optional<double> target;
     int skip_steps = 0;
-    std::optional<std::int64_t> ranks;
+    std::optional<std::int64_t> ranks, classes, step;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
@@ -35,6 +36,13 @@ void add_report(CLI::App& app) {
                   "the slowest rank with what it costs the others (ID from the table's run column)")
       ->excludes(csv)
       ->excludes(json);
+  auto* classes = cmd->add_option("--classes", a->classes,
+                                  "One run's evaluation by class: support, precision, recall and F1, and the confusion "
+                                  "matrix (the last evaluation, or --step's; with --csv one row per class)")
+                      ->excludes(json);
+  classes->excludes("--ranks");
+  cmd->add_option("--step", a->step, "With --classes: the evaluation after this step (the steps column of --json)")
+      ->needs(classes);
   cmd->add_option("--skip-steps", a->skip_steps,
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
@@ -55,6 +63,14 @@ void add_report(CLI::App& app) {
       if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
       const RankReport ranks = rank_report(store.steps(run->id), a->skip_steps, store.resources(run->id));
       write(rank_report_text(*run, ranks), fmt::format("run {}'s ranks", run->id));
+      return;
+    }
+    if (a->classes) {
+      const auto run = store.run(*a->classes);
+      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->classes));
+      const auto evals = store.evaluations(run->id);
+      write(a->csv ? class_report_csv(*run, evals, a->step) : class_report_text(*run, evals, a->step),
+            fmt::format("run {}'s classes", run->id));
       return;
     }
     const auto runs = store.summaries(a->skip_steps);

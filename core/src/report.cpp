@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/class_metrics.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -229,13 +231,28 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
     run["steps"] = std::move(steps);
 
     json evals = json::array();
-    for (const auto& e : store.evaluations(r.id))
-      evals.push_back({{"step", e.step},
-                       {"wall_s", num(e.wall_s)},
-                       {"test_loss", num(e.test_loss)},
-                       {"test_accuracy", num(e.test_accuracy)},
-                       {"macro_precision", num(e.macro_precision)},
-                       {"macro_recall", num(e.macro_recall)}});
+    for (const auto& e : store.evaluations(r.id)) {
+      json ev = {{"step", e.step},
+                 {"wall_s", num(e.wall_s)},
+                 {"test_loss", num(e.test_loss)},
+                 {"test_accuracy", num(e.test_accuracy)},
+                 {"macro_precision", num(e.macro_precision)},
+                 {"macro_recall", num(e.macro_recall)}};
+      if (!e.confusion.empty()) {  // per class, and the matrix they come from (row = true class)
+        const ClassMetrics m = class_metrics(e.confusion, e.classes);
+        ev["macro_f1"] = num(m.macro_f1);
+        json classes = json::array(), rows = json::array();
+        for (int c = 0; c < m.classes; ++c) {
+          const auto i = static_cast<std::size_t>(c);
+          classes.push_back({{"class", c}, {"support", m.support[i]}, {"precision", num(m.precision[i])},
+                             {"recall", num(m.recall[i])}, {"f1", num(m.f1[i])}});
+          rows.push_back(std::vector<std::int64_t>(e.confusion.begin() + c * m.classes, e.confusion.begin() + (c + 1) * m.classes));
+        }
+        ev["classes"] = std::move(classes);
+        ev["confusion"] = std::move(rows);
+      }
+      evals.push_back(std::move(ev));
+    }
     run["evaluations"] = std::move(evals);
 
     json res = json::array();

@@ -132,12 +132,18 @@ constexpr const char* kMigrateTo4 = R"sql(
 ALTER TABLE resources ADD COLUMN peak_device_bytes INTEGER;
 )sql";
 
+// Version 5: each evaluation's confusion matrix, a JSON array of its rows (row = true class), from which
+// per-class precision, recall and F1 follow (class_metrics.hpp).
+constexpr const char* kMigrateTo5 = R"sql(
+ALTER TABLE evaluations ADD COLUMN confusion TEXT;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
@@ -233,7 +239,7 @@ Store::Store(const std::string& path, int batch_rows)
                             "step_s, samples, bytes_sent, loss) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
   pending_->ins_eval = Stmt(db_, path_,
                             "INSERT INTO evaluations(run_id, step, wall_s, test_loss, test_accuracy, "
-                            "macro_precision, macro_recall) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+                            "macro_precision, macro_recall, confusion) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
   pending_->ins_res = Stmt(db_, path_,
                            "INSERT INTO resources(run_id, rank, peak_rss_bytes, cpu_s, wall_s, peak_device_bytes) "
                            "VALUES(?1,?2,?3,?4,?5,?6)");
@@ -350,7 +356,7 @@ std::vector<Evaluation> Store::evaluations(std::int64_t run) const {
   pending_->flush(db_, path_);
   std::vector<Evaluation> out;
   Stmt s(db_, path_,
-         "SELECT step, wall_s, test_loss, test_accuracy, macro_precision, macro_recall "
+         "SELECT step, wall_s, test_loss, test_accuracy, macro_precision, macro_recall, confusion "
          "FROM evaluations WHERE run_id = ?1 ORDER BY step, rowid");
   s.bind(1, run);
   while (s.step()) {
@@ -361,6 +367,15 @@ std::vector<Evaluation> Store::evaluations(std::int64_t run) const {
     e.test_accuracy = s.real(3);
     e.macro_precision = s.real(4);
     e.macro_recall = s.real(5);
+    if (!s.null(6)) {
+      const auto rows = nlohmann::json::parse(s.text(6), nullptr, false);
+      if (!rows.is_array())
+        throw StoreError(fmt::format("results store {}: run {}'s evaluation at step {} has an unreadable confusion matrix",
+                                     path_, run, e.step));
+      e.classes = static_cast<int>(rows.size());
+      for (const auto& row : rows)
+        for (const auto& v : row) e.confusion.push_back(v.get<std::int64_t>());
+    }
     out.push_back(e);
   }
   return out;

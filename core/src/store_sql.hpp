@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ddplab/core/store.hpp"
 
@@ -49,7 +50,8 @@ class Stmt {
   Stmt& bind(int i, double v) {
     return check(std::isnan(v) ? sqlite3_bind_null(st_, i) : sqlite3_bind_double(st_, i, v));
   }
-  Stmt& bind(int i, const std::optional<std::int64_t>& v) { return v ? bind(i, *v) : check(sqlite3_bind_null(st_, i)); }
+  Stmt& bind(int i, const std::optional<std::int64_t>& v) { return v ? bind(i, *v) : bind_null(i); }
+  Stmt& bind_null(int i) { return check(sqlite3_bind_null(st_, i)); }
 
   // true while a row is available; throws on error.
   bool step() {
@@ -144,7 +146,16 @@ struct Store::Pending {
       for (auto& [run, e] : evals) {
         ins_eval.reset();
         ins_eval.bind(1, run).bind(2, e.step).bind(3, e.wall_s).bind(4, e.test_loss).bind(5, e.test_accuracy);
-        ins_eval.bind(6, e.macro_precision).bind(7, e.macro_recall).run();
+        ins_eval.bind(6, e.macro_precision).bind(7, e.macro_recall);
+        if (e.confusion.empty()) {
+          ins_eval.bind_null(8);
+        } else {
+          nlohmann::json rows = nlohmann::json::array();
+          for (int t = 0; t < e.classes; ++t)
+            rows.push_back(std::vector<std::int64_t>(e.confusion.begin() + t * e.classes, e.confusion.begin() + (t + 1) * e.classes));
+          ins_eval.bind(8, rows.dump());
+        }
+        ins_eval.run();
       }
       for (auto& [run, r] : res) {
         ins_res.reset();

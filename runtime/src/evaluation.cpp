@@ -1,27 +1,11 @@
 #include "ddplab/runtime/evaluation.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "ddplab/core/class_metrics.hpp"
 
 namespace ddplab {
-
-void confusion_metrics(const std::vector<double>& m, int classes, Evaluation& out) {
-  double total = 0, correct = 0, precision = 0, recall = 0;
-  for (int t = 0; t < classes; ++t)
-    for (int p = 0; p < classes; ++p) total += m[static_cast<std::size_t>(t * classes + p)];
-  for (int c = 0; c < classes; ++c) {
-    double tp = m[static_cast<std::size_t>(c * classes + c)], predicted = 0, actual = 0;
-    for (int k = 0; k < classes; ++k) {
-      predicted += m[static_cast<std::size_t>(k * classes + c)];
-      actual += m[static_cast<std::size_t>(c * classes + k)];
-    }
-    correct += tp;
-    precision += predicted > 0 ? tp / predicted : 0.0;
-    recall += actual > 0 ? tp / actual : 0.0;
-  }
-  out.test_accuracy = total > 0 ? correct / total : 0.0;
-  out.macro_precision = precision / classes;
-  out.macro_recall = recall / classes;
-}
 
 Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& comm, int batch) {
   const int classes = model.classes();
@@ -54,7 +38,12 @@ Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& com
   comm.allreduce_sum(acc.data(), acc.size());
   Evaluation e;
   e.test_loss = acc.back() > 0 ? acc[acc.size() - 2] / acc.back() : 0.0;
-  confusion_metrics(std::vector<double>(acc.begin(), acc.end() - 2), classes, e);
+  e.classes = classes;
+  for (auto it = acc.begin(); it != acc.end() - 2; ++it) e.confusion.push_back(std::llround(*it));  // counts, exact in double
+  const ClassMetrics m = class_metrics(e.confusion, classes);
+  e.test_accuracy = m.accuracy;
+  e.macro_precision = m.macro_precision;
+  e.macro_recall = m.macro_recall;
   return e;
 }
 

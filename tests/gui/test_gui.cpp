@@ -111,7 +111,7 @@ class GuiTest : public QObject {
           m.loss = knownLoss(world, step, rank);
           store.add_step(id, m);
         }
-      store.add_evaluation(id, Evaluation{kSteps - 1, 1.0, 0.5, 0.80 + 0.01 * world, 0.8, 0.8});
+      store.add_evaluation(id, Evaluation{kSteps - 1, 1.0, 0.5, 0.80 + 0.01 * world, 0.8, 0.8, 0, {}});
       store.finish_run(id, "completed");
       measuredId_[world] = id;
     }

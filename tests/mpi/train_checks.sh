@@ -65,6 +65,11 @@ optimizers)
     "$work/out" || fail "no lr plan line"
   [[ $(grep -c "params identical on all ranks" "$work/out") -eq 2 ]] || fail "not both runs confirmed identical"
   sqlite3 "$db" "select config from runs where strategy = 'overlap-ring'" | grep -q '"lr_plan"' || fail "lr plan not stored"
+  # Every evaluation keeps its confusion matrix: the per-class report of the last one.
+  "$ddplab" report --db "$db" --classes 1 >"$work/classes" || fail "report --classes failed"
+  cat "$work/classes" >>"$work/out"
+  grep -q "^macro " "$work/classes" && grep -q "^weakest: class " "$work/classes" || fail "no per-class table"
+  [[ $("$ddplab" report --db "$db" --classes 1 --csv | wc -l) -eq 11 ]] || fail "not a CSV row per class"
   for run in 1 2; do
     first=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step < 3")
     last=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step >= (select max(step) - 2 from steps where run_id = $run)")

@@ -66,7 +66,7 @@ struct Fixture {
       for (int rank = 0; rank < 2; ++rank)
         store.add_step(measured, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02 + 0.01 * rank, 32, 2'000'000,
                                   1.0 + rank + step});
-    store.add_evaluation(measured, {1, 3.5, 0.6, 0.8125, 0.8, 0.79});
+    store.add_evaluation(measured, {1, 3.5, 0.6, 0.8125, 0.8, 0.79, 0, {}});
     store.add_resources(measured, {0, 1 << 20, 1.5, 2.0, std::nullopt});
     store.finish_run(measured, "completed");
 

@@ -70,7 +70,7 @@ TEST(Store, RoundTripsEveryField) {
   info.world_size = 4;
   info.batch_size = 128;
   StepMetrics m{7, 3, 0.125, 0.25, 0.0625, 0.03125, 0.5, 128, 1234567890123LL, 2.75};
-  Evaluation e{7, 12.5, 0.4, 0.875, 0.86, 0.85};
+  Evaluation e{7, 12.5, 0.4, 0.875, 0.86, 0.85, 2, {7, 1, 0, 0}};
   Resources r{3, 987654321, 10.5, 12.25, std::nullopt};
   {
     Store store(file);
@@ -120,6 +120,8 @@ TEST(Store, RoundTripsEveryField) {
   EXPECT_EQ(evals[0].test_accuracy, 0.875);
   EXPECT_EQ(evals[0].macro_precision, 0.86);
   EXPECT_EQ(evals[0].macro_recall, 0.85);
+  EXPECT_EQ(evals[0].classes, 2);
+  EXPECT_EQ(evals[0].confusion, (std::vector<std::int64_t>{7, 1, 0, 0}));
 
   auto res = store.resources(id);
   ASSERT_EQ(res.size(), 1u);
@@ -143,8 +145,8 @@ TEST(Store, RunningRunHasNoEndAndOrderedReads) {
   // Inserted out of order, read back by (step, rank).
   for (int step : {2, 0, 1})
     for (int rank : {1, 0}) store.add_step(id, step_row(step, rank, 0.1, 10, 1.0));
-  store.add_evaluation(id, {5, 0, 0, 0.5, 0, 0});
-  store.add_evaluation(id, {1, 0, 0, 0.1, 0, 0});
+  store.add_evaluation(id, {5, 0, 0, 0.5, 0, 0, 0, {}});
+  store.add_evaluation(id, {1, 0, 0, 0.1, 0, 0, 0, {}});
   store.add_resources(id, {1, 0, 0, 0, std::nullopt});
   store.add_resources(id, {0, 0, 0, 0, std::nullopt});
   auto steps = store.steps(id);  // reads see this Store's pending rows
@@ -173,7 +175,7 @@ TEST(Store, BatchesRowsUntilThresholdOrFlush) {
   EXPECT_EQ(raw.text("SELECT status FROM runs WHERE id=" + std::to_string(id)), "running");
   for (int i = 0; i < 3; ++i) store.add_step(id, step_row(i, 0, 0.1, 1, 1));
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 0);  // pending
-  store.add_evaluation(id, {0, 0, 0, 0, 0, 0});               // 4th row of any kind: one transaction
+  store.add_evaluation(id, {0, 0, 0, 0, 0, 0, 0, {}});               // 4th row of any kind: one transaction
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 3);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM evaluations"), 1);
   store.add_step(id, step_row(3, 0, 0.1, 1, 1));
@@ -240,8 +242,8 @@ TEST(Store, SummaryMatchesHandComputedValues) {
   };
   for (const auto& m : rows) store.add_step(id, m);
   // Evaluations inserted with the last step first: the final one is the one with the largest step.
-  store.add_evaluation(id, {2, 9.0, 0.5, 0.7, 0.69, 0.68});
-  store.add_evaluation(id, {1, 5.0, 0.9, 0.5, 0.49, 0.48});
+  store.add_evaluation(id, {2, 9.0, 0.5, 0.7, 0.69, 0.68, 0, {}});
+  store.add_evaluation(id, {1, 5.0, 0.9, 0.5, 0.49, 0.48, 0, {}});
   store.finish_run(id, "completed");
 
   auto s = store.summary(id);

@@ -6,6 +6,7 @@
 #include <set>
 #include <sqlite3.h>
 
+#include "ddplab/core/class_metrics.hpp"
 #include "ddplab/core/store.hpp"
 #include "store_test_util.hpp"
 
@@ -235,6 +236,11 @@ TEST(StoreMigration, Version1FileIsMigratedInPlace) {
     EXPECT_DOUBLE_EQ(s.step_s, 0.25);  // mean of the slowest rank per step: (0.3 + 0.2) / 2
     ASSERT_TRUE(s.final_accuracy);
     EXPECT_DOUBLE_EQ(*s.final_accuracy, 0.81);
+    // Evaluations stored before version 5 have no confusion matrix, and say so when asked for one.
+    const auto evals = store.evaluations(runs[0].id);
+    ASSERT_FALSE(evals.empty());
+    EXPECT_TRUE(evals.back().confusion.empty());
+    EXPECT_THROW(class_report_text(runs[0], evals, std::nullopt), std::invalid_argument);
     EXPECT_EQ(store.resources(runs[0].id).size(), 1u);
     // And the new tables work.
     const auto id = store.begin_bench(sample_bench());

@@ -103,7 +103,8 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
   {  // Make it a version-2 file, as ddplab before calibration wrote it.
     RawDb raw(file);
     raw.exec("DROP TABLE calibrations; DROP TABLE calibration_pingpong; DROP TABLE validations; "
-             "ALTER TABLE resources DROP COLUMN peak_device_bytes; UPDATE schema_version SET version = 2");
+             "ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
+             "UPDATE schema_version SET version = 2");
   }
   {
     Store store(file);
@@ -132,7 +133,8 @@ TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
   }
   {
     RawDb raw(file);
-    raw.exec("ALTER TABLE resources DROP COLUMN peak_device_bytes; UPDATE schema_version SET version = 3");
+    raw.exec("ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
+             "UPDATE schema_version SET version = 3");
   }
   Store store(file);
   store.add_resources(run, {1, 1 << 20, 1.5, 2.0, std::int64_t{3} << 30});
@@ -142,4 +144,27 @@ TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
   ASSERT_TRUE(res[1].peak_device_bytes.has_value());
   EXPECT_EQ(*res[1].peak_device_bytes, std::int64_t{3} << 30);
   EXPECT_EQ(res[0].peak_rss_bytes, 1 << 20);
+}
+
+TEST(StoreCalibration, Version4FileGainsConfusionMatrices) {
+  TempDir dir;
+  const auto file = dir.file("v4.db");
+  std::int64_t run = 0;
+  {
+    Store store(file);
+    run = store.begin_run(sample_info());
+    store.add_evaluation(run, {1, 1.0, 0.5, 0.75, 0.7, 0.7, 0, {}});
+    store.finish_run(run, "completed");
+  }
+  {
+    RawDb raw(file);
+    raw.exec("ALTER TABLE evaluations DROP COLUMN confusion; UPDATE schema_version SET version = 4");
+  }
+  Store store(file);
+  store.add_evaluation(run, {2, 2.0, 0.4, 0.5, 0.5, 0.5, 2, {1, 1, 0, 2}});
+  const auto evals = store.evaluations(run);
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_TRUE(evals[0].confusion.empty());
+  EXPECT_EQ(evals[1].classes, 2);
+  EXPECT_EQ(evals[1].confusion, (std::vector<std::int64_t>{1, 1, 0, 2}));
 }

@@ -42,6 +42,10 @@ struct Evaluation {
   std::int64_t step = 0;
   double wall_s = 0;  // since run start
   double test_loss = 0, test_accuracy = 0, macro_precision = 0, macro_recall = 0;
+  // classes x classes counts, row = true class, column = prediction (class_metrics.hpp derives the rest);
+  // empty in stores older than schema version 5.
+  int classes = 0;
+  std::vector<std::int64_t> confusion;
 };
 
 struct Resources {
@@ -203,7 +207,7 @@ class Store {
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. Older files are migrated
   // in place when opened (in one transaction); newer ones are refused.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
  private:
   struct Pending;

@@ -8,11 +8,9 @@
 
 namespace ddplab {
 
-// step and wall_s are left for the caller to fill.
+// The confusion matrix, with accuracy and macro precision and recall from it (class_metrics.hpp); step and
+// wall_s are left for the caller to fill.
 Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& comm, int batch);
 
-// From a classes x classes confusion matrix (row = true label, column = prediction): accuracy and the
-// unweighted means over classes of precision and recall (a class never predicted has precision 0).
-void confusion_metrics(const std::vector<double>& confusion, int classes, Evaluation& out);
 
 }  // namespace ddplab
