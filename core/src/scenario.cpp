@@ -87,7 +87,7 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   const std::string p = "data.";
   r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank",
-                      "skew", "uneven"});
+                      "skew", "uneven", "join_divide_by_initial"});
   r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
@@ -96,7 +96,14 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   r.read_number(t, p, "alpha", d.alpha, [](double v) { return v > 0; }, "must be greater than 0");
   r.read_int(t, p, "classes_per_rank", d.classes_per_rank, 1, "must be a positive integer");
   r.read_number(t, p, "skew", d.skew, [](double v) { return v >= 0; }, "must be 0 or more");
-  r.read_choice(t, p, "uneven", d.uneven, {"drop_last", "pad"});
+  r.read_choice(t, p, "uneven", d.uneven, {"drop_last", "pad", "join"});
+  if (d.uneven == "join" && d.partition == "iid")
+    r.fail(t.get("uneven")->source(), "data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" "
+                                      "or \"quantity\"): under iid every rank holds the same amount");
+  if (const toml::node* n = t.get("join_divide_by_initial")) {
+    r.read_bool(t, p, "join_divide_by_initial", d.join_divide_by_initial);
+    if (d.uneven != "join") r.fail(*n, p + "join_divide_by_initial", "applies to data.uneven = \"join\" only");
+  }
   // A parameter of another partition would be ignored: say so instead.
   const std::pair<const char*, const char*> owner[] = {{"alpha", "dirichlet"}, {"classes_per_rank", "shards"}, {"skew", "quantity"}};
   for (const auto& [key, partition] : owner)
@@ -441,7 +448,8 @@ nlohmann::json Scenario::to_json() const {
         {"alpha", data.alpha},
         {"classes_per_rank", data.classes_per_rank},
         {"skew", data.skew},
-        {"uneven", data.uneven}}},
+        {"uneven", data.uneven},
+        {"join_divide_by_initial", data.join_divide_by_initial}}},
       {"train",
        {{"backend", train.backend},
         {"batch_size", train.batch_size},

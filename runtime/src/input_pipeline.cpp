@@ -73,14 +73,17 @@ void InputPipeline::join_load() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_steps) {
+void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_steps, std::int64_t steps_per_epoch) {
   join_load();  // a new plan starts after the load in flight
   sampler_ = &sampler;
   steps_.clear();
   idx_epoch_ = -1;
   auto full = [&] { return max_steps > 0 && static_cast<std::int64_t>(steps_.size()) >= max_steps; };
-  for (int epoch = 0; epoch < epochs && !full(); ++epoch)
-    for (std::size_t at = 0; at < sampler.per_rank() && !full(); at += batch_) steps_.emplace_back(epoch, at);
+  for (int epoch = 0; epoch < epochs && !full(); ++epoch) {
+    std::int64_t taken = 0;
+    for (std::size_t at = 0; at < sampler.per_rank() && !full(); at += batch_, ++taken) steps_.emplace_back(epoch, at);
+    for (; taken < steps_per_epoch && !full(); ++taken) steps_.emplace_back(epoch, sampler.per_rank());  // no samples
+  }
 }
 
 int InputPipeline::load_step(std::size_t step, bool upload) {

@@ -147,8 +147,18 @@ std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d,
   Partition p = partition_dataset(train.labels, train.classes, world, d, seed);
   std::size_t lo = train.size(), hi = 0;
   for (const auto& s : p.samples) lo = std::min(lo, s.size()), hi = std::max(hi, s.size());
-  return std::make_unique<PartitionSampler>(std::move(p.samples[static_cast<std::size_t>(rank)]),
-                                            d.uneven == "drop_last" ? lo : hi, rank, seed);
+  std::vector<std::size_t> mine = std::move(p.samples[static_cast<std::size_t>(rank)]);
+  const std::size_t per_rank = d.uneven == "join" ? mine.size() : d.uneven == "drop_last" ? lo : hi;
+  return std::make_unique<PartitionSampler>(std::move(mine), per_rank, rank, seed);
+}
+
+JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch) {
+  if (d.uneven != "join" || batch < 1) throw std::invalid_argument("join_schedule: data.uneven is not \"join\"");
+  JoinSchedule j;
+  j.batch = batch;
+  for (const auto& s : partition_dataset(train.labels, train.classes, world, d, seed).samples)
+    j.samples.push_back(static_cast<std::int64_t>(s.size()));
+  return j;
 }
 
 std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, const DataConfig& d, int world,
@@ -170,8 +180,14 @@ std::string partition_table(const DataConfig& d, const std::vector<std::vector<s
                                 : d.partition == "shards"  ? fmt::format(", {} classes per rank", d.classes_per_rank)
                                 : d.partition == "quantity" ? fmt::format(", skew {}", d.skew)
                                                             : "";
-  std::string out = fmt::format("data: {}{}, {}: every rank takes {} samples per epoch\n", d.partition, parameter,
-                                d.uneven, per_epoch);
+  std::string out =
+      d.uneven == "join"
+          ? fmt::format("data: {}{}, join: each rank takes what it holds, {} steps an epoch for the longest; a rank "
+                        "done early shadows the syncs with zeros, which divide by {}\n",
+                        d.partition, parameter, per_epoch,
+                        d.join_divide_by_initial ? "every rank" : "the ranks still training")
+          : fmt::format("data: {}{}, {}: every rank takes {} samples per epoch\n", d.partition, parameter, d.uneven,
+                        per_epoch);
   out += fmt::format("{:>6} {:>8} ", "rank", "holds");
   for (std::size_t c = 0; c < (histograms.empty() ? 0 : histograms[0].size()); ++c) out += fmt::format(" {:>6}", fmt::format("class{}", c));
   for (std::size_t r = 0; r < histograms.size(); ++r) {

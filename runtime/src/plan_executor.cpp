@@ -163,6 +163,8 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
         }, slowed_codec_ ? *slowed_codec_ : bucket_compute());
         if (call_no != op.calls.size())
           throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
+        // The codec averaged over every rank; under join the sum is over the ranks still training.
+        if (grad_divisor_ > 0 && grad_divisor_ != n) scale(buf, b.count, static_cast<float>(n) / static_cast<float>(grad_divisor_));
         break;
       }
       case OpKind::SyncParams:
@@ -172,7 +174,7 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
       case OpKind::ReduceScatter: {
         collective(op.calls.at(0), schedule, buf, out.bytes);
         const Chunk mine = strategy_.shard(b.id, comm_.rank());
-        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(n));
+        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(grad_divisor_ > 0 ? grad_divisor_ : n));
         break;
       }
       case OpKind::Push: {
@@ -227,10 +229,12 @@ double PlanExecutor::sum_squares_to_update() const {
 
 void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& rec) {
   // A dedicated parameter server trains nothing: it has no batch, no loss and no gradients to compute.
+  // A worker without a batch has run out of data (join): it syncs zero gradients, or adds none to a window.
   const bool worker = strategy_.is_worker(comm_.rank());
+  const bool shadow = worker && batch_ == 0;
   switch (op.kind) {
     case OpKind::Forward:
-      if (!worker) {
+      if (!worker || shadow) {
         rec.loss = std::nan("");
         break;
       }
@@ -238,7 +242,15 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
       rec.loss = model_.loss_grad(y_);
       break;
     case OpKind::Backward:
-      if (worker) model_.backward_layer(op.index, micro_in_window_ > 0);
+      if (shadow && micro_in_window_ == 0) {
+        const auto& info = model_.param_info();
+        for (int p : {2 * op.index, 2 * op.index + 1}) {
+          const ParamInfo& pi = info.at(static_cast<std::size_t>(p));
+          ops_.codec_compute().fill(model_.grads() + pi.offset, pi.count, 0.0f);
+        }
+      } else if (worker && !shadow) {
+        model_.backward_layer(op.index, micro_in_window_ > 0);
+      }
       if (!first_sync_done_) {
         // Gradient-ready order, for DDP's one-time bucket rebuild. A server records the plan's order,
         // which is the workers' order for this model, so its buckets are rebuilt exactly as theirs.
@@ -269,6 +281,13 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
 }
 
 CodecCompute& PlanExecutor::bucket_compute() { return staged_ ? host_codec_compute() : ops_.codec_compute(); }
+
+void PlanExecutor::set_grad_divisor(int ranks) {
+  if (ranks < 1 || ranks > comm_.size())
+    throw std::invalid_argument("PlanExecutor::set_grad_divisor: " + std::to_string(ranks) + " ranks of " +
+                                std::to_string(comm_.size()));
+  grad_divisor_ = ranks;
+}
 
 void PlanExecutor::set_compute_factor(double factor) {
   slowdown_ = Slowdown(factor);

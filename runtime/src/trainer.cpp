@@ -259,12 +259,16 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const int workers = strategy.workers();
 
   const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
-  const std::int64_t steps_per_epoch = static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
+  // Under join every rank takes the longest share's steps, shadowing the syncs once its own run out.
+  std::optional<JoinSchedule> join;
+  if (sc.data.uneven == "join") join = join_schedule(data.train, sc.data, workers, tr.seed, tr.batch_size);
+  const std::int64_t steps_per_epoch =
+      join ? join->per_epoch() : static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
   // Every rank's classes, for rank 0 to print and store (iid's costs a shuffle per rank: not on every rank).
   const auto histograms = rank == 0 ? class_histograms(data.train, sc.data, workers, tr.seed)
                                     : std::vector<std::vector<std::size_t>>{};
   if (rank == 0 && fixed_split(sc.data)) {
-    std::printf("%s", partition_table(sc.data, histograms, sampler->per_rank()).c_str());
+    std::printf("%s", partition_table(sc.data, histograms, join ? static_cast<std::size_t>(steps_per_epoch) : sampler->per_rank()).c_str());
     std::fflush(stdout);
   }
   std::int64_t total_steps = steps_per_epoch * tr.epochs;
@@ -322,7 +326,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   };
 
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
-  input.plan(*sampler, tr.epochs, total_steps);
+  input.plan(*sampler, tr.epochs, total_steps, join ? steps_per_epoch : 0);
   int next_b = input.steps() == 0 ? 0 : input.load_step(0, worker);
   for (std::size_t bi = 0; bi < input.steps(); ++bi) {
     if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
@@ -330,6 +334,11 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       std::_Exit(3);
     }
     const int b = next_b;
+    if (join) {
+      // The sync divides by the ranks training at its window's first micro-step (those that added to it).
+      const std::int64_t window_start = (step - step % st.accumulate_steps) % steps_per_epoch;
+      executor.set_grad_divisor(sc.data.join_divide_by_initial ? workers : join->active(window_start));
+    }
     where.step = step;
     StepMetrics m;
     m.step = step;
@@ -342,7 +351,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     const StepRecord rec = executor.run_step(step, input.x(slot), input.y(slot), b);
     trace.add(rank, step, rec);
     m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss
-    if (worker && !std::isfinite(m.loss))
+    if (worker && b > 0 && !std::isfinite(m.loss))
       throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
     m.compute_s = rec.compute_s;
     m.comm_s = rec.comm_s;
@@ -351,8 +360,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
     m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     pending.push_back(m);
-    if (worker) last_loss = m.loss;
-    samples_total += static_cast<std::int64_t>(b) * workers;
+    if (worker && b > 0) last_loss = m.loss;
+    samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
     ++step;
     progress.update(step, last_loss, samples_total);
     if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);

@@ -16,10 +16,10 @@ const std::vector<PolicyInfo>& policies() {
       {"bucketed", "one collective per bucket, after backward", true, Shards::None, build_after_backward},
       {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, Shards::None, build_overlap},
       {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, Shards::None, build_local_sgd,
-       local_sgd_timing, finish_local_sgd, local_sgd_options()},
+       local_sgd_timing, finish_local_sgd, local_sgd_options(), false},
       {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1},
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
-       Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options()},
+       Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options(), false},
   };
   return all;
 }
@@ -108,6 +108,12 @@ void validate_strategies(const Scenario& sc) {
       const std::string problem = option_problem(*policy, name, text);
       if (!problem.empty()) check.fail(name, problem);
     }
+    if (sc.data.uneven == "join" && !policy->joins)
+      check.fail("policy", fmt::format("cannot run data.uneven = \"join\" (a rank out of data would shadow {}); use \"pad\" "
+                                       "or \"drop_last\", got \"{}\"",
+                                       policy->shards == Shards::Servers ? "the servers' pushes and pulls"
+                                                                         : "parameter averages of models it did not train",
+                                       s.policy));
     if (policy->shards == Shards::Servers && s.schedule != "native")
       check.fail("schedule", fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
                                          "directly), got \"{}\"", s.schedule));

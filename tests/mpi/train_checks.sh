@@ -76,6 +76,22 @@ optimizers)
     awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }' || fail "run $run: loss $first -> $last did not fall"
   done
   ;;
+join)
+  # Ranks of unequal shares each take their own: the table says so, the job ends (no hang), parameters are
+  # identical, and per epoch each rank's stored samples are its share, the smallest rank's last steps empty.
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "run exited $?"
+  grep -q "^data: quantity, skew 0.3, join: each rank takes what it holds" "$work/out" || fail "no join table"
+  [[ $(grep -c "params identical on all ranks" "$work/out") -eq 2 ]] || fail "not both strategies confirmed identical"
+  held=$(awk '/^ +rank +holds/ {t=1; next} t && NF > 2 && $1 ~ /^[0-9]+$/ {print $1, $2}' "$work/out" | head -n "$np")
+  per_epoch=$(sed -n 's/.*join: each rank takes what it holds, \([0-9]*\) steps.*/\1/p' "$work/out" | head -1)
+  while read -r r h; do
+    took=$(sqlite3 "$db" "select sum(samples) from steps where run_id = 1 and rank = $r and step < $per_epoch")
+    [[ "$took" == "$h" ]] || fail "rank $r took $took samples in epoch 1, it holds $h"
+  done <<<"$held"
+  smallest=$(awk '{print $2, $1}' <<<"$held" | sort -n | head -1 | cut -d' ' -f2)
+  last=$(sqlite3 "$db" "select samples from steps where run_id = 1 and rank = $smallest and step = $per_epoch - 1")
+  [[ "$last" == "0" ]] || fail "rank $smallest (the smallest share) still had $last samples at the epoch's last step"
+  ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac
 echo "PASS: $check with $np ranks"

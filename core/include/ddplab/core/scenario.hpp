@@ -46,9 +46,13 @@ struct DataConfig {
   double alpha = 0.5;
   int classes_per_rank = 2;
   double skew = 0.5;
-  // Ranks of a fixed split hold different amounts; each epoch every rank takes the same number of steps:
-  // "drop_last" (the smallest rank's amount) or "pad" (the largest's, a rank short of it repeating samples).
+  // Ranks of a fixed split hold different amounts. Each epoch every rank takes the same number of steps,
+  // "drop_last" (the smallest rank's amount) or "pad" (the largest's, a rank short of it repeating samples);
+  // or "join" (PyTorch's Join): each rank takes what it holds, and a rank that has run out shadows the
+  // others' collectives with zero gradients until the epoch ends. The sum is divided by the ranks still
+  // training, or by every rank with join_divide_by_initial.
   std::string uneven = "pad";
+  bool join_divide_by_initial = false;
 };
 
 struct TrainConfig {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/join_schedule.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/data.hpp"
 
@@ -41,15 +42,19 @@ class PartitionSampler : public Sampler {
   std::uint64_t seed_;
 };
 
-// Every rank's sampler as `d` describes it (iid: DistributedSampler), for rank `rank` of `world`.
+// Every rank's sampler as `d` describes it (iid: DistributedSampler), for rank `rank` of `world`. Under
+// uneven = "join" each rank takes its own share, whole.
 std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world, std::uint64_t seed);
+
+// Under uneven = "join": each rank's share, taken `batch` samples a step.
+JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch);
 
 // What each rank holds, by class: for a fixed split its share, for iid the first epoch's indices.
 std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, const DataConfig& d, int world,
                                                        std::uint64_t seed);
 
 // The table `ddplab run` prints at the start of a fixed split: what each rank holds, by class, and what it
-// takes per epoch.
+// takes per epoch (per_epoch: samples; under join, the longest rank's steps).
 std::string partition_table(const DataConfig& d, const std::vector<std::vector<std::size_t>>& histograms,
                             std::size_t per_epoch);
 

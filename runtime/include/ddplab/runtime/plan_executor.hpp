@@ -51,13 +51,18 @@ class PlanExecutor {
   PlanExecutor(const PlanExecutor&) = delete;
   PlanExecutor& operator=(const PlanExecutor&) = delete;
 
-  // Runs micro-step `step` on a batch already on the device. Rebuilds buckets after the first sync step
+  // Runs micro-step `step` on a batch already on the device. A worker with batch 0 has run out of data
+  // (data.uneven = "join"): it shadows the step, computing nothing and syncing zero gradients. Rebuilds buckets after the first sync step
   // from the gradient-ready order seen (moving parameters and optimizer state to the new layout).
   StepRecord run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch);
 
   // Runs the policy's end-of-run plan (Strategy::finish_plan: local SGD's final average of the
   // parameters), numbered `step`; a policy without one gives an empty record.
   StepRecord finish(std::int64_t step);
+
+  // The synced gradients are the ranks' sum divided by `ranks`: every worker by default; under join, the
+  // ranks still training (data.uneven = "join"). Takes effect from the next step.
+  void set_grad_divisor(int ranks);
 
   // Makes this rank a straggler: its compute ops and its codec work take `factor` (>= 1) times longer
   // (slowdown.hpp). On a device each compute op is synchronised first, so that its time is known.
@@ -98,6 +103,7 @@ class PlanExecutor {
   Slowdown slowdown_;
   std::unique_ptr<CodecCompute> slowed_codec_;  // the codec's compute, stretched by slowdown_ (a straggler)
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
+  int grad_divisor_ = 0;     // set_grad_divisor's; 0 = every worker
   const float* x_ = nullptr;
   const std::int32_t* y_ = nullptr;
   int batch_ = 0;

@@ -56,6 +56,9 @@ struct PolicyInfo {
   // Local SGD ends on the average of the ranks' models.
   void (*finish)(const Strategy& strategy, StepPlan& plan) = nullptr;
   std::vector<OptionSpec> options = {};  // its [[strategy]] keys beyond kStrategyFields (integers)
+  // Whether it runs data.uneven = "join": a rank out of data shadows the gradient syncs with zeros. Policies
+  // that average parameters or serve shards from dedicated ranks do not.
+  bool joins = true;
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
