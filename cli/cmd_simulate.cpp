@@ -13,6 +13,8 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/core/units.hpp"
+#include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/partition.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -46,6 +48,11 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
   opt.mode = mode;
   opt.compute = req.compute;
   opt.allow_oversubscribed = req.allow_oversubscribed;
+  if (sc.data.uneven == "join") {
+    // Each rank's share at each world size, from the dataset, as `ddplab run` splits it.
+    const Dataset train = load_scenario_data(sc, true);
+    for (int w : worlds) opt.join[w] = join_schedule(train, sc.data, w, sc.train.seed, sc.train.batch_size);
+  }
   const bool tty = isatty(STDERR_FILENO);
   bool found = false;
   for (const auto& st : sc.strategies) {
@@ -72,7 +79,8 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     opt.keep_trace = !trace_path.empty();  // per-op records only when a timeline is written
     const auto points = simulate_sweep(sc, st, worlds, store, opt, progress);
     if (tty) std::fprintf(stderr, "\r\033[K");
-    if (!points.empty()) std::printf("step pattern: %s\n", points.front().result.pattern.describe().c_str());
+    if (!points.empty() && !points.front().result.join)
+      std::printf("step pattern: %s\n", points.front().result.pattern.describe().c_str());
     std::printf("%7s %10s %10s %10s %12s %10s %11s %10s %10s %11s %8s\n", "world", "step_ms", "compute_ms", "comm_ms",
                 "samples/s", "efficiency", "warmup_s", "sim_wall_s", "mode", "comms", "run");
     for (const auto& p : points)
@@ -83,7 +91,18 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     for (const auto& p : points)  // what `native` ran as at each size, so that the table explains itself
       if (const std::string c = describe_nccl_choices(sc, st, p.world_size, opt); !c.empty())
         std::printf("  world %d: NCCL's choice for the steady block's collectives: %s\n", p.world_size, c.c_str());
-    if (!points.empty() && points.front().result.pattern.period() > 1)
+    for (const auto& p : points)  // under join the steady block is an epoch, of its own length at each size
+      if (const auto& j = p.result.join) {
+        std::int64_t out_from = j->per_epoch(), taken = 0;
+        for (int r = 0; r < p.world_size; ++r) out_from = std::min(out_from, j->steps_of(r));
+        for (std::int64_t s = 0; s < j->per_epoch(); ++s) taken += j->samples_at(s);
+        std::printf("  world %d: join: an epoch is %lld steps, the first rank runs out of data after %lld; samples/s "
+                    "counts the samples taken over the epoch, %.1f%% of %lld full steps\n",
+                    p.world_size, static_cast<long long>(j->per_epoch()), static_cast<long long>(out_from),
+                    100.0 * static_cast<double>(taken) / static_cast<double>(j->per_epoch() * j->batch * p.world_size),
+                    static_cast<long long>(j->per_epoch()));
+      }
+    if (!points.empty() && points.front().result.pattern.period() > 1 && !points.front().result.join)
       std::printf("(steady state: step_ms, compute_ms and comm_ms are means per micro-step over a block of %lld; "
                   "samples/s = the block's samples / its time)\n",
                   static_cast<long long>(points.front().result.pattern.period()));

@@ -72,24 +72,7 @@ struct Data {
   Dataset train, test;
 };
 
-Data load_data(const Scenario& s) {
-  Data d;
-  if (s.data.dataset == "synthetic") {
-    const int features = s.model.layers.front(), classes = s.model.layers.back();
-    d.train = make_synthetic(s.data.synthetic_train, features, classes, s.train.seed);
-    d.test = make_synthetic(s.data.synthetic_test, features, classes, s.train.seed + 1);
-  } else {
-    d.train = load_fashion_mnist(s.data.path, true);
-    d.test = load_fashion_mnist(s.data.path, false);
-  }
-  if (d.train.features != s.model.layers.front())
-    throw std::invalid_argument(fmt::format("{}: model.layers[0] is {} but dataset {} has {} features per sample", s.path,
-                                            s.model.layers.front(), s.data.dataset, d.train.features));
-  if (d.train.classes != s.model.layers.back())
-    throw std::invalid_argument(fmt::format("{}: the last of model.layers is {} but dataset {} has {} classes", s.path,
-                                            s.model.layers.back(), s.data.dataset, d.train.classes));
-  return d;
-}
+Data load_data(const Scenario& s) { return {load_scenario_data(s, true), load_scenario_data(s, false)}; }
 
 // Rank 0 collects every rank's step rows (all ranks run the same number of steps) and stores them.
 void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* store, std::int64_t run) {

@@ -1,5 +1,7 @@
 // Public entry points: one step of a strategy's plan, one schedule, compute sources, trace export.
+#include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -165,6 +167,48 @@ SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& conf
       .front();
 }
 
+namespace {
+
+// data.uneven = "join": the steady block repeated over whole epochs from the end of the warm-up, so that the
+// rows give each rank its share's samples at each step of the epoch. A rank out of data still runs every
+// collective and every update, and its compute only ever waited for the others': the step time is the
+// steady block's, unless the rank was slower than the others, which a straggler is (not replayed).
+void expand_join(const Scenario& sc, int world_size, const SimOptions& options, SimPatternResult& out) {
+  const auto it = options.join.find(world_size);
+  if (it == options.join.end())
+    throw std::invalid_argument(fmt::format("data.uneven = \"join\": the simulator needs each rank's share at {} ranks "
+                                            "(SimOptions::join; ddplab simulate computes it from the dataset)",
+                                            world_size));
+  for (int r = 0; r < world_size; ++r)
+    if (sc.cluster.compute_factor(r) != 1)
+      throw std::invalid_argument(fmt::format("data.uneven = \"join\" with cluster.stragglers: a straggler that runs out "
+                                              "of data stops slowing the others, which the simulator does not replay "
+                                              "yet (rank {} has factor {})",
+                                              r, sc.cluster.compute_factor(r)));
+  const JoinSchedule& join = it->second;
+  if (join.samples.size() != static_cast<std::size_t>(world_size) || join.batch != out.batch_per_rank)
+    throw std::invalid_argument(fmt::format("data.uneven = \"join\": shares of {} ranks at batch {} given for {} ranks at batch {}",
+                                            join.samples.size(), join.batch, world_size, out.batch_per_rank));
+  const std::int64_t first = out.pattern.warmup_steps(), period = out.pattern.period();
+  const std::int64_t epoch = join.per_epoch();
+  const std::int64_t length = std::lcm(epoch, period);  // whole epochs in whole steady blocks
+  std::vector<SimStepResult> block(out.steps.end() - period, out.steps.end());
+  for (std::int64_t step = first + period; step < first + length; ++step) {
+    SimStepResult copy = block[static_cast<std::size_t>((step - first) % period)];
+    copy.step = step;
+    copy.wall_s = 0;  // simulated once
+    out.steps.push_back(std::move(copy));
+  }
+  // The steady block is the epoch now: the summary's samples over its time.
+  StepSegment& steady = out.pattern.segments.back();
+  steady.length = length;
+  steady.what = fmt::format("{} epoch{} of {} steps: ranks out of data sync zeros (data.uneven = \"join\")",
+                            length / epoch, length / epoch > 1 ? "s" : "", epoch);
+  out.join = join;
+}
+
+}  // namespace
+
 SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                   double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
   const ModelSpec model = model_spec_for(scenario.model);
@@ -179,6 +223,7 @@ SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig
   out.steps = simulate_steps(scenario, config, world_size, compute_s, optimizer_s, steps, options, ranks_per_node);
   for (const SimStepResult& r : out.steps) out.wall_s += r.wall_s, out.comms += r.comms;
   out.schedule = out.steps.front().schedule;
+  if (scenario.data.uneven == "join") expand_join(scenario, world_size, options, out);
 
   // The same figures the store's summary gives of the rows simulate_sweep writes (step_totals.hpp).
   const RunWindows w = run_windows(step_totals(step_rows(out)), &out.pattern, true, 0);
@@ -203,7 +248,10 @@ std::vector<StepMetrics> step_rows(const SimPatternResult& r) {
       m.rank = static_cast<int>(rank);
       m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
       m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
-      m.samples = r.layout.is_worker(static_cast<int>(rank)) ? r.batch_per_rank : 0;
+      m.samples = !r.layout.is_worker(static_cast<int>(rank)) ? 0
+                  : r.join ? std::clamp<std::int64_t>(r.join->samples.at(rank) - (s.step % r.join->per_epoch()) * r.join->batch, 0,
+                                                      r.join->batch)
+                           : r.batch_per_rank;
       m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(rank));
       m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing
       rows.push_back(m);

@@ -314,7 +314,12 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"classes_per_rank_with_dirichlet",
                     "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is \"dirichlet\")"},
         InvalidCase{"negative_skew", "3:8: data.skew must be 0 or more, got -0.5"},
-        InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", got \"join_all\""},
+        InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", \"join\", got \"join_all\""},
+        InvalidCase{"join_with_iid",
+                    "2:10: data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
+                    "\"quantity\"): under iid every rank holds the same amount"},
+        InvalidCase{"join_divisor_without_join",
+                    "4:26: data.join_divide_by_initial applies to data.uneven = \"join\" only, got true"},
         InvalidCase{"tf32_on_cpu", "2:8: train.tf32 applies to backend \"cuda\" or \"cuda+mpi\" only, got true"},
         InvalidCase{"tf32_not_bool", "3:8: train.tf32 must be true or false, got 1"},
         InvalidCase{"zero_comm_timeout",

@@ -318,6 +318,39 @@ TEST(SimulatorPlan, AccumulationBlockIsItsWindow) {
   EXPECT_GT(a.samples_per_s, 1.5 * o.samples_per_s);
 }
 
+// data.uneven = "join": the steady block is an epoch of the longest share's steps, each rank taking its own
+// share's samples and none once out of data; every step costs the full step (the ranks out of data still
+// sync), so samples/s is the shares over the epoch's time.
+TEST(SimulatorPlan, JoinReplaysAnEpochFromTheRanksShares) {
+  Scenario sc = small();
+  sc.data.partition = "quantity";
+  sc.data.uneven = "join";
+  const int batch = sc.train.batch_size;
+  SimOptions opt = alpha_beta();
+  JoinSchedule j;
+  j.batch = batch;
+  j.samples = {5 * batch, 4 * batch + 3, 3 * batch};  // 5, 5 and 3 steps: an epoch of 5
+  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), std::invalid_argument);  // no shares
+  opt.join[3] = j;
+  const SimPatternResult r = simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt);
+  ASSERT_EQ(r.pattern.period(), 5);
+  ASSERT_EQ(r.steps.size(), 5u);
+  const std::vector<StepMetrics> rows = step_rows(r);
+  std::vector<std::int64_t> taken(3, 0);
+  for (const StepMetrics& m : rows) taken[static_cast<std::size_t>(m.rank)] += m.samples;
+  EXPECT_EQ(taken, j.samples);
+  for (const StepMetrics& m : rows)
+    if (m.rank == 2 && m.step >= 3) {
+      EXPECT_EQ(m.samples, 0) << "step " << m.step;
+    }
+  const double step = r.steps.back().step_s;
+  EXPECT_NEAR(r.step_s, step, 1e-12);
+  EXPECT_NEAR(r.samples_per_s, static_cast<double>(12 * batch + 3) / (5 * step), 1e-6);
+  // A straggler that runs out of data would stop slowing the others: not replayed, and said so.
+  sc.cluster.stragglers.push_back({2, -1, 2.0});
+  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace ddplab
 

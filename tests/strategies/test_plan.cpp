@@ -142,6 +142,23 @@ std::string validation_error(const Scenario& sc) {
   return "";
 }
 
+// data.uneven = "join" runs on every policy whose entry says it joins; the others are refused by name.
+TEST(Validation, JoinIsRefusedByPoliciesThatCannotShadow) {
+  for (const PolicyInfo& p : policies()) {
+    const Scenario sc = parse_scenario(
+        "[data]\npartition = \"quantity\"\nuneven = \"join\"\n[[strategy]]\npolicy = \"" + p.name + "\"\n" +
+            (p.shards == Shards::Servers ? "" : "schedule = \"ring\"\n"),
+        "j.toml");
+    const std::string error = validation_error(sc);
+    if (p.joins) {
+      EXPECT_EQ(error, "") << p.name;
+    } else {
+      EXPECT_EQ(error.substr(0, error.find(" (")), "j.toml:5:10: strategy[0].policy cannot run data.uneven = \"join\"")
+          << p.name;
+    }
+  }
+}
+
 TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
   const std::string dir = std::string(DDPLAB_SOURCE_DIR) + "/tests/strategies/data/";
   const std::string bad_schedule = validation_error(load_scenario(dir + "bad_schedule.toml"));

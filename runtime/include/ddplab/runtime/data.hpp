@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/scenario.hpp"
+
 namespace ddplab {
 
 struct DataError : std::runtime_error {
@@ -32,6 +34,10 @@ Dataset load_fashion_mnist(const std::string& dir, bool train);
 
 // A learnable synthetic task for tests: `classes` Gaussian clusters in `features` dimensions.
 Dataset make_synthetic(int samples, int features, int classes, std::uint64_t seed);
+
+// The scenario's training (train = true) or test set: [data] dataset, path and sizes, checked against the
+// model's input and class counts (std::invalid_argument naming the scenario file otherwise).
+Dataset load_scenario_data(const Scenario& s, bool train);
 
 // The samples a rank trains on, epoch by epoch; every rank takes per_rank() samples each epoch.
 class Sampler {

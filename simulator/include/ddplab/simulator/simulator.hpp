@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddplab/core/join_schedule.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/step_pattern.hpp"
 #include "ddplab/core/store.hpp"
@@ -62,6 +63,9 @@ struct SimOptions {
   // skips serialising ranks x ops records out of the simulation's child process (at 1024 ranks of
   // ResNet-50 that was the biggest cost after the simulation itself).
   bool keep_trace = true;
+  // data.uneven = "join": each world size's per-rank shares (join_schedule.hpp), which the caller computes
+  // from the dataset (the CLI: runtime's join_schedule). simulate_pattern refuses a join scenario without them.
+  std::map<int, JoinSchedule> join;
 };
 
 // The SimGrid network model a simulation of this cluster runs: options.network_model, "auto" resolved.
@@ -168,6 +172,10 @@ struct SimPatternResult {
   double wall_s = 0;            // simulator wall time
   std::uint64_t comms = 0;      // messages simulated, all steps
   std::string schedule;         // the schedule replayed
+  // data.uneven = "join": the ranks' shares. The steady block is then repeated over a whole epoch, each rank
+  // taking its share's samples at each step and none once it has run out (it still syncs, so the step
+  // time does not change).
+  std::optional<JoinSchedule> join;
 };
 SimPatternResult simulate_pattern(const Scenario&, const StrategyConfig&, int world_size, double compute_s,
                                   double optimizer_s, const SimOptions& = {}, int ranks_per_node = 1);
