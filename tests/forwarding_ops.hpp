@@ -28,8 +28,8 @@ class ForwardingOps : public Ops {
   void bias_grad(const float* dy, float* db, int r, int c, bool acc) override { in_->bias_grad(dy, db, r, c, acc); }
   void relu(float* y, std::size_t n) override { in_->relu(y, n); }
   void relu_backward(float* dx, const float* y, std::size_t n) override { in_->relu_backward(dx, y, n); }
-  double softmax_xent(const float* z, const std::int32_t* y, int r, int c, float* dz) override {
-    return in_->softmax_xent(z, y, r, c, dz);
+  double softmax_xent(const float* z, const std::int32_t* y, int r, int c, float* dz, const float* w) override {
+    return in_->softmax_xent(z, y, r, c, dz, w);
   }
   void scale(float* x, std::size_t n, float a) override { in_->scale(x, n, a); }
   CodecCompute& codec_compute() override { return in_->codec_compute(); }

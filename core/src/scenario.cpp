@@ -87,7 +87,7 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   const std::string p = "data.";
   r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank",
-                      "skew", "uneven", "join_divide_by_initial"});
+                      "skew", "uneven", "join_divide_by_initial", "balance"});
   r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
@@ -100,6 +100,10 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   if (d.uneven == "join" && d.partition == "iid")
     r.fail(t.get("uneven")->source(), "data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" "
                                       "or \"quantity\"): under iid every rank holds the same amount");
+  r.read_choice(t, p, "balance", d.balance, {"none", "class_weighted", "resample"});
+  if (d.balance != "none" && d.partition == "iid")
+    r.fail(t.get("balance")->source(), "data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
+                                       "\"quantity\"): under iid every rank's classes are already even");
   if (const toml::node* n = t.get("join_divide_by_initial")) {
     r.read_bool(t, p, "join_divide_by_initial", d.join_divide_by_initial);
     if (d.uneven != "join") r.fail(*n, p + "join_divide_by_initial", "applies to data.uneven = \"join\" only");
@@ -449,7 +453,8 @@ nlohmann::json Scenario::to_json() const {
         {"classes_per_rank", data.classes_per_rank},
         {"skew", data.skew},
         {"uneven", data.uneven},
-        {"join_divide_by_initial", data.join_divide_by_initial}}},
+        {"join_divide_by_initial", data.join_divide_by_initial},
+        {"balance", data.balance}}},
       {"train",
        {{"backend", train.backend},
         {"batch_size", train.batch_size},

@@ -64,28 +64,35 @@ class CpuOps final : public Ops {
   void relu_backward(float* dx, const float* y, std::size_t n) override {
     for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dx[i] : 0.0f;
   }
-  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits) override {
-    double total = 0;
-    const float inv_rows = 1.0f / static_cast<float>(rows);
+  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
+                      const float* w) override {
+    double total = 0, weights = rows;
+    if (w) {
+      weights = 0;
+      for (int i = 0; i < rows; ++i) weights += labels[i] >= 0 && labels[i] < cols ? w[labels[i]] : 0.0f;
+    }
+    const float inv_rows = 1.0f / static_cast<float>(weights);
     for (int i = 0; i < rows; ++i) {
       const float* z = logits + static_cast<std::size_t>(i) * cols;
       const int y = labels[i];
       if (y < 0 || y >= cols) throw std::out_of_range("softmax_xent: label " + std::to_string(y) + " outside [0, " +
                                                       std::to_string(cols) + ")");
+      const float rw = w ? w[y] : 1.0f;
       float zmax = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < cols; ++j) zmax = std::max(zmax, z[j]);
       double sum = 0;
       for (int j = 0; j < cols; ++j) sum += std::exp(static_cast<double>(z[j] - zmax));
       const double log_sum = std::log(sum);
-      total += log_sum - static_cast<double>(z[y] - zmax);
+      total += rw * (log_sum - static_cast<double>(z[y] - zmax));
       if (dlogits) {
+        const float scale = w ? rw * inv_rows : inv_rows;
         float* d = dlogits + static_cast<std::size_t>(i) * cols;
         for (int j = 0; j < cols; ++j)
-          d[j] = static_cast<float>(std::exp(static_cast<double>(z[j] - zmax) - log_sum)) * inv_rows;
-        d[y] -= inv_rows;
+          d[j] = static_cast<float>(std::exp(static_cast<double>(z[j] - zmax) - log_sum)) * scale;
+        d[y] -= scale;
       }
     }
-    return total / rows;
+    return total / weights;
   }
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;

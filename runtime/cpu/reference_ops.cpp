@@ -73,8 +73,13 @@ class ReferenceOps final : public Ops {
   void relu_backward(float* dx, const float* y, std::size_t n) override {
     for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dx[i] : 0.0f;
   }
-  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits) override {
-    double total = 0;
+  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
+                      const float* w) override {
+    double total = 0, weights = rows;
+    if (w) {
+      weights = 0;
+      for (int i = 0; i < rows; ++i) weights += labels[i] >= 0 && labels[i] < cols ? w[labels[i]] : 0.0;
+    }
     for (int i = 0; i < rows; ++i) {
       const float* z = logits + static_cast<std::size_t>(i) * cols;
       const int y = labels[i];
@@ -85,13 +90,14 @@ class ReferenceOps final : public Ops {
       double sum = 0;
       for (int j = 0; j < cols; ++j) sum += std::exp(z[j] - zmax);
       const double log_sum = std::log(sum);
-      total += log_sum - (z[y] - zmax);
+      const double rw = w ? w[y] : 1.0;
+      total += rw * (log_sum - (z[y] - zmax));
       if (dlogits)
         for (int j = 0; j < cols; ++j)
           dlogits[static_cast<std::size_t>(i) * cols + j] =
-              static_cast<float>((std::exp(z[j] - zmax - log_sum) - (j == y ? 1.0 : 0.0)) / rows);
+              static_cast<float>(rw * (std::exp(z[j] - zmax - log_sum) - (j == y ? 1.0 : 0.0)) / weights);
     }
-    return rows > 0 ? total / rows : 0.0;
+    return rows > 0 ? total / weights : 0.0;
   }
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<double>(x[i]) * alpha);

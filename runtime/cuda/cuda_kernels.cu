@@ -52,8 +52,10 @@ __global__ void relu_backward_k(float* dx, const float* y, std::size_t n) {
 }
 
 // One warp per row: max, sum of exponentials, loss and gradient, all with warp shuffles.
+// With class weights w, each row's loss and gradient are w[y] times the unweighted ones, and the gradient is
+// not divided by rows: the host divides it by the weights' sum once sum_rows_k has it.
 __global__ void softmax_xent_k(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
-                               double* row_loss) {
+                               double* row_loss, const float* w) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const float* z = logits + std::size_t(row) * cols;
@@ -66,32 +68,37 @@ __global__ void softmax_xent_k(const float* logits, const std::int32_t* labels, 
   for (int j = lane; j < cols; j += 32) sum += expf(z[j] - zmax);
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   const float log_sum = logf(sum);
-  if (lane == 0) row_loss[row] = bad ? 0.0 : double(log_sum) - double(z[y] - zmax);
+  const float rw = w && !bad ? w[y] : 1.0f;
+  if (lane == 0) row_loss[row] = bad ? 0.0 : double(rw) * (double(log_sum) - double(z[y] - zmax));
   if (dlogits && !bad) {
-    const float inv_rows = 1.0f / float(rows);
+    const float inv_rows = w ? rw : 1.0f / float(rows);
     float* d = dlogits + std::size_t(row) * cols;
     for (int j = lane; j < cols; j += 32) d[j] = expf(z[j] - zmax - log_sum) * inv_rows - (j == y ? inv_rows : 0.0f);
   }
 }
 
 // One block: thread t sums rows t, t+256, ... then a tree; the order is fixed so the loss is reproducible.
-__global__ void sum_rows_k(const double* row_loss, const std::int32_t* labels, int rows, int cols, double* out) {
-  __shared__ double s[kThreads];
+// out: the loss sum, the labels out of range, and the rows' weights summed (rows without class weights).
+__global__ void sum_rows_k(const double* row_loss, const std::int32_t* labels, int rows, int cols, const float* cw,
+                           double* out) {
+  __shared__ double s[kThreads], ws[kThreads];
   __shared__ int bad[kThreads];
-  double a = 0.0;
+  double a = 0.0, wa = 0.0;
   int b = 0;
   for (int i = threadIdx.x; i < rows; i += kThreads) {
     if (labels[i] < 0 || labels[i] >= cols) ++b;
-    else a += row_loss[i];
+    else a += row_loss[i], wa += cw ? double(cw[labels[i]]) : 1.0;
   }
   s[threadIdx.x] = a;
+  ws[threadIdx.x] = wa;
   bad[threadIdx.x] = b;
   __syncthreads();
   for (int w = kThreads / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w], bad[threadIdx.x] += bad[threadIdx.x + w];
+    if (threadIdx.x < w)
+      s[threadIdx.x] += s[threadIdx.x + w], ws[threadIdx.x] += ws[threadIdx.x + w], bad[threadIdx.x] += bad[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[0] = s[0], out[1] = bad[0];
+  if (threadIdx.x == 0) out[0] = s[0], out[1] = bad[0], out[2] = ws[0];
 }
 
 __global__ void scale_k(float* x, std::size_t n, float alpha) {
@@ -139,12 +146,12 @@ void relu_backward(float* dx, const float* y, std::size_t n, cudaStream_t s) {
 }
 
 void softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits, double* row_loss,
-                  double* out, cudaStream_t s) {
+                  double* out, const float* class_weights, cudaStream_t s) {
   const int rows_per_block = kThreads / 32;
   softmax_xent_k<<<unsigned((rows + rows_per_block - 1) / rows_per_block), kThreads, 0, s>>>(logits, labels, rows, cols,
-                                                                                            dlogits, row_loss);
+                                                                                            dlogits, row_loss, class_weights);
   launched();
-  sum_rows_k<<<1, kThreads, 0, s>>>(row_loss, labels, rows, cols, out);
+  sum_rows_k<<<1, kThreads, 0, s>>>(row_loss, labels, rows, cols, class_weights, out);
   launched();
 }
 

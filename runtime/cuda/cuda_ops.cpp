@@ -33,8 +33,8 @@ class CudaOps final : public Ops {
     cudaCheck(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     cudaCheck(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&consumed_, cudaEventDisableTiming));
-    cudaCheck(cudaMallocHost(reinterpret_cast<void**>(&host_loss_), 2 * sizeof(double)));
-    cudaCheck(cudaMalloc(reinterpret_cast<void**>(&loss_out_), 2 * sizeof(double)));
+    cudaCheck(cudaMallocHost(reinterpret_cast<void**>(&host_loss_), 3 * sizeof(double)));
+    cudaCheck(cudaMalloc(reinterpret_cast<void**>(&loss_out_), 3 * sizeof(double)));
     tf32_ = o.tf32;
   }
   ~CudaOps() override {
@@ -138,7 +138,8 @@ class CudaOps final : public Ops {
   }
   void relu(float* y, std::size_t n) override { cuda::relu(y, n, stream_); }
   void relu_backward(float* dx, const float* y, std::size_t n) override { cuda::relu_backward(dx, y, n, stream_); }
-  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits) override {
+  double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
+                      const float* class_weights) override {
     if (rows <= 0) return 0.0;
     if (static_cast<std::size_t>(rows) > row_loss_cap_) {
       cudaCheck(cudaFree(row_loss_));
@@ -146,13 +147,16 @@ class CudaOps final : public Ops {
       cudaCheck(cudaMalloc(reinterpret_cast<void**>(&row_loss_), static_cast<std::size_t>(rows) * sizeof(double)));
       row_loss_cap_ = static_cast<std::size_t>(rows);
     }
-    cuda::softmax_xent(logits, labels, rows, cols, dlogits, row_loss_, loss_out_, stream_);
-    cudaCheck(cudaMemcpyAsync(host_loss_, loss_out_, 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    cuda::softmax_xent(logits, labels, rows, cols, dlogits, row_loss_, loss_out_, class_weights, stream_);
+    cudaCheck(cudaMemcpyAsync(host_loss_, loss_out_, 3 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
     synchronize();
     if (host_loss_[1] > 0)
       throw std::out_of_range("softmax_xent: " + std::to_string(static_cast<long>(host_loss_[1])) +
                               " label(s) outside [0, " + std::to_string(cols) + ")");
-    return host_loss_[0] / rows;
+    if (!class_weights) return host_loss_[0] / rows;
+    // Weighted: the gradient waits for the weights' sum, as torch's weighted mean divides by it.
+    if (dlogits) cuda::scale(dlogits, static_cast<std::size_t>(rows) * cols, static_cast<float>(1.0 / host_loss_[2]), stream_);
+    return host_loss_[0] / host_loss_[2];
   }
   void scale(float* x, std::size_t n, float alpha) override { cuda::scale(x, n, alpha, stream_); }
 

@@ -66,7 +66,20 @@ double Mlp::loss(const std::int32_t* labels) {
 double Mlp::loss_grad(const std::int32_t* labels) {
   delta_ = delta_a_.data();
   next_ = delta_b_.data();
-  return ops_.softmax_xent(acts_.back().data(), labels, batch_, classes(), delta_);
+  return ops_.softmax_xent(acts_.back().data(), labels, batch_, classes(), delta_,
+                           class_weights_.size() ? class_weights_.data() : nullptr);
+}
+
+void Mlp::set_class_weights(const std::vector<float>& w) {
+  if (w.empty()) {
+    class_weights_ = DeviceBuffer();
+    return;
+  }
+  if (w.size() != static_cast<std::size_t>(classes()))
+    throw std::invalid_argument("Mlp::set_class_weights: " + std::to_string(w.size()) + " weights for " +
+                                std::to_string(classes()) + " classes");
+  class_weights_ = DeviceBuffer(ops_, w.size());
+  ops_.to_device(class_weights_.data(), w.data(), w.size());
 }
 
 void Mlp::backward_layer(int l, bool accumulate) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -149,7 +150,38 @@ std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d,
   for (const auto& s : p.samples) lo = std::min(lo, s.size()), hi = std::max(hi, s.size());
   std::vector<std::size_t> mine = std::move(p.samples[static_cast<std::size_t>(rank)]);
   const std::size_t per_rank = d.uneven == "join" ? mine.size() : d.uneven == "drop_last" ? lo : hi;
+  if (d.balance == "resample") return std::make_unique<ResampleSampler>(mine, train.labels, per_rank, rank, seed);
   return std::make_unique<PartitionSampler>(std::move(mine), per_rank, rank, seed);
+}
+
+ResampleSampler::ResampleSampler(const std::vector<std::size_t>& held, const std::vector<std::int32_t>& labels,
+                                 std::size_t per_rank, int rank, std::uint64_t seed)
+    : per_rank_(per_rank), rank_(rank), seed_(seed) {
+  std::map<std::int32_t, std::vector<std::size_t>> classes;
+  for (std::size_t i : held) classes[labels.at(i)].push_back(i);
+  for (auto& [label, idx] : classes) by_class_.push_back(std::move(idx));
+  if (by_class_.empty()) throw DataError(fmt::format("rank {} holds no samples", rank));
+}
+
+std::vector<std::size_t> ResampleSampler::indices(int epoch) const {
+  // A stream apart from PartitionSampler's shuffles; modulo draws (our own, as shuffle_indices').
+  std::mt19937_64 rng(seed_ ^ (0xa0761d6478bd642full + static_cast<std::uint64_t>(epoch) * 0x100000001b3ull +
+                               static_cast<std::uint64_t>(rank_)));
+  std::vector<std::size_t> out(per_rank_);
+  for (std::size_t& i : out) {
+    const auto& cls = by_class_[rng() % by_class_.size()];
+    i = cls[rng() % cls.size()];
+  }
+  return out;
+}
+
+std::vector<float> balanced_class_weights(const std::vector<std::size_t>& histogram) {
+  std::size_t n = 0, k = 0;
+  for (std::size_t c : histogram) n += c, k += c > 0;
+  std::vector<float> w(histogram.size(), 0.0f);
+  for (std::size_t c = 0; c < histogram.size(); ++c)
+    if (histogram[c] > 0) w[c] = static_cast<float>(static_cast<double>(n) / (static_cast<double>(k) * static_cast<double>(histogram[c])));
+  return w;
 }
 
 JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch) {
@@ -180,14 +212,15 @@ std::string partition_table(const DataConfig& d, const std::vector<std::vector<s
                                 : d.partition == "shards"  ? fmt::format(", {} classes per rank", d.classes_per_rank)
                                 : d.partition == "quantity" ? fmt::format(", skew {}", d.skew)
                                                             : "";
+  const std::string balance = d.balance == "none" ? "" : fmt::format(", balance {}", d.balance);
   std::string out =
       d.uneven == "join"
-          ? fmt::format("data: {}{}, join: each rank takes what it holds, {} steps an epoch for the longest; a rank "
+          ? fmt::format("data: {}{}{}, join: each rank takes what it holds, {} steps an epoch for the longest; a rank "
                         "done early shadows the syncs with zeros, which divide by {}\n",
-                        d.partition, parameter, per_epoch,
+                        d.partition, parameter, balance, per_epoch,
                         d.join_divide_by_initial ? "every rank" : "the ranks still training")
-          : fmt::format("data: {}{}, {}: every rank takes {} samples per epoch\n", d.partition, parameter, d.uneven,
-                        per_epoch);
+          : fmt::format("data: {}{}{}, {}: every rank takes {} samples per epoch\n", d.partition, parameter, balance,
+                        d.uneven, per_epoch);
   out += fmt::format("{:>6} {:>8} ", "rank", "holds");
   for (std::size_t c = 0; c < (histograms.empty() ? 0 : histograms[0].size()); ++c) out += fmt::format(" {:>6}", fmt::format("class{}", c));
   for (std::size_t r = 0; r < histograms.size(); ++r) {

@@ -243,6 +243,9 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
   // Under join every rank takes the longest share's steps, shadowing the syncs once its own run out.
+  // data.balance = "class_weighted": this rank's loss weighs its classes evenly (resample is the sampler's).
+  if (sc.data.balance == "class_weighted" && worker)
+    model.set_class_weights(balanced_class_weights(class_histograms(data.train, sc.data, workers, tr.seed).at(static_cast<std::size_t>(rank))));
   std::optional<JoinSchedule> join;
   if (sc.data.uneven == "join") join = join_schedule(data.train, sc.data, workers, tr.seed, tr.batch_size);
   const std::int64_t steps_per_epoch =

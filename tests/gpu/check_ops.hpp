@@ -53,6 +53,9 @@
       EXPECT_LE(::ddplab::test::compare_softmax(*ops, *ref, r, c, EW_TOL, 11, &loss_err), 1.0)                       \
           << "rows=" << r << " cols=" << c;                                                                          \
       EXPECT_LE(loss_err, 1e-5) << "rows=" << r << " cols=" << c;                                                    \
+      EXPECT_LE(::ddplab::test::compare_softmax(*ops, *ref, r, c, EW_TOL, 11, &loss_err, true), 1.0)                 \
+          << "weighted, rows=" << r << " cols=" << c;                                                                \
+      EXPECT_LE(loss_err, 1e-5) << "weighted, rows=" << r << " cols=" << c;                                          \
     }                                                                                                                \
   }                                                                                                                  \
   TEST_F(Fixture, SoftmaxXentRejectsBadLabel) {                                                                      \

@@ -82,16 +82,20 @@ inline double compare_gemm(Ops& x, Ops& ref, bool ta, bool tb, int m, int n, int
 }
 
 // Softmax cross-entropy: the loss (returned through *loss_err, relative) and the gradient buffer.
-inline double compare_softmax(Ops& x, Ops& ref, int rows, int cols, Tol t, std::uint64_t seed, double* loss_err) {
+// With weighted, class c weighs 0.5 + c / cols (torch's CrossEntropyLoss(weight)).
+inline double compare_softmax(Ops& x, Ops& ref, int rows, int cols, Tol t, std::uint64_t seed, double* loss_err,
+                              bool weighted = false) {
   auto logits = random_floats(static_cast<std::size_t>(rows) * cols, seed, -8.0f, 8.0f);
   std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
   for (int i = 0; i < rows; ++i) labels[static_cast<std::size_t>(i)] = (i * 7 + 3) % cols;
   double loss[2] = {0, 0};
   int which = 0;
-  const double w = compare(x, ref, {logits, std::vector<float>(logits.size())}, t, [&](Ops& o, std::vector<float*>& p) {
+  std::vector<float> class_w(static_cast<std::size_t>(cols));
+  for (int c = 0; c < cols; ++c) class_w[static_cast<std::size_t>(c)] = 0.5f + static_cast<float>(c) / static_cast<float>(cols);
+  const double w = compare(x, ref, {logits, std::vector<float>(logits.size()), class_w}, t, [&](Ops& o, std::vector<float*>& p) {
     std::int32_t* y = o.alloc_labels(labels.size());
     o.labels_to_device(y, labels.data(), labels.size());
-    loss[which++] = o.softmax_xent(p[0], y, rows, cols, p[1]);
+    loss[which++] = o.softmax_xent(p[0], y, rows, cols, p[1], weighted ? p[2] : nullptr);
     o.free_labels(y);
   });
   *loss_err = std::abs(loss[0] - loss[1]) / std::max(1.0, std::abs(loss[1]));

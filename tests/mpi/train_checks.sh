@@ -92,6 +92,20 @@ join)
   last=$(sqlite3 "$db" "select samples from steps where run_id = 1 and rank = $smallest and step = $per_epoch - 1")
   [[ "$last" == "0" ]] || fail "rank $smallest (the smallest share) still had $last samples at the epoch's last step"
   ;;
+balance)
+  # Both ways of balancing a skewed split: announced, identical parameters, and a loss that falls.
+  for s in "$scenario" "${scenario%.toml}-resample.toml"; do
+    timeout 150 "$ddplab" run "$s" --np "$np" --db "$db" >>"$work/out" 2>&1 || fail "$s: run exited $?"
+  done
+  grep -q "^data: dirichlet, alpha 0.3, balance class_weighted, pad:" "$work/out" || fail "class_weighted not announced"
+  grep -q "^data: dirichlet, alpha 0.3, balance resample, pad:" "$work/out" || fail "resample not announced"
+  [[ $(grep -c "params identical on all ranks" "$work/out") -eq 2 ]] || fail "not both runs confirmed identical"
+  for run in 1 2; do
+    first=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step < 3")
+    last=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step >= (select max(step) - 2 from steps where run_id = $run)")
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }' || fail "run $run: loss $first -> $last did not fall"
+  done
+  ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac
 echo "PASS: $check with $np ranks"

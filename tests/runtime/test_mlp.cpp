@@ -125,6 +125,37 @@ TEST(CpuOps, SoftmaxCrossEntropyMatchesReference) {
   EXPECT_THROW(ops->softmax_xent(logits, bad, 2, 3, d), std::out_of_range);
 }
 
+// torch's CrossEntropyLoss(weight=w): sum_i w[y_i] l_i / sum_i w[y_i], and its gradient, checked against
+// the formula and by central differences of the loss.
+TEST(CpuOps, WeightedSoftmaxCrossEntropyIsTorchsWeightedMean) {
+  auto ops = make_ops("cpu");
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f, 0.5f, 0.5f, 0.5f, -1.0f, 0.0f, 2.0f};
+  const std::int32_t labels[3] = {2, 0, 0};
+  const float w[3] = {3.0f, 1.0f, 0.5f};
+  std::vector<float> d(9);
+  const double loss = ops->softmax_xent(logits.data(), labels, 3, 3, d.data(), w);
+  const auto xent = [](const float* z, int y) {
+    double s = 0;
+    for (int j = 0; j < 3; ++j) s += std::exp(static_cast<double>(z[j]));
+    return std::log(s) - z[y];
+  };
+  const double want = (0.5 * xent(&logits[0], 2) + 3.0 * xent(&logits[3], 0) + 3.0 * xent(&logits[6], 0)) / 6.5;
+  EXPECT_NEAR(loss, want, 1e-6);
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    std::vector<float> up = logits, down = logits;
+    const float h = 1e-2f;
+    up[i] += h, down[i] -= h;
+    const double numeric = (ops->softmax_xent(up.data(), labels, 3, 3, nullptr, w) -
+                            ops->softmax_xent(down.data(), labels, 3, 3, nullptr, w)) / (2 * h);
+    EXPECT_NEAR(d[i], numeric, 1e-4) << "logit " << i;
+  }
+  // Weights of one are the unweighted mean, to the bit.
+  const float ones[3] = {1.0f, 1.0f, 1.0f};
+  std::vector<float> d1(9), d0(9);
+  EXPECT_EQ(ops->softmax_xent(logits.data(), labels, 3, 3, d1.data(), ones), ops->softmax_xent(logits.data(), labels, 3, 3, d0.data()));
+  EXPECT_EQ(d1, d0);
+}
+
 TEST(CpuOps, GemmTransposesMatchNaiveProduct) {
   auto ops = make_ops("cpu");
   // A 2x3 times B 3x2.

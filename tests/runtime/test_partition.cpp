@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -130,6 +132,72 @@ TEST(PartitionSampler, DropLastAndPadTakeTheSmallestAndLargestShare) {
       EXPECT_EQ(s->indices(0), make_sampler(d, c, r, 3, 4)->indices(0)) << "reproducible";
     }
   }
+}
+
+// join: each rank takes its whole share; the schedule's steps, active ranks and samples follow the shares.
+TEST(PartitionSampler, JoinTakesEachRanksWholeShare) {
+  const Dataset d = labelled();
+  DataConfig c = config("quantity");
+  c.skew = 0.3;
+  c.uneven = "join";
+  const Partition p = partition_dataset(d.labels, 10, 4, c, 4);
+  const JoinSchedule j = join_schedule(d, c, 4, 4, 64);
+  for (int r = 0; r < 4; ++r) {
+    const std::size_t share = p.samples[static_cast<std::size_t>(r)].size();
+    EXPECT_EQ(make_sampler(d, c, r, 4, 4)->per_rank(), share);
+    EXPECT_EQ(j.samples[static_cast<std::size_t>(r)], static_cast<std::int64_t>(share));
+    EXPECT_EQ(j.steps_of(r), static_cast<std::int64_t>((share + 63) / 64));
+  }
+  EXPECT_EQ(j.per_epoch(), j.steps_of(0));  // rank 0 holds the most under quantity
+  EXPECT_EQ(j.active(0), 4);
+  EXPECT_EQ(j.active(j.per_epoch() - 1), 1);
+  std::int64_t all = 0;
+  for (std::int64_t s = 0; s < j.per_epoch(); ++s) all += j.samples_at(s);
+  EXPECT_EQ(all, static_cast<std::int64_t>(d.labels.size()));
+}
+
+// resample: every class a rank holds equally likely, whatever its share of the rank's samples; only what
+// the rank holds; reproducible, and new each epoch.
+TEST(ResampleSampler, DrawsEachHeldClassEquallyOften) {
+  const Dataset d = labelled();
+  DataConfig c = config("dirichlet");
+  c.alpha = 0.3;
+  c.balance = "resample";
+  const Partition p = partition_dataset(d.labels, 10, 3, c, 4);
+  for (int r = 0; r < 3; ++r) {
+    const auto s = make_sampler(d, c, r, 3, 4);
+    const auto e0 = s->indices(0);
+    EXPECT_EQ(e0, make_sampler(d, c, r, 3, 4)->indices(0));
+    EXPECT_NE(e0, s->indices(1));
+    const auto& held = p.samples[static_cast<std::size_t>(r)];
+    const std::set<std::size_t> mine(held.begin(), held.end());
+    std::map<std::int32_t, std::size_t> in_share, drawn;
+    for (std::size_t i : held) ++in_share[d.labels[i]];
+    std::size_t draws = 0;
+    for (int epoch = 0; epoch < 20; ++epoch)
+      for (std::size_t i : s->indices(epoch)) {
+        ASSERT_TRUE(mine.count(i)) << "rank " << r << " drew a sample it does not hold";
+        ++drawn[d.labels[i]], ++draws;
+      }
+    // Each held class near draws / K (5 sigma of a binomial), even one that is 1% of the share.
+    const double k = static_cast<double>(in_share.size()), expect = static_cast<double>(draws) / k;
+    for (const auto& [cls, n] : in_share)
+      EXPECT_NEAR(static_cast<double>(drawn[cls]), expect, 5 * std::sqrt(expect * (1 - 1 / k)))
+          << "rank " << r << " class " << cls << " (" << n << " of " << held.size() << " held)";
+  }
+}
+
+TEST(Balance, ClassWeightsAreScikitLearnsBalanced) {
+  // 10 samples of 3 classes held: 6, 3, 1 (and none of a fourth): n / (K n_c).
+  const std::vector<float> w = balanced_class_weights({6, 3, 1, 0});
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_FLOAT_EQ(w[0], 10.0f / 18.0f);
+  EXPECT_FLOAT_EQ(w[1], 10.0f / 9.0f);
+  EXPECT_FLOAT_EQ(w[2], 10.0f / 3.0f);
+  EXPECT_EQ(w[3], 0.0f);
+  for (float v : balanced_class_weights({5, 5, 5})) EXPECT_FLOAT_EQ(v, 1.0f);
+  // Weighted, every class held adds the same total weight: n / K.
+  EXPECT_FLOAT_EQ(6 * w[0], 1 * w[2]);
 }
 
 TEST(DistributedSampler, DropLastTakesTheEvenPartWithoutWrapping) {

@@ -315,6 +315,11 @@ INSTANTIATE_TEST_SUITE_P(
                     "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is \"dirichlet\")"},
         InvalidCase{"negative_skew", "3:8: data.skew must be 0 or more, got -0.5"},
         InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", \"join\", got \"join_all\""},
+        InvalidCase{"balance_with_iid",
+                    "2:11: data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or \"quantity\"): "
+                    "under iid every rank's classes are already even"},
+        InvalidCase{"bad_balance",
+                    "3:11: data.balance must be one of \"none\", \"class_weighted\", \"resample\", got \"oversample\""},
         InvalidCase{"join_with_iid",
                     "2:10: data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
                     "\"quantity\"): under iid every rank holds the same amount"},

@@ -53,6 +53,11 @@ struct DataConfig {
   // training, or by every rank with join_divide_by_initial.
   std::string uneven = "pad";
   bool join_divide_by_initial = false;
+  // Each rank's own classes made even (a fixed split): "none", "class_weighted" (the training loss weights
+  // class c by n / (K n_c) over the rank's n samples of K classes, as scikit-learn's "balanced") or
+  // "resample" (each epoch the rank draws its samples with replacement, every class it holds equally
+  // likely, as torch's WeightedRandomSampler with weights 1 / n_c).
+  std::string balance = "none";
 };
 
 struct TrainConfig {

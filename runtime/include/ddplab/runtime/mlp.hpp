@@ -39,6 +39,9 @@ class Mlp {
   // grads() holds (gradient accumulation over micro-steps) instead of replacing it.
   double loss_grad(const std::int32_t* labels);
   void backward_layer(int layer, bool accumulate = false);
+  // Weights per class for the training loss (loss_grad, backward): torch's CrossEntropyLoss(weight), the
+  // mean weighted by each sample's class weight. Empty: unweighted. loss() (evaluation) stays unweighted.
+  void set_class_weights(const std::vector<float>& weights);
   int num_layers() const { return static_cast<int>(layers_.size()) - 1; }
 
   // Moves every parameter (and where its gradient goes) to new offsets in the flat buffers, e.g. so that
@@ -59,6 +62,7 @@ class Mlp {
   int batch_ = 0;
   const float* input_ = nullptr;
   DeviceBuffer params_, grads_;
+  DeviceBuffer class_weights_;            // empty: unweighted training loss
   std::vector<ParamInfo> info_;           // 2 per layer: weight, bias
   std::vector<DeviceBuffer> acts_;        // output of each layer (post-ReLU for hidden layers)
   DeviceBuffer delta_a_, delta_b_;        // backward scratch: d(loss)/d(layer output)

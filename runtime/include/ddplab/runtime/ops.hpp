@@ -39,9 +39,11 @@ class Ops {
   virtual void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate = false) = 0;
   virtual void relu(float* y, std::size_t n) = 0;                                   // in place
   virtual void relu_backward(float* dx, const float* y, std::size_t n) = 0;         // dx *= (y > 0)
-  // Mean softmax cross-entropy over `rows`; writes d(loss)/d(logits) into dlogits when non-null.
-  virtual double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols,
-                              float* dlogits) = 0;
+  // Mean softmax cross-entropy over `rows`; writes d(loss)/d(logits) into dlogits when non-null. With
+  // class_weights (cols floats in this backend's memory), torch's CrossEntropyLoss(weight): the mean
+  // weighted by each row's class weight, sum_i w[y_i] l_i / sum_i w[y_i], and its gradient.
+  virtual double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
+                              const float* class_weights = nullptr) = 0;
   virtual void scale(float* x, std::size_t n, float alpha) = 0;                     // x *= alpha
 
   // True when alloc() returns memory the host cannot read (the CUDA backend). A host-memory communicator

@@ -42,6 +42,27 @@ class PartitionSampler : public Sampler {
   std::uint64_t seed_;
 };
 
+// data.balance = "resample": each epoch `per_rank` draws with replacement from what the rank holds, a class
+// it holds picked uniformly, then one of that class's samples (torch's WeightedRandomSampler with weights
+// 1 / n_c), from seed, epoch and rank.
+class ResampleSampler : public Sampler {
+ public:
+  ResampleSampler(const std::vector<std::size_t>& held, const std::vector<std::int32_t>& labels, std::size_t per_rank,
+                  int rank, std::uint64_t seed);
+  std::vector<std::size_t> indices(int epoch) const override;
+  std::size_t per_rank() const override { return per_rank_; }
+
+ private:
+  std::vector<std::vector<std::size_t>> by_class_;  // the held samples of each class held
+  std::size_t per_rank_;
+  int rank_;
+  std::uint64_t seed_;
+};
+
+// data.balance = "class_weighted": weights n / (K n_c) for the K classes of a histogram of n samples, 0 for
+// the classes it lacks (scikit-learn's "balanced"; a balanced histogram gives all ones).
+std::vector<float> balanced_class_weights(const std::vector<std::size_t>& histogram);
+
 // Every rank's sampler as `d` describes it (iid: DistributedSampler), for rank `rank` of `world`. Under
 // uneven = "join" each rank takes its own share, whole.
 std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world, std::uint64_t seed);
