@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "ddplab/runtime/augment.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
 
@@ -55,6 +56,21 @@ void BM_OptimizerUpdate(benchmark::State& state, const std::string& name) {
   state.counters["params/s"] =
       benchmark::Counter(static_cast<double>(model.num_params()), benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// Augmenting a batch of 64 Fashion-MNIST-sized images (rotation, zoom and shift, bilinear): what the loader
+// thread adds per batch, to compare with a step's compute (BM_MlpStep/64).
+void BM_AugmentBatch(benchmark::State& state) {
+  std::vector<float> images(64 * 784);
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-0.8f, 2.0f);
+  for (float& v : images) v = u(rng);
+  std::vector<std::size_t> idx(64);
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  int epoch = 0;
+  for (auto _ : state) augment_images(images.data(), 64, 28, idx.data(), epoch++, 1, AugmentConfig{10, 0.1, 2}, -0.81f);
+  state.counters["images/s"] = benchmark::Counter(64, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AugmentBatch)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ddplab

@@ -87,7 +87,8 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   const std::string p = "data.";
   r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank",
-                      "skew", "uneven", "join_divide_by_initial", "balance"});
+                      "skew", "uneven", "join_divide_by_initial", "balance", "augment_rotate", "augment_scale",
+                      "augment_shift"});
   r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
@@ -100,6 +101,16 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   if (d.uneven == "join" && d.partition == "iid")
     r.fail(t.get("uneven")->source(), "data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" "
                                       "or \"quantity\"): under iid every rank holds the same amount");
+  r.read_number(t, p, "augment_rotate", d.augment_rotate, [](double v) { return v >= 0 && v <= 180; },
+                "must be an angle in degrees from 0 to 180");
+  r.read_number(t, p, "augment_scale", d.augment_scale, [](double v) { return v >= 0 && v < 1; },
+                "must be a number in [0, 1)");
+  r.read_number(t, p, "augment_shift", d.augment_shift, [](double v) { return v >= 0 && v <= 14; },
+                "must be a number of pixels from 0 to 14");
+  for (const char* key : {"augment_rotate", "augment_scale", "augment_shift"})
+    if (const toml::node* n = t.get(key); n && d.dataset != "fashion-mnist")
+      r.fail(n->source(), fmt::format("data.{} transforms images: it applies to data.dataset = \"fashion-mnist\" only "
+                                      "(data.dataset is \"{}\")", key, d.dataset));
   r.read_choice(t, p, "balance", d.balance, {"none", "class_weighted", "resample"});
   if (d.balance != "none" && d.partition == "iid")
     r.fail(t.get("balance")->source(), "data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
@@ -454,7 +465,10 @@ nlohmann::json Scenario::to_json() const {
         {"skew", data.skew},
         {"uneven", data.uneven},
         {"join_divide_by_initial", data.join_divide_by_initial},
-        {"balance", data.balance}}},
+        {"balance", data.balance},
+        {"augment_rotate", data.augment_rotate},
+        {"augment_scale", data.augment_scale},
+        {"augment_shift", data.augment_shift}}},
       {"train",
        {{"backend", train.backend},
         {"batch_size", train.batch_size},

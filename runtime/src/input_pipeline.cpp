@@ -1,6 +1,8 @@
 #include "ddplab/runtime/input_pipeline.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 #include <stdexcept>
 
 namespace ddplab {
@@ -39,8 +41,28 @@ void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, 
   do_load(Load{slot, first, count}, idx);
 }
 
+void InputPipeline::set_augment(const AugmentConfig& config, int side, float background, std::uint64_t seed) {
+  if (config.active() && static_cast<long long>(side) * side != data_.features)
+    throw std::invalid_argument("InputPipeline::set_augment: samples of " + std::to_string(data_.features) +
+                                " features are not " + std::to_string(side) + " x " + std::to_string(side) + " images");
+  join_load();
+  augment_ = config, side_ = side, background_ = background, augment_seed_ = seed;
+}
+
+double InputPipeline::augment_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return augment_s_;
+}
+
 void InputPipeline::do_load(const Load& l, const std::vector<std::size_t>& idx) {
   gather_batch(data_, idx, l.first, l.count, host_x_[l.slot], host_y_[l.slot]);
+  if (augment_.active() && l.count > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    augment_images(host_x_[l.slot], l.count, side_, idx.data() + l.first, l.epoch, augment_seed_, augment_, background_);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    augment_s_ += s;
+  }
   const std::size_t n = static_cast<std::size_t>(l.count);
   ops_.prefetch(x_[l.slot].data(), host_x_[l.slot], n * static_cast<std::size_t>(data_.features) * sizeof(float));
   ops_.prefetch(y_[l.slot], host_y_[l.slot], n * sizeof(std::int32_t));
@@ -94,7 +116,7 @@ int InputPipeline::load_step(std::size_t step, bool upload) {
   if (upload) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      next_ = Load{step % 2, at, count};
+      next_ = Load{step % 2, at, count, epoch};
       pending_ = true;
     }
     cv_.notify_all();

@@ -315,6 +315,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is \"dirichlet\")"},
         InvalidCase{"negative_skew", "3:8: data.skew must be 0 or more, got -0.5"},
         InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", \"join\", got \"join_all\""},
+        InvalidCase{"augment_synthetic",
+                    "3:18: data.augment_rotate transforms images: it applies to data.dataset = \"fashion-mnist\" only "
+                    "(data.dataset is \"synthetic\")"},
+        InvalidCase{"augment_scale_one", "2:17: data.augment_scale must be a number in [0, 1), got 1"},
         InvalidCase{"balance_with_iid",
                     "2:11: data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or \"quantity\"): "
                     "under iid every rank's classes are already even"},

@@ -58,6 +58,9 @@ struct DataConfig {
   // "resample" (each epoch the rank draws its samples with replacement, every class it holds equally
   // likely, as torch's WeightedRandomSampler with weights 1 / n_c).
   std::string balance = "none";
+  // Training images randomly rotated by up to augment_rotate degrees, zoomed by up to +-augment_scale and
+  // shifted by up to augment_shift pixels (torchvision's RandomAffine), on the loader thread; 0 = off.
+  double augment_rotate = 0, augment_scale = 0, augment_shift = 0;
 };
 
 struct TrainConfig {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddplab/runtime/augment.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/ops.hpp"
 
@@ -23,6 +24,12 @@ class InputPipeline {
   ~InputPipeline();
   InputPipeline(const InputPipeline&) = delete;
   InputPipeline& operator=(const InputPipeline&) = delete;
+
+  // Each batch of the plan augmented on the loader thread (square images of `side` pixels, `background`
+  // outside), each image by its draw for (seed, epoch, its index). Set before plan().
+  void set_augment(const AugmentConfig& config, int side, float background, std::uint64_t seed);
+  // Seconds the loader spent augmenting, all batches so far.
+  double augment_seconds() const;
 
   // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload, on this thread.
   void load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count);
@@ -61,15 +68,21 @@ class InputPipeline {
   struct Load {
     std::size_t slot = 0, first = 0;
     int count = 0;
+    int epoch = 0;  // for the augmentation's draws
   };
   void loader_loop();
   void do_load(const Load& l, const std::vector<std::size_t>& idx);
   void join_load();
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   Load next_;
   bool pending_ = false, stop_ = false;
   std::exception_ptr error_;
+  AugmentConfig augment_;
+  int side_ = 0;
+  float background_ = 0;
+  std::uint64_t augment_seed_ = 0;
+  double augment_s_ = 0;  // under mu_
   std::thread loader_;
 };
 
