@@ -46,6 +46,7 @@ set(_s ${PROJECT_SOURCE_DIR}/strategies)
 file(GLOB _sched CONFIGURE_DEPENDS ${_s}/src/*.cpp ${_s}/src/schedules/*.cpp ${_s}/src/codecs/*.cpp ${_s}/src/policies/*.cpp
      ${_s}/src/optimizers/*.cpp)
 add_library(ddplab_strategies STATIC ${_sched})
+set_source_files_properties(${_s}/src/codecs/host_compute.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-ffp-contract=off")
 target_include_directories(ddplab_strategies PUBLIC ${_s}/include PRIVATE ${_s}/src)
 target_link_libraries(ddplab_strategies PUBLIC ddplab_core PRIVATE fmt::fmt)
 target_compile_definitions(ddplab_strategies PRIVATE DDPLAB_MODELS_DIR="${_s}/models")

@@ -142,7 +142,7 @@ int run(const Args& a) {
   std::unique_ptr<ddplab::Communicator> single = ddplab::make_single_process_communicator(), nccl;
   std::unique_ptr<ddplab::Strategy> strategy;
   std::unique_ptr<ddplab::PlanExecutor> exec;
-  ddplab::OptimizerConfig oc;  // Adam with torch's defaults
+  ddplab::OptimizerConfig oc;  // --optimizer with its default options (--momentum: sgd's)
   oc.name = a.optimizer;
   if (a.optimizer == "sgd") oc.options["momentum"] = std::to_string(a.momentum);
   oc.lr = ddplab::LrPlan::constant(a.lr);

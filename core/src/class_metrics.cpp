@@ -36,6 +36,13 @@ std::string dataset_of(const RunRow& run) {
 
 }  // namespace
 
+std::vector<std::vector<std::int64_t>> confusion_rows(const Evaluation& e) {
+  std::vector<std::vector<std::int64_t>> rows;
+  for (int t = 0; t < e.classes; ++t)
+    rows.emplace_back(e.confusion.begin() + t * e.classes, e.confusion.begin() + (t + 1) * e.classes);
+  return rows;
+}
+
 ClassMetrics class_metrics(const std::vector<std::int64_t>& m, int classes) {
   if (classes < 1 || m.size() != static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes))
     throw std::invalid_argument(fmt::format("a confusion matrix of {} classes needs {} counts, got {}", classes,

@@ -241,15 +241,14 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
       if (!e.confusion.empty()) {  // per class, and the matrix they come from (row = true class)
         const ClassMetrics m = class_metrics(e.confusion, e.classes);
         ev["macro_f1"] = num(m.macro_f1);
-        json classes = json::array(), rows = json::array();
+        json classes = json::array();
         for (int c = 0; c < m.classes; ++c) {
           const auto i = static_cast<std::size_t>(c);
           classes.push_back({{"class", c}, {"support", m.support[i]}, {"precision", num(m.precision[i])},
                              {"recall", num(m.recall[i])}, {"f1", num(m.f1[i])}});
-          rows.push_back(std::vector<std::int64_t>(e.confusion.begin() + c * m.classes, e.confusion.begin() + (c + 1) * m.classes));
         }
         ev["classes"] = std::move(classes);
-        ev["confusion"] = std::move(rows);
+        ev["confusion"] = confusion_rows(e);
       }
       evals.push_back(std::move(ev));
     }

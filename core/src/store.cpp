@@ -369,8 +369,14 @@ std::vector<Evaluation> Store::evaluations(std::int64_t run) const {
     e.macro_recall = s.real(5);
     if (!s.null(6)) {
       const auto rows = nlohmann::json::parse(s.text(6), nullptr, false);
-      if (!rows.is_array())
-        throw StoreError(fmt::format("results store {}: run {}'s evaluation at step {} has an unreadable confusion matrix",
+      bool ok = rows.is_array();
+      for (const auto& row : rows) {
+        ok = ok && row.is_array() && row.size() == rows.size();
+        for (const auto& v : row) ok = ok && v.is_number_integer();
+      }
+      if (!ok)
+        throw StoreError(fmt::format("results store {}: run {}'s evaluation at step {} has an unreadable confusion matrix "
+                                     "(not a square array of counts)",
                                      path_, run, e.step));
       e.classes = static_cast<int>(rows.size());
       for (const auto& row : rows)

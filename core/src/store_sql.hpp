@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/class_metrics.hpp"
 #include "ddplab/core/store.hpp"
 
 namespace ddplab {
@@ -150,10 +151,7 @@ struct Store::Pending {
         if (e.confusion.empty()) {
           ins_eval.bind_null(8);
         } else {
-          nlohmann::json rows = nlohmann::json::array();
-          for (int t = 0; t < e.classes; ++t)
-            rows.push_back(std::vector<std::int64_t>(e.confusion.begin() + t * e.classes, e.confusion.begin() + (t + 1) * e.classes));
-          ins_eval.bind(8, rows.dump());
+          ins_eval.bind(8, nlohmann::json(confusion_rows(e)).dump());
         }
         ins_eval.run();
       }

@@ -66,6 +66,7 @@ class CpuOps final : public Ops {
   }
   double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
                       const float* w) override {
+    if (rows <= 0) return 0.0;
     double total = 0, weights = rows;
     if (w) {
       weights = 0;

@@ -245,7 +245,8 @@ class CudaCodecCompute final : public CodecCompute {
     // No throwing from a destructor; the stream outlives this object (CudaOps destroys it later).
     cudaSetDevice(device_);
     if (bad_) cudaFreeAsync(bad_, stream_);
-    if (scratch_) cudaFreeAsync(scratch_, stream_);
+    scratch_.release(stream_);
+    norm_scratch_.release(stream_);
     cudaStreamSynchronize(stream_);
   }
   std::string name() const override { return "cuda"; }
@@ -315,7 +316,7 @@ class CudaCodecCompute final : public CodecCompute {
     cudaCheck(cub::DeviceReduce::Sum(nullptr, temp, static_cast<const double*>(nullptr), static_cast<double*>(nullptr),
                                      static_cast<int>(n), stream_));
     const std::size_t sq_bytes = align_up(n * sizeof(double)), out_bytes = align_up(sizeof(double));
-    char* s = static_cast<char*>(scratch(sq_bytes + out_bytes + align_up(temp)));
+    char* s = static_cast<char*>(norm_scratch_.get(sq_bytes + out_bytes + align_up(temp), stream_));
     auto* squares = reinterpret_cast<double*>(s);
     auto* sum = reinterpret_cast<double*>(s + sq_bytes);
     squares_k<<<blocks_for(n), kThreads, 0, stream_>>>(x, n, squares);
@@ -422,23 +423,33 @@ class CudaCodecCompute final : public CodecCompute {
       throw std::invalid_argument("codec compute (cuda): casts are to F16 or BF16 only");
   }
   static void launched() { cudaCheck(cudaGetLastError()); }
-  // Grow-only scratch, reused by calls in stream order (never two at once: one stream).
-  void* scratch(std::size_t bytes) {
-    if (bytes > scratch_bytes_) {
-      if (scratch_) cudaCheck(cudaFreeAsync(scratch_, stream_));
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      cudaCheck(cudaMallocAsync(&scratch_, bytes, stream_));
-      scratch_bytes_ = bytes;
+  // Grow-only scratch, reused by calls in stream order. Two threads use this compute: the codecs run on
+  // the executor's comm thread, the optimizers (sum_squares) on its compute thread, so each has its own.
+  struct Scratch {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    void* get(std::size_t want, cudaStream_t s) {
+      if (want > bytes) {
+        if (p) cudaCheck(cudaFreeAsync(p, s));
+        p = nullptr;
+        bytes = 0;
+        cudaCheck(cudaMallocAsync(&p, want, s));
+        bytes = want;
+      }
+      return p;
     }
-    return scratch_;
-  }
+    void release(cudaStream_t s) {
+      if (p) cudaFreeAsync(p, s);
+      p = nullptr;
+    }
+  };
+  void* scratch(std::size_t bytes) { return scratch_.get(bytes, stream_); }
 
   int device_;
   cudaStream_t stream_;
   unsigned long long* bad_ = nullptr;
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
+  Scratch scratch_;       // the codecs'
+  Scratch norm_scratch_;  // sum_squares' (the optimizers')
 };
 
 }  // namespace

@@ -154,6 +154,7 @@ class CudaOps final : public Ops {
       throw std::out_of_range("softmax_xent: " + std::to_string(static_cast<long>(host_loss_[1])) +
                               " label(s) outside [0, " + std::to_string(cols) + ")");
     if (!class_weights) return host_loss_[0] / rows;
+    if (!(host_loss_[2] > 0)) return std::nan("");  // no weight at all: torch's weighted mean is NaN too
     // Weighted: the gradient waits for the weights' sum, as torch's weighted mean divides by it.
     if (dlogits) cuda::scale(dlogits, static_cast<std::size_t>(rows) * cols, static_cast<float>(1.0 / host_loss_[2]), stream_);
     return host_loss_[0] / host_loss_[2];

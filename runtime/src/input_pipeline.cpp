@@ -38,7 +38,7 @@ void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, 
   if (slot > 1 || count < 0 || static_cast<std::size_t>(count) > batch_)
     throw std::invalid_argument("InputPipeline::load: slot or batch size out of range");
   join_load();
-  do_load(Load{slot, first, count}, idx);
+  do_load(Load{slot, first, count, -1}, idx);  // no epoch: not augmented
 }
 
 void InputPipeline::set_augment(const AugmentConfig& config, int side, float background, std::uint64_t seed) {
@@ -56,9 +56,10 @@ double InputPipeline::augment_seconds() const {
 
 void InputPipeline::do_load(const Load& l, const std::vector<std::size_t>& idx) {
   gather_batch(data_, idx, l.first, l.count, host_x_[l.slot], host_y_[l.slot]);
-  if (augment_.active() && l.count > 0) {
+  if (augment_.active() && l.count > 0 && l.epoch >= 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    augment_images(host_x_[l.slot], l.count, side_, idx.data() + l.first, l.epoch, augment_seed_, augment_, background_);
+    augment_images(host_x_[l.slot], l.count, side_, idx.data() + l.first, l.first, l.epoch, augment_seed_, augment_,
+                   background_);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::lock_guard<std::mutex> lock(mu_);
     augment_s_ += s;

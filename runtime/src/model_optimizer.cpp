@@ -5,29 +5,41 @@
 
 namespace ddplab {
 
-ModelOptimizer::ModelOptimizer(Ops& ops, Mlp& model, const OptimizerConfig& opt)
-    : ops_(ops), opt_(opt), optimizer_(make_optimizer(opt.name, opt.options)) {
+OptimizerState::OptimizerState(Ops& ops, const OptimizerConfig& opt, std::size_t n)
+    : ops_(ops), weight_decay_(opt.weight_decay), optimizer_(make_optimizer(opt.name, opt.options)) {
   const OptimizerInfo& info = *find_optimizer(opt.name);
-  for (int i = 0; i < info.state_slots; ++i) state_.emplace_back(ops, model.num_params());
-  if (info.scratch) scratch_ = DeviceBuffer(ops, model.num_params());
-  update_.params = model.params();
-  update_.grads = model.grads();
-  for (DeviceBuffer& s : state_) update_.state.push_back(s.data());
-  update_.scratch = scratch_.data();
-  update_.count = model.num_params();
+  for (int i = 0; i < info.state_slots; ++i) state_.emplace_back(ops, n);
+  if (info.scratch) scratch_ = DeviceBuffer(ops, n);
+}
+
+void OptimizerState::update(float* params, float* grads, std::size_t offset, std::size_t count,
+                            std::vector<TensorSlice> tensors, std::int64_t t, float lr, float grad_scale) {
+  OptimizerUpdate u;
+  u.params = params + offset;
+  u.grads = grads + offset;
+  for (DeviceBuffer& s : state_) u.state.push_back(s.data() + offset);
+  if (scratch_.size()) u.scratch = scratch_.data() + offset;
+  u.count = count;
+  u.tensors = std::move(tensors);
+  u.t = t;
+  u.lr = lr;
+  u.weight_decay = weight_decay_;
+  u.grad_scale = grad_scale;
+  optimizer_->update(u, ops_.codec_compute());
+}
+
+ModelOptimizer::ModelOptimizer(Ops& ops, Mlp& model, const OptimizerConfig& opt)
+    : model_(model), lr_(opt.lr), state_(ops, opt, model.num_params()) {
   const auto& params = model.param_info();
   const ModelSpec spec = ModelSpec::mlp(model.layers());
   for (std::size_t i = 0; i < params.size(); ++i)
-    update_.tensors.push_back({params[i].offset, spec.params.at(i).rows, spec.params.at(i).cols});
-  update_.weight_decay = opt.weight_decay;
+    tensors_.push_back({params[i].offset, spec.params.at(i).rows, spec.params.at(i).cols});
 }
 
-void ModelOptimizer::step(std::int64_t t) { step(t, static_cast<float>(opt_.lr.lr(t - 1))); }
+void ModelOptimizer::step(std::int64_t t) { step(t, static_cast<float>(lr_.lr(t - 1))); }
 
 void ModelOptimizer::step(std::int64_t t, float lr) {
-  update_.t = t;
-  update_.lr = lr;
-  optimizer_->update(update_, ops_.codec_compute());
+  state_.update(model_.params(), model_.grads(), 0, model_.num_params(), tensors_, t, lr);
 }
 
 }  // namespace ddplab

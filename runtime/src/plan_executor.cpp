@@ -16,13 +16,10 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt)
     : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
-      optimizer_(make_optimizer(opt.name, opt.options)),
-      staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
+      optimizer_(ops, opt, model.num_params()), staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
-    throw std::logic_error("PlanExecutor: clip_grad_norm is set in the optimizer or in the strategy's context, not both");
-  const OptimizerInfo& info = *find_optimizer(opt.name);
-  for (int i = 0; i < info.state_slots; ++i) state_.emplace_back(ops, model.num_params());
-  if (info.scratch) scratch_ = DeviceBuffer(ops, model.num_params());
+    throw std::logic_error("PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
+                           "(whose plan then holds the norm's ops), or in neither");
   if (!staged_) norm_buf_ = DeviceBuffer(ops, 1);
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
@@ -198,22 +195,12 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
 void PlanExecutor::update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors) {
   const int k = strategy_.config().accumulate_steps;
   const std::int64_t t = step_ / k;  // updates before this one
-  OptimizerUpdate u;
-  u.params = model_.params() + offset;
-  u.grads = model_.grads() + offset;
-  for (DeviceBuffer& s : state_) u.state.push_back(s.data() + offset);
-  if (scratch_.size()) u.scratch = scratch_.data() + offset;
-  u.count = count;
-  u.tensors = std::move(tensors);
-  u.t = t + 1;
-  u.lr = static_cast<float>(opt_.lr.lr(t));
-  u.weight_decay = opt_.weight_decay;
   // Accumulated micro-step gradients are summed; their mean is what the optimizer sees, clipped (as
   // torch.nn.utils.clip_grad_norm_) to a global norm of at most clip_grad_norm.
   double scale = 1.0 / k;
   if (opt_.clip_grad_norm > 0) scale *= std::min(1.0, opt_.clip_grad_norm / (std::sqrt(grad_sq_) / k + 1e-6));
-  u.grad_scale = static_cast<float>(scale);
-  optimizer_->update(u, ops_.codec_compute());
+  optimizer_.update(model_.params(), model_.grads(), offset, count, std::move(tensors), t + 1,
+                    static_cast<float>(opt_.lr.lr(t)), static_cast<float>(scale));
 }
 
 double PlanExecutor::sum_squares_to_update() const {
@@ -446,7 +433,7 @@ void PlanExecutor::apply_layout() {
   const std::vector<ParamInfo> old_info = model_.param_info();
   const auto& offsets = strategy_.bucketing().grad_offset;
   std::vector<float> before(model_.num_params()), after(model_.num_params());
-  for (DeviceBuffer& state : state_) {
+  for (DeviceBuffer& state : optimizer_.buffers()) {
     ops_.to_host(before.data(), state.data(), before.size());
     for (std::size_t i = 0; i < old_info.size(); ++i)
       std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,

@@ -242,17 +242,17 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const int workers = strategy.workers();
 
   const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
+  // Every rank's classes, for rank 0 to print and store (iid's costs a shuffle per rank: not on every rank),
+  // and for each rank's loss weights under data.balance = "class_weighted" (resample is the sampler's).
+  const bool weighted = sc.data.balance == "class_weighted";
+  const auto histograms = rank == 0 || weighted ? class_histograms(data.train, sc.data, workers, tr.seed)
+                                                : std::vector<std::vector<std::size_t>>{};
+  if (weighted && worker) model.set_class_weights(balanced_class_weights(histograms.at(static_cast<std::size_t>(rank))));
   // Under join every rank takes the longest share's steps, shadowing the syncs once its own run out.
-  // data.balance = "class_weighted": this rank's loss weighs its classes evenly (resample is the sampler's).
-  if (sc.data.balance == "class_weighted" && worker)
-    model.set_class_weights(balanced_class_weights(class_histograms(data.train, sc.data, workers, tr.seed).at(static_cast<std::size_t>(rank))));
   std::optional<JoinSchedule> join;
   if (sc.data.uneven == "join") join = join_schedule(data.train, sc.data, workers, tr.seed, tr.batch_size);
   const std::int64_t steps_per_epoch =
       join ? join->per_epoch() : static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
-  // Every rank's classes, for rank 0 to print and store (iid's costs a shuffle per rank: not on every rank).
-  const auto histograms = rank == 0 ? class_histograms(data.train, sc.data, workers, tr.seed)
-                                    : std::vector<std::vector<std::size_t>>{};
   if (rank == 0 && fixed_split(sc.data)) {
     std::printf("%s", partition_table(sc.data, histograms, join ? static_cast<std::size_t>(steps_per_epoch) : sampler->per_rank()).c_str());
     std::fflush(stdout);
@@ -325,9 +325,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     }
     const int b = next_b;
     if (join) {
-      // The sync divides by the ranks training at its window's first micro-step (those that added to it).
-      const std::int64_t window_start = (step - step % st.accumulate_steps) % steps_per_epoch;
-      executor.set_grad_divisor(sc.data.join_divide_by_initial ? workers : join->active(window_start));
+      // The sync divides by the ranks that take a batch in its accumulation window (those that add to it).
+      executor.set_grad_divisor(sc.data.join_divide_by_initial
+                                    ? workers
+                                    : join->active_in(step - step % st.accumulate_steps, st.accumulate_steps));
     }
     where.step = step;
     StepMetrics m;

@@ -55,8 +55,7 @@ bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
 
 std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, int world, const SimOptions& options) {
   if (native_transport(sc, options) != "nccl" || world < 2) return "";
-  const Strategy strategy(st, model_spec_for(sc.model),
-                          {world, sc.cluster.devices_per_node, sc.train.batch_size, sc.train.seed});
+  const Strategy strategy(st, model_spec_for(sc.model), strategy_context(sc, world, sc.cluster.devices_per_node));
   const StepPattern pattern = strategy.pattern();
   const NcclFabric fabric = sim::nccl_fabric(sc.cluster);
   std::map<std::string, int> seen;
@@ -212,7 +211,7 @@ void expand_join(const Scenario& sc, int world_size, const SimOptions& options, 
 SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                   double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
   const ModelSpec model = model_spec_for(scenario.model);
-  const Strategy strategy(config, model, {world_size, ranks_per_node, scenario.train.batch_size, scenario.train.seed});
+  const Strategy strategy(config, model, strategy_context(scenario, world_size, ranks_per_node));
   SimPatternResult out;
   out.pattern = strategy.pattern();
   out.layout = strategy.ps_layout();
@@ -249,8 +248,7 @@ std::vector<StepMetrics> step_rows(const SimPatternResult& r) {
       m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
       m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
       m.samples = !r.layout.is_worker(static_cast<int>(rank)) ? 0
-                  : r.join ? std::clamp<std::int64_t>(r.join->samples.at(rank) - (s.step % r.join->per_epoch()) * r.join->batch, 0,
-                                                      r.join->batch)
+                  : r.join ? r.join->samples_of(static_cast<int>(rank), s.step % r.join->per_epoch())
                            : r.batch_per_rank;
       m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(rank));
       m.loss = std::numeric_limits<double>::quiet_NaN();  // a simulation trains nothing

@@ -101,7 +101,7 @@ struct StoreValidation::Impl {
     const int ranks_per_node = on_testbed(run.info.config_json) ? 1 : world;
     // The strategy's own pattern: the plans the run went through (runs before patterns were stored too).
     const StepPattern pattern =
-        Strategy(st, model_spec_for(sc.model), {world, ranks_per_node, sc.train.batch_size, sc.train.seed}).pattern();
+        Strategy(st, model_spec_for(sc.model), strategy_context(sc, world, ranks_per_node)).pattern();
     const auto rows = store.steps(run.id);
     RunValidation v{run, st.name, world, steady_state(rows, pattern, opt.warmup), {}, false, 0, false, {}};
     const Calibration* fit = report.fit.get();

@@ -1,6 +1,6 @@
 // Image augmentation: the warp against exact cases (whole-pixel shifts, quarter turns, zoom 1), the
-// draws reproducible per (seed, epoch, sample) and independent of the batch, and the input pipeline
-// applying them on its loader thread.
+// draws reproducible per (seed, epoch, sample, place in the epoch), and the input pipeline applying them on
+// its loader thread.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,27 +43,30 @@ TEST(Augment, WarpIsExactForShiftsQuarterTurnsAndNoZoom) {
   EXPECT_FLOAT_EQ(at(out, 0, 0), 1.25f * 6 + 1.25f);  // the ramp at source (1.25, 1.25), bilinear
 }
 
-TEST(Augment, DrawsDependOnSeedEpochAndSampleOnly) {
+TEST(Augment, EachDrawDependsOnSeedEpochSampleAndPlace) {
   const AugmentConfig cfg{15, 0.1, 2};
-  std::vector<float> batch(3 * kSide * kSide), single(kSide * kSide);
   const std::vector<float> r = ramp();
-  for (int i = 0; i < 3; ++i) std::copy(r.begin(), r.end(), batch.begin() + i * kSide * kSide);
-  const std::size_t idx[3] = {7, 42, 7};
-  augment_images(batch.data(), 3, kSide, idx, 1, 5, cfg, kBg);
-  // The same sample in the same epoch gets the same transform, wherever it sits in a batch.
-  EXPECT_TRUE(std::equal(batch.begin(), batch.begin() + kSide * kSide, batch.begin() + 2 * kSide * kSide));
-  EXPECT_FALSE(std::equal(batch.begin(), batch.begin() + kSide * kSide, batch.begin() + kSide * kSide));
-  single = ramp();
-  augment_images(single.data(), 1, kSide, &idx[0], 1, 5, cfg, kBg);
-  EXPECT_TRUE(std::equal(single.begin(), single.end(), batch.begin()));
-  for (const auto& [epoch, seed] : {std::pair{2, 5ull}, std::pair{1, 6ull}}) {
-    single = ramp();
-    augment_images(single.data(), 1, kSide, &idx[0], epoch, seed, cfg, kBg);
-    EXPECT_FALSE(std::equal(single.begin(), single.end(), batch.begin())) << "epoch " << epoch << " seed " << seed;
-  }
-  single = ramp();
-  augment_images(single.data(), 1, kSide, &idx[0], 1, 5, AugmentConfig{}, kBg);  // off
-  EXPECT_EQ(single, ramp());
+  auto one = [&](std::size_t index, std::size_t place, int epoch, std::uint64_t seed, const AugmentConfig& c) {
+    std::vector<float> img = r;
+    augment_images(img.data(), 1, kSide, &index, place, epoch, seed, c, kBg);
+    return img;
+  };
+  const std::vector<float> base = one(7, 3, 1, 5, cfg);
+  EXPECT_NE(base, r);
+  EXPECT_EQ(base, one(7, 3, 1, 5, cfg)) << "reproducible";
+  // A batch's images take their places from `first` on: the same draws as one at a time.
+  std::vector<float> batch(2 * kSide * kSide);
+  std::copy(r.begin(), r.end(), batch.begin());
+  std::copy(r.begin(), r.end(), batch.begin() + kSide * kSide);
+  const std::size_t idx[2] = {9, 7};
+  augment_images(batch.data(), 2, kSide, idx, 2, 1, 5, cfg, kBg);
+  EXPECT_TRUE(std::equal(base.begin(), base.end(), batch.begin() + kSide * kSide));
+  // Another place (a resampled duplicate), epoch, seed or image: another draw.
+  EXPECT_NE(base, one(7, 4, 1, 5, cfg));
+  EXPECT_NE(base, one(7, 3, 2, 5, cfg));
+  EXPECT_NE(base, one(7, 3, 1, 6, cfg));
+  EXPECT_NE(base, one(8, 3, 1, 5, cfg));
+  EXPECT_EQ(one(7, 3, 1, 5, AugmentConfig{}), r);  // off
 }
 
 TEST(Augment, InputPipelineAugmentsOnItsLoaderThread) {
@@ -90,7 +93,7 @@ TEST(Augment, InputPipelineAugmentsOnItsLoaderThread) {
   std::copy(d.images.begin(), d.images.begin() + 2 * d.features, want.begin());
   EXPECT_EQ(a, want);
   const std::size_t idx[2] = {0, 1};
-  augment_images(want.data(), 2, kSide, idx, 0, 9, cfg, kBg);
+  augment_images(want.data(), 2, kSide, idx, 0, 0, 9, cfg, kBg);
   EXPECT_EQ(b, want);
   EXPECT_GT(augmented.augment_seconds(), 0.0);
   EXPECT_EQ(plain.augment_seconds(), 0.0);

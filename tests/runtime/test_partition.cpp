@@ -156,6 +156,22 @@ TEST(PartitionSampler, JoinTakesEachRanksWholeShare) {
   EXPECT_EQ(all, static_cast<std::int64_t>(d.labels.size()));
 }
 
+// An accumulation window that crosses into the next epoch counts a rank that shadows at its start but takes
+// a batch again after the epoch boundary: its gradients are in the sync.
+TEST(JoinSchedule, WindowsAcrossAnEpochCountEveryRankThatAdds) {
+  JoinSchedule j;
+  j.batch = 10;
+  j.samples = {50, 30, 25};  // 5, 3 and 3 steps: epochs of 5
+  EXPECT_EQ(j.per_epoch(), 5);
+  EXPECT_EQ(j.active(2), 3);
+  EXPECT_EQ(j.active(3), 1);
+  EXPECT_EQ(j.active_in(3, 2), 1);  // steps 3, 4: only rank 0
+  EXPECT_EQ(j.active_in(4, 2), 3);  // steps 4 and 5 (the next epoch's first): every rank adds
+  EXPECT_EQ(j.samples_of(2, 2), 5);  // rank 2's last, short batch
+  EXPECT_EQ(j.samples_of(2, 3), 0);
+  EXPECT_EQ(j.samples_at(2), 10 + 10 + 5);
+}
+
 // resample: every class a rank holds equally likely, whatever its share of the rank's samples; only what
 // the rank holds; reproducible, and new each epoch.
 TEST(ResampleSampler, DrawsEachHeldClassEquallyOften) {

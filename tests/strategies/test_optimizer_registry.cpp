@@ -78,8 +78,9 @@ TEST(LrPlan, WarmupThenEachSchedule) {
   const LrPlan cosine = make_lr_plan(t, 32, 20);  // 16 updates of decay after the warm-up
   EXPECT_DOUBLE_EQ(cosine.lr(3), 0.1);
   EXPECT_DOUBLE_EQ(cosine.lr(4), 0.1);
-  EXPECT_NEAR(cosine.lr(12), 0.1 * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 8 / 16))), 1e-15);
-  EXPECT_NEAR(cosine.lr(20), 0.01, 1e-15);  // the floor, at and after the end
+  EXPECT_NEAR(cosine.lr(12), 0.1 * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 8 / 15))), 1e-15);
+  EXPECT_NEAR(cosine.lr(19), 0.01, 1e-15);  // the floor at the last update, and after
+  EXPECT_NEAR(cosine.lr(25), 0.01, 1e-15);
   EXPECT_EQ(cosine.describe(), "lr 0.1, warm-up 4 updates, cosine decay over 16 updates");
 
   t.lr_schedule = "step";

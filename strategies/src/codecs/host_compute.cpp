@@ -66,7 +66,7 @@ class HostCodecCompute final : public CodecCompute {
   void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
                      float eps) override {
     // Two loops, so that each vectorises (with -fno-math-errno, which this file is built with: a sqrt that
-    // may set errno cannot be).
+    // may set errno cannot).
     if (b == 0.0f) {
       for (std::size_t i = 0; i < n; ++i) y[i] = a * (m[i] / (std::sqrt(v[i]) / v_scale + eps));
     } else {

@@ -7,16 +7,14 @@ namespace {
 
 class Lamb final : public Optimizer {
  public:
-  Lamb(float beta1, float beta2, float eps) : b1_(beta1), b2_(beta2), eps_(eps) {}
+  explicit Lamb(AdamBetas betas) : b_(betas) {}
   void update(const OptimizerUpdate& u, CodecCompute& c) const override {
     require_tensors(u, "lamb");
     scale_grads(u, c);
-    float *m = u.state.at(0), *v = u.state.at(1), *step = u.scratch;
-    const double t = static_cast<double>(u.t);
-    const double c1 = 1.0 - std::pow(static_cast<double>(b1_), t), c2 = 1.0 - std::pow(static_cast<double>(b2_), t);
-    c.axpby(m, u.grads, u.count, 1.0f - b1_, b1_);
-    c.ema_square(v, u.grads, u.count, b2_);
-    c.add_rms_ratio(step, m, v, u.count, static_cast<float>(1.0 / c1), 0.0f, static_cast<float>(std::sqrt(c2)), eps_);
+    const BiasCorrection bc = update_moments(u, c, b_);
+    float* step = u.scratch;
+    c.add_rms_ratio(step, u.state.at(0), u.state.at(1), u.count, static_cast<float>(1.0 / bc.first), 0.0f,
+                    static_cast<float>(std::sqrt(bc.second)), b_.eps);
     if (u.weight_decay != 0.0f) c.axpby(step, u.params, u.count, u.weight_decay, 1.0f);
     for (const TensorSlice& ts : u.tensors) {
       const double wn = norm(c, u.params, ts), sn = norm(c, step, ts);
@@ -26,16 +24,11 @@ class Lamb final : public Optimizer {
   }
 
  private:
-  float b1_, b2_, eps_;
+  AdamBetas b_;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_lamb(const OptionValues& o) {
-  const auto& specs = find_optimizer("lamb")->options;
-  return std::make_unique<Lamb>(static_cast<float>(option_number(specs, o, "beta1")),
-                                static_cast<float>(option_number(specs, o, "beta2")),
-                                static_cast<float>(option_number(specs, o, "eps")));
-}
+std::unique_ptr<Optimizer> make_lamb(const OptionValues& o) { return std::make_unique<Lamb>(adam_betas("lamb", o)); }
 
 }  // namespace ddplab::optimizer_detail

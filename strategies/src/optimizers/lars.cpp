@@ -23,10 +23,7 @@ class Lars final : public Optimizer {
       c.scale(g, t.count(), static_cast<float>(local));
     }
     float* buf = u.state.at(0);
-    if (u.t == 1)
-      c.copy(buf, u.grads, u.count * sizeof(float));
-    else
-      c.axpby(buf, u.grads, u.count, 1.0f, momentum_);
+    update_momentum(u, c, buf, momentum_, 0.0f);
     c.axpby(u.params, buf, u.count, -u.lr, 1.0f);
   }
 

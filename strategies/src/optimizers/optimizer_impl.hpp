@@ -17,6 +17,30 @@ inline void scale_grads(const OptimizerUpdate& u, CodecCompute& c) {
 inline void add_weight_decay(const OptimizerUpdate& u, CodecCompute& c) {
   if (u.weight_decay != 0.0f) c.axpby(u.grads, u.params, u.count, u.weight_decay, 1.0f);
 }
+// The momentum buffer's update: buf = g at the first update, else momentum * buf + (1 - dampening) * g.
+inline void update_momentum(const OptimizerUpdate& u, CodecCompute& c, float* buf, float momentum, float dampening) {
+  if (u.t == 1)
+    c.copy(buf, u.grads, u.count * sizeof(float));
+  else
+    c.axpby(buf, u.grads, u.count, 1.0f - dampening, momentum);
+}
+
+// Adam's moments (m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2) and their bias corrections 1 - b^t.
+struct AdamBetas {
+  float beta1, beta2, eps;
+};
+AdamBetas adam_betas(const std::string& optimizer, const OptionValues& options);
+struct BiasCorrection {
+  double first, second;  // 1 - beta1^t, 1 - beta2^t
+};
+inline BiasCorrection update_moments(const OptimizerUpdate& u, CodecCompute& c, const AdamBetas& b) {
+  float *m = u.state.at(0), *v = u.state.at(1);
+  c.axpby(m, u.grads, u.count, 1.0f - b.beta1, b.beta1);
+  c.ema_square(v, u.grads, u.count, b.beta2);
+  const double t = static_cast<double>(u.t);
+  return {1.0 - std::pow(static_cast<double>(b.beta1), t), 1.0 - std::pow(static_cast<double>(b.beta2), t)};
+}
+
 inline double norm(CodecCompute& c, const float* x, const TensorSlice& t) {
   return std::sqrt(c.sum_squares(x + t.offset, t.count()));
 }

@@ -32,7 +32,8 @@ std::vector<OptionSpec> adam_options(const char* eps) {
 double constant_factor(const OptionValues&, std::int64_t, std::int64_t) { return 1.0; }
 double cosine_factor(const OptionValues& o, std::int64_t t, std::int64_t total) {
   const double floor = option_number(find_lr_schedule("cosine")->options, o, "min_factor");
-  const double progress = std::min(1.0, static_cast<double>(t) / static_cast<double>(total));
+  // From the peak at the first update after warm-up to the floor at the last (t = total - 1).
+  const double progress = total > 1 ? std::min(1.0, static_cast<double>(t) / static_cast<double>(total - 1)) : 1.0;
   return floor + (1.0 - floor) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
 }
 double step_factor(const OptionValues& o, std::int64_t t, std::int64_t) {

@@ -13,10 +13,7 @@ class Sgd final : public Optimizer {
     add_weight_decay(u, c);
     if (momentum_ == 0.0f) return c.axpby(u.params, u.grads, u.count, -u.lr, 1.0f);
     float* buf = u.state.at(0);
-    if (u.t == 1)
-      c.copy(buf, u.grads, u.count * sizeof(float));
-    else
-      c.axpby(buf, u.grads, u.count, 1.0f - dampening_, momentum_);
+    update_momentum(u, c, buf, momentum_, dampening_);
     if (!nesterov_) return c.axpby(u.params, buf, u.count, -u.lr, 1.0f);
     c.axpby(u.grads, buf, u.count, momentum_, 1.0f);
     c.axpby(u.params, u.grads, u.count, -u.lr, 1.0f);

@@ -20,6 +20,9 @@ struct ClassMetrics {
   double accuracy = 0, macro_precision = 0, macro_recall = 0, macro_f1 = 0;
 };
 
+// An evaluation's confusion matrix as rows (row = true class), as stored and exported.
+std::vector<std::vector<std::int64_t>> confusion_rows(const Evaluation& e);
+
 // Throws std::invalid_argument unless confusion holds classes x classes non-negative counts.
 ClassMetrics class_metrics(const std::vector<std::int64_t>& confusion, int classes);
 

@@ -26,15 +26,25 @@ struct JoinSchedule {
   }
   bool shadows(int rank, std::int64_t step_in_epoch) const { return step_in_epoch >= steps_of(rank); }
   // Ranks still training at this step of the epoch.
-  int active(std::int64_t step_in_epoch) const {
+  int active(std::int64_t step_in_epoch) const { return active_in(step_in_epoch, 1); }
+  // Ranks that take a batch at some of the run's steps first .. first + steps - 1 (an accumulation window,
+  // which may cross into the next epoch): those whose gradients its sync sums.
+  int active_in(std::int64_t first, std::int64_t steps) const {
     int n = 0;
-    for (std::size_t r = 0; r < samples.size(); ++r) n += !shadows(static_cast<int>(r), step_in_epoch);
+    for (std::size_t r = 0; r < samples.size(); ++r) {
+      bool takes = false;
+      for (std::int64_t s = first; s < first + steps && !takes; ++s) takes = !shadows(static_cast<int>(r), s % per_epoch());
+      n += takes;
+    }
     return n;
   }
-  // Samples all ranks take at this step of the epoch.
+  // Samples rank `rank` takes at this step of the epoch, and all ranks together.
+  std::int64_t samples_of(int rank, std::int64_t step_in_epoch) const {
+    return std::clamp<std::int64_t>(samples.at(static_cast<std::size_t>(rank)) - step_in_epoch * batch, 0, batch);
+  }
   std::int64_t samples_at(std::int64_t step_in_epoch) const {
     std::int64_t n = 0;
-    for (std::int64_t s : samples) n += std::clamp<std::int64_t>(s - step_in_epoch * batch, 0, batch);
+    for (std::size_t r = 0; r < samples.size(); ++r) n += samples_of(static_cast<int>(r), step_in_epoch);
     return n;
   }
 };

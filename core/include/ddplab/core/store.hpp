@@ -205,8 +205,8 @@ class Store {
   std::vector<ValidationRow> validations() const;                // oldest first
 
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
-  // calibration_pingpong, validations. Older files are migrated
-  // in place when opened (in one transaction); newer ones are refused.
+  // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. Older
+  // files are migrated in place when opened (in one transaction); newer ones are refused.
   static constexpr int kSchemaVersion = 5;
 
  private:

@@ -1,7 +1,8 @@
 // Random rotation, scaling and shift of square images ([data] augment_rotate, augment_scale,
-// augment_shift), as torchvision's RandomAffine: each image of each epoch gets its own draw from the seed,
-// the epoch and its index in the dataset, so a run is reproducible and a sample's transform does not depend
-// on which rank or batch takes it. The input pipeline applies it on its loader thread, off the step.
+// augment_shift), as torchvision's RandomAffine: each image a rank takes in an epoch gets its own draw from
+// the seed, the epoch, the image's index in the dataset and its place in the epoch's order, so a run is
+// reproducible and a sample drawn twice in an epoch (data.balance = "resample") is transformed two ways.
+// The input pipeline applies it on its loader thread, off the step.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +22,9 @@ struct AugmentConfig {
 void warp_image(const float* in, float* out, int side, double angle_deg, double zoom, double dx, double dy,
                 float background);
 
-// Every image of `count` (side x side each) in place, image i by its draw for (seed, epoch, indices[i]).
-void augment_images(float* images, int count, int side, const std::size_t* indices, int epoch, std::uint64_t seed,
-                    const AugmentConfig& config, float background);
+// Every image of `count` (side x side each) in place, image i by its draw for (seed, epoch, indices[i],
+// first + i): indices[i] is its index in the dataset, first + i its place in the epoch's order.
+void augment_images(float* images, int count, int side, const std::size_t* indices, std::size_t first, int epoch,
+                    std::uint64_t seed, const AugmentConfig& config, float background);
 
 }  // namespace ddplab

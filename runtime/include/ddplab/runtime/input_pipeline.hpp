@@ -31,7 +31,8 @@ class InputPipeline {
   // Seconds the loader spent augmenting, all batches so far.
   double augment_seconds() const;
 
-  // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload, on this thread.
+  // Gathers samples idx[first, first + count) into `slot` (0 or 1) and starts their upload, on this thread
+  // (not augmented: no epoch).
   void load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count);
 
   // A run's batches in step order: `epochs` passes over `sampler` (kept by reference) in steps of the batch
@@ -68,7 +69,7 @@ class InputPipeline {
   struct Load {
     std::size_t slot = 0, first = 0;
     int count = 0;
-    int epoch = 0;  // for the augmentation's draws
+    int epoch = 0;  // for the augmentation's draws; -1 (load()): none
   };
   void loader_loop();
   void do_load(const Load& l, const std::vector<std::size_t>& idx);

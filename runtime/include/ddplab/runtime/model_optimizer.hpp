@@ -1,7 +1,9 @@
-// A registry optimizer (strategies/optimizer.hpp) over every parameter of an Mlp at once, with its own
-// state: the update of code that runs no plan (calibration's compute probe, the bare-backend benchmark).
-// PlanExecutor updates bucket by bucket instead.
+// A registry optimizer (strategies/optimizer.hpp) with its per-parameter state in a backend's memory:
+// OptimizerState updates any range of a flat parameter buffer (PlanExecutor, bucket by bucket or shard by
+// shard); ModelOptimizer updates every parameter of an Mlp at once, for code that runs no plan
+// (calibration's compute probe, the bare-backend benchmark).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -12,6 +14,25 @@
 
 namespace ddplab {
 
+class OptimizerState {
+ public:
+  // State for `n` parameters, zero (as the optimizers' first update expects).
+  OptimizerState(Ops& ops, const OptimizerConfig& opt, std::size_t n);
+  // Update number t (from 1) of the `count` parameters from `offset` of params / grads (the state at the same
+  // offset), holding `tensors` whole (empty for a shard); grads are scaled by grad_scale first.
+  void update(float* params, float* grads, std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors,
+              std::int64_t t, float lr, float grad_scale = 1.0f);
+  // The per-parameter state, to move along when the parameters move (a bucket rebuild).
+  std::vector<DeviceBuffer>& buffers() { return state_; }
+
+ private:
+  Ops& ops_;
+  float weight_decay_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<DeviceBuffer> state_;
+  DeviceBuffer scratch_;
+};
+
 class ModelOptimizer {
  public:
   ModelOptimizer(Ops& ops, Mlp& model, const OptimizerConfig& opt);
@@ -20,12 +41,10 @@ class ModelOptimizer {
   void step(std::int64_t t, float lr);
 
  private:
-  Ops& ops_;
-  OptimizerConfig opt_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::vector<DeviceBuffer> state_;
-  DeviceBuffer scratch_;
-  OptimizerUpdate update_;
+  Mlp& model_;
+  LrPlan lr_;
+  OptimizerState state_;
+  std::vector<TensorSlice> tensors_;
 };
 
 }  // namespace ddplab

@@ -14,6 +14,7 @@
 
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model_optimizer.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/runtime/slowdown.hpp"
@@ -89,9 +90,7 @@ class PlanExecutor {
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::vector<DeviceBuffer> state_;  // the optimizer's per-parameter state, in the parameters' layout
-  DeviceBuffer scratch_;             // its scratch, when it needs one
+  OptimizerState optimizer_;         // its per-parameter state follows the parameters' layout
   DeviceBuffer norm_buf_;            // NormSync's one float, in the communicator's memory
   double grad_sq_ = 0;               // GradNorm's sum of squares (after NormSync: over all ranks)
   // Device-memory backend with a host-memory communicator (cuda+mpi): each comm op copies its bucket to

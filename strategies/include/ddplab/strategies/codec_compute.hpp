@@ -1,11 +1,11 @@
 // Where a codec or an optimizer does its local work. A codec (codec.hpp) or an optimizer (optimizer.hpp) is
-// written once against this interface; the
-// host implementation (host_codec_compute()) runs the loops of strategies/src/codecs/ on host memory, and
-// a backend whose gradients live elsewhere (the CUDA backend: runtime/cuda/cuda_codec.cu) implements the
-// same calls on its own memory and stream. Every pointer passed here belongs to the compute's memory
-// space (host pointers for the host compute, device pointers for the CUDA one), except where a name says
-// "host". Calls may be asynchronous (queued on the backend's stream, in order); download() returns when
-// the data is on the host.
+// written once against this interface; the host implementation (host_codec_compute()) runs the loops of
+// strategies/src/codecs/ on host memory, and a backend whose gradients live elsewhere (the CUDA backend:
+// runtime/cuda/cuda_codec.cu) implements the same calls on its own memory and stream. Every pointer passed
+// here belongs to the compute's memory space (host pointers for the host compute, device pointers for the
+// CUDA one), except where a name says "host". Calls may be asynchronous (queued on the backend's stream, in
+// order); download() returns when the data is on the host. One compute serves an executor's codecs on its
+// comm thread and its optimizer on its compute thread at once: an implementation keeps their scratch apart.
 //
 // Results are specified to the bit where the host code is exact and order-independent: casts (rounding
 // of strategies/half.hpp), divide/add/sub (one IEEE operation per element), top-k (one total order) and
