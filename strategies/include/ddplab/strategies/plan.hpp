@@ -29,7 +29,8 @@ enum class OpKind {
   // before any update, GradNorm sums the squares of the gradients this rank updates; where ranks update
   // different shards, NormSync allreduces that sum, so every rank clips by the same norm.
   GradNorm,        // compute: sum of squares of this rank's synced gradients (index -1)
-  NormSync,        // comm: allreduce of the per-rank sums of squares, one float (index -1)
+  NormSync,        // comm: allreduce of the per-rank sums of squares, one float (index -1; the sum, kept in
+                   // double on one rank, goes through float here: sharded and dense plans may clip 1e-7 apart)
 };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
