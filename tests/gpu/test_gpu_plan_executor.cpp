@@ -14,6 +14,7 @@
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
+#include "optimizer_runs.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "numbered_dataset.hpp"
 
@@ -81,20 +82,11 @@ TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
   auto single = make_single_process_communicator();
   auto ref = make_reference_ops();
   // Every optimizer (the per-tensor ones where the policy keeps tensors whole), and clipping.
-  std::vector<OptimizerConfig> runs;
-  for (const OptimizerInfo& o : optimizers()) {
-    OptimizerConfig oc;
-    oc.name = o.name;
-    oc.lr = LrPlan::constant(o.name == "sgd" || o.name == "lars" ? 0.05 : 1e-3);
-    runs.push_back(oc);
-  }
-  runs.push_back(runs.front());
-  runs.back().clip_grad_norm = 0.05;
-  for (const OptimizerConfig& oc : runs)
+  for (const OptimizerConfig& oc : test::optimizer_runs({"sgd"}))
     for (const StrategyConfig& c : {config("flat", "none"), config("overlap", "none"), config("overlap", "fp16"),
                                     config("bucketed", "bf16"), config("overlap", "topk"), config("zero1", "none"),
                                     config("overlap", "powersgd")}) {
-      if (find_optimizer(oc.name)->per_tensor && find_policy(c.policy)->shards != Shards::None) continue;
+      if (!optimizer_runs_with(*find_optimizer(oc.name), *find_policy(c.policy))) continue;
       const std::string what = " " + oc.name + (oc.clip_grad_norm > 0 ? " clipped " : " ");
       const Outcome want = train(*ref, *single, c, oc);
       auto cuda = make_cuda_ops();

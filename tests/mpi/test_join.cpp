@@ -7,6 +7,7 @@
 #include <random>
 
 #include "mpi_test_main.hpp"
+#include "optimizer_runs.hpp"
 
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -57,11 +58,7 @@ std::vector<float> one_step(const std::string& policy, int divisor) {
     exec.set_grad_divisor(divisor);
     exec.run_step(0, b.x.data(), b.y.data(), shadow ? 0 : kBatch);
   }
-  std::vector<float> flat(model.num_params()), out;
-  ops->to_host(flat.data(), model.params(), flat.size());
-  for (const ParamInfo& p : model.param_info())
-    out.insert(out.end(), flat.begin() + static_cast<std::ptrdiff_t>(p.offset), flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
-  return out;
+  return test::params_in_order(*ops, model);
 }
 
 TEST(Join, AShadowRankSyncsZerosAndTheSumDividesByTheRanksTraining) {

@@ -6,6 +6,7 @@
 
 #include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
+#include "optimizer_runs.hpp"
 
 #include <random>
 
@@ -100,21 +101,9 @@ TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
     if (!covered([&](const StrategyConfig& c) { return c.policy == p.name; }))
       configs.push_back(config(p.name, p.shards == Shards::Servers ? "native" : "ring"));
   // Every optimizer, and clipping by the global norm (small enough to clip: its NormSync on sharded policies).
-  std::vector<OptimizerConfig> optimizers_run;
-  for (const OptimizerInfo& o : optimizers()) {
-    OptimizerConfig oc;
-    oc.name = o.name;
-    oc.lr = LrPlan::constant(o.name == "sgd" || o.name == "lars" ? 0.05 : 1e-3);
-    optimizers_run.push_back(oc);
-  }
-  for (const char* name : {"sgd", "adam"}) {
-    OptimizerConfig oc = optimizers_run.at(name == std::string("sgd") ? 0 : 1);
-    oc.clip_grad_norm = 0.05;
-    optimizers_run.push_back(oc);
-  }
-  for (const OptimizerConfig& oc : optimizers_run)
+  for (const OptimizerConfig& oc : test::optimizer_runs({"sgd", "adam"}))
     for (const StrategyConfig& c : configs) {
-      if (find_optimizer(oc.name)->per_tensor && find_policy(c.policy)->shards != Shards::None) continue;  // refused
+      if (!optimizer_runs_with(*find_optimizer(oc.name), *find_policy(c.policy))) continue;  // refused
       auto cpu = make_ops("cpu");
       StagedCpuOps staged;
       const std::vector<float> want = train(*cpu, c, oc), got = train(staged, c, oc);

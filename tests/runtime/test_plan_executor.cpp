@@ -12,6 +12,7 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/strategies/strategy.hpp"
+#include "optimizer_runs.hpp"
 
 namespace ddplab {
 namespace {
@@ -61,16 +62,6 @@ TEST(PlanExecutor, OverlapStartsABucketWhileBackwardRuns) {
   ops->free_labels(y);
 }
 
-// The parameters in PyTorch's order, whatever layout the executor gave the flat buffer.
-std::vector<float> params_in_order(Ops& ops, Mlp& model) {
-  std::vector<float> flat(model.num_params()), out;
-  ops.to_host(flat.data(), model.params(), flat.size());
-  for (const ParamInfo& p : model.param_info())
-    out.insert(out.end(), flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
-               flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
-  return out;
-}
-
 // Clipping as torch.nn.utils.clip_grad_norm_: one SGD step (no momentum) moves the parameters by
 // lr g min(1, max_norm / (||g|| + 1e-6)), ||g|| over every gradient of the model.
 TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
@@ -87,7 +78,7 @@ TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
   ref.init(4);
   ref.forward(x.data(), batch);
   ref.backward(y.data());
-  std::vector<float> p0 = params_in_order(*ops, ref), g(ref.num_params());
+  std::vector<float> p0 = test::params_in_order(*ops, ref), g(ref.num_params());
   ops->to_host(g.data(), ref.grads(), g.size());
   double sq = 0;
   for (float v : g) sq += static_cast<double>(v) * v;
@@ -109,7 +100,7 @@ TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
         PlanExecutor exec(*comm, *ops, model, strategy, oc);
         exec.run_step(0, x.data(), y.data(), batch);
       }
-      const std::vector<float> got = params_in_order(*ops, model);
+      const std::vector<float> got = test::params_in_order(*ops, model);
       const double factor = std::min(1.0, max_norm / (norm + 1e-6));
       for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], p0[i] - 0.5 * factor * g[i], 1e-6) << policy << " max_norm " << max_norm << " element " << i;

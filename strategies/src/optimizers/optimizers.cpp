@@ -90,6 +90,10 @@ const OptimizerInfo* find_optimizer(const std::string& name) {
   return nullptr;
 }
 
+bool optimizer_runs_with(const OptimizerInfo& optimizer, const PolicyInfo& policy) {
+  return !optimizer.per_tensor || policy.shards == Shards::None;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionValues& options) {
   const OptimizerInfo* info = find_optimizer(name);
   if (!info) throw std::invalid_argument(fmt::format("unknown optimizer \"{}\" (known: {})", name, names_of(optimizers())));
@@ -203,10 +207,9 @@ void validate_train(const Scenario& sc) {
     fail("lr_schedule", fmt::format("must be one of {}, got \"{}\"", names_of(lr_schedules()), tr.lr_schedule));
   check("lr_schedule_options", "lr_schedule \"" + schedule->name + "\"", schedule->options, tr.lr_schedule_options,
         [&] { make_lr_plan(tr, tr.batch_size, 1); });
-  if (!opt->per_tensor) return;
   for (std::size_t i = 0; i < sc.strategies.size(); ++i) {
     const PolicyInfo* policy = find_policy(sc.strategies[i].policy);
-    if (policy && policy->shards != Shards::None)
+    if (policy && !optimizer_runs_with(*opt, *policy))
       fail("optimizer", fmt::format("\"{}\" scales each tensor by a ratio of whole-tensor norms, but strategy[{}] (\"{}\") "
                                     "uses policy \"{}\", which splits the optimizer's work across ranks",
                                     tr.optimizer, i, sc.strategies[i].name, policy->name));

@@ -56,6 +56,10 @@ struct OptimizerInfo {
   std::unique_ptr<Optimizer> (*make)(const OptionValues&) = nullptr;
 };
 const std::vector<OptimizerInfo>& optimizers();
+struct PolicyInfo;  // strategy.hpp
+// Whether the optimizer can run under the policy: a per-tensor one needs every update to hold whole
+// tensors, which a policy that shards the update (ZeRO-1, parameter servers) does not give it.
+bool optimizer_runs_with(const OptimizerInfo& optimizer, const PolicyInfo& policy);
 const OptimizerInfo* find_optimizer(const std::string& name);
 // Throws std::invalid_argument naming the optimizer and the bad option (or the known optimizers).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionValues& options);
