@@ -35,10 +35,10 @@ std::int64_t last_run_id(const std::string& db) {
 
 int run_scenario(const RunRequest& req) {
   Scenario sc = load_validated_scenario(req.scenario);
-  if (sc.model.type != "mlp") {  // the runtime trains only the MLP; model tables are for `ddplab simulate`
+  if (!sc.model.trainable()) {  // model tables are for `ddplab simulate`
     const auto at = sc.model.where.find("type");
     throw std::invalid_argument((at != sc.model.where.end() ? at->second : req.scenario) +
-                                ": ddplab run trains only model.type \"mlp\"; a \"" + sc.model.type + "\" model (" +
+                                ": ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + sc.model.type + "\" model (" +
                                 sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;

@@ -31,7 +31,7 @@ mkdir -p "$out" 2>/dev/null && [ -w "$out" ] && touch "$out/.write-test" 2>/dev/
 rm -f "$out/.write-test"
 out=$(cd "$out" && pwd)
 # A rerun into the same folder must not show an earlier run's results: remove what this script writes.
-rm -f "$out"/{machine,steps}.txt "$out"/summary.json "$out"/{build,cuda_ops,cuda_codecs,nccl,nccl_watchdog,plan_executor}.{log,json} \
+rm -f "$out"/{machine,steps}.txt "$out"/summary.json "$out"/{build,cuda_ops,cuda_layers,cuda_codecs,cuda_optimizers,nccl,nccl_watchdog,plan_executor}.{log,json} \
   "$out"/gemm.{log,json} "$out"/train_cuda{,_direct,_fp16,_tf32,_b256,_b1024}.{log,json} "$out"/pytorch{,_sweep}.log \
   "$out"/{memcheck,memcheck_codecs,racecheck}.log
 
@@ -93,6 +93,8 @@ part() {  # part NAME LOG command...
 }
 step "CUDA ops vs reference"
 part cuda_ops "$out/cuda_ops.log" "$build/tests/gpu/test_cuda_ops" --gtest_output="json:$out/cuda_ops.json"
+step "CNN kernels and a CNN step vs reference"
+part cuda_layers "$out/cuda_layers.log" "$build/tests/gpu/test_cuda_layers" --gtest_output="json:$out/cuda_layers.json"
 step "codecs on the GPU vs the host"
 part cuda_codecs "$out/cuda_codecs.log" "$build/tests/gpu/test_cuda_codecs" --gtest_output="json:$out/cuda_codecs.json"
 step "optimizers on the GPU vs the host"
@@ -161,7 +163,8 @@ cpu = json.load(open(cpu_path))
 cuda, tf32, gemm = load("train_cuda.json"), load("train_cuda_tf32.json"), load("gemm.json")
 direct, fp16 = load("train_cuda_direct.json"), load("train_cuda_fp16.json")
 # The GoogleTest parts: summary key (its JSON file's name) and the table's title.
-tests = [("cuda_ops", "CUDA ops vs reference"), ("cuda_codecs", "codecs GPU vs host"), ("nccl", "NCCL 1 rank, schedules"),
+tests = [("cuda_ops", "CUDA ops vs reference"), ("cuda_layers", "CNN kernels vs reference"),
+         ("cuda_codecs", "codecs GPU vs host"), ("cuda_optimizers", "optimizers GPU vs host"), ("nccl", "NCCL 1 rank, schedules"),
          ("nccl_watchdog", "NCCL watchdog"), ("plan_executor", "PlanExecutor GPU vs reference")]
 s = {k: gtest(k + ".json") for k, _ in tests}
 s.update({"cpu_reference": cpu, "train_cuda": cuda, "train_cuda_direct": direct, "train_cuda_fp16": fp16,

@@ -32,6 +32,28 @@ class ForwardingOps : public Ops {
     return in_->softmax_xent(z, y, r, c, dz, w);
   }
   void scale(float* x, std::size_t n, float a) override { in_->scale(x, n, a); }
+  void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override { in_->im2col(x, col, n, h, w, c, k); }
+  void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override { in_->col2im(col, dx, n, h, w, c, k); }
+  void max_pool(const float* x, float* y, int n, int h, int w, int c) override { in_->max_pool(x, y, n, h, w, c); }
+  void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w, int c) override {
+    in_->max_pool_backward(x, y, dy, dx, n, h, w, c);
+  }
+  void channel_moments(const float* x, int r, int c, float* out) override { in_->channel_moments(x, r, c, out); }
+  void batch_norm_statistics(const float* m, int c, float* mean, float* var, float* rm, float* rv, float mom) override {
+    in_->batch_norm_statistics(m, c, mean, var, rm, rv, mom);
+  }
+  void batch_norm(const float* x, float* y, int r, int c, const float* mean, const float* var, const float* g,
+                  const float* b, float eps) override {
+    in_->batch_norm(x, y, r, c, mean, var, g, b, eps);
+  }
+  void batch_norm_backward_sums(const float* dy, const float* x, int r, int c, const float* mean, const float* var,
+                                float eps, float* out) override {
+    in_->batch_norm_backward_sums(dy, x, r, c, mean, var, eps, out);
+  }
+  void batch_norm_backward(const float* dy, const float* x, int r, int c, const float* mean, const float* var,
+                           const float* g, float eps, const float* sums, const float* count, float* dx) override {
+    in_->batch_norm_backward(dy, x, r, c, mean, var, g, eps, sums, count, dx);
+  }
   CodecCompute& codec_compute() override { return in_->codec_compute(); }
   void prefetch(void* dst, const void* host, std::size_t bytes) override { in_->prefetch(dst, host, bytes); }
   void wait_prefetch() override { in_->wait_prefetch(); }

@@ -41,6 +41,12 @@ std::size_t ModelConfig::parameter_count() const {
   return n;
 }
 
+int ModelConfig::input_features() const {
+  return type == "cnn" ? image.at(0) * image.at(1) * image.at(2) : layers.front();
+}
+
+int ModelConfig::output_classes() const { return type == "cnn" ? classes : layers.back(); }
+
 namespace {
 
 using namespace scenario_detail;
@@ -53,14 +59,50 @@ std::string builtin_table_list() {
   return out;
 }
 
+void read_cnn(const Reader& r, const toml::table& t, ModelConfig& m) {
+  const std::string p = "model.";
+  r.read_int_array(t, p, "image", m.image, 3, "must be [height, width, channels], three positive integers");
+  if (const toml::node* n = t.get("image"); n && m.image.size() != 3)
+    r.fail(*n, "model.image", "must be [height, width, channels], three positive integers");
+  r.read_int_array(t, p, "conv", m.conv, 1, "must be an array of at least 1 positive integer (channels per conv block)");
+  r.read_int(t, p, "kernel", m.kernel, 1, "must be a positive integer");
+  if (m.kernel % 2 == 0) r.fail(*t.get("kernel"), "model.kernel", "must be odd (the convolutions keep the image size)");
+  if (const toml::node* n = t.get("hidden")) {
+    // An empty array is allowed: the classifier then follows the conv blocks directly.
+    if (n->as_array() && n->as_array()->empty()) m.hidden.clear();
+    else r.read_int_array(t, p, "hidden", m.hidden, 1, "must be an array of positive integers (fully connected widths)");
+  }
+  r.read_int(t, p, "classes", m.classes, 2, "must be an integer of 2 or more");
+  r.read_choice(t, p, "bn", m.bn, {"none", "local", "sync"});
+  // Each block halves the image (2 x 2 max-pool, stride 2): it must stay even until the last one.
+  int h = m.image[0], w = m.image[1];
+  for (std::size_t b = 0; b < m.conv.size(); ++b) {
+    if (h % 2 || w % 2) {
+      const toml::node* n = t.get("conv") ? t.get("conv") : t.get("image");
+      r.fail(n ? n->source() : t.source(),
+             fmt::format("model.conv: block {} of {} would max-pool a {} x {} image (odd): use fewer conv blocks or an "
+                         "image size divisible by 2^{}", b + 1, m.conv.size(), h, w, m.conv.size()));
+    }
+    h /= 2, w /= 2;
+  }
+}
+
 void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std::string& scenario_path) {
   const std::string p = "model.";
-  r.check_keys(t, p, {"type", "layers", "table"});
-  r.read_choice(t, p, "type", m.type, {"mlp", "table"});
+  r.check_keys(t, p, {"type", "layers", "table", "image", "conv", "kernel", "hidden", "classes", "bn"});
+  r.read_choice(t, p, "type", m.type, {"mlp", "cnn", "table"});
   r.read_int_array(t, p, "layers", m.layers, 2,
                    "must be an array of at least 2 positive integers (input, hidden..., classes)");
   r.read_string(t, p, "table", m.table);
   for (auto&& [key, value] : t) m.where[std::string(key.str())] = r.position(value.source());
+  for (const char* key : {"image", "conv", "kernel", "hidden", "classes", "bn"})
+    if (m.type != "cnn" && t.get(key))
+      r.fail(*t.get(key), p + key, "applies to model.type \"cnn\" only (set type = \"cnn\")");
+  if (m.type == "cnn") {
+    read_cnn(r, t, m);
+    if (const toml::node* layers = t.get("layers"))
+      r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a CNN's layers come from conv and hidden)");
+  }
   const toml::node* table = t.get("table");
   if (m.type != "table") {
     if (table) r.fail(*table, "model.table", "applies to model.type \"table\" only (set type = \"table\")");
@@ -451,8 +493,10 @@ nlohmann::json Scenario::to_json() const {
     strategies_json.push_back(s.to_json());
   return {
       {"name", name},
-      {"model", model.type == "table"
-                    ? json{{"type", model.type}, {"table", model.table}}
+      {"model", model.type == "table" ? json{{"type", model.type}, {"table", model.table}}
+                : model.type == "cnn"
+                    ? json{{"type", model.type}, {"image", model.image}, {"conv", model.conv}, {"kernel", model.kernel},
+                           {"hidden", model.hidden}, {"classes", model.classes}, {"bn", model.bn}}
                     : json{{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},
       {"data",
        {{"dataset", data.dataset},

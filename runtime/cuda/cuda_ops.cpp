@@ -17,6 +17,7 @@
 #include "cuda_check.hpp"
 #include "cuda_codec.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_layers.hpp"
 
 namespace ddplab {
 namespace {
@@ -160,6 +161,36 @@ class CudaOps final : public Ops {
     return host_loss_[0] / host_loss_[2];
   }
   void scale(float* x, std::size_t n, float alpha) override { cuda::scale(x, n, alpha, stream_); }
+  void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override {
+    cuda::im2col(x, col, n, h, w, c, k, stream_);
+  }
+  void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override {
+    cuda::col2im(col, dx, n, h, w, c, k, stream_);
+  }
+  void max_pool(const float* x, float* y, int n, int h, int w, int c) override { cuda::max_pool(x, y, n, h, w, c, stream_); }
+  void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
+                         int c) override {
+    cuda::max_pool_backward(x, y, dy, dx, n, h, w, c, stream_);
+  }
+  void channel_moments(const float* x, int rows, int cols, float* out) override {
+    cuda::channel_moments(x, rows, cols, out, stream_);
+  }
+  void batch_norm_statistics(const float* moments, int cols, float* mean, float* var, float* running_mean,
+                             float* running_var, float momentum) override {
+    cuda::batch_norm_statistics(moments, cols, mean, var, running_mean, running_var, momentum, stream_);
+  }
+  void batch_norm(const float* x, float* y, int rows, int cols, const float* mean, const float* var, const float* gamma,
+                  const float* beta, float eps) override {
+    cuda::batch_norm(x, y, rows, cols, mean, var, gamma, beta, eps, stream_);
+  }
+  void batch_norm_backward_sums(const float* dy, const float* x, int rows, int cols, const float* mean,
+                                const float* var, float eps, float* out) override {
+    cuda::batch_norm_backward_sums(dy, x, rows, cols, mean, var, eps, out, stream_);
+  }
+  void batch_norm_backward(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
+                           const float* gamma, float eps, const float* sums, const float* count, float* dx) override {
+    cuda::batch_norm_backward(dy, x, rows, cols, mean, var, gamma, eps, sums, count, dx, stream_);
+  }
 
  private:
   void* zeroed(std::size_t bytes) {

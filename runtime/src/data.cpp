@@ -148,17 +148,20 @@ void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::si
 }
 
 Dataset load_scenario_data(const Scenario& s, bool train) {
-  const int features = s.model.layers.front(), classes = s.model.layers.back();
+  const int features = s.model.input_features(), classes = s.model.output_classes();
+  const bool cnn = s.model.type == "cnn";
   Dataset d = s.data.dataset == "synthetic"
                   ? make_synthetic(train ? s.data.synthetic_train : s.data.synthetic_test, features, classes,
                                    s.train.seed + (train ? 0 : 1))
                   : load_fashion_mnist(s.data.path, train);
   if (d.features != features)
-    throw std::invalid_argument(fmt::format("{}: model.layers[0] is {} but dataset {} has {} features per sample", s.path,
+    throw std::invalid_argument(fmt::format("{}: {} is {} but dataset {} has {} features per sample", s.path,
+                                            cnn ? "model.image (height x width x channels)" : "model.layers[0]",
                                             features, s.data.dataset, d.features));
   if (d.classes != classes)
-    throw std::invalid_argument(fmt::format("{}: the last of model.layers is {} but dataset {} has {} classes", s.path,
-                                            classes, s.data.dataset, d.classes));
+    throw std::invalid_argument(fmt::format("{}: {} is {} but dataset {} has {} classes", s.path,
+                                            cnn ? "model.classes" : "the last of model.layers", classes,
+                                            s.data.dataset, d.classes));
   return d;
 }
 

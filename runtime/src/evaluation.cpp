@@ -7,7 +7,7 @@
 
 namespace ddplab {
 
-Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& comm, int batch) {
+Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& comm, int batch) {
   const int classes = model.classes();
   const std::size_t n = test.size(), r = static_cast<std::size_t>(comm.rank()), w = static_cast<std::size_t>(comm.size());
   const std::size_t first = n * r / w, last = n * (r + 1) / w;
@@ -18,6 +18,7 @@ Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& com
   std::vector<float> host_x(static_cast<std::size_t>(batch) * test.features), logits(static_cast<std::size_t>(batch) * classes);
   std::vector<std::int32_t> host_y(static_cast<std::size_t>(batch));
   std::vector<std::size_t> idx(last - first);
+  model.set_training(false);  // batch norm: running statistics
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = first + i;
   for (std::size_t at = 0; at < idx.size(); at += static_cast<std::size_t>(batch)) {
     const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), idx.size() - at));
@@ -35,6 +36,7 @@ Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& com
     }
   }
   ops.free_labels(y);
+  model.set_training(true);
   comm.allreduce_sum(acc.data(), acc.size());
   Evaluation e;
   e.test_loss = acc.back() > 0 ? acc[acc.size() - 2] / acc.back() : 0.0;

@@ -28,10 +28,10 @@ void OptimizerState::update(float* params, float* grads, std::size_t offset, std
   optimizer_->update(u, ops_.codec_compute());
 }
 
-ModelOptimizer::ModelOptimizer(Ops& ops, Mlp& model, const OptimizerConfig& opt)
+ModelOptimizer::ModelOptimizer(Ops& ops, Model& model, const OptimizerConfig& opt)
     : model_(model), lr_(opt.lr), state_(ops, opt, model.num_params()) {
   const auto& params = model.param_info();
-  const ModelSpec spec = ModelSpec::mlp(model.layers());
+  const ModelSpec& spec = model.spec();
   for (std::size_t i = 0; i < params.size(); ++i)
     tensors_.push_back({params[i].offset, spec.params.at(i).rows, spec.params.at(i).cols});
 }

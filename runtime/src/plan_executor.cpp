@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt)
+PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy& strategy, const OptimizerConfig& opt)
     : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
       optimizer_(ops, opt, model.num_params()), staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
@@ -231,7 +231,7 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     case OpKind::Backward:
       if (shadow && micro_in_window_ == 0) {
         const auto& info = model_.param_info();
-        for (int p : {2 * op.index, 2 * op.index + 1}) {
+        for (int p : model_.layer_params(op.index)) {
           const ParamInfo& pi = info.at(static_cast<std::size_t>(p));
           ops_.codec_compute().fill(model_.grads() + pi.offset, pi.count, 0.0f);
         }
@@ -241,8 +241,7 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
       if (!first_sync_done_) {
         // Gradient-ready order, for DDP's one-time bucket rebuild. A server records the plan's order,
         // which is the workers' order for this model, so its buckets are rebuilt exactly as theirs.
-        observed_order_.push_back(2 * op.index);
-        observed_order_.push_back(2 * op.index + 1);
+        for (int p : model_.layer_params(op.index)) observed_order_.push_back(p);
       }
       break;
     case OpKind::Optimizer: {

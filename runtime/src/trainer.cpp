@@ -21,7 +21,7 @@
 #include "ddplab/runtime/evaluation.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/job_info.hpp"
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/partition.hpp"
 #include "ddplab/runtime/progress.hpp"
@@ -152,7 +152,7 @@ class TraceCollector {
 };
 
 // Every rank compares its parameters with rank 0's, bit for bit. Returns "" or a message naming the ranks.
-std::string check_identical(Communicator& comm, Ops& ops, Mlp& model, const Fault& fault) {
+std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fault& fault) {
   std::vector<float> mine(model.num_params()), root(model.num_params());
   ops.to_host(mine.data(), model.params(), mine.size());
   if (fault.kind == "perturb" && fault.rank == comm.rank()) mine[mine.size() / 2] += 1e-3f;
@@ -183,7 +183,7 @@ std::string check_identical(Communicator& comm, Ops& ops, Mlp& model, const Faul
 // each server receives every server's shards, as the workers pulled them, and so holds the whole model;
 // check_identical then compares the servers' shards with what the workers hold. Workers receive into
 // scratch (what they pulled stays theirs).
-void assemble_server_models(Communicator& comm, Ops& ops, Mlp& model, const Strategy& strategy) {
+void assemble_server_models(Communicator& comm, Ops& ops, Model& model, const Strategy& strategy) {
   const PsLayout ps = strategy.ps_layout();
   if (ps.servers == 0) return;
   const bool worker = ps.is_worker(comm.rank());
@@ -199,6 +199,20 @@ void assemble_server_models(Communicator& comm, Ops& ops, Mlp& model, const Stra
       comm.broadcast(at, c.count * sizeof(float), ps.server_rank(s));
     }
   if (!worker) ops.to_device(model.params(), host.data(), host.size());
+}
+
+// Batch norm's running statistics differ between replicas that normalise by their own batches (bn =
+// "local"). Before an evaluation every rank takes the workers' average (a dedicated server has none of its
+// own), so all evaluate one model and keep training from the same statistics. (DDP instead broadcasts rank
+// 0's buffers before each forward; the average uses every replica's data.)
+void average_buffers(Communicator& comm, Ops& ops, Model& model, bool worker, int workers) {
+  if (model.num_buffers() == 0) return;
+  std::vector<float> host(model.num_buffers());
+  ops.to_host(host.data(), model.buffers(), host.size());
+  for (float& v : host) v = worker ? v / static_cast<float>(workers) : 0.0f;
+  comm.allreduce_sum(host.data(), host.size());
+  ops.to_device(model.buffers(), host.data(), host.size());
+  ops.synchronize();  // host is pageable and goes out of scope
 }
 
 // Where a rank is, so an error can name the run and step.
@@ -225,7 +239,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   Communicator& plan_comm = nccl ? *nccl : comm;
   const std::string backend_name = tr.backend == "cuda+mpi" ? ops->name() + "+mpi" : ops->name();
   const int eval_batch = std::max(tr.batch_size, 500);
-  Mlp model(*ops, sc.model.layers, eval_batch);
+  const std::unique_ptr<Model> owned_model = make_model(*ops, sc.model, eval_batch);
+  Model& model = *owned_model;
   if (rank == 0) model.init(tr.seed);
   // Rank 0's initial parameters are everyone's, as in DDP's constructor.
   std::vector<float> host(model.num_params());
@@ -234,7 +249,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   ops->to_device(model.params(), host.data(), host.size());
 
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  Strategy strategy(st, ModelSpec::mlp(sc.model.layers),
+  Strategy strategy(st, model.spec(),
                     strategy_context(sc, world, local_size ? std::max(1, std::atoi(local_size)) : world));
   // Workers share the data; dedicated parameter servers (the last ranks) take no batches but step along
   // with the workers (they sample as worker 0 does, to count the same steps).
@@ -308,6 +323,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   auto run_eval = [&](std::int64_t at_step) {
     assemble_server_models(comm, *ops, model, strategy);
+    average_buffers(comm, *ops, model, worker, workers);
     Evaluation e = evaluate(model, *ops, data.test, comm, eval_batch);
     e.step = at_step;
     e.wall_s = seconds_since(start);

@@ -1,6 +1,8 @@
 // Model tables (CSV, see model_library.hpp) -> ModelSpec. Every error names file:line:col and the field.
 #include "ddplab/strategies/model_library.hpp"
 
+#include "ddplab/strategies/cnn_layout.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -186,8 +188,9 @@ ModelSpec load_model_table(const std::string& name_or_path) {
 
 ModelSpec model_spec_for(const ModelConfig& model) {
   if (model.type == "mlp") return ModelSpec::mlp(model.layers);
+  if (model.type == "cnn") return cnn_model_spec(cnn_layout(model));
   if (model.type == "table") return load_model_table(model.table);
-  throw std::invalid_argument(fmt::format("unknown model type \"{}\" (known: mlp, table)", model.type));
+  throw std::invalid_argument(fmt::format("unknown model type \"{}\" (known: mlp, cnn, table)", model.type));
 }
 
 }  // namespace ddplab

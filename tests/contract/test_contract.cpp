@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/simulator/simulator.hpp"
 

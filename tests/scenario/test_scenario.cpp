@@ -347,7 +347,10 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"layers_not_array",
                     "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
                     "classes), got \"784-10\""},
-        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", \"table\", got \"cnn\""},
+        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", \"cnn\", \"table\", got \"transformer\""},
+        InvalidCase{"cnn_even_kernel", "3:10: model.kernel must be odd (the convolutions keep the image size), got 4"},
+        InvalidCase{"cnn_odd_pool", "3:8: model.conv: block 3 of 3 would max-pool a 7 x 7 image (odd): use fewer conv "
+                                    "blocks or an image size divisible by 2^3"},
         InvalidCase{"world_size_zero", "2:14: cluster.world_size must be a positive integer, got 0"},
         InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
         InvalidCase{"simulate_world_empty",
@@ -486,8 +489,15 @@ TEST(ScenarioModelTable, Errors) {
   EXPECT_EQ(parse_error(table_model("resnet50") + "layers = [1, 2]\n"),
             "fake/inline.toml:4:10: model.layers applies to model.type \"mlp\" only (a table model's layers come from "
             "its table), got [1, 2]");
-  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\n"),
-            "fake/inline.toml:2:8: model.type must be one of \"mlp\", \"table\", got \"cnn\"");
+  EXPECT_EQ(parse_error("[model]\nconv = [8]\n"),
+            "fake/inline.toml:2:8: model.conv applies to model.type \"cnn\" only (set type = \"cnn\"), got [8]");
+  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\nlayers = [784, 10]\n"),
+            "fake/inline.toml:3:10: model.layers applies to model.type \"mlp\" only (a CNN's layers come from conv and "
+            "hidden), got [784, 10]");
+  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\nbn = \"batch\"\n"),
+            "fake/inline.toml:3:6: model.bn must be one of \"none\", \"local\", \"sync\", got \"batch\"");
+  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\nimage = [28, 28]\n"),
+            "fake/inline.toml:3:9: model.image must be [height, width, channels], three positive integers, got [28, 28]");
   EXPECT_EQ(parse_error(table_model("")), "fake/inline.toml:3:9: model.table must be a non-empty string, got \"\"");
   EXPECT_EQ(parse_error("[model]\ntabel = 1\n"), "fake/inline.toml:2:1: unknown key model.tabel (did you mean model.table?)");
   EXPECT_EQ(parse_error("[cluster]\ndevice_flops = 0\n"),

@@ -23,13 +23,27 @@ struct ScenarioError : std::runtime_error {
 inline constexpr std::array<std::string_view, 4> kBuiltinModelTables{"resnet50", "bert_large", "gpt2_xl", "llama2_7b"};
 
 struct ModelConfig {
-  std::string type = "mlp";                              // "mlp" (trained by the runtime) | "table" (simulation only)
+  std::string type = "mlp";  // "mlp" | "cnn" (both trained by the runtime) | "table" (simulation only)
   std::vector<int> layers{784, 1024, 1024, 1024, 10};    // type "mlp": input, hidden..., classes
+  // type "cnn" (strategies/cnn_layout.hpp): per entry of `conv` a block of k x k convolution ("same"
+  // padding, stride 1), batch normalisation unless bn = "none", ReLU and 2 x 2 max-pool; then fully connected
+  // layers of widths `hidden` with ReLU, and the classifier. Images are image = [height, width, channels].
+  std::vector<int> image{28, 28, 1};
+  std::vector<int> conv{32, 64};
+  int kernel = 5;
+  std::vector<int> hidden{128};
+  int classes = 10;
+  // Batch normalisation: "none", "local" (each replica normalises by its own batch's statistics, DDP's
+  // default) or "sync" (SyncBatchNorm: the statistics are summed over the ranks, a comm op in the plan).
+  std::string bn = "none";
   // type "table": a built-in name (kBuiltinModelTables) or the path of a table file, resolved against the
   // scenario file's directory; strategies/ loads it (model_library.hpp).
   std::string table;
   std::map<std::string, std::string> where;              // field -> "path:line:col" of its value, for later errors
   std::size_t parameter_count() const;                   // type "mlp": sum of in*out + out over layers (default: 2,913,290)
+  int input_features() const;  // "mlp", "cnn": the features of one sample (784 for Fashion-MNIST)
+  int output_classes() const;  // "mlp", "cnn"
+  bool trainable() const { return type == "mlp" || type == "cnn"; }  // the runtime can train it
 };
 
 struct DataConfig {

@@ -4,13 +4,13 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/data.hpp"
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
 
 namespace ddplab {
 
 // The confusion matrix, with accuracy and macro precision and recall from it (class_metrics.hpp); step and
 // wall_s are left for the caller to fill.
-Evaluation evaluate(Mlp& model, Ops& ops, const Dataset& test, Communicator& comm, int batch);
+Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& comm, int batch);
 
 
 }  // namespace ddplab

@@ -1,6 +1,6 @@
 // A registry optimizer (strategies/optimizer.hpp) with its per-parameter state in a backend's memory:
 // OptimizerState updates any range of a flat parameter buffer (PlanExecutor, bucket by bucket or shard by
-// shard); ModelOptimizer updates every parameter of an Mlp at once, for code that runs no plan
+// shard); ModelOptimizer updates every parameter of a Model at once, for code that runs no plan
 // (calibration's compute probe, the bare-backend benchmark).
 #pragma once
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 
@@ -35,13 +35,13 @@ class OptimizerState {
 
 class ModelOptimizer {
  public:
-  ModelOptimizer(Ops& ops, Mlp& model, const OptimizerConfig& opt);
+  ModelOptimizer(Ops& ops, Model& model, const OptimizerConfig& opt);
   // Update number t (from 1) at the lr plan's rate for it, or at `lr` when given.
   void step(std::int64_t t);
   void step(std::int64_t t, float lr);
 
  private:
-  Mlp& model_;
+  Model& model_;
   LrPlan lr_;
   OptimizerState state_;
   std::vector<TensorSlice> tensors_;

@@ -46,6 +46,36 @@ class Ops {
                               const float* class_weights = nullptr) = 0;
   virtual void scale(float* x, std::size_t n, float alpha) = 0;                     // x *= alpha
 
+  // Convolution, pooling and batch normalisation on NHWC images (n x h x w x c; rows are pixels).
+  // im2col: col is (n*h*w) x (c*k*k), row (i, y, x) holding the k x k window around pixel (y, x) of image i
+  // with zero padding k/2, columns in (channel, ky, kx) order (PyTorch's weight order). col2im: dx = the
+  // sum of every window's entry at each pixel (the adjoint: dx is overwritten).
+  virtual void im2col(const float* x, float* col, int n, int h, int w, int c, int k) = 0;
+  virtual void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) = 0;
+  // 2 x 2 max-pool, stride 2 (h, w even): y is n x h/2 x w/2 x c. The backward routes dy to the first
+  // maximum of each window in (y, x) order (as PyTorch's CPU kernel) and zero elsewhere (dx overwritten).
+  virtual void max_pool(const float* x, float* y, int n, int h, int w, int c) = 0;
+  virtual void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
+                                 int c) = 0;
+  // Per-channel moments of rows x cols: out[j] = sum_i x[i,j], out[cols+j] = sum_i x[i,j]^2, out[2 cols] =
+  // rows (2 cols + 1 floats: what SyncBatchNorm sums over ranks).
+  virtual void channel_moments(const float* x, int rows, int cols, float* out) = 0;
+  // From summed moments: mean and biased variance per channel; with running_mean (not null) the running
+  // statistics move by momentum, the variance unbiased (PyTorch's BatchNorm).
+  virtual void batch_norm_statistics(const float* moments, int cols, float* mean, float* var, float* running_mean,
+                                     float* running_var, float momentum) = 0;
+  // y = gamma (x - mean) / sqrt(var + eps) + beta, per column.
+  virtual void batch_norm(const float* x, float* y, int rows, int cols, const float* mean, const float* var,
+                          const float* gamma, const float* beta, float eps) = 0;
+  // out[j] = sum_i dy[i,j], out[cols+j] = sum_i dy[i,j] xhat[i,j] (the gradients of beta and gamma).
+  virtual void batch_norm_backward_sums(const float* dy, const float* x, int rows, int cols, const float* mean,
+                                        const float* var, float eps, float* out) = 0;
+  // dx = gamma / sqrt(var + eps) (dy - sums[j] / count - xhat sums[cols+j] / count), with count = *count:
+  // the rows the statistics were taken over (all ranks' under SyncBatchNorm).
+  virtual void batch_norm_backward(const float* dy, const float* x, int rows, int cols, const float* mean,
+                                   const float* var, const float* gamma, float eps, const float* sums,
+                                   const float* count, float* dx) = 0;
+
   // True when alloc() returns memory the host cannot read (the CUDA backend). A host-memory communicator
   // (MPI) then needs the buffers staged through host memory.
   virtual bool device_memory() const { return false; }

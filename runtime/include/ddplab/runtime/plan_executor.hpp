@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
@@ -47,7 +47,7 @@ struct StepRecord {
 
 class PlanExecutor {
  public:
-  PlanExecutor(Communicator& comm, Ops& ops, Mlp& model, Strategy& strategy, const OptimizerConfig& opt);
+  PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy& strategy, const OptimizerConfig& opt);
   ~PlanExecutor();
   PlanExecutor(const PlanExecutor&) = delete;
   PlanExecutor& operator=(const PlanExecutor&) = delete;
@@ -86,7 +86,7 @@ class PlanExecutor {
 
   Communicator& comm_;
   Ops& ops_;
-  Mlp& model_;
+  Model& model_;
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;

@@ -37,7 +37,8 @@ ModelSpec parse_model_table(const std::string& text, const std::string& path);
 // Reads and parses a built-in table or a file. Throws ModelTableError.
 ModelSpec load_model_table(const std::string& name_or_path);
 
-// The scenario's model: ModelSpec::mlp(layers) for type "mlp", the loaded table for type "table".
+// The scenario's model: ModelSpec::mlp(layers) for type "mlp", cnn_model_spec for "cnn", the loaded table
+// for type "table".
 ModelSpec model_spec_for(const ModelConfig& model);
 
 }  // namespace ddplab

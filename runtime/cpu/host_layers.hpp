@@ -1,0 +1,21 @@
+// The convolution, pooling and batch-norm ops of Ops (ops.hpp) as plain loops over host memory, shared by
+// the cpu and reference backends (the CUDA kernels are checked against them). Sums accumulate in double.
+#pragma once
+
+namespace ddplab::host_layers {
+
+void im2col(const float* x, float* col, int n, int h, int w, int c, int k);
+void col2im(const float* col, float* dx, int n, int h, int w, int c, int k);
+void max_pool(const float* x, float* y, int n, int h, int w, int c);
+void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w, int c);
+void channel_moments(const float* x, int rows, int cols, float* out);
+void batch_norm_statistics(const float* moments, int cols, float* mean, float* var, float* running_mean,
+                           float* running_var, float momentum);
+void batch_norm(const float* x, float* y, int rows, int cols, const float* mean, const float* var, const float* gamma,
+                const float* beta, float eps);
+void batch_norm_backward_sums(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
+                              float eps, float* out);
+void batch_norm_backward(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
+                         const float* gamma, float eps, const float* sums, const float* count, float* dx);
+
+}  // namespace ddplab::host_layers

@@ -1,0 +1,202 @@
+#include "ddplab/runtime/cnn.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include "ddplab/strategies/codec_compute.hpp"
+
+namespace ddplab {
+namespace {
+using Kind = CnnLayer::Kind;
+constexpr std::size_t kColBudget = std::size_t(4) << 20;  // floats in one im2col block (16 MiB)
+std::size_t sz(int v) { return static_cast<std::size_t>(v); }
+}  // namespace
+
+Cnn::Cnn(Ops& ops, const ModelConfig& model, int max_batch)
+    : Model(ops, cnn_model_spec(cnn_layout(model)), model.input_features(), model.classes, max_batch),
+      layout_(cnn_layout(model)) {
+  if (model.bn == "sync") throw std::invalid_argument("model.bn = \"sync\" is not trained by the runtime yet");
+  const std::size_t b = sz(max_batch);
+  std::size_t widest = sz(model.input_features()), col = 0, running = 0, channels = 0;
+  norm_.resize(layout_.size());
+  for (std::size_t l = 0; l < layout_.size(); ++l) {
+    const CnnLayer& L = layout_[l];
+    out_.emplace_back(ops_, b * L.out_elems());
+    pooled_.emplace_back(L.pool ? DeviceBuffer(ops_, b * L.next_elems()) : DeviceBuffer());
+    widest = std::max(widest, L.out_elems());
+    if (L.kind == Kind::Conv) col = std::max(col, sz(chunk(L)) * L.pixels() * sz(L.in * L.kernel * L.kernel));
+    if (L.kind == Kind::Norm) {
+      norm_[l] = {DeviceBuffer(ops_, 2 * sz(L.out) + 1), DeviceBuffer(ops_, sz(L.out)), DeviceBuffer(ops_, sz(L.out)),
+                  running};
+      running += 2 * sz(L.out);
+      channels = std::max(channels, sz(L.out));
+    }
+  }
+  col_ = DeviceBuffer(ops_, std::max<std::size_t>(col, 1));
+  pre_ = DeviceBuffer(ops_, b * widest);
+  sums_ = DeviceBuffer(ops_, 2 * channels + 1);
+  running_ = DeviceBuffer(ops_, running);
+  delta_a_ = DeviceBuffer(ops_, b * widest);
+  delta_b_ = DeviceBuffer(ops_, b * widest);
+}
+
+int Cnn::chunk(const CnnLayer& L) const {
+  const std::size_t per_sample = L.pixels() * sz(L.in * L.kernel * L.kernel);
+  return static_cast<int>(std::clamp<std::size_t>(kColBudget / per_sample, 1, sz(max_batch())));
+}
+
+void Cnn::init(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> host(num_params());
+  const auto& info = param_info();
+  for (std::size_t i = 0; i < info.size(); ++i) {
+    const CnnLayer& L = layout_.at(static_cast<std::size_t>(info[i].layer));
+    if (L.kind == Kind::Norm) {  // weight 1, bias 0
+      std::fill_n(host.begin() + static_cast<std::ptrdiff_t>(info[i].offset), info[i].count,
+                  info[i].name.ends_with(".weight") ? 1.0f : 0.0f);
+      continue;
+    }
+    const float fan_in = static_cast<float>(L.in * (L.kind == Kind::Conv ? L.kernel * L.kernel : 1));
+    std::uniform_real_distribution<float> dist(-1.0f / std::sqrt(fan_in), 1.0f / std::sqrt(fan_in));
+    for (std::size_t k = 0; k < info[i].count; ++k) host[info[i].offset + k] = dist(rng);
+  }
+  ops_.to_device(params(), host.data(), host.size());
+  // Running statistics: mean 0, variance 1.
+  std::vector<float> running(running_.size(), 0.0f);
+  for (std::size_t l = 0; l < layout_.size(); ++l)
+    if (layout_[l].kind == Kind::Norm)
+      std::fill_n(running.begin() + static_cast<std::ptrdiff_t>(norm_[l].running + sz(layout_[l].out)),
+                  sz(layout_[l].out), 1.0f);
+  if (!running.empty()) ops_.to_device(running_.data(), running.data(), running.size());
+}
+
+const float* Cnn::layer_input(std::size_t l) const { return l == 0 ? input_ : layer_output(l - 1); }
+
+const float* Cnn::layer_output(std::size_t l) const { return layout_[l].pool ? pooled_[l].data() : out_[l].data(); }
+
+const float* Cnn::run_forward(const float* x) {
+  for (std::size_t l = 0; l < layout_.size(); ++l) {
+    const CnnLayer& L = layout_[l];
+    const float* in = l == 0 ? x : layer_output(l - 1);
+    const int rows = L.rows(batch_);
+    switch (L.kind) {
+      case Kind::Conv: conv_forward(l, in); break;
+      case Kind::Norm: norm_forward(l, in); break;
+      case Kind::Linear: {
+        const int first = layer_params(static_cast<int>(l)).front();
+        ops_.gemm(false, true, batch_, L.out, L.in, 1.0f, in, L.in, param(first), L.in, 0.0f, out_[l].data(), L.out);
+        ops_.add_bias(out_[l].data(), param(first + 1), batch_, L.out);
+        break;
+      }
+    }
+    if (L.relu) ops_.relu(out_[l].data(), sz(rows) * sz(L.out));
+    if (L.pool) ops_.max_pool(out_[l].data(), pooled_[l].data(), batch_, L.h, L.w, L.out);
+  }
+  return out_.back().data();
+}
+
+void Cnn::conv_forward(std::size_t l, const float* in) {
+  const CnnLayer& L = layout_[l];
+  const int ckk = L.in * L.kernel * L.kernel, step = chunk(L);
+  const int first = layer_params(static_cast<int>(l)).front();
+  for (int s = 0; s < batch_; s += step) {
+    const int n = std::min(step, batch_ - s), rows = L.rows(n);
+    ops_.im2col(in + sz(s) * L.pixels() * sz(L.in), col_.data(), n, L.h, L.w, L.in, L.kernel);
+    // Y = col W^T: one row per output pixel, one column per output channel (NHWC).
+    ops_.gemm(false, true, rows, L.out, ckk, 1.0f, col_.data(), ckk, param(first), ckk, 0.0f,
+              out_[l].data() + sz(s) * L.out_elems(), L.out);
+  }
+  if (L.bias) ops_.add_bias(out_[l].data(), param(first + 1), L.rows(batch_), L.out);
+}
+
+void Cnn::norm_forward(std::size_t l, const float* in) {
+  const CnnLayer& L = layout_[l];
+  NormState& st = norm_[l];
+  const int rows = L.rows(batch_), first = layer_params(static_cast<int>(l)).front();
+  const float* mean = running_.data() + st.running;
+  const float* var = mean + L.out;
+  if (training_) {
+    ops_.channel_moments(in, rows, L.out, st.moments.data());
+    float* running = running_.data() + st.running;
+    ops_.batch_norm_statistics(st.moments.data(), L.out, st.mean.data(), st.var.data(), running, running + L.out,
+                               kBnMomentum);
+    mean = st.mean.data(), var = st.var.data();
+  }
+  ops_.batch_norm(in, out_[l].data(), rows, L.out, mean, var, param(first), param(first + 1), kBnEps);
+}
+
+float* Cnn::start_backward() {
+  delta_ = delta_a_.data();
+  next_ = delta_b_.data();
+  return delta_;
+}
+
+void Cnn::backward_layer(int layer, bool accumulate) {
+  if (!training_) throw std::logic_error("Cnn::backward_layer in evaluation mode (set_training(true) first)");
+  const std::size_t l = static_cast<std::size_t>(layer);
+  const CnnLayer& L = layout_.at(l);
+  const int rows = L.rows(batch_);
+  // d(loss)/d(the layer's output before ReLU and pool): back through the pool, then the ReLU.
+  float* dy = delta_;
+  if (L.pool) {
+    ops_.max_pool_backward(out_[l].data(), pooled_[l].data(), delta_, pre_.data(), batch_, L.h, L.w, L.out);
+    dy = pre_.data();
+  }
+  if (L.relu) ops_.relu_backward(dy, out_[l].data(), sz(rows) * sz(L.out));
+  const float* in = layer_input(l);
+  switch (L.kind) {
+    case Kind::Conv: conv_backward(l, in, dy, accumulate); break;
+    case Kind::Norm: norm_backward(l, in, dy, accumulate); break;
+    case Kind::Linear: {
+      const int first = layer_params(layer).front();
+      ops_.gemm(true, false, L.out, L.in, batch_, 1.0f, dy, L.out, in, L.in, accumulate ? 1.0f : 0.0f, grad(first), L.in);
+      ops_.bias_grad(dy, grad(first + 1), batch_, L.out, accumulate);
+      if (l > 0) ops_.gemm(false, false, batch_, L.in, L.out, 1.0f, dy, L.out, param(first), L.in, 0.0f, next_, L.in);
+      break;
+    }
+  }
+  std::swap(delta_, next_);
+}
+
+void Cnn::conv_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {
+  const CnnLayer& L = layout_[l];
+  const int ckk = L.in * L.kernel * L.kernel, step = chunk(L);
+  const int first = layer_params(static_cast<int>(l)).front();
+  for (int s = 0; s < batch_; s += step) {
+    const int n = std::min(step, batch_ - s), rows = L.rows(n);
+    const float* dy_s = dy + sz(s) * L.out_elems();
+    // dW (out x in k k) += dY^T col over this block's pixels.
+    ops_.im2col(in + sz(s) * L.pixels() * sz(L.in), col_.data(), n, L.h, L.w, L.in, L.kernel);
+    ops_.gemm(true, false, L.out, ckk, rows, 1.0f, dy_s, L.out, col_.data(), ckk, accumulate || s > 0 ? 1.0f : 0.0f,
+              grad(first), ckk);
+    if (l == 0) continue;  // no gradient needed for the input
+    // dcol = dY W, then each input pixel sums what its windows received.
+    ops_.gemm(false, false, rows, ckk, L.out, 1.0f, dy_s, L.out, param(first), ckk, 0.0f, col_.data(), ckk);
+    ops_.col2im(col_.data(), next_ + sz(s) * L.pixels() * sz(L.in), n, L.h, L.w, L.in, L.kernel);
+  }
+  if (L.bias) ops_.bias_grad(dy, grad(first + 1), L.rows(batch_), L.out, accumulate);
+}
+
+void Cnn::norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {
+  const CnnLayer& L = layout_[l];
+  const NormState& st = norm_[l];
+  const int rows = L.rows(batch_), first = layer_params(static_cast<int>(l)).front();
+  const std::size_t c = sz(L.out);
+  ops_.batch_norm_backward_sums(dy, in, rows, L.out, st.mean.data(), st.var.data(), kBnEps, sums_.data());
+  // sums_ = [sum dy | sum dy xhat]: the gradients of the bias (beta) and the weight (gamma).
+  CodecCompute& cc = ops_.codec_compute();
+  if (accumulate) {
+    cc.add(grad(first), sums_.data() + c, c);
+    cc.add(grad(first + 1), sums_.data(), c);
+  } else {
+    cc.copy(grad(first), sums_.data() + c, c * sizeof(float));
+    cc.copy(grad(first + 1), sums_.data(), c * sizeof(float));
+  }
+  if (l > 0)
+    ops_.batch_norm_backward(dy, in, rows, L.out, st.mean.data(), st.var.data(), param(first), kBnEps, sums_.data(),
+                             st.moments.data() + 2 * c, next_);
+}
+
+}  // namespace ddplab

@@ -1,0 +1,89 @@
+#include "ddplab/runtime/model.hpp"
+
+#include <stdexcept>
+
+#include "ddplab/runtime/cnn.hpp"
+#include "ddplab/runtime/mlp.hpp"
+
+namespace ddplab {
+
+Model::Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch)
+    : ops_(ops), spec_(std::move(spec)), features_(features), classes_(classes), max_batch_(max_batch) {
+  if (max_batch < 1) throw std::invalid_argument("a model needs a batch of at least 1");
+  std::size_t offset = 0;
+  layer_params_.resize(spec_.layers.size());
+  for (const ParamSpec& p : spec_.params) {
+    layer_params_.at(static_cast<std::size_t>(p.layer)).push_back(static_cast<int>(info_.size()));
+    info_.push_back({p.name, offset, p.count(), p.layer});
+    offset += p.count();
+  }
+  params_ = DeviceBuffer(ops_, offset);
+  grads_ = DeviceBuffer(ops_, offset);
+}
+
+const float* Model::forward(const float* x, int batch) {
+  if (batch < 1 || batch > max_batch_)
+    throw std::invalid_argument(spec_.name + "::forward: batch " + std::to_string(batch) + " outside [1, " +
+                                std::to_string(max_batch_) + "]");
+  batch_ = batch;
+  input_ = x;
+  logits_ = run_forward(x);
+  return logits_;
+}
+
+double Model::loss(const std::int32_t* labels) { return ops_.softmax_xent(logits_, labels, batch_, classes_, nullptr); }
+
+double Model::loss_grad(const std::int32_t* labels) {
+  return ops_.softmax_xent(logits_, labels, batch_, classes_, start_backward(),
+                           class_weights_.size() ? class_weights_.data() : nullptr);
+}
+
+double Model::backward(const std::int32_t* labels, const GradReadyFn& on_ready) {
+  const double loss = loss_grad(labels);
+  for (int l = num_layers() - 1; l >= 0; --l) {
+    backward_layer(l);
+    if (on_ready)
+      for (int p : layer_params(l)) on_ready(p);
+  }
+  return loss;
+}
+
+void Model::set_class_weights(const std::vector<float>& w) {
+  if (w.empty()) {
+    class_weights_ = DeviceBuffer();
+    return;
+  }
+  if (w.size() != static_cast<std::size_t>(classes_))
+    throw std::invalid_argument(spec_.name + "::set_class_weights: " + std::to_string(w.size()) + " weights for " +
+                                std::to_string(classes_) + " classes");
+  class_weights_ = DeviceBuffer(ops_, w.size());
+  ops_.to_device(class_weights_.data(), w.data(), w.size());
+}
+
+void Model::set_offsets(const std::vector<std::size_t>& offsets) {
+  const std::string who = spec_.name + "::set_offsets: ";
+  if (offsets.size() != info_.size())
+    throw std::invalid_argument(who + std::to_string(offsets.size()) + " offsets for " + std::to_string(info_.size()) +
+                                " parameters");
+  std::vector<float> before(num_params()), after(num_params());
+  ops_.to_host(before.data(), params(), before.size());
+  std::vector<bool> covered(num_params(), false);
+  for (std::size_t i = 0; i < info_.size(); ++i) {
+    if (offsets[i] + info_[i].count > num_params()) throw std::invalid_argument(who + "parameter out of range");
+    for (std::size_t k = 0; k < info_[i].count; ++k) {
+      if (covered[offsets[i] + k]) throw std::invalid_argument(who + "parameters overlap");
+      covered[offsets[i] + k] = true;
+      after[offsets[i] + k] = before[info_[i].offset + k];
+    }
+    info_[i].offset = offsets[i];
+  }
+  ops_.to_device(params(), after.data(), after.size());
+}
+
+std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch) {
+  if (model.type == "mlp") return std::make_unique<Mlp>(ops, model.layers, max_batch);
+  if (model.type == "cnn") return std::make_unique<Cnn>(ops, model, max_batch);
+  throw std::invalid_argument("the runtime trains model types \"mlp\" and \"cnn\", not \"" + model.type + "\"");
+}
+
+}  // namespace ddplab
