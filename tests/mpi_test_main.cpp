@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "mpi_test_main.hpp"
 
 namespace ddplab {
@@ -10,8 +12,9 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   auto comm = ddplab::make_mpi_communicator(&argc, &argv);
   ddplab::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    // One report is enough; failures on other ranks still fail the job through the exit code.
+  if (comm->rank() != 0 && !std::getenv("DDPLAB_TEST_ALL_RANKS")) {
+    // One report is enough; failures on other ranks still fail the job through the exit code (set
+    // DDPLAB_TEST_ALL_RANKS to see every rank's report).
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }

@@ -41,6 +41,33 @@ std::size_t ModelConfig::parameter_count() const {
   return n;
 }
 
+nlohmann::json ModelConfig::to_json() const {
+  using nlohmann::json;
+  if (type == "table") return {{"type", type}, {"table", table}};
+  if (type == "cnn")
+    return {{"type", type}, {"image", image}, {"conv", conv}, {"kernel", kernel}, {"hidden", hidden},
+            {"classes", classes}, {"bn", bn}};
+  return {{"type", type}, {"layers", layers}, {"parameter_count", parameter_count()}};
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  ModelConfig m;
+  m.type = j.at("type").get<std::string>();
+  if (m.type == "table") {
+    m.table = j.at("table").get<std::string>();
+  } else if (m.type == "cnn") {
+    m.image = j.at("image").get<std::vector<int>>();
+    m.conv = j.at("conv").get<std::vector<int>>();
+    m.kernel = j.at("kernel").get<int>();
+    m.hidden = j.at("hidden").get<std::vector<int>>();
+    m.classes = j.at("classes").get<int>();
+    m.bn = j.at("bn").get<std::string>();
+  } else {
+    m.layers = j.at("layers").get<std::vector<int>>();
+  }
+  return m;
+}
+
 int ModelConfig::input_features() const {
   return type == "cnn" ? image.at(0) * image.at(1) * image.at(2) : layers.front();
 }
@@ -493,11 +520,7 @@ nlohmann::json Scenario::to_json() const {
     strategies_json.push_back(s.to_json());
   return {
       {"name", name},
-      {"model", model.type == "table" ? json{{"type", model.type}, {"table", model.table}}
-                : model.type == "cnn"
-                    ? json{{"type", model.type}, {"image", model.image}, {"conv", model.conv}, {"kernel", model.kernel},
-                           {"hidden", model.hidden}, {"classes", model.classes}, {"bn", model.bn}}
-                    : json{{"type", model.type}, {"layers", model.layers}, {"parameter_count", model.parameter_count()}}},
+      {"model", model.to_json()},
       {"data",
        {{"dataset", data.dataset},
         {"path", data.path},

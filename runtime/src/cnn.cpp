@@ -17,9 +17,8 @@ std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 Cnn::Cnn(Ops& ops, const ModelConfig& model, int max_batch)
     : Model(ops, cnn_model_spec(cnn_layout(model)), model.input_features(), model.classes, max_batch),
       layout_(cnn_layout(model)) {
-  if (model.bn == "sync") throw std::invalid_argument("model.bn = \"sync\" is not trained by the runtime yet");
   const std::size_t b = sz(max_batch);
-  std::size_t widest = sz(model.input_features()), col = 0, running = 0, channels = 0;
+  std::size_t widest = sz(model.input_features()), col = 0, running = 0;
   norm_.resize(layout_.size());
   for (std::size_t l = 0; l < layout_.size(); ++l) {
     const CnnLayer& L = layout_[l];
@@ -29,14 +28,12 @@ Cnn::Cnn(Ops& ops, const ModelConfig& model, int max_batch)
     if (L.kind == Kind::Conv) col = std::max(col, sz(chunk(L)) * L.pixels() * sz(L.in * L.kernel * L.kernel));
     if (L.kind == Kind::Norm) {
       norm_[l] = {DeviceBuffer(ops_, 2 * sz(L.out) + 1), DeviceBuffer(ops_, sz(L.out)), DeviceBuffer(ops_, sz(L.out)),
-                  running};
+                  DeviceBuffer(ops_, 2 * sz(L.out)), running};
       running += 2 * sz(L.out);
-      channels = std::max(channels, sz(L.out));
     }
   }
   col_ = DeviceBuffer(ops_, std::max<std::size_t>(col, 1));
   pre_ = DeviceBuffer(ops_, b * widest);
-  sums_ = DeviceBuffer(ops_, 2 * channels + 1);
   running_ = DeviceBuffer(ops_, running);
   delta_a_ = DeviceBuffer(ops_, b * widest);
   delta_b_ = DeviceBuffer(ops_, b * widest);
@@ -76,25 +73,52 @@ const float* Cnn::layer_input(std::size_t l) const { return l == 0 ? input_ : la
 
 const float* Cnn::layer_output(std::size_t l) const { return layout_[l].pool ? pooled_[l].data() : out_[l].data(); }
 
-const float* Cnn::run_forward(const float* x) {
-  for (std::size_t l = 0; l < layout_.size(); ++l) {
-    const CnnLayer& L = layout_[l];
-    const float* in = l == 0 ? x : layer_output(l - 1);
-    const int rows = L.rows(batch_);
-    switch (L.kind) {
-      case Kind::Conv: conv_forward(l, in); break;
-      case Kind::Norm: norm_forward(l, in); break;
-      case Kind::Linear: {
-        const int first = layer_params(static_cast<int>(l)).front();
-        ops_.gemm(false, true, batch_, L.out, L.in, 1.0f, in, L.in, param(first), L.in, 0.0f, out_[l].data(), L.out);
-        ops_.add_bias(out_[l].data(), param(first + 1), batch_, L.out);
-        break;
-      }
-    }
-    if (L.relu) ops_.relu(out_[l].data(), sz(rows) * sz(L.out));
-    if (L.pool) ops_.max_pool(out_[l].data(), pooled_[l].data(), batch_, L.h, L.w, L.out);
+void Cnn::run_segment(int s) {
+  const auto [first, end] = spec().forward_segment(s);
+  for (int l = first; l < end; ++l) run_layer(static_cast<std::size_t>(l), s > 0 && l == first);
+  // The segment ends with a sync layer's moments, which the plan sums over the ranks before the next one.
+  if (end < num_layers() && training_) {
+    const CnnLayer& L = layout_[static_cast<std::size_t>(end)];
+    ops_.channel_moments(layer_input(static_cast<std::size_t>(end)), L.rows(batch_), L.out,
+                         norm_[static_cast<std::size_t>(end)].moments.data());
   }
-  return out_.back().data();
+}
+
+void Cnn::run_layer(std::size_t l, bool moments_taken) {
+  const CnnLayer& L = layout_[l];
+  const float* in = layer_input(l);
+  const int rows = L.rows(batch_);
+  switch (L.kind) {
+    case Kind::Conv: conv_forward(l, in); break;
+    case Kind::Norm: norm_forward(l, in, moments_taken); break;
+    case Kind::Linear: {
+      const int first = layer_params(static_cast<int>(l)).front();
+      ops_.gemm(false, true, batch_, L.out, L.in, 1.0f, in, L.in, param(first), L.in, 0.0f, out_[l].data(), L.out);
+      ops_.add_bias(out_[l].data(), param(first + 1), batch_, L.out);
+      break;
+    }
+  }
+  if (L.relu) ops_.relu(out_[l].data(), sz(rows) * sz(L.out));
+  if (L.pool) ops_.max_pool(out_[l].data(), pooled_[l].data(), batch_, L.h, L.w, L.out);
+}
+
+float* Cnn::sync_stats(int layer) {
+  const std::size_t l = static_cast<std::size_t>(layer);
+  if (l >= layout_.size() || !layout_[l].sync) return Model::sync_stats(layer);
+  return norm_[l].moments.data();
+}
+
+void Cnn::absorb_sync_stats(int layer) {
+  NormState& st = norm_[static_cast<std::size_t>(layer)];
+  float* running = running_.data() + st.running;
+  const int c = layout_[static_cast<std::size_t>(layer)].out;
+  ops_.batch_norm_statistics(sync_stats(layer), c, st.mean.data(), st.var.data(), running, running + c, kBnMomentum);
+}
+
+float* Cnn::sync_grads(int layer) {
+  const std::size_t l = static_cast<std::size_t>(layer);
+  if (l >= layout_.size() || !layout_[l].sync) return Model::sync_grads(layer);
+  return norm_[l].sums.data();
 }
 
 void Cnn::conv_forward(std::size_t l, const float* in) {
@@ -111,14 +135,14 @@ void Cnn::conv_forward(std::size_t l, const float* in) {
   if (L.bias) ops_.add_bias(out_[l].data(), param(first + 1), L.rows(batch_), L.out);
 }
 
-void Cnn::norm_forward(std::size_t l, const float* in) {
+void Cnn::norm_forward(std::size_t l, const float* in, bool moments_taken) {
   const CnnLayer& L = layout_[l];
   NormState& st = norm_[l];
   const int rows = L.rows(batch_), first = layer_params(static_cast<int>(l)).front();
   const float* mean = running_.data() + st.running;
   const float* var = mean + L.out;
   if (training_) {
-    ops_.channel_moments(in, rows, L.out, st.moments.data());
+    if (!moments_taken) ops_.channel_moments(in, rows, L.out, st.moments.data());
     float* running = running_.data() + st.running;
     ops_.batch_norm_statistics(st.moments.data(), L.out, st.mean.data(), st.var.data(), running, running + L.out,
                                kBnMomentum);
@@ -130,11 +154,17 @@ void Cnn::norm_forward(std::size_t l, const float* in) {
 float* Cnn::start_backward() {
   delta_ = delta_a_.data();
   next_ = delta_b_.data();
+  pending_ = -1;
   return delta_;
 }
 
 void Cnn::backward_layer(int layer, bool accumulate) {
   if (!training_) throw std::logic_error("Cnn::backward_layer in evaluation mode (set_training(true) first)");
+  if (pending_ >= 0) {  // the sync layer above: its input gradient, now that its sums are summed
+    norm_input_grad(static_cast<std::size_t>(pending_), pending_dy_);
+    pending_ = -1;
+    std::swap(delta_, next_);
+  }
   const std::size_t l = static_cast<std::size_t>(layer);
   const CnnLayer& L = layout_.at(l);
   const int rows = L.rows(batch_);
@@ -148,7 +178,15 @@ void Cnn::backward_layer(int layer, bool accumulate) {
   const float* in = layer_input(l);
   switch (L.kind) {
     case Kind::Conv: conv_backward(l, in, dy, accumulate); break;
-    case Kind::Norm: norm_backward(l, in, dy, accumulate); break;
+    case Kind::Norm:
+      norm_backward(l, in, dy, accumulate);
+      if (L.sync) {  // the input gradient waits for the plan to sum the gradient sums over the ranks
+        pending_ = layer;
+        pending_dy_ = dy;
+        return;
+      }
+      norm_input_grad(l, dy);
+      break;
     case Kind::Linear: {
       const int first = layer_params(layer).front();
       ops_.gemm(true, false, L.out, L.in, batch_, 1.0f, dy, L.out, in, L.in, accumulate ? 1.0f : 0.0f, grad(first), L.in);
@@ -181,22 +219,27 @@ void Cnn::conv_backward(std::size_t l, const float* in, const float* dy, bool ac
 
 void Cnn::norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {
   const CnnLayer& L = layout_[l];
-  const NormState& st = norm_[l];
+  NormState& st = norm_[l];
   const int rows = L.rows(batch_), first = layer_params(static_cast<int>(l)).front();
   const std::size_t c = sz(L.out);
-  ops_.batch_norm_backward_sums(dy, in, rows, L.out, st.mean.data(), st.var.data(), kBnEps, sums_.data());
-  // sums_ = [sum dy | sum dy xhat]: the gradients of the bias (beta) and the weight (gamma).
+  ops_.batch_norm_backward_sums(dy, in, rows, L.out, st.mean.data(), st.var.data(), kBnEps, st.sums.data());
+  // sums = [sum dy | sum dy xhat]: this replica's gradients of the bias (beta) and the weight (gamma).
   CodecCompute& cc = ops_.codec_compute();
   if (accumulate) {
-    cc.add(grad(first), sums_.data() + c, c);
-    cc.add(grad(first + 1), sums_.data(), c);
+    cc.add(grad(first), st.sums.data() + c, c);
+    cc.add(grad(first + 1), st.sums.data(), c);
   } else {
-    cc.copy(grad(first), sums_.data() + c, c * sizeof(float));
-    cc.copy(grad(first + 1), sums_.data(), c * sizeof(float));
+    cc.copy(grad(first), st.sums.data() + c, c * sizeof(float));
+    cc.copy(grad(first + 1), st.sums.data(), c * sizeof(float));
   }
-  if (l > 0)
-    ops_.batch_norm_backward(dy, in, rows, L.out, st.mean.data(), st.var.data(), param(first), kBnEps, sums_.data(),
-                             st.moments.data() + 2 * c, next_);
+}
+
+void Cnn::norm_input_grad(std::size_t l, const float* dy) {
+  const CnnLayer& L = layout_[l];
+  const NormState& st = norm_[l];
+  const int first = layer_params(static_cast<int>(l)).front();
+  ops_.batch_norm_backward(dy, layer_input(l), L.rows(batch_), L.out, st.mean.data(), st.var.data(), param(first),
+                           kBnEps, st.sums.data(), st.moments.data() + 2 * sz(L.out), next_);
 }
 
 }  // namespace ddplab

@@ -35,8 +35,8 @@ void Mlp::init(std::uint64_t seed) {
   ops_.to_device(params(), host.data(), host.size());
 }
 
-const float* Mlp::run_forward(const float* x) {
-  const float* in = x;
+void Mlp::run_segment(int) {
+  const float* in = input_;
   const std::size_t n_layers = layers_.size() - 1;
   for (std::size_t l = 0; l < n_layers; ++l) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
@@ -48,7 +48,6 @@ const float* Mlp::run_forward(const float* x) {
     if (l + 1 < n_layers) ops_.relu(out, static_cast<std::size_t>(batch_) * fan_out);
     in = out;
   }
-  return acts_.back().data();
 }
 
 float* Mlp::start_backward() {

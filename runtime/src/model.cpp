@@ -22,13 +22,33 @@ Model::Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch)
 }
 
 const float* Model::forward(const float* x, int batch) {
+  begin_forward(x, batch);
+  for (int s = 0; s < forward_segments(); ++s) forward_segment(s);
+  return logits_;
+}
+
+void Model::begin_forward(const float* x, int batch) {
   if (batch < 1 || batch > max_batch_)
     throw std::invalid_argument(spec_.name + "::forward: batch " + std::to_string(batch) + " outside [1, " +
                                 std::to_string(max_batch_) + "]");
   batch_ = batch;
   input_ = x;
-  logits_ = run_forward(x);
-  return logits_;
+  logits_ = nullptr;
+}
+
+void Model::forward_segment(int s) {
+  run_segment(s);
+  if (s + 1 == forward_segments()) logits_ = logits();
+}
+
+float* Model::sync_stats(int layer) {
+  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics");
+}
+
+void Model::absorb_sync_stats(int layer) { sync_stats(layer); }
+
+float* Model::sync_grads(int layer) {
+  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm gradient sums");
 }
 
 double Model::loss(const std::int32_t* labels) { return ops_.softmax_xent(logits_, labels, batch_, classes_, nullptr); }

@@ -127,6 +127,28 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 }
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
+  if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
+    // A rank without a batch (a dedicated server, a worker out of data under join) adds nothing: zero sums
+    // and a zero row count.
+    const bool computed = strategy_.is_worker(comm_.rank()) && batch_ > 0;
+    float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
+    const std::size_t n = op.calls.at(0).count;
+    if (staged_ || !computed) {
+      std::vector<float> host(n, 0.0f);
+      if (computed) ops_.to_host(host.data(), buf, n);
+      if (staged_) {
+        collective(op.calls.at(0), op.schedule, host.data(), out.bytes);
+        ops_.to_device(buf, host.data(), n);
+        ops_.synchronize();  // host is pageable and goes out of scope
+      } else {
+        ops_.to_device(buf, host.data(), n);
+        collective(op.calls.at(0), op.schedule, buf, out.bytes);
+      }
+      return;
+    }
+    collective(op.calls.at(0), op.schedule, buf, out.bytes);
+    return;
+  }
   if (op.kind == OpKind::NormSync) {
     // One float: in host memory for a staged communicator, else in the backend's.
     float sum = static_cast<float>(grad_sq_);
@@ -223,9 +245,17 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     case OpKind::Forward:
       if (!worker || shadow) {
         rec.loss = std::nan("");
+        // The ranks' summed batch-norm moments move every replica's running statistics alike.
+        if (op.index > 0) model_.absorb_sync_stats(model_.spec().sync_layers().at(static_cast<std::size_t>(op.index) - 1));
         break;
       }
-      model_.forward(x_, batch_);
+      if (op.index < 0) {
+        model_.forward(x_, batch_);
+      } else {  // a segment: SyncBatchNorm's statistics are summed between segments
+        if (op.index == 0) model_.begin_forward(x_, batch_);
+        model_.forward_segment(op.index);
+        if (op.index + 1 < model_.forward_segments()) break;
+      }
       rec.loss = model_.loss_grad(y_);
       break;
     case OpKind::Backward:

@@ -144,11 +144,9 @@ Scenario measured_scenario(const RunRow& run) {
   try {
     Scenario sc;
     sc.name = run.info.scenario;
-    const auto& model = cfg.at("model");
-    sc.model.type = model.at("type").get<std::string>();
-    if (sc.model.type != "mlp")
-      throw std::invalid_argument(fmt::format("model type \"{}\" (only the MLP is trained)", sc.model.type));
-    sc.model.layers = model.at("layers").get<std::vector<int>>();
+    sc.model = ModelConfig::from_json(cfg.at("model"));
+    if (!sc.model.trainable())
+      throw std::invalid_argument(fmt::format("model type \"{}\" (the runtime trains \"mlp\" and \"cnn\")", sc.model.type));
     const auto& train = cfg.at("train");
     sc.train.batch_size = train.at("batch_size").get<int>();
     sc.train.seed = train.at("seed").get<std::uint64_t>();
@@ -253,11 +251,10 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
       throw std::runtime_error(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
                                            "measured run", id, id, run->info.source, run->status));
     const Scenario theirs = measured_scenario(*run);
-    if (sc.model.type != "mlp" || theirs.model.layers != sc.model.layers || theirs.train.batch_size != sc.train.batch_size)
-      throw std::runtime_error(fmt::format(
-          "--compute run:{}: run #{} trained layers {} at batch {}; {} has {} at batch {}", id, id,
-          fmt::format("{}", nlohmann::json(theirs.model.layers).dump()), theirs.train.batch_size, scenario,
-          sc.model.type == "mlp" ? nlohmann::json(sc.model.layers).dump() : "a model table", sc.train.batch_size));
+    if (theirs.model.to_json() != sc.model.to_json() || theirs.train.batch_size != sc.train.batch_size)
+      throw std::runtime_error(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",
+                                           id, id, theirs.model.to_json().dump(), theirs.train.batch_size, scenario,
+                                           sc.model.to_json().dump(), sc.train.batch_size));
     if (const std::string over = oversubscription(run->info.host_info); !over.empty() && !allow_oversubscribed)
       refuse_oversubscribed(*run, over);
     return from_run(store, *run);

@@ -15,7 +15,8 @@ std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
     const std::string n = std::to_string(b + 1);
     CnnLayer conv{CnnLayer::Kind::Conv, "conv" + n, h, w, c, m.conv[b], m.kernel, !norm, !norm, !norm};
     layers.push_back(conv);
-    if (norm) layers.push_back({CnnLayer::Kind::Norm, "bn" + n, h, w, m.conv[b], m.conv[b], 1, true, true, true});
+    if (norm)
+      layers.push_back({CnnLayer::Kind::Norm, "bn" + n, h, w, m.conv[b], m.conv[b], 1, true, true, true, m.bn == "sync"});
     c = m.conv[b], h /= 2, w /= 2;
   }
   int features = h * w * c;
@@ -68,7 +69,7 @@ ModelSpec cnn_model_spec(const std::vector<CnnLayer>& layers) {
     }
     if (L.relu) fwd += outs, bwd += outs;
     if (L.pool) fwd += outs, bwd += outs;
-    m.layers.push_back({fwd, bwd, 4.0 * static_cast<double>(L.next_elems()), L.name});
+    m.layers.push_back({fwd, bwd, 4.0 * static_cast<double>(L.next_elems()), L.name, L.sync ? L.out : 0});
   }
   return m;
 }

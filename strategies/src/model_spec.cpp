@@ -30,6 +30,22 @@ std::vector<int> ModelSpec::expected_ready_order() const {
   return order;
 }
 
+std::vector<int> ModelSpec::sync_layers() const {
+  std::vector<int> out;
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    if (layers[l].sync_channels > 0) out.push_back(static_cast<int>(l));
+  return out;
+}
+
+std::pair<int, int> ModelSpec::forward_segment(int s) const {
+  const std::vector<int> sync = sync_layers();
+  if (s < 0 || s > static_cast<int>(sync.size()))
+    throw std::out_of_range("forward segment " + std::to_string(s) + " of " + std::to_string(sync.size() + 1));
+  const int first = s == 0 ? 0 : sync[static_cast<std::size_t>(s) - 1];
+  const int end = s == static_cast<int>(sync.size()) ? static_cast<int>(layers.size()) : sync[static_cast<std::size_t>(s)];
+  return {first, end};
+}
+
 ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
   if (widths.size() < 2) throw std::invalid_argument("an MLP needs at least an input and an output width");
   ModelSpec m;

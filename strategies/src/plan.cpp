@@ -22,13 +22,16 @@ const char* op_name(OpKind k) {
     case OpKind::Pull: return "pull";
     case OpKind::GradNorm: return "grad_norm";
     case OpKind::NormSync: return "norm_sync";
+    case OpKind::SyncBnStats: return "sync_bn_stats";
+    case OpKind::SyncBnGrads: return "sync_bn_grads";
   }
   return "?";
 }
 
 bool is_comm(OpKind k) {
   return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather ||
-         k == OpKind::Push || k == OpKind::Pull || k == OpKind::NormSync;
+         k == OpKind::Push || k == OpKind::Pull || k == OpKind::NormSync || k == OpKind::SyncBnStats ||
+         k == OpKind::SyncBnGrads;
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,

@@ -72,12 +72,23 @@ Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& s
 bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % config_.accumulate_steps == 0; }
 
 std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const {
-  const int fwd = add_op(plan, OpKind::Forward, -1, {});
+  // SyncBatchNorm splits forward at each synced layer: a segment ends with the layer's moments, which are
+  // summed over the ranks before the next segment normalises with them.
+  const std::vector<int> sync = model_.sync_layers();
+  int prev = add_op(plan, OpKind::Forward, sync.empty() ? -1 : 0, {});
+  for (std::size_t s = 0; s < sync.size(); ++s) {
+    const int stats = add_op(plan, OpKind::SyncBnStats, sync[s], {prev});
+    prev = add_op(plan, OpKind::Forward, static_cast<int>(s) + 1, {prev, stats});
+  }
   std::vector<int> backward(model_.layers.size(), -1);
-  int prev = fwd;
+  int grads = -1;  // the gradient sums the next layer down waits for
   for (int l = static_cast<int>(model_.layers.size()) - 1; l >= 0; --l) {
-    backward[static_cast<std::size_t>(l)] = add_op(plan, OpKind::Backward, l, {prev});
-    prev = backward[static_cast<std::size_t>(l)];
+    std::vector<int> deps{prev};
+    if (grads >= 0) deps.push_back(grads);
+    backward[static_cast<std::size_t>(l)] = prev = add_op(plan, OpKind::Backward, l, deps);
+    grads = l > 0 && model_.layers[static_cast<std::size_t>(l)].sync_channels > 0
+                ? add_op(plan, OpKind::SyncBnGrads, l, {prev})
+                : -1;
   }
   return backward;
 }
@@ -98,13 +109,18 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   op.deps = std::move(deps);
   const double batch = ctx_.batch_size;
   const int n = ctx_.world_size;
-  const Bucket* bucket = (index >= 0 && kind != OpKind::Backward) ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
+  const bool on_bucket = kind != OpKind::Forward && kind != OpKind::Backward && kind != OpKind::SyncBnStats &&
+                         kind != OpKind::SyncBnGrads;
+  const Bucket* bucket = index >= 0 && on_bucket ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
   switch (kind) {
-    case OpKind::Forward:
-      for (const auto& l : model_.layers) op.flops += batch * l.forward_flops;
+    case OpKind::Forward: {
+      const auto [first, end] = index < 0 ? std::pair<int, int>{0, static_cast<int>(model_.layers.size())}
+                                          : model_.forward_segment(index);
+      for (int l = first; l < end; ++l) op.flops += batch * model_.layers[static_cast<std::size_t>(l)].forward_flops;
       break;
+    }
     case OpKind::Backward:
       op.flops = batch * model_.layers.at(static_cast<std::size_t>(index)).backward_flops;
       break;
@@ -139,6 +155,13 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::NormSync:
       op.calls = {{"allreduce", ElemType::F32, 1, "grad_norm"}};
       break;
+    case OpKind::SyncBnStats:
+    case OpKind::SyncBnGrads: {
+      const auto channels = static_cast<std::size_t>(model_.layers.at(static_cast<std::size_t>(index)).sync_channels);
+      op.calls = {kind == OpKind::SyncBnStats ? CollectiveCall{"allreduce", ElemType::F32, 2 * channels + 1, "bn_stats"}
+                                              : CollectiveCall{"allreduce", ElemType::F32, 2 * channels, "bn_grads"}};
+      break;
+    }
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
   if (is_comm(kind)) op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/simulator/simulator.hpp"
 
@@ -30,6 +31,7 @@ struct Case {
   StrategyConfig config;
   int ranks_per_node = 1;
   bool clip = false;  // global-norm clipping: the plan's GradNorm, and NormSync's allreduce where sharded
+  bool cnn = false;   // a small CNN with SyncBatchNorm (its sync_bn ops) instead of the MLP
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }  // gtest names the case in failures
@@ -85,6 +87,17 @@ std::vector<Case> cases() {
   Case ps = make_case("ps_one_dedicated_server", "ps", "native");
   ps.config.policy_options["ps_servers"] = "1";
   v.push_back(ps);
+  // SyncBatchNorm's statistics and gradient sums, on the critical path, beside the buckets; under gradient
+  // accumulation at every micro-step. (Not under ps: its collectives are `native`, which has no per-peer
+  // contract, see below.)
+  Case cnn_acc = make_case("cnn_sync_bn_accumulate_2_ring", "overlap", "ring");
+  cnn_acc.config.accumulate_steps = 2;
+  for (Case c : {make_case("cnn_sync_bn_overlap_ring", "overlap", "ring"), make_case("cnn_sync_bn_zero1_ring", "zero1", "ring"),
+                 cnn_acc}) {
+    c.cnn = true;
+    c.config.bucket_cap = 20000, c.config.first_bucket_cap = 4000;
+    v.push_back(c);
+  }
   // And everything the registries hold, so that a new schedule, codec or policy is covered without an edit
   // here: every allreduce schedule under overlap, every codec on the ring, every policy on the ring (the
   // parameter server on its own push and pull, as validate_strategies requires).
@@ -115,6 +128,13 @@ Scenario scenario(const Case& c) {
   Scenario s;
   s.name = "contract";
   s.model.layers = {784, 64, 32, 10};
+  if (c.cnn) {
+    s.model.type = "cnn";
+    s.model.conv = {4, 8};
+    s.model.kernel = 3;
+    s.model.hidden = {16};
+    s.model.bn = "sync";
+  }
   s.train.batch_size = kBatch;
   s.train.seed = 7;
   s.train.clip_grad_norm = c.clip ? 1.0 : 0.0;
@@ -126,7 +146,7 @@ using Sent = std::vector<std::uint64_t>;
 
 // The window: the pattern's warm-up and two steady blocks.
 int window(const Scenario& sc, const Case& c, int n) {
-  const StepPattern p = Strategy(c.config, ModelSpec::mlp(sc.model.layers), strategy_context(sc, n, c.ranks_per_node)).pattern();
+  const StepPattern p = Strategy(c.config, model_spec_for(sc.model), strategy_context(sc, n, c.ranks_per_node)).pattern();
   // At most kMaxSteps: a long warm-up (PowerSGD's default start_iter is 1000) is covered by its first steps;
   // the cases above that cross a change keep their warm-up short.
   return std::clamp<int>(static_cast<int>(p.warmup_steps() + 2 * p.period()), kMinSteps, kMaxSteps);
@@ -134,11 +154,12 @@ int window(const Scenario& sc, const Case& c, int n) {
 
 std::vector<Sent> run_runtime(const Scenario& sc, const Case& c, int steps) {
   Communicator& comm = *g_comm;
-  const int n = comm.size(), features = sc.model.layers.front(), classes = sc.model.layers.back();
+  const int n = comm.size(), features = sc.model.input_features(), classes = sc.model.output_classes();
   auto ops = make_ops("cpu");
-  Mlp model(*ops, sc.model.layers, kBatch);
+  const std::unique_ptr<Model> owned = make_model(*ops, sc.model, kBatch);
+  Model& model = *owned;
   model.init(sc.train.seed);
-  Strategy strategy(c.config, ModelSpec::mlp(sc.model.layers), strategy_context(sc, n, c.ranks_per_node));
+  Strategy strategy(c.config, model.spec(), strategy_context(sc, n, c.ranks_per_node));
   OptimizerConfig oc;
   oc.clip_grad_norm = sc.train.clip_grad_norm;
   DeviceBuffer x(*ops, static_cast<std::size_t>(kBatch * features));

@@ -254,7 +254,7 @@ TEST(SimulatorSources, ExplicitSpecsAndTheirErrors) {
   Scenario wider = sc;
   wider.model.layers = {784, 32, 10};
   const auto id = measured_run(store, wider, other, 2, 0.01, 0.0, 2, 2);
-  expect_error("run:" + std::to_string(id), "trained layers [784,32,10]");
+  expect_error("run:" + std::to_string(id), "trained model {\"layers\":[784,32,10],\"parameter_count\":25450,\"type\":\"mlp\"}");
   // Nothing stored was changed by the refusals.
   EXPECT_EQ(store.runs().size(), 1u);
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -72,6 +73,29 @@ TEST(Policies, FlatSyncsOneBucketAfterBackward) {
   EXPECT_EQ(p.ops[5].schedule, "native");
   // Forward FLOPs: 2 per weight per sample plus bias and ReLU.
   EXPECT_NEAR(p.ops[0].flops, 64.0 * (2.0 * (784 * 1024 + 2 * 1024 * 1024 + 1024 * 10) + 2.0 * (3 * 1024 + 10)), 1.0);
+}
+
+TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardSegmentsAndGradientSumsBetweenLayers) {
+  ModelConfig m;
+  m.type = "cnn";  // conv1 bn1 conv2 bn2 fc1 fc2: 16 and 32 channels
+  m.conv = {16, 32};
+  m.bn = "sync";
+  const ModelSpec spec = model_spec_for(m);
+  StrategyConfig c;  // flat, native: one bucket after backward
+  const StepPlan p = Strategy(c, spec, {4, 1, 8, 1}).plan(0);
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward0", "sync_bn_stats1", "forward1", "sync_bn_stats3", "forward2",
+                                                 "backward5", "backward4", "backward3", "sync_bn_grads3", "backward2",
+                                                 "backward1", "sync_bn_grads1", "backward0", "sync_grads0", "optimizer0"}));
+  EXPECT_EQ(p.ops[2].deps, (std::vector<int>{0, 1}));    // normalising waits for the summed moments
+  EXPECT_EQ(p.ops[9].deps, (std::vector<int>{7, 8}));    // conv2's backward waits for bn2's summed gradients
+  EXPECT_EQ(p.ops[1].calls.at(0).count, 2u * 16 + 1);    // sums, squares and the row count
+  EXPECT_EQ(p.ops[8].calls.at(0).count, 2u * 32);
+  EXPECT_TRUE(is_comm(OpKind::SyncBnStats) && is_comm(OpKind::SyncBnGrads));
+  // The segments split the forward work: together they are the model's.
+  EXPECT_NEAR(p.ops[0].flops + p.ops[2].flops + p.ops[4].flops, 8.0 * spec.forward_flops(), 1e-6 * spec.forward_flops());
+  // Local statistics need no op.
+  m.bn = "local";
+  EXPECT_EQ(Strategy(c, model_spec_for(m), {4, 1, 8, 1}).plan(0).ops.size(), 9u);
 }
 
 TEST(Policies, OverlapStartsEachBucketWhenItsLastGradientIsReady) {

@@ -44,6 +44,9 @@ struct ModelConfig {
   int input_features() const;  // "mlp", "cnn": the features of one sample (784 for Fashion-MNIST)
   int output_classes() const;  // "mlp", "cnn"
   bool trainable() const { return type == "mlp" || type == "cnn"; }  // the runtime can train it
+  // As stored with a run (its type's fields only), and back: what a stored run trained.
+  nlohmann::json to_json() const;
+  static ModelConfig from_json(const nlohmann::json& j);  // throws nlohmann::json::exception when incomplete
 };
 
 struct DataConfig {

@@ -22,19 +22,25 @@ class Cnn final : public Model {
   float* buffers() override { return running_.data(); }
   std::size_t num_buffers() const override { return running_.size(); }
   const std::vector<CnnLayer>& layout() const { return layout_; }
+  float* sync_stats(int layer) override;
+  float* sync_grads(int layer) override;
+  void absorb_sync_stats(int layer) override;
 
   static constexpr float kBnEps = 1e-5f;       // PyTorch's BatchNorm2d defaults
   static constexpr float kBnMomentum = 0.1f;
 
  private:
-  const float* run_forward(const float* x) override;
+  void run_segment(int s) override;
+  const float* logits() const override { return out_.back().data(); }
   float* start_backward() override;
+  void run_layer(std::size_t l, bool moments_taken);
   const float* layer_input(std::size_t l) const;
   const float* layer_output(std::size_t l) const;  // what the next layer reads (pooled when the layer pools)
   void conv_forward(std::size_t l, const float* in);
   void conv_backward(std::size_t l, const float* in, const float* dy, bool accumulate);
-  void norm_forward(std::size_t l, const float* in);
+  void norm_forward(std::size_t l, const float* in, bool moments_taken);
   void norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate);
+  void norm_input_grad(std::size_t l, const float* dy);  // dx of a norm layer from its (summed) gradient sums
   int chunk(const CnnLayer& L) const;  // samples per im2col block, so the column buffer stays bounded
 
   std::vector<CnnLayer> layout_;
@@ -42,14 +48,19 @@ class Cnn final : public Model {
   std::vector<DeviceBuffer> out_, pooled_;  // per layer: output (after ReLU), and after the pool when it pools
   struct NormState {
     DeviceBuffer moments, mean, var;  // moments: 2 x channels + 1 (channel_moments)
+    DeviceBuffer sums;                // [sum dy | sum dy xhat], 2 x channels
     std::size_t running = 0;          // offset of its running mean in running_ (variance follows)
   };
   std::vector<NormState> norm_;  // per layer; empty for other kinds
   DeviceBuffer running_;
-  DeviceBuffer col_, pre_, sums_;  // im2col blocks; d(loss)/d(pre-pool output); a norm's gradient sums
+  DeviceBuffer col_, pre_;  // im2col blocks; d(loss)/d(pre-pool output)
   DeviceBuffer delta_a_, delta_b_;
   float* delta_ = nullptr;  // d(loss)/d(output of the layer backward_layer handles next)
   float* next_ = nullptr;
+  // A SyncBatchNorm layer whose input gradient waits for its summed gradient sums: the next
+  // backward_layer computes it first. dy: the layer's output gradient (pre_ or delta_, untouched until then).
+  int pending_ = -1;
+  const float* pending_dy_ = nullptr;
 };
 
 }  // namespace ddplab

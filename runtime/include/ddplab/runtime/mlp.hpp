@@ -17,7 +17,8 @@ class Mlp final : public Model {
   const std::vector<int>& layers() const { return layers_; }
 
  private:
-  const float* run_forward(const float* x) override;
+  void run_segment(int s) override;
+  const float* logits() const override { return acts_.back().data(); }
   float* start_backward() override;
 
   std::vector<int> layers_;

@@ -35,7 +35,24 @@ class Model {
   virtual void init(std::uint64_t seed) = 0;
 
   // x: device, batch x input_features(). Returns device logits, batch x classes (valid until the next forward).
+  // With SyncBatchNorm layers this is a replica on its own: each normalises by this batch's statistics.
   const float* forward(const float* x, int batch);
+  // Forward in the plan's segments (ModelSpec::forward_segment): begin_forward, then forward_segment(s) for s
+  // = 0 .. forward_segments() - 1. Between segments s and s + 1 the moments of sync layer s (sync_stats)
+  // may be summed over the ranks; segment s + 1 normalises with what the buffer then holds.
+  void begin_forward(const float* x, int batch);
+  void forward_segment(int s);
+  int forward_segments() const { return static_cast<int>(spec_.sync_layers().size()) + 1; }
+  // A SyncBatchNorm layer's buffers, in the backend's memory: its moments after the forward segment that
+  // ends with it (2 channels + 1 floats), and its gradient sums after its backward_layer (2 channels), which
+  // the layer below it reads in its own backward_layer. Summing them over ranks makes the normalisation
+  // and its gradient those of the ranks' whole batch.
+  virtual float* sync_stats(int layer);
+  virtual float* sync_grads(int layer);
+  // A replica without a batch this step (a rank out of data under join, a dedicated server) takes the
+  // summed moments in sync_stats(layer) into its running statistics, as the others do in their forward, so
+  // that every replica's stay alike.
+  virtual void absorb_sync_stats(int layer);
   // Mean cross-entropy of the last forward against labels (device), then backward into grads().
   double backward(const std::int32_t* labels, const GradReadyFn& on_ready = {});
   // Loss only (evaluation), no gradients.
@@ -74,8 +91,10 @@ class Model {
 
  protected:
   Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch);
-  // Runs the layers on batch_ samples of x; returns the logits.
-  virtual const float* run_forward(const float* x) = 0;
+  // Runs forward segment s on batch_ samples of input_ (a model without sync layers has only segment 0);
+  // logits() is the last segment's output.
+  virtual void run_segment(int s) = 0;
+  virtual const float* logits() const = 0;
   // Where d(loss)/d(logits) goes (batch_ x classes), the start of the next backward_layer walk.
   virtual float* start_backward() = 0;
   float* param(int i) { return params() + info_[static_cast<std::size_t>(i)].offset; }

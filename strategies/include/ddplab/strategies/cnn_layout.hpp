@@ -25,6 +25,7 @@ struct CnnLayer {
   bool bias = true;     // Conv: false when batch norm follows (PyTorch's Conv2d(bias=False) before BatchNorm2d)
   bool relu = false;    // ReLU on the output
   bool pool = false;    // 2 x 2 max-pool, stride 2, after the ReLU
+  bool sync = false;    // Norm: SyncBatchNorm (statistics summed over ranks)
 
   int pad() const { return kernel / 2; }
   std::size_t pixels() const { return static_cast<std::size_t>(h) * static_cast<std::size_t>(w); }

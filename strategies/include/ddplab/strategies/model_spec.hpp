@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddplab {
@@ -21,6 +22,10 @@ struct LayerSpec {
   double backward_flops = 0;    // per sample
   double activation_bytes = 0;  // the layer's output per sample (0 when unknown)
   std::string name;             // "layer1.0.conv1", "layers.0" (MLP)
+  // SyncBatchNorm: > 0 when the layer normalises by statistics summed over every rank, its channel count.
+  // Its forward waits for the ranks' per-channel moments, and the layer below it in backward for their
+  // gradient sums (OpKind::SyncBnStats, SyncBnGrads).
+  int sync_channels = 0;
 };
 
 struct ModelSpec {
@@ -34,6 +39,11 @@ struct ModelSpec {
   // The gradient-ready order backward is expected to produce: layers last to first, and within a layer
   // in parameter order. The runtime reports the order it really observed, and buckets are rebuilt from it.
   std::vector<int> expected_ready_order() const;
+  // The layers with sync_channels, in order. Forward runs in 1 + their number segments: segment s ends
+  // with the moments of sync layer s and the next begins by normalising with the summed ones.
+  std::vector<int> sync_layers() const;
+  // The first layer of forward segment s (0 for s = 0, else sync layer s - 1) and one past its last.
+  std::pair<int, int> forward_segment(int s) const;
 
   // Linear + ReLU layers of the given widths: weight (out x in) and bias (out) per layer.
   static ModelSpec mlp(const std::vector<int>& widths);

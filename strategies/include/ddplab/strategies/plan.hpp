@@ -15,7 +15,8 @@
 namespace ddplab {
 
 enum class OpKind {
-  Forward,         // compute: forward and loss of the micro-batch
+  Forward,         // compute: forward and loss of the micro-batch (index -1), or segment `index` of it when the
+                   // model has SyncBatchNorm layers (ModelSpec::forward_segment)
   Backward,        // compute: backward of layer `index`, producing its parameters' gradients
   SyncGrads,       // comm: bucket `index` gradients become their average over ranks (codec calls on a schedule)
   Optimizer,       // compute: optimizer update of the parameters of bucket `index`
@@ -31,6 +32,11 @@ enum class OpKind {
   GradNorm,        // compute: sum of squares of this rank's synced gradients (index -1)
   NormSync,        // comm: allreduce of the per-rank sums of squares, one float (index -1; the sum, kept in
                    // double on one rank, goes through float here: sharded and dense plans may clip 1e-7 apart)
+  // SyncBatchNorm (LayerSpec::sync_channels), every micro-step, on the critical path:
+  SyncBnStats,     // comm: layer `index`'s per-channel sums and squares and row count summed over ranks
+                   // (2 channels + 1 floats), between the forward segment that took them and the next
+  SyncBnGrads,     // comm: layer `index`'s per-channel gradient sums summed over ranks (2 channels floats),
+                   // between its backward and the backward of the layer below, which needs them
 };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
