@@ -21,7 +21,7 @@ T* zeroed(std::size_t n) {
   return new T[n == 0 ? 1 : n]();
 }
 
-class ReferenceOps final : public Ops {
+class ReferenceOps final : public HostLayerOps {
  public:
   std::string name() const override { return "reference"; }
   CodecCompute& codec_compute() override { return host_codec_compute(); }
@@ -104,36 +104,6 @@ class ReferenceOps final : public Ops {
     for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<double>(x[i]) * alpha);
   }
 
-  void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override {
-    host_layers::im2col(x, col, n, h, w, c, k);
-  }
-  void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override {
-    host_layers::col2im(col, dx, n, h, w, c, k);
-  }
-  void max_pool(const float* x, float* y, int n, int h, int w, int c) override { host_layers::max_pool(x, y, n, h, w, c); }
-  void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
-                         int c) override {
-    host_layers::max_pool_backward(x, y, dy, dx, n, h, w, c);
-  }
-  void channel_moments(const float* x, int rows, int cols, float* out) override {
-    host_layers::channel_moments(x, rows, cols, out);
-  }
-  void batch_norm_statistics(const float* moments, int cols, float* mean, float* var, float* running_mean,
-                             float* running_var, float momentum) override {
-    host_layers::batch_norm_statistics(moments, cols, mean, var, running_mean, running_var, momentum);
-  }
-  void batch_norm(const float* x, float* y, int rows, int cols, const float* mean, const float* var, const float* gamma,
-                  const float* beta, float eps) override {
-    host_layers::batch_norm(x, y, rows, cols, mean, var, gamma, beta, eps);
-  }
-  void batch_norm_backward_sums(const float* dy, const float* x, int rows, int cols, const float* mean,
-                                const float* var, float eps, float* out) override {
-    host_layers::batch_norm_backward_sums(dy, x, rows, cols, mean, var, eps, out);
-  }
-  void batch_norm_backward(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
-                           const float* gamma, float eps, const float* sums, const float* count, float* dx) override {
-    host_layers::batch_norm_backward(dy, x, rows, cols, mean, var, gamma, eps, sums, count, dx);
-  }
 };
 
 }  // namespace

@@ -5,6 +5,20 @@
 
 #include "op_compare.hpp"
 
+namespace ddplab::test {
+// The CUDA backend (ops) beside the reference (ref); skipped with the reason when no device is visible.
+class CudaAndReference : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = cuda_unavailable_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+    ops = make_cuda_ops(false);
+    ref = make_reference_ops();
+  }
+  std::unique_ptr<Ops> ops, ref;
+};
+}  // namespace ddplab::test
+
 #define DDPLAB_OP_TESTS(Fixture, GEMM_TOL, EW_TOL)                                                                 \
   TEST_F(Fixture, GemmAllTransposesAndShapes) {                                                                    \
     const int shapes[][3] = {{64, 1024, 784}, {1024, 784, 64}, {64, 10, 1024}, {10, 1024, 64}, {1, 1, 1}, {37, 53, 71}}; \

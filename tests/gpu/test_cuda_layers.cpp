@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ddplab/runtime/cnn.hpp"
-#include "op_compare.hpp"
+#include "check_ops.hpp"
 
 namespace ddplab {
 namespace {
@@ -12,16 +12,7 @@ using test::compare;
 using test::random_floats;
 using Bufs = std::vector<float*>;
 
-class CudaLayers : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) GTEST_SKIP() << why;
-    ops = make_cuda_ops(false);
-    ref = make_reference_ops();
-  }
-  std::unique_ptr<Ops> ops, ref;
-};
+class CudaLayers : public test::CudaAndReference {};
 
 constexpr test::Tol kExact{1e-30, 0};       // data movement: bit-identical
 constexpr test::Tol kSums{1e-5, 1e-5};      // float sums in another order

@@ -5,16 +5,7 @@
 namespace ddplab {
 namespace {
 
-class CudaVsReference : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) GTEST_SKIP() << why;
-    ops = make_cuda_ops(false);
-    ref = make_reference_ops();
-  }
-  std::unique_ptr<Ops> ops, ref;
-};
+class CudaVsReference : public test::CudaAndReference {};
 
 // fp32 on cuBLAS (different summation order, FMA): atol 2e-5 * sqrt(k), rtol 1e-4.
 // Element-wise kernels: expf/logf are within 2 ulp, so rtol 1e-5 with a small atol.

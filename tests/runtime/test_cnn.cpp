@@ -9,6 +9,7 @@
 
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "finite_differences.hpp"
 
 namespace ddplab {
 namespace {
@@ -165,23 +166,10 @@ TEST_P(CnnGradients, EveryParameterMatchesFiniteDifferences) {
   EXPECT_EQ(order, net.model.spec().expected_ready_order());
   const std::vector<float> analytic(net.model.grads(), net.model.grads() + net.model.num_params());
   // Batch norm's batch statistics change with every parameter before it: the finite differences see that too.
-  const float eps = 1e-3f;
   for (const ParamInfo& p : net.model.param_info()) {
-    double max_err = 0, max_grad = 0;
-    for (std::size_t k = 0; k < p.count; ++k) {
-      float& w = net.model.params()[p.offset + k];
-      const float saved = w;
-      w = saved + eps;
-      const double up = net.loss();
-      w = saved - eps;
-      const double down = net.loss();
-      w = saved;
-      const double numeric = (up - down) / (2.0 * eps);
-      max_err = std::max(max_err, std::abs(numeric - analytic[p.offset + k]));
-      max_grad = std::max(max_grad, std::abs(numeric));
-    }
-    EXPECT_GT(max_grad, 1e-4) << p.name << " has no gradient signal";
-    EXPECT_LT(max_err, 2e-4 + 1e-2 * max_grad) << p.name << " (largest gradient " << max_grad << ")";
+    const test::FdResult r = test::finite_differences(net.model, p, analytic, 1e-3f, [&] { return net.loss(); });
+    EXPECT_GT(r.max_grad, 1e-4) << p.name << " has no gradient signal";
+    EXPECT_LT(r.max_err, 2e-4 + 1e-2 * r.max_grad) << p.name << " (largest gradient " << r.max_grad << ")";
   }
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ddplab/runtime/mlp.hpp"
+#include "finite_differences.hpp"
 
 namespace ddplab {
 namespace {
@@ -62,23 +63,10 @@ TEST(Mlp, EveryLayersGradientsMatchFiniteDifferences) {
   f.model.forward(f.x.data(), f.batch);
   f.model.backward(f.y.data());
   std::vector<float> analytic(f.model.grads(), f.model.grads() + f.model.num_params());
-  const float eps = 1e-2f;
   for (const ParamInfo& p : f.model.param_info()) {
-    double max_err = 0, max_grad = 0;
-    for (std::size_t k = 0; k < p.count; ++k) {
-      float& w = f.model.params()[p.offset + k];
-      const float saved = w;
-      w = saved + eps;
-      const double up = f.loss();
-      w = saved - eps;
-      const double down = f.loss();
-      w = saved;
-      const double numeric = (up - down) / (2.0 * eps);
-      max_err = std::max(max_err, std::abs(numeric - analytic[p.offset + k]));
-      max_grad = std::max(max_grad, std::abs(numeric));
-    }
-    EXPECT_GT(max_grad, 1e-3) << p.name << " has no gradient signal";
-    EXPECT_LT(max_err, 2e-3 + 1e-2 * max_grad) << p.name;
+    const test::FdResult r = test::finite_differences(f.model, p, analytic, 1e-2f, [&] { return f.loss(); });
+    EXPECT_GT(r.max_grad, 1e-3) << p.name << " has no gradient signal";
+    EXPECT_LT(r.max_err, 2e-3 + 1e-2 * r.max_grad) << p.name;
   }
 }
 
