@@ -63,4 +63,14 @@ class ForwardingOps : public Ops {
   std::unique_ptr<Ops> in_;
 };
 
+// The CPU backend, claiming device memory (so PlanExecutor stages its comm through host memory, as for
+// cuda+mpi) and counting host allocations.
+class StagedCpuOps final : public ForwardingOps {
+ public:
+  std::string name() const override { return "cpu-staged"; }
+  bool device_memory() const override { return true; }
+  void* alloc_host(std::size_t bytes) override { return ++host_allocs, Ops::alloc_host(bytes); }
+  int host_allocs = 0;
+};
+
 }  // namespace ddplab

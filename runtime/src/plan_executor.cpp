@@ -128,25 +128,17 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
-    // A rank without a batch (a dedicated server, a worker out of data under join) adds nothing: zero sums
-    // and a zero row count.
-    const bool computed = strategy_.is_worker(comm_.rank()) && batch_ > 0;
     float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
     const std::size_t n = op.calls.at(0).count;
-    if (staged_ || !computed) {
-      std::vector<float> host(n, 0.0f);
-      if (computed) ops_.to_host(host.data(), buf, n);
-      if (staged_) {
-        collective(op.calls.at(0), op.schedule, host.data(), out.bytes);
-        ops_.to_device(buf, host.data(), n);
-        ops_.synchronize();  // host is pageable and goes out of scope
-      } else {
-        ops_.to_device(buf, host.data(), n);
-        collective(op.calls.at(0), op.schedule, buf, out.bytes);
-      }
-      return;
-    }
-    collective(op.calls.at(0), op.schedule, buf, out.bytes);
+    // A rank without a batch (a dedicated server, a worker out of data under join) adds zero sums and a zero
+    // row count.
+    if (!strategy_.is_worker(comm_.rank()) || batch_ == 0) ops_.codec_compute().fill(buf, n, 0.0f);
+    if (!staged_) return collective(op.calls.at(0), op.schedule, buf, out.bytes);
+    std::vector<float> host(n);
+    ops_.to_host(host.data(), buf, n);
+    collective(op.calls.at(0), op.schedule, host.data(), out.bytes);
+    ops_.to_device(buf, host.data(), n);
+    ops_.synchronize();  // host is pageable and goes out of scope
     return;
   }
   if (op.kind == OpKind::NormSync) {

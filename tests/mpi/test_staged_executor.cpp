@@ -18,15 +18,6 @@
 namespace ddplab {
 namespace {
 
-// The CPU backend, claiming device memory (so PlanExecutor stages) and counting host allocations.
-class StagedCpuOps final : public ForwardingOps {
- public:
-  std::string name() const override { return "cpu-staged"; }
-  bool device_memory() const override { return true; }
-  void* alloc_host(std::size_t bytes) override { return ++host_allocs, Ops::alloc_host(bytes); }
-  int host_allocs = 0;
-};
-
 const std::vector<int> kLayers = {20, 16, 12, 4};
 constexpr int kBatch = 8, kSteps = 5;
 

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
 
 #include "ddplab/runtime/cnn.hpp"
@@ -61,9 +62,9 @@ Result read(Ops& ops, Model& m) {
 }
 
 // kSteps on this rank's slice; `active` ranks take a batch, the rest shadow (join).
-Result distributed(const std::string& policy, const std::string& bn, int active) {
+Result distributed(const std::string& policy, const std::string& bn, int active, bool staged = false) {
   Communicator& comm = *g_comm;
-  auto ops = make_ops("cpu");
+  std::unique_ptr<Ops> ops = staged ? std::make_unique<StagedCpuOps>() : make_ops("cpu");
   Cnn model(*ops, cnn(bn), kBatch);
   model.init(5);
   StrategyConfig c;
@@ -128,6 +129,15 @@ TEST(SyncBatchNorm, EveryExactPolicyStepsAsOneReplicaOnTheWholeBatch) {
   }
   if (n > 1) {  // per-replica statistics are another model
     EXPECT_GT(worst(distributed("overlap", "local", n).params, want.params), 10.0);
+  }
+}
+
+TEST(SyncBatchNorm, StagedThroughHostMemoryGivesTheSameBits) {
+  // cuda+mpi stages the sync ops' buffers through host memory; a shadowing rank stages its zeros.
+  for (int active : {g_comm->size(), std::max(1, g_comm->size() - 1)}) {
+    const Result plain = distributed("overlap", "sync", active), staged = distributed("overlap", "sync", active, true);
+    EXPECT_EQ(staged.params, plain.params) << active << " ranks with a batch, on rank " << g_comm->rank();
+    EXPECT_EQ(staged.running, plain.running) << active << " ranks with a batch, on rank " << g_comm->rank();
   }
 }
 
