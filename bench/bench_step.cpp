@@ -6,18 +6,17 @@
 #include <random>
 
 #include "ddplab/runtime/augment.hpp"
+#include "ddplab/runtime/cnn.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
 
 namespace ddplab {
 namespace {
 
-void BM_MlpStep(benchmark::State& state) {
-  const int batch = static_cast<int>(state.range(0));
-  auto ops = make_ops("cpu");
-  Mlp model(*ops, {784, 1024, 1024, 1024, 10}, batch);
-  model.init(1);
-  std::vector<float> x(static_cast<std::size_t>(batch) * 784);
+// Forward, backward and an SGD update of `model` on a random batch, per iteration; GFLOP/s from the model's
+// own FLOP count (its layer table, as the simulator sees it).
+void train_steps(benchmark::State& state, Ops& ops, Model& model, int batch) {
+  std::vector<float> x(static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.input_features()));
   std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
   std::mt19937 rng(1);
   std::normal_distribution<float> d;
@@ -25,19 +24,42 @@ void BM_MlpStep(benchmark::State& state) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % 10);
   OptimizerConfig sgd;
   sgd.lr = LrPlan::constant(0.01);
-  ModelOptimizer optimizer(*ops, model, sgd);
+  ModelOptimizer optimizer(ops, model, sgd);
   std::int64_t t = 0;
   for (auto _ : state) {
     model.forward(x.data(), batch);
     benchmark::DoNotOptimize(model.backward(y.data()));
     optimizer.step(++t);
   }
-  // Forward 2*B*P and backward 4*B*P multiply-adds, roughly, over the weight count P.
-  const double flops = 6.0 * batch * static_cast<double>(model.num_params());
+  const double flops = batch * (model.spec().forward_flops() + model.spec().backward_flops());
   state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["samples/s"] = benchmark::Counter(batch, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void BM_MlpStep(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  auto ops = make_ops("cpu");
+  Mlp model(*ops, {784, 1024, 1024, 1024, 10}, batch);
+  model.init(1);
+  train_steps(state, *ops, model, batch);
+}
 BENCHMARK(BM_MlpStep)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
+
+// scenarios/cnn.toml's CNN (16 and 32 channels, 5 x 5, 128 hidden), without and with batch norm: im2col +
+// GEMM convolutions, beside the MLP's step at the same batch.
+void BM_CnnStep(benchmark::State& state, const std::string& bn) {
+  const int batch = static_cast<int>(state.range(0));
+  ModelConfig m;
+  m.type = "cnn";
+  m.conv = {16, 32};
+  m.bn = bn;
+  auto ops = make_ops("cpu");
+  Cnn model(*ops, m, batch);
+  model.init(1);
+  train_steps(state, *ops, model, batch);
+}
+BENCHMARK_CAPTURE(BM_CnnStep, none, std::string("none"))->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CnnStep, local, std::string("local"))->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
 
 // One update of every parameter (lr 0: the parameters stay put), after one real backward for the gradients.
 void BM_OptimizerUpdate(benchmark::State& state, const std::string& name) {
