@@ -256,15 +256,18 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
 
 OpCosts op_costs(const StepPlan& plan, double compute_s) {
   OpCosts c;
-  for (const PlanOp& op : plan.ops)
+  for (const PlanOp& op : plan.ops) {
     if (is_compute_work(op.kind)) c.fb_flops += op.flops;
+    if (op.kind == OpKind::Forward) c.forward_flops += op.flops;
+  }
   c.seconds_per_flop = c.fb_flops > 0 ? compute_s / c.fb_flops : 0.0;
   return c;
 }
 
 double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
   if (is_compute_work(op.kind) && !backward_s.empty() && s.is_worker(rank))  // a calibration's per-layer times
-    return op.kind == OpKind::Forward ? forward_s : backward_s.at(static_cast<std::size_t>(op.index));
+    return op.kind == OpKind::Forward ? (op.index < 0 ? forward_s : forward_s * op.flops / forward_flops)
+                                      : backward_s.at(static_cast<std::size_t>(op.index));
   if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing
     return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
   // optimizer_s is for the whole model: each update gets its share of the elements it touches.

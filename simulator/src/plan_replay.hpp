@@ -26,6 +26,7 @@ struct PlanJob {
 // How long each op lasts on an idle host, from the measured times (see simulator.hpp).
 struct OpCosts {
   double fb_flops = 0;        // forward + backward FLOPs of the plan (0 for a plan without compute)
+  double forward_flops = 0;   // of its Forward ops (several segments under SyncBatchNorm)
   double seconds_per_flop = 0;  // compute_s / fb_flops: the rate the measurement implies, for codec work
   // Measured per-layer times of a calibration (apply_calibrated_compute); empty backward_s = FLOP split.
   double forward_s = 0;
