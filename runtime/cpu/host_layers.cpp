@@ -9,6 +9,12 @@ namespace ddplab::host_layers {
 namespace {
 using std::size_t;
 float inv_std(float var, float eps) { return 1.0f / std::sqrt(var + eps); }
+// Per column, once: 1 / sqrt(var + eps) (the same float the per-element formula gives).
+std::vector<float> inv_stds(const float* var, int cols, float eps) {
+  std::vector<float> out(static_cast<size_t>(cols));
+  for (int j = 0; j < cols; ++j) out[static_cast<size_t>(j)] = inv_std(var[j], eps);
+  return out;
+}
 }  // namespace
 
 void im2col(const float* x, float* col, int n, int h, int w, int c, int k) {
@@ -113,21 +119,23 @@ void batch_norm_statistics(const float* moments, int cols, float* mean, float* v
 
 void batch_norm(const float* x, float* y, int rows, int cols, const float* mean, const float* var, const float* gamma,
                 const float* beta, float eps) {
+  const std::vector<float> is = inv_stds(var, cols, eps);
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) {
       const size_t at = static_cast<size_t>(i) * cols + j;
-      y[at] = gamma[j] * ((x[at] - mean[j]) * inv_std(var[j], eps)) + beta[j];
+      y[at] = gamma[j] * ((x[at] - mean[j]) * is[static_cast<size_t>(j)]) + beta[j];
     }
 }
 
 void batch_norm_backward_sums(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
                               float eps, float* out) {
   std::vector<double> sdy(static_cast<size_t>(cols)), sdyx(static_cast<size_t>(cols));
+  const std::vector<float> is = inv_stds(var, cols, eps);
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) {
       const size_t at = static_cast<size_t>(i) * cols + j;
       sdy[static_cast<size_t>(j)] += dy[at];
-      sdyx[static_cast<size_t>(j)] += static_cast<double>(dy[at]) * ((x[at] - mean[j]) * inv_std(var[j], eps));
+      sdyx[static_cast<size_t>(j)] += static_cast<double>(dy[at]) * ((x[at] - mean[j]) * is[static_cast<size_t>(j)]);
     }
   for (int j = 0; j < cols; ++j) {
     out[j] = static_cast<float>(sdy[static_cast<size_t>(j)]);
@@ -138,10 +146,11 @@ void batch_norm_backward_sums(const float* dy, const float* x, int rows, int col
 void batch_norm_backward(const float* dy, const float* x, int rows, int cols, const float* mean, const float* var,
                          const float* gamma, float eps, const float* sums, const float* count, float* dx) {
   const float inv_count = *count > 0 ? 1.0f / *count : 0.0f;
+  const std::vector<float> inv = inv_stds(var, cols, eps);
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) {
       const size_t at = static_cast<size_t>(i) * cols + j;
-      const float is = inv_std(var[j], eps), xhat = (x[at] - mean[j]) * is;
+      const float is = inv[static_cast<size_t>(j)], xhat = (x[at] - mean[j]) * is;
       dx[at] = gamma[j] * is * (dy[at] - sums[j] * inv_count - xhat * sums[cols + j] * inv_count);
     }
 }
