@@ -45,7 +45,9 @@ float* Model::sync_stats(int layer) {
   throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics");
 }
 
-void Model::absorb_sync_stats(int layer) { sync_stats(layer); }
+void Model::absorb_sync_stats(int layer) {
+  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics to absorb");
+}
 
 float* Model::sync_grads(int layer) {
   throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm gradient sums");
