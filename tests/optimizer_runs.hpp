@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ddplab/runtime/mlp.hpp"
+#include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 
@@ -30,7 +30,7 @@ inline std::vector<OptimizerConfig> optimizer_runs(std::initializer_list<const c
   return runs;
 }
 
-inline std::vector<float> params_in_order(Ops& ops, Mlp& model) {
+inline std::vector<float> params_in_order(Ops& ops, Model& model) {
   std::vector<float> flat(model.num_params()), out;
   ops.to_host(flat.data(), model.params(), flat.size());
   for (const ParamInfo& p : model.param_info())

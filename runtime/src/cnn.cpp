@@ -14,9 +14,10 @@ constexpr std::size_t kColBudget = std::size_t(4) << 20;  // floats in one im2co
 std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 }  // namespace
 
-Cnn::Cnn(Ops& ops, const ModelConfig& model, int max_batch)
-    : Model(ops, cnn_model_spec(cnn_layout(model)), model.input_features(), model.classes, max_batch),
-      layout_(cnn_layout(model)) {
+Cnn::Cnn(Ops& ops, const ModelConfig& model, int max_batch) : Cnn(ops, cnn_layout(model), model, max_batch) {}
+
+Cnn::Cnn(Ops& ops, std::vector<CnnLayer> layout, const ModelConfig& model, int max_batch)
+    : Model(ops, cnn_model_spec(layout), model.input_features(), model.classes, max_batch), layout_(std::move(layout)) {
   const std::size_t b = sz(max_batch);
   std::size_t widest = sz(model.input_features()), col = 0, running = 0;
   norm_.resize(layout_.size());

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "normal_floats.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 #include "optimizer_harness.hpp"
@@ -25,19 +26,12 @@ class CudaOptimizers : public ::testing::Test {
   std::unique_ptr<Ops> ops;
 };
 
-std::vector<float> random(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 TEST_F(CudaOptimizers, PrimitivesRoundAsTheHostDoes) {
   CodecCompute& dev = ops->codec_compute();
   CodecCompute& host = host_codec_compute();
   const std::size_t n = 100003;
-  const auto y0 = random(n, 1), x = random(n, 2), v = random(n, 3);
+  const auto y0 = test::normal_floats(n, 1), x = test::normal_floats(n, 2), v = test::normal_floats(n, 3);
   std::vector<float> vpos(v);
   for (float& e : vpos) e = std::abs(e);
   // Runs f on host vectors and on device copies; the results must be the same bits.

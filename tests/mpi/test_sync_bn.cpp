@@ -8,6 +8,7 @@
 
 #include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
+#include "optimizer_runs.hpp"
 
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
@@ -54,9 +55,9 @@ struct Result {
   std::vector<float> params, running;
 };
 
+// Parameters in PyTorch order (the executor moved them bucket by bucket), running statistics as they are.
 Result read(Ops& ops, Model& m) {
-  Result r{std::vector<float>(m.num_params()), std::vector<float>(m.num_buffers())};
-  ops.to_host(r.params.data(), m.params(), r.params.size());
+  Result r{test::params_in_order(ops, m), std::vector<float>(m.num_buffers())};
   ops.to_host(r.running.data(), m.buffers(), r.running.size());
   return r;
 }
@@ -83,14 +84,7 @@ Result distributed(const std::string& policy, const std::string& bn, int active,
       exec.run_step(s, x.data(), y.data(), mine ? kBatch : 0);
     }
   }
-  Result r = read(*ops, model);
-  // Parameters model.set_offsets moved come back in PyTorch order.
-  std::vector<float> ordered;
-  for (const ParamInfo& p : model.param_info())
-    ordered.insert(ordered.end(), r.params.begin() + static_cast<std::ptrdiff_t>(p.offset),
-                   r.params.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
-  r.params = ordered;
-  return r;
+  return read(*ops, model);
 }
 
 // One replica on every active rank's samples at once (its batch norm needs no sync).

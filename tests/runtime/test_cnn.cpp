@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "normal_floats.hpp"
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "finite_differences.hpp"
@@ -26,13 +27,6 @@ ModelConfig small_cnn(const std::string& bn) {
   return m;
 }
 
-std::vector<float> normal(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 TEST(Cnn, DefaultLayoutHasPyTorchShapesAndOrder) {
   ModelConfig m;
@@ -64,8 +58,8 @@ class CnnOps : public testing::TestWithParam<std::string> {};
 TEST_P(CnnOps, Im2colGemmIsTheDirectConvolution) {
   auto ops = make_ops(GetParam());
   const int n = 2, h = 5, w = 4, c = 3, k = 3, out = 2, ckk = c * k * k;
-  const std::vector<float> x = normal(static_cast<std::size_t>(n * h * w * c), 1),
-                           wt = normal(static_cast<std::size_t>(out * ckk), 2);
+  const std::vector<float> x = test::normal_floats(static_cast<std::size_t>(n * h * w * c), 1),
+                           wt = test::normal_floats(static_cast<std::size_t>(out * ckk), 2);
   std::vector<float> col(static_cast<std::size_t>(n * h * w * ckk)), y(static_cast<std::size_t>(n * h * w * out));
   ops->im2col(x.data(), col.data(), n, h, w, c, k);
   ops->gemm(false, true, n * h * w, out, ckk, 1.0f, col.data(), ckk, wt.data(), ckk, 0.0f, y.data(), out);
@@ -90,7 +84,7 @@ TEST_P(CnnOps, Col2imIsTheAdjointOfIm2col) {
   auto ops = make_ops(GetParam());
   const int n = 2, h = 4, w = 6, c = 2, k = 5;
   const std::size_t nx = static_cast<std::size_t>(n * h * w * c), ncol = nx * k * k;
-  const std::vector<float> x = normal(nx, 3), g = normal(ncol, 4);
+  const std::vector<float> x = test::normal_floats(nx, 3), g = test::normal_floats(ncol, 4);
   std::vector<float> col(ncol), dx(nx);
   ops->im2col(x.data(), col.data(), n, h, w, c, k);
   ops->col2im(g.data(), dx.data(), n, h, w, c, k);
@@ -114,7 +108,7 @@ TEST_P(CnnOps, MaxPoolTakesTheFirstMaximumBothWays) {
 TEST_P(CnnOps, BatchNormNormalisesEachChannelAndKeepsRunningStatistics) {
   auto ops = make_ops(GetParam());
   const int rows = 50, cols = 3;
-  std::vector<float> x = normal(static_cast<std::size_t>(rows * cols), 5);
+  std::vector<float> x = test::normal_floats(static_cast<std::size_t>(rows * cols), 5);
   for (int i = 0; i < rows; ++i) x[static_cast<std::size_t>(i * cols + 2)] = 4.0f + 3.0f * x[static_cast<std::size_t>(i * cols + 2)];
   std::vector<float> moments(2 * cols + 1), mean(cols), var(cols), rm(cols, 0.0f), rv(cols, 1.0f), y(x.size());
   const std::vector<float> gamma{1, 2, 0.5f}, beta{0, -1, 3};
@@ -142,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(HostBackends, CnnOps, testing::Values("cpu", "reference
 struct Net {
   explicit Net(const std::string& backend, const std::string& bn, int batch = 3)
       : ops(make_ops(backend)), model(*ops, small_cnn(bn), batch), batch(batch),
-        x(normal(static_cast<std::size_t>(batch) * 128, 11)) {
+        x(test::normal_floats(static_cast<std::size_t>(batch) * 128, 11)) {
     model.init(7);
   }
   double loss() {

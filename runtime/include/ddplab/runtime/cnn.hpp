@@ -30,6 +30,7 @@ class Cnn final : public Model {
   static constexpr float kBnMomentum = 0.1f;
 
  private:
+  Cnn(Ops& ops, std::vector<CnnLayer> layout, const ModelConfig& model, int max_batch);
   void run_segment(int s) override;
   const float* logits() const override { return out_.back().data(); }
   float* start_backward() override;
