@@ -138,12 +138,34 @@ constexpr const char* kMigrateTo5 = R"sql(
 ALTER TABLE evaluations ADD COLUMN confusion TEXT;
 )sql";
 
+// Version 6: `ddplab predict`'s time-to-accuracy predictions, one row per strategy and world size, with the
+// statistical-efficiency fit they used (JSON) and, where the store held one, the measured counterpart.
+constexpr const char* kMigrateTo6 = R"sql(
+CREATE TABLE IF NOT EXISTS predictions(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  scenario TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  target_accuracy REAL NOT NULL,
+  world_size INTEGER NOT NULL,
+  global_batch REAL NOT NULL,
+  updates REAL NOT NULL,
+  step_s REAL NOT NULL,
+  time_s REAL NOT NULL,
+  sim_run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  fit TEXT NOT NULL,
+  measured_s REAL,
+  measured_runs TEXT NOT NULL DEFAULT '[]',
+  version TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS predictions_by_scenario ON predictions(scenario, strategy, id);
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =

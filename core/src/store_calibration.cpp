@@ -8,19 +8,6 @@
 namespace ddplab {
 namespace {
 
-// Runs `body` inside one transaction: all rows or none.
-template <class F>
-void in_transaction(sqlite3* db, const std::string& path, const char* what, F&& body) {
-  exec(db, path, "BEGIN IMMEDIATE", what);
-  try {
-    body();
-    exec(db, path, "COMMIT", what);
-  } catch (...) {
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
-
 CalibrationRecord read_calibration(const Stmt& s) {
   CalibrationRecord r;
   r.id = s.i64(0);

@@ -1,4 +1,4 @@
-// Internal to the results store (store.cpp, store_bench.cpp): the prepared-statement wrapper, helpers, and
+// Internal to the results store (store.cpp, store_bench.cpp, store_calibration.cpp, store_prediction.cpp): the prepared-statement wrapper, helpers, and
 // the batch of rows waiting for the next transaction.
 #pragma once
 #include <sqlite3.h>
@@ -99,6 +99,19 @@ inline void exec(sqlite3* db, const std::string& path, const char* sql, const ch
     std::string msg = err ? err : sqlite3_errmsg(db);
     sqlite3_free(err);
     throw StoreError(fmt::format("results store {}: {}: {}", path, what, msg));
+  }
+}
+
+// Runs `body` inside one transaction: all rows or none.
+template <class F>
+void in_transaction(sqlite3* db, const std::string& path, const char* what, F&& body) {
+  exec(db, path, "BEGIN IMMEDIATE", what);
+  try {
+    body();
+    exec(db, path, "COMMIT", what);
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
 }
 

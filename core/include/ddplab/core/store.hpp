@@ -155,6 +155,24 @@ struct ValidationRow {
   }
 };
 
+// One time-to-accuracy prediction of `ddplab predict` (table predictions): a strategy at a world size.
+struct PredictionRow {
+  std::int64_t id = 0;
+  std::string created_at;
+  std::string scenario, strategy;
+  double target_accuracy = 0;
+  int world_size = 0;
+  double global_batch = 0;  // samples per update
+  double updates = 0;       // to the target, from the fit
+  double step_s = 0;        // simulated steady time per micro-step
+  double time_s = 0;        // predicted training time to the target (warm-up included, evaluation not)
+  std::optional<std::int64_t> sim_run_id;  // the simulated run it took its step time from
+  std::string fit_json;     // the statistical-efficiency fit and the measured points behind it
+  std::optional<double> measured_s;        // the mean training time to the target of measured_runs
+  std::string measured_runs_json = "[]";   // measured runs at this world size and batch, outside the fit
+  std::string version;      // ddplab build
+};
+
 class Store {
  public:
   // Opens or creates the file (and its parent folder), applies the schema, enables WAL.
@@ -204,10 +222,14 @@ class Store {
   void add_validations(const std::vector<ValidationRow>& rows);  // one transaction; created_at set here
   std::vector<ValidationRow> validations() const;                // oldest first
 
+  // Time-to-accuracy predictions (schema version 6).
+  void add_predictions(const std::vector<PredictionRow>& rows);  // one transaction; created_at, version set here
+  std::vector<PredictionRow> predictions() const;                // oldest first
+
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
-  // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. Older
+  // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions. Older
   // files are migrated in place when opened (in one transaction); newer ones are refused.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
  private:
   struct Pending;
