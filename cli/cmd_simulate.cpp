@@ -161,7 +161,7 @@ void add_simulate(CLI::App& app) {
   cmd->footer(
       "Compute (--compute auto) comes from [cluster].compute_s in the scenario, else from the per-layer times of\n"
       "the calibration it names (when they measured its model), else from the newest measured run of the same\n"
-      "scenario and strategy that had no more ranks than cores, else from the model's FLOPs and\n"
+      "scenario, strategy, model and batch that had no more ranks than cores, else from the model's FLOPs and\n"
       "[cluster].device_flops. Each table says which.\n"
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"

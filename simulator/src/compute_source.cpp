@@ -197,6 +197,11 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
       if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != "measured" ||
           run.status != "completed")
         continue;
+      // Compute grows with the batch: a run at another batch (a sweep over global batches) or of another
+      // model says nothing about this one's.
+      if (const Scenario theirs = measured_scenario(run);
+          theirs.model.to_json() != sc.model.to_json() || theirs.train.batch_size != sc.train.batch_size)
+        continue;
       if (const std::string over = oversubscription(run.info.host_info); !over.empty() && !allow_oversubscribed) {
         passed_over = fmt::format("run #{} ({}) passed over", run.id, over);
         continue;

@@ -184,6 +184,21 @@ TEST(SimulatorSources, OversubscribedRunIsPassedOverOrRefused) {
   }
 }
 
+// A sweep over global batches leaves runs at other per-rank batches in the store: auto takes the newest
+// run at the scenario's own batch, not the newest run.
+TEST(SimulatorSources, RunsAtAnotherBatchAreNotItsCompute) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = scenario();
+  const auto own = measured_run(store, sc, sc.strategies[0], 2, 0.012, 0.002, 2, 2);
+  Scenario smaller = sc;
+  smaller.train.batch_size = sc.train.batch_size / 4;
+  measured_run(store, smaller, sc.strategies[0], 2, 0.003, 0.002, 2, 2);
+  const ComputeSource src = compute_source(sc, sc.strategies[0], store);
+  EXPECT_EQ(src.run_id, own);
+  EXPECT_NEAR(src.compute_s, 0.012, 1e-12);
+}
+
 // A measured run's means per micro-step and rank become one worker's micro-step and one whole-model update
 // through the strategy's own plans.
 TEST(SimulatorSources, MeasuredMeansAreBroughtToOneWorkerAndOneUpdate) {

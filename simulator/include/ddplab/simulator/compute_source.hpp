@@ -25,7 +25,7 @@ struct ComputeSource {
 // spec (`ddplab simulate --compute`):
 //   "auto"         the scenario's [cluster].compute_s; else the per-layer times of the calibration the scenario
 //                  names, when they measured its model, batch and backend; else the newest completed measured
-//                  run of the scenario and strategy that was not oversubscribed (one that was is passed over,
+//                  run of the scenario and strategy, of its model and batch, that was not oversubscribed (one that was is passed over,
 //                  and the origin says so; with allow_oversubscribed it is taken, and its origin names its
 //                  ranks and cores); else the model's FLOPs at [cluster].device_flops;
 //   "calibration"  that calibration's per-layer times (an error when it has none for this model);
