@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/model_library.hpp"
@@ -79,16 +80,17 @@ std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario
     if (run.info.scenario != scenario.name || run.info.strategy != strategy.name || run.info.source != "measured" ||
         run.status != "completed")
       continue;
-    const Scenario sc = measured_scenario(run);  // its batch, world and strategy as it ran
-    const StrategyConfig& st = sc.strategies.front();
-    const Strategy s(st, model_spec_for(sc.model), {run.info.world_size, 1, sc.train.batch_size, sc.train.seed});
+    const Scenario ran = measured_scenario(run);  // its batch, world and strategy as it ran
+    if (ran.model.to_json() != scenario.model.to_json()) continue;
+    const StrategyConfig& st = ran.strategies.front();
+    const Strategy s(st, model_spec_for(ran.model), {run.info.world_size, 1, ran.train.batch_size, ran.train.seed});
     const std::optional<double> steps = steps_to_accuracy(store.evaluations(run.id), target);
     if (!steps) {
       if (missed) missed->push_back(run.id);
       continue;
     }
-    points.push_back({static_cast<double>(sc.train.batch_size) * s.workers() * st.accumulate_steps,
-                      *steps / st.accumulate_steps, run.id});
+    points.push_back({static_cast<double>(ran.train.batch_size) * s.workers() * st.accumulate_steps,
+                      *steps / st.accumulate_steps, run.id, run.info.world_size, ran.train.batch_size});
   }
   return points;
 }

@@ -23,6 +23,8 @@ struct BatchPoint {
   double global_batch = 0;  // samples per update, over all workers and accumulated micro-steps
   double updates = 0;       // to the target (fractional: interpolated between evaluations)
   std::int64_t run = 0;     // the run it came from (0: not from a store)
+  int world_size = 0;       // the run's ranks and samples per worker and micro-step (0: not from a store)
+  int batch_per_rank = 0;
 };
 
 struct NoiseScaleFit {
@@ -42,8 +44,8 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points);
 // Evaluations ordered by step, as Store::evaluations gives them. nullopt when none reached it.
 std::optional<double> steps_to_accuracy(const std::vector<Evaluation>& evaluations, double target);
 
-// The store's completed measured runs of this scenario (by name) and strategy (by name) that reached
-// `target`, as points: global batch = batch size x workers x accumulate_steps, updates = micro-steps /
+// The store's completed measured runs of this scenario (by name) and strategy (by name), of the scenario's
+// model (runs of another model are passed over), that reached `target`, as points: global batch = batch size x workers x accumulate_steps, updates = micro-steps /
 // accumulate_steps. Runs that never reached the target are listed in `missed` when given.
 std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario& scenario, const StrategyConfig& strategy,
                                               double target, std::vector<std::int64_t>* missed = nullptr);
