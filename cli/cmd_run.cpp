@@ -43,6 +43,7 @@ int run_scenario(const RunRequest& req) {
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (req.batch_size) sc.train.batch_size = *req.batch_size;
+  if (req.seed) sc.train.seed = *req.seed;
   if (req.backend) sc.train.backend = *req.backend;
   if (under_mpi_launcher()) {
     int argc = 0;
@@ -89,6 +90,7 @@ int run_scenario(const RunRequest& req) {
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
   if (req.batch_size) args.insert(args.end(), {"--batch-size", std::to_string(*req.batch_size)});
+  if (req.seed) args.insert(args.end(), {"--seed", std::to_string(*req.seed)});
   if (req.backend) args.insert(args.end(), {"--backend", *req.backend});
   if (!req.trace.empty())
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
@@ -127,6 +129,7 @@ void add_run(CLI::App& app) {
       ->check(non_negative_int());
   cmd->add_option("--batch-size", req->batch_size, "Samples per rank per step (overrides train.batch_size)")
       ->check(positive_int());
+  cmd->add_option("--seed", req->seed, "Initial weights and data order (overrides train.seed; repeats of one configuration)");
   cmd->add_option("--backend", req->backend,
                   "cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one rank per GPU) or cuda+mpi (GPU compute, MPI "
                   "through host memory; ranks may share a GPU); overrides train.backend")

@@ -24,6 +24,7 @@ void add_import(CLI::App& app);
 void add_testbed(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_validate(CLI::App& app);
+void add_predict(CLI::App& app);
 
 // Shared by run and demo.
 struct RunRequest {
@@ -32,6 +33,7 @@ struct RunRequest {
   std::optional<int> np;
   std::optional<int> max_steps;
   std::optional<int> batch_size;  // overrides train.batch_size (a sweep over global batches)
+  std::optional<std::uint64_t> seed;  // overrides train.seed (repeats of one configuration)
   std::optional<std::string> backend;  // overrides train.backend: cpu | cuda | cuda+mpi
   bool progress = false;  // set on the worker command line by the launcher
   std::string trace;      // Chrome trace of steps [trace_first, trace_last)

@@ -1,4 +1,4 @@
-// The ddplab command: run, simulate, report, demo, bench, testbed, calibrate, validate.
+// The ddplab command: run, simulate, predict, report, demo, bench, testbed, calibrate, validate, import.
 #include <cstdio>
 #include <exception>
 
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_testbed(app);
   ddplab::cli::add_calibrate(app);
   ddplab::cli::add_validate(app);
+  ddplab::cli::add_predict(app);
   ddplab::cli::add_import(app);
   try {
     app.parse(argc, argv);

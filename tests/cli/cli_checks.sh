@@ -102,4 +102,24 @@ printf '#       size  count\n 1024 x\n' >"$work/bad.log"
 grep -q "$work/bad.log:2: column count: \"x\" is not a number" "$work/err" || fail "malformed log: no file:line"
 [[ $("$ddplab" bench results --db "$work/c.db" --csv | grep -c ',nccl$') == 2 ]] \
   || fail "the store lost or gained rows on a refused import"
+# predict: a strategy without runs at 3 global batches is refused with what to run (exit 1, the other
+# strategies still predicted: none here); bad option values are refused before anything is simulated.
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --world 4,64 --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "predict without measured runs exited 0"
+[[ $(grep -c 'cannot fit the statistical efficiency to 0.8: fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch sizes, got 0' "$work/err") == 4 ]] \
+  || fail "predict: each strategy's missing fit not explained"
+grep -q 'ddplab run SCENARIO --np 2 --batch-size B' "$work/err" || fail "predict: no command suggested"
+grep -q '4 of the scenario.s strategies could not be predicted' "$work/err" || fail "predict: no summary of failures"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 1.5 --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "--target-accuracy 1.5 was accepted"
+grep -q -- '--target-accuracy: Value 1.5 not in range' "$work/err" || fail "--target-accuracy 1.5 not explained"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --world 0,2 --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "--world 0,2 was accepted"
+grep -q -- '--world: world sizes "0,2": world sizes must be 1 to' "$work/err" || fail "predict --world 0 not explained"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --fit-below -4 --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "--fit-below -4 was accepted"
+grep -q -- '--fit-below: Value -4 not in range' "$work/err" || fail "--fit-below -4 not explained"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --strategy nope --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "an unknown --strategy was accepted"
+grep -q 'no strategy named "nope"' "$work/err" || fail "predict --strategy nope not explained"
 echo "cli_checks: ok"

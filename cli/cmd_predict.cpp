@@ -1,0 +1,152 @@
+// `ddplab predict`: time to a target accuracy per strategy at larger world sizes (goodput.hpp), from the
+// strategy's measured runs (statistical efficiency) and the simulator (time per update).
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/core/store.hpp"
+#include "ddplab/core/units.hpp"
+#include "ddplab/core/stats.hpp"
+#include "ddplab/simulator/goodput.hpp"
+#include "ddplab/strategies/strategy.hpp"
+
+namespace ddplab::cli {
+namespace {
+
+struct PredictRequest {
+  std::string scenario, db = kDefaultDb, strategy, network_model = "auto", compute = "auto";
+  std::string worlds;
+  double target = 0, fit_below = 0;
+  bool allow_oversubscribed = false;
+};
+
+std::string ids(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::int64_t id : v) out += fmt::format("{}#{}", out.empty() ? "" : " ", id);
+  return out;
+}
+
+void print_prediction(const GoodputPrediction& p, double target) {
+  const NoiseScaleFit& f = p.fit;
+  std::map<double, int> runs_at;  // global batch -> runs
+  for (const BatchPoint& b : p.points) ++runs_at[b.global_batch];
+  std::string batches;
+  for (const auto& [b, n] : runs_at) batches += fmt::format("{}{:g}{}", batches.empty() ? "" : ", ", b, n > 1 ? fmt::format(" (x{})", n) : "");
+  std::printf("%s: S(B) = %.1f (1 + %.1f / B) updates to %.3g, fitted to %zu runs at global batch %s: rms error %.1f%%, max %.1f%%\n",
+              p.strategy.c_str(), f.s_min, f.b_noise, target, f.points, batches.c_str(), f.rms_rel_error * 100,
+              f.max_rel_error * 100);
+  if (!p.missed.empty()) std::printf("  runs that never reached %.3g (not fitted): %s\n", target, ids(p.missed).c_str());
+  std::printf("  time per update simulated, compute from %s\n", p.compute_origin.c_str());
+  std::printf("%7s %12s %9s %10s %10s %11s %11s %9s %8s\n", "world", "global_batch", "updates", "step_ms", "warmup_s",
+              "predicted_s", "measured_s", "error", "sim_run");
+  for (const GoodputWorld& w : p.worlds) {
+    const std::string measured = w.measured_s ? fmt::format("{:.2f}", *w.measured_s) : "-";
+    const std::string error = w.measured_s ? fmt::format("{:+.1f}%", error_pct(*w.measured_s, w.time_s)) : "-";
+    std::printf("%7d %12.0f %9.1f %10.3f %10.3f %11.2f %11s %9s %8lld\n", w.world_size, w.global_batch, w.updates,
+                w.step_s * 1e3, w.warmup_s, w.time_s, measured.c_str(), error.c_str(), static_cast<long long>(w.sim_run));
+  }
+  for (const GoodputWorld& w : p.worlds) {
+    if (!w.measured_runs.empty())
+      std::printf("  world %d: measured = mean training time to %.3g of runs %s, outside the fit\n", w.world_size, target,
+                  ids(w.measured_runs).c_str());
+    if (!w.in_fit.empty())
+      std::printf("  world %d: runs %s are in the fit, not a check of it (hold them out with --fit-below)\n", w.world_size,
+                  ids(w.in_fit).c_str());
+  }
+}
+
+int predict(const PredictRequest& req) {
+  const Scenario sc = load_validated_scenario(req.scenario);
+  GoodputOptions opt;
+  opt.target = req.target;
+  if (req.worlds.empty()) {
+    opt.worlds = sc.cluster.simulate_world;
+  } else {
+    try {
+      opt.worlds = parse_world_list(req.worlds);  // units.hpp: sizes 1 and up
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--world: {}", e.what()));
+    }
+  }
+  opt.fit_below = req.fit_below;
+  opt.sim.network_model = req.network_model;
+  opt.sim.compute = req.compute;
+  opt.sim.allow_oversubscribed = req.allow_oversubscribed;
+  opt.sim.keep_trace = false;
+  Store store(req.db);
+  std::printf("%s: predicted training time to test accuracy %.3g (evaluation not counted) = updates S(B) at the "
+              "global batch B, fitted to the strategy's measured runs, x the simulated time per update\n",
+              sc.name.c_str(), req.target);
+  std::vector<GoodputPrediction> done;
+  int failed = 0;
+  bool found = false;
+  for (const StrategyConfig& st : sc.strategies) {
+    if (!req.strategy.empty() && st.name != req.strategy) continue;
+    found = true;
+    try {
+      GoodputPrediction p = predict_goodput(sc, st, store, opt);
+      print_prediction(p, req.target);
+      store.add_predictions(prediction_rows(sc, p, req.target));
+      done.push_back(std::move(p));
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      ++failed;
+    }
+    std::fflush(stdout);
+  }
+  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  if (done.size() > 1) {
+    std::printf("best strategy per world size (predicted training time to %.3g):\n", req.target);
+    for (std::size_t i = 0; i < done.front().worlds.size(); ++i) {
+      const GoodputPrediction* best = &done.front();
+      for (const GoodputPrediction& p : done)
+        if (p.worlds[i].time_s < best->worlds[i].time_s) best = &p;
+      std::printf("  world %d: %s, %.2f s", best->worlds[i].world_size, best->strategy.c_str(), best->worlds[i].time_s);
+      for (const GoodputPrediction& p : done)
+        if (&p != best) std::printf("; %s %.2fx", p.strategy.c_str(), p.worlds[i].time_s / best->worlds[i].time_s);
+      std::printf("\n");
+    }
+  }
+  if (failed) std::fprintf(stderr, "%d of the scenario's strategies could not be predicted (above)\n", failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_predict(CLI::App& app) {
+  auto req = std::make_shared<PredictRequest>();
+  auto* cmd = app.add_subcommand("predict", "Predict each strategy's training time to a target accuracy at larger world sizes (goodput)");
+  cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
+  cmd->add_option("--target-accuracy", req->target, "Test accuracy to reach")->required()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--world", req->worlds, "World sizes, as simulate's --world (default: cluster.simulate_world)")
+      ->option_text("LIST");
+  cmd->add_option("--fit-below", req->fit_below,
+                  "Fit only the measured runs at a smaller global batch (default: every run), so that runs at the "
+                  "predicted sizes check the prediction")
+      ->option_text("B")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--strategy", req->strategy, "Only this strategy (default: all of the scenario's)");
+  cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
+  cmd->add_option("--network-model", req->network_model, kNetworkModelHelp)
+      ->check(CLI::IsMember({"auto", "LV08", "CM02"}))
+      ->capture_default_str();
+  cmd->add_option("--compute", req->compute, "Compute time per micro-step, as simulate's --compute")->capture_default_str();
+  cmd->add_flag("--allow-oversubscribed", req->allow_oversubscribed,
+                "Accept --compute run:ID of a run that had more ranks than cores on its host");
+  cmd->footer(
+      "Statistical efficiency: the updates to the target at global batch B (batch x workers x accumulate_steps)\n"
+      "follow S(B) = S_min (1 + B_noise / B) (McCandlish et al. 2018), fitted per strategy to its completed\n"
+      "measured runs of this scenario's name and model at 3 or more global batches (`ddplab run SCENARIO --np N\n"
+      "--batch-size B [--seed S]`). A codec or local SGD that needs more updates shows it in its own fit.\n"
+      "Time per update: the strategy's whole-period plan simulated at each world size at the scenario's batch,\n"
+      "compute as in `ddplab simulate`. Measured runs at a predicted world size and the scenario's batch that\n"
+      "the fit did not use are compared. Predictions are stored (table predictions).");
+  cmd->callback([req] { g_exit_code = predict(*req); });
+}
+
+}  // namespace ddplab::cli
