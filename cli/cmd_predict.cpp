@@ -1,5 +1,6 @@
 // `ddplab predict`: time to a target accuracy per strategy at larger world sizes (goodput.hpp), from the
 // strategy's measured runs (statistical efficiency) and the simulator (time per update).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -50,7 +51,13 @@ void print_prediction(const GoodputPrediction& p, double target) {
     std::printf("%7d %12.0f %9.1f %10.3f %10.3f %11.2f %11s %9s %8lld\n", w.world_size, w.global_batch, w.updates,
                 w.step_s * 1e3, w.warmup_s, w.time_s, measured.c_str(), error.c_str(), static_cast<long long>(w.sim_run));
   }
+  double largest = 0;
+  for (const BatchPoint& b : p.points) largest = std::max(largest, b.global_batch);
   for (const GoodputWorld& w : p.worlds) {
+    if (w.global_batch > 2 * largest)  // the fit says nothing about where linear lr scaling breaks
+      std::printf("  world %d: global batch %.0f is %.0fx the largest fitted (%.0f): S(B) extrapolated, as far as the "
+                  "model and the scenario's lr scaling hold\n",
+                  w.world_size, w.global_batch, w.global_batch / largest, largest);
     if (!w.measured_runs.empty())
       std::printf("  world %d: measured = mean training time to %.3g of runs %s, outside the fit\n", w.world_size, target,
                   ids(w.measured_runs).c_str());
