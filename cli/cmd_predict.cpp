@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
-#include "ddplab/core/units.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/simulator/goodput.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -71,15 +72,7 @@ int predict(const PredictRequest& req) {
   const Scenario sc = load_validated_scenario(req.scenario);
   GoodputOptions opt;
   opt.target = req.target;
-  if (req.worlds.empty()) {
-    opt.worlds = sc.cluster.simulate_world;
-  } else {
-    try {
-      opt.worlds = parse_world_list(req.worlds);  // units.hpp: sizes 1 and up
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("--world: {}", e.what()));
-    }
-  }
+  opt.worlds = req.worlds.empty() ? sc.cluster.simulate_world : world_sizes_option("--world", req.worlds);
   opt.fit_below = req.fit_below;
   opt.sim.network_model = req.network_model;
   opt.sim.compute = req.compute;
@@ -109,13 +102,11 @@ int predict(const PredictRequest& req) {
   if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   if (done.size() > 1) {
     std::printf("best strategy per world size (predicted training time to %.3g):\n", req.target);
-    for (std::size_t i = 0; i < done.front().worlds.size(); ++i) {
-      const GoodputPrediction* best = &done.front();
-      for (const GoodputPrediction& p : done)
-        if (p.worlds[i].time_s < best->worlds[i].time_s) best = &p;
-      std::printf("  world %d: %s, %.2f s", best->worlds[i].world_size, best->strategy.c_str(), best->worlds[i].time_s);
-      for (const GoodputPrediction& p : done)
-        if (&p != best) std::printf("; %s %.2fx", p.strategy.c_str(), p.worlds[i].time_s / best->worlds[i].time_s);
+    for (const WorldRanking& r : rank_by_world(done)) {
+      const auto& [best, best_s] = r.by_time.front();
+      std::printf("  world %d: %s, %.2f s", r.world_size, best.c_str(), best_s);
+      for (std::size_t i = 1; i < r.by_time.size(); ++i)
+        std::printf("; %s %.2fx", r.by_time[i].first.c_str(), r.by_time[i].second / best_s);
       std::printf("\n");
     }
   }
@@ -136,7 +127,7 @@ void add_predict(CLI::App& app) {
                   "Fit only the measured runs at a smaller global batch (default: every run), so that runs at the "
                   "predicted sizes check the prediction")
       ->option_text("B")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, std::numeric_limits<double>::max(), true));
   cmd->add_option("--strategy", req->strategy, "Only this strategy (default: all of the scenario's)");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--network-model", req->network_model, kNetworkModelHelp)

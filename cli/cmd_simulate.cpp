@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "validators.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
@@ -169,13 +170,7 @@ void add_simulate(CLI::App& app) {
       "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology). Without\n"
       "either flag, worlds above 256 ranks are aggregated.");
   cmd->callback([req, trace, mode, worlds] {
-    if (!worlds->empty()) {
-      try {
-        req->worlds = parse_world_list(*worlds);  // units.hpp
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("--world: {}", e.what()));
-      }
-    }
+    if (!worlds->empty()) req->worlds = world_sizes_option("--world", *worlds);
     g_exit_code = simulate_traced(*req, *trace, *mode);
   });
 }

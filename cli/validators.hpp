@@ -3,10 +3,14 @@
 // is allowed.
 #pragma once
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include "ddplab/core/units.hpp"
 
 namespace ddplab::cli {
 
@@ -32,5 +36,14 @@ inline CLI::Validator number_in(double lo, double hi, bool strict = false, const
 }
 inline CLI::Validator positive_int() { return number_in(0, std::numeric_limits<double>::max(), true, "whole number"); }
 inline CLI::Validator non_negative_int() { return number_in(0, std::numeric_limits<double>::max(), false, "whole number"); }
+
+// A --world list (units.hpp's parse_world_list: "8,64,512", "2,4,...,1024"), its errors prefixed with the option.
+inline std::vector<int> world_sizes_option(const char* option, const std::string& text) {
+  try {
+    return parse_world_list(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("{}: {}", option, e.what()));
+  }
+}
 
 }  // namespace ddplab::cli

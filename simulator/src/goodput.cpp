@@ -103,6 +103,24 @@ GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, 
   return out;
 }
 
+std::vector<WorldRanking> rank_by_world(const std::vector<GoodputPrediction>& predictions) {
+  std::vector<WorldRanking> out;
+  if (predictions.empty()) return out;
+  for (std::size_t i = 0; i < predictions.front().worlds.size(); ++i) {
+    WorldRanking r;
+    r.world_size = predictions.front().worlds[i].world_size;
+    for (const GoodputPrediction& p : predictions) {
+      if (i >= p.worlds.size() || p.worlds[i].world_size != r.world_size)
+        throw std::invalid_argument(fmt::format("rank_by_world: strategy \"{}\" was not predicted at world size {}",
+                                                p.strategy, r.world_size));
+      r.by_time.emplace_back(p.strategy, p.worlds[i].time_s);
+    }
+    std::stable_sort(r.by_time.begin(), r.by_time.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<PredictionRow> prediction_rows(const Scenario& sc, const GoodputPrediction& p, double target) {
   nlohmann::json points = nlohmann::json::array();
   for (const BatchPoint& b : p.points)

@@ -118,7 +118,7 @@ grep -q -- '--target-accuracy: Value 1.5 not in range' "$work/err" || fail "--ta
 grep -q -- '--world: world sizes "0,2": world sizes must be 1 to' "$work/err" || fail "predict --world 0 not explained"
 "$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --fit-below -4 --db "$work/p.db" >"$work/out" 2>"$work/err" \
   && fail "--fit-below -4 was accepted"
-grep -q -- '--fit-below: Value -4 not in range' "$work/err" || fail "--fit-below -4 not explained"
+grep -q -- '--fit-below: must be > 0, got -4' "$work/err" || fail "--fit-below -4 not explained"
 "$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --strategy nope --db "$work/p.db" >"$work/out" 2>"$work/err" \
   && fail "an unknown --strategy was accepted"
 grep -q 'no strategy named "nope"' "$work/err" || fail "predict --strategy nope not explained"

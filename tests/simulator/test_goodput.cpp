@@ -31,6 +31,30 @@ TEST(TrainingTime, CountsTheWarmUpAtItsOwnPace) {
   EXPECT_DOUBLE_EQ(training_time(r, 50.5), 1.01);
 }
 
+TEST(RankByWorld, OrdersTheStrategiesByTimeAtEachWorldSize) {
+  auto prediction = [](std::string name, std::vector<double> times) {
+    GoodputPrediction p;
+    p.strategy = std::move(name);
+    for (std::size_t i = 0; i < times.size(); ++i) {
+      GoodputWorld w;
+      w.world_size = 4 << (3 * i);  // 4, 32
+      w.time_s = times[i];
+      p.worlds.push_back(w);
+    }
+    return p;
+  };
+  const auto ranked = rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("local", {2.0, 3.0}),
+                                     prediction("fp16", {0.5, 3.0})});
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].world_size, 4);
+  EXPECT_EQ(ranked[0].by_time, (std::vector<std::pair<std::string, double>>{{"fp16", 0.5}, {"overlap", 1.0}, {"local", 2.0}}));
+  EXPECT_EQ(ranked[1].world_size, 32);
+  // A tie keeps the scenario's order.
+  EXPECT_EQ(ranked[1].by_time, (std::vector<std::pair<std::string, double>>{{"local", 3.0}, {"fp16", 3.0}, {"overlap", 8.0}}));
+  EXPECT_THROW(rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("short", {1.0})}), std::invalid_argument);
+  EXPECT_TRUE(rank_by_world({}).empty());
+}
+
 // A scenario whose strategy's runs are stored as `ddplab run` stores them (config JSON for measured_scenario).
 struct GoodputStore : ::testing::Test {
   test::TempDir dir;

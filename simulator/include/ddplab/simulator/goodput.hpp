@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddplab/core/scenario.hpp"
@@ -59,6 +60,14 @@ struct GoodputPrediction {
 // target: the message lists the runs and what to run) or the scenario cannot be predicted (data.uneven = "join":
 // the global batch changes within an epoch), and what simulate_sweep throws.
 GoodputPrediction predict_goodput(const Scenario&, const StrategyConfig&, Store&, const GoodputOptions&);
+
+// Per world size (in the order predicted), the strategies from the shortest predicted training time to the
+// longest: the first is the one `predict` names best. The predictions must cover the same world sizes.
+struct WorldRanking {
+  int world_size = 0;
+  std::vector<std::pair<std::string, double>> by_time;  // strategy, time_s
+};
+std::vector<WorldRanking> rank_by_world(const std::vector<GoodputPrediction>&);
 
 // Simulated training time of `micro_steps` micro-steps: the warm-up's steps at its own pace, the rest at the
 // steady step time (a fraction of the warm-up when the target comes before it ends).
