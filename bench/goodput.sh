@@ -6,13 +6,14 @@
 #  2. Shared memory, 2 ranks x 64: a calibration at 2 ranks and batch 64 for the time per step, `predict` at
 #     world 2, and 6 measured runs per strategy (seeds 1-6).
 #  3. Shared memory, 4 ranks x 32 (4 ranks on 2 cores): the same with a calibration at 4 ranks.
-#  4. The test bed, 4 hosts at 1 Gbit/s, 4 x 32: the same with `calibrate --testbed` and `run --testbed`
-#     (needs root; skipped with NO_TESTBED=1).
+#  4. The test bed, 4 hosts at 1 Gbit/s and at 100 Mbit/s, 4 x 32: the same with `calibrate --testbed` and
+#     `run --testbed` (needs root).
 #  5. At scale: `predict` at 4, 64 and 512 ranks of the scenario's 10 Gbit/s cluster, compute from the
 #     2-rank runs at batch 32.
 # Nothing else should run meanwhile: the measured step times are what the predictions are checked against.
-# Environment: SCENARIO (default scenarios/goodput.toml), SEEDS, MAX_STEPS, NO_TESTBED=1.
-# usage: bench/goodput.sh [BUILD_DIR] [OUT_DIR]   (about 35 minutes on 2 cores; a fits.db in OUT_DIR is reused)
+# Environment: SCENARIO (default scenarios/goodput.toml), SEEDS, MAX_STEPS, LEGS (default "shm2 shm4
+# testbed-1gbit testbed-100mbit scale"; leave the testbed legs out where there is no root).
+# usage: bench/goodput.sh [BUILD_DIR] [OUT_DIR]   (about 50 minutes on 2 cores; a fits.db in OUT_DIR is reused)
 set -euo pipefail
 build=${1:-build/release}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +25,7 @@ sc=${SCENARIO:-$here/scenarios/goodput.toml}
 target=0.80
 seeds=${SEEDS:-1 2 3 4 5 6}
 max_steps=${MAX_STEPS:-400}  # of the validation runs: enough to reach the target at global batch 128
+legs=${LEGS:-shm2 shm4 testbed-1gbit testbed-100mbit scale}
 export OPENBLAS_NUM_THREADS=1
 run() { "$ddplab" run "$@" 2>&1 | grep -E 'ranks .* steps in|error' >&2; }
 
@@ -50,15 +52,23 @@ validate() {
   "$ddplab" predict "$out/goodput-$env.toml" --target-accuracy $target --world $np --fit-below 128 --db "$out/$env.db" |
     tee "$out/$env-predict.out"
 }
-validate shm2 2 64
-validate shm4 4 32
-if [ "${NO_TESTBED:-0}" != 1 ]; then
-  "$ddplab" testbed up --hosts 4 --rate 1gbit >&2
-  trap '"$ddplab" testbed down >&2 || true' EXIT
-  validate testbed4 4 32 --testbed
-  "$ddplab" testbed down >&2
-  trap - EXIT
-fi
-echo "RESULT at scale" >&2
-"$ddplab" predict "$sc" --target-accuracy $target --world 4,64,512 --db "$out/fits.db" | tee "$out/scale-predict.out"
+for leg in $legs; do
+  case $leg in
+    shm2) validate shm2 2 64 ;;
+    shm4) validate shm4 4 32 ;;
+    testbed*)  # testbed-RATE: 4 emulated hosts with NICs at RATE (tc's units: 1gbit, 100mbit)
+      rate=${leg#testbed-}
+      "$ddplab" testbed up --hosts 4 --rate "$rate" >&2
+      trap '"$ddplab" testbed down >&2 || true' EXIT
+      validate "testbed4-$rate" 4 32 --testbed
+      "$ddplab" testbed down >&2
+      trap - EXIT
+      ;;
+    scale)
+      echo "RESULT at scale" >&2
+      "$ddplab" predict "$sc" --target-accuracy $target --world 4,64,512 --db "$out/fits.db" | tee "$out/scale-predict.out"
+      ;;
+    *) echo "unknown leg $leg" >&2; exit 2 ;;
+  esac
+done
 echo "results in $out" >&2
