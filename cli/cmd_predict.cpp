@@ -93,7 +93,7 @@ int predict(const PredictRequest& req) {
       print_prediction(p, req.target);
       store.add_predictions(prediction_rows(sc, p, req.target));
       done.push_back(std::move(p));
-    } catch (const std::invalid_argument& e) {
+    } catch (const std::exception& e) {  // no fit, no compute source, a failed simulation: the others go on
       std::fprintf(stderr, "error: %s\n", e.what());
       ++failed;
     }
