@@ -18,7 +18,7 @@ namespace ddplab::cli {
 void add_report(CLI::App& app) {
   struct Args {
     std::string db = kDefaultDb, out;
-    bool csv = false, json = false;
+    bool csv = false, json = false, predictions = false;
     std::optional<double> target;
     int skip_steps = 0;
     std::optional<std::int64_t> ranks, classes, step;
@@ -43,6 +43,12 @@ void add_report(CLI::App& app) {
   classes->excludes("--ranks");
   cmd->add_option("--step", a->step, "With --classes: the evaluation after this step (the steps column of --json)")
       ->needs(classes);
+  cmd->add_flag("--predictions", a->predictions,
+                "`ddplab predict`'s stored predictions instead of the runs: time to the target per strategy and world "
+                "size, with the measured counterpart's error where there is one (with --csv every column)")
+      ->excludes(json)
+      ->excludes("--ranks")
+      ->excludes(classes);
   cmd->add_option("--skip-steps", a->skip_steps,
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
@@ -71,6 +77,14 @@ void add_report(CLI::App& app) {
       const auto evals = store.evaluations(run->id);
       write(a->csv ? class_report_csv(*run, evals, a->step) : class_report_text(*run, evals, a->step),
             fmt::format("run {}'s classes", run->id));
+      return;
+    }
+    if (a->predictions) {
+      const auto rows = store.predictions();
+      if (rows.empty() && !a->csv)
+        std::fprintf(stderr, "%s has no predictions yet: `ddplab predict SCENARIO --target-accuracy A` makes some\n",
+                     a->db.c_str());
+      write(a->csv ? predictions_csv(rows) : predictions_table(rows), fmt::format("{} predictions", rows.size()));
       return;
     }
     const auto runs = store.summaries(a->skip_steps);

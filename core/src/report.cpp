@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/stats.hpp"
 
 namespace ddplab {
 namespace {
@@ -28,6 +29,34 @@ std::string exact(std::optional<double> v) {
   return fmt::format("{}", *v);
 }
 
+struct Column {
+  const char* title;
+  bool right;  // numbers right-aligned, names left-aligned
+};
+
+// Columns as wide as their widest cell, two spaces apart, a rule under the titles, no trailing spaces.
+std::string aligned(const std::vector<Column>& cols, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(cols.size());
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    width[c] = std::string(cols[c].title).size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](auto cell) {
+    std::string out;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      if (c) out += "  ";
+      std::string text = cell(c);
+      std::string pad(width[c] - text.size(), ' ');
+      out += cols[c].right ? pad + text : (c + 1 == cols.size() ? text : text + pad);
+    }
+    return out + '\n';
+  };
+  std::string out = line([&](std::size_t c) { return std::string(cols[c].title); });
+  out += line([&](std::size_t c) { return std::string(width[c], '-'); });
+  for (const auto& row : rows) out += line([&](std::size_t c) { return row[c]; });
+  return out;
+}
+
 // RFC 4180: quote a field holding a comma, quote, CR or LF, doubling inner quotes.
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
@@ -37,6 +66,16 @@ std::string csv_field(const std::string& s) {
     out += c;
   }
   return out + '"';
+}
+
+// Fields joined into one CSV line.
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    out += csv_field(fields[i]);
+  }
+  return out + '\n';
 }
 
 // A terminal cell stays on one line: control characters (newline, tab, ...) become spaces.
@@ -72,10 +111,6 @@ std::optional<TimeToAccuracy> time_to_accuracy(const Store& store, std::int64_t 
 
 std::string report_table(const std::vector<RunSummary>& runs, std::optional<double> target,
                          const std::vector<std::optional<TimeToAccuracy>>& time_to_target) {
-  struct Column {
-    const char* title;
-    bool right;  // numbers right-aligned, names left-aligned
-  };
   std::vector<Column> cols = {
       {"id", true},         {"scenario", false},  {"strategy", false},  {"source", false},
       {"backend", false},   {"world", true},      {"status", false},    {"steps", true},
@@ -112,26 +147,7 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
       rows.back().push_back(t ? std::to_string(t->samples) : "-");
     }
   }
-  std::vector<std::size_t> width(cols.size());
-  for (std::size_t c = 0; c < cols.size(); ++c) {
-    width[c] = std::string(cols[c].title).size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](auto cell) {
-    std::string out;
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      if (c) out += "  ";
-      std::string text = cell(c);
-      std::string pad(width[c] - text.size(), ' ');
-      // The last column is not padded on the right: no trailing spaces.
-      out += cols[c].right ? pad + text : (c + 1 == cols.size() ? text : text + pad);
-    }
-    return out + '\n';
-  };
-  std::string out = line([&](std::size_t c) { return std::string(cols[c].title); });
-  out += line([&](std::size_t c) { return std::string(width[c], '-'); });
-  for (const auto& row : rows) out += line([&](std::size_t c) { return row[c]; });
-  return out;
+  return aligned(cols, rows);
 }
 
 std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double> target,
@@ -159,11 +175,7 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
       fields.push_back(t ? std::to_string(t->steps) : "");
       fields.push_back(t ? std::to_string(t->samples) : "");
     }
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-      if (i) out += ',';
-      out += csv_field(fields[i]);
-    }
-    out += '\n';
+    out += csv_line(fields);
   }
   return out;
 }
@@ -267,6 +279,34 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
   }
   // Invalid UTF-8 in a name must not make the export throw.
   return all.dump(2, ' ', false, json::error_handler_t::replace) + '\n';
+}
+
+std::string predictions_table(const std::vector<PredictionRow>& rows) {
+  const std::vector<Column> cols = {
+      {"id", true},      {"scenario", false},   {"strategy", false}, {"target", true},     {"world", true},
+      {"global batch", true}, {"updates", true}, {"step ms", true},    {"predicted s", true}, {"measured s", true},
+      {"error", true},   {"created", false},
+  };
+  std::vector<std::vector<std::string>> cells;
+  for (const PredictionRow& p : rows)
+    cells.push_back({std::to_string(p.id), cell(p.scenario), cell(p.strategy), fixed(p.target_accuracy, 3),
+                     std::to_string(p.world_size), fixed(p.global_batch, 0), fixed(p.updates, 1), fixed(p.step_s, 3, 1e3),
+                     fixed(p.time_s, 3), fixed(p.measured_s, 3),
+                     p.measured_s ? fmt::format("{:+.1f}%", error_pct(*p.measured_s, p.time_s)) : "-", p.created_at});
+  return aligned(cols, cells);
+}
+
+std::string predictions_csv(const std::vector<PredictionRow>& rows) {
+  std::string out =
+      "id,created_at,scenario,strategy,target_accuracy,world_size,global_batch,updates,step_s,time_s,sim_run_id,"
+      "measured_s,error_pct,measured_runs,fit,version\n";
+  for (const PredictionRow& p : rows)
+    out += csv_line({std::to_string(p.id), p.created_at, p.scenario, p.strategy, exact(p.target_accuracy),
+                     std::to_string(p.world_size), exact(p.global_batch), exact(p.updates), exact(p.step_s),
+                     exact(p.time_s), p.sim_run_id ? std::to_string(*p.sim_run_id) : "", exact(p.measured_s),
+                     p.measured_s ? exact(error_pct(*p.measured_s, p.time_s)) : "", p.measured_runs_json, p.fit_json,
+                     p.version});
+  return out;
 }
 
 }  // namespace ddplab

@@ -110,6 +110,10 @@ grep -q "$work/bad.log:2: column count: \"x\" is not a number" "$work/err" || fa
   || fail "predict: each strategy's missing fit not explained"
 grep -q 'ddplab run SCENARIO --np 2 --batch-size B' "$work/err" || fail "predict: no command suggested"
 grep -q '4 of the scenario.s strategies could not be predicted' "$work/err" || fail "predict: no summary of failures"
+"$ddplab" report --db "$work/p.db" --predictions >"$work/out" 2>"$work/err" || fail "report --predictions exited $?"
+grep -q 'has no predictions yet: `ddplab predict SCENARIO --target-accuracy A` makes some' "$work/err" \
+  || fail "report --predictions on a store without predictions says nothing"
+[[ $(head -1 "$work/out") == id* ]] || fail "report --predictions: no header"
 "$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 1.5 --db "$work/p.db" >"$work/out" 2>"$work/err" \
   && fail "--target-accuracy 1.5 was accepted"
 grep -q -- '--target-accuracy: Value 1.5 not in range' "$work/err" || fail "--target-accuracy 1.5 not explained"

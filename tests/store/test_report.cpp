@@ -222,3 +222,52 @@ TEST(Report, TimeToTargetAccuracyIsTheFirstEvaluationAtOrAboveIt) {
   const auto csv8 = parse_csv(report_csv(runs, 0.8, {at8}));
   EXPECT_EQ(csv8[1].back(), "1920");
 }
+
+// `ddplab predict`'s rows: the table's error column is 100 (predicted - measured) / measured, "-" without a
+// measured counterpart; the CSV keeps every column, the fit's JSON quoted per RFC 4180.
+TEST(Report, PredictionsWithTheirErrorAgainstTheMeasuredCounterpart) {
+  TempDir dir;
+  Store store(dir.file("p.db"));
+  PredictionRow checked;
+  checked.scenario = "goodput";
+  checked.strategy = "overlap";
+  checked.target_accuracy = 0.8;
+  checked.world_size = 4;
+  checked.global_batch = 128;
+  checked.updates = 90;
+  checked.step_s = 0.014;
+  checked.time_s = 1.26;
+  checked.fit_json = R"({"s_min":53.9,"b_noise":85.6})";
+  checked.measured_s = 1.4;
+  checked.measured_runs_json = "[73,77]";
+  PredictionRow scale = checked;
+  scale.world_size = 512;
+  scale.global_batch = 16384;
+  scale.measured_s.reset();
+  scale.measured_runs_json = "[]";
+  store.add_predictions({checked, scale});
+  const auto rows = store.predictions();
+  const auto table = lines_of(predictions_table(rows));
+  ASSERT_EQ(table.size(), 4u);
+  EXPECT_NE(table[0].find("predicted s  measured s   error"), std::string::npos) << table[0];
+  const auto cells = [&](std::size_t line) {
+    std::istringstream row(table[line]);
+    return std::vector<std::string>{std::istream_iterator<std::string>(row), {}};
+  };
+  const auto with = cells(2), without = cells(3);
+  ASSERT_EQ(with.size(), 12u) << table[2];
+  ASSERT_EQ(without.size(), 12u) << table[3];
+  EXPECT_EQ(std::vector<std::string>(with.begin() + 4, with.begin() + 11),
+            (std::vector<std::string>{"4", "128", "90.0", "14.000", "1.260", "1.400", "-10.0%"}));
+  EXPECT_EQ(std::vector<std::string>(without.begin() + 9, without.begin() + 11), (std::vector<std::string>{"-", "-"}));
+  const auto csv = parse_csv(predictions_csv(rows));
+  ASSERT_EQ(csv.size(), 3u);
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(csv[0].begin(), csv[0].end(), name) - csv[0].begin());
+  };
+  EXPECT_NEAR(std::stod(csv[1][col("error_pct")]), -10.0, 1e-9);
+  EXPECT_EQ(csv[1][col("fit")], checked.fit_json);
+  EXPECT_EQ(csv[1][col("measured_runs")], "[73,77]");
+  EXPECT_EQ(csv[2][col("measured_s")], "");
+  EXPECT_EQ(csv[2][col("world_size")], "512");
+}

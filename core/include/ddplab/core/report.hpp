@@ -28,4 +28,10 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
                        const std::vector<std::optional<TimeToAccuracy>>& time_to_target = {});
 std::string report_json(const Store& store, const std::vector<RunSummary>& runs);  // runs with steps/evals
 
+// `ddplab predict`'s stored predictions (Store::predictions): aligned columns with the error against the
+// measured counterpart where there is one (100 (predicted - measured) / measured), or CSV with every column
+// (the fit and the measured runs as JSON text).
+std::string predictions_table(const std::vector<PredictionRow>& rows);
+std::string predictions_csv(const std::vector<PredictionRow>& rows);
+
 }  // namespace ddplab
