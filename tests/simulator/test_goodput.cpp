@@ -7,17 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/simulator/goodput.hpp"
+#include "stored_runs.hpp"
 #include "temp_dir.hpp"
 
 namespace ddplab {
 namespace {
 
-Evaluation eval(std::int64_t step, double acc) {
-  Evaluation e;
-  e.step = step;
-  e.test_accuracy = acc;
-  return e;
-}
+using test::eval;
+using test::run_config;
 
 TEST(TrainingTime, CountsTheWarmUpAtItsOwnPace) {
   SimPatternResult r;
@@ -78,10 +75,7 @@ struct GoodputStore : ::testing::Test {
   std::int64_t add_run(int world, int batch, double updates, double step_s = 0.001) {
     Scenario s = sc;
     s.train.batch_size = batch;
-    nlohmann::json cfg = s.to_json();
-    cfg["strategy"] = st.to_json();
-    cfg["world_size"] = world;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", cfg.dump(), "{}", batch});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", run_config(s, st, world), "{}", batch});
     for (std::int64_t step = 0; step < static_cast<std::int64_t>(updates) + 20; ++step)
       for (int rank = 0; rank < world; ++rank) {
         StepMetrics m;
@@ -166,21 +160,12 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
     Scenario s = sc;
     s.model.layers = {784, 64, 10};
     s.train.batch_size = 32;
-    nlohmann::json cfg = s.to_json();
-    cfg["strategy"] = st.to_json();
-    cfg["world_size"] = 2;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", 2, "measured", cfg.dump(), "{}", 32});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", 2, "measured", run_config(s, st, 2), "{}", 32});
     store.add_evaluation(id, eval(100, 0.9));
     store.finish_run(id, "completed");
     return id;
   }();
-  const auto missed = store.begin_run({sc.name, st.name, "cpu", 2, "measured", [&] {
-                                         nlohmann::json cfg = sc.to_json();
-                                         cfg["strategy"] = st.to_json();
-                                         cfg["world_size"] = 2;
-                                         return cfg.dump();
-                                       }(),
-                                       "{}", 32});
+  const auto missed = store.begin_run({sc.name, st.name, "cpu", 2, "measured", run_config(sc, st, 2), "{}", 32});
   store.add_evaluation(missed, eval(100, 0.5));
   store.finish_run(missed, "completed");
   GoodputOptions opt;

@@ -3,9 +3,9 @@
 // runs (global batch over workers and accumulated micro-steps).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 
 #include "ddplab/simulator/statistical_efficiency.hpp"
+#include "stored_runs.hpp"
 #include "temp_dir.hpp"
 
 namespace ddplab {
@@ -51,12 +51,7 @@ TEST(NoiseScaleFit, RefusesWhatItCannotFit) {
   EXPECT_THROW(fit_noise_scale({{64, 100}, {0, 150}, {1024, 300}}), std::invalid_argument);
 }
 
-Evaluation eval(std::int64_t step, double acc) {
-  Evaluation e;
-  e.step = step;
-  e.test_accuracy = acc;
-  return e;
-}
+using test::eval;
 
 TEST(StepsToAccuracy, InterpolatesBetweenTheEvaluationsAroundTheTarget) {
   const std::vector<Evaluation> evals{eval(100, 0.70), eval(200, 0.80), eval(300, 0.86), eval(400, 0.85), eval(500, 0.90)};
@@ -83,10 +78,7 @@ TEST(MeasuredBatchPoints, GlobalBatchCountsWorkersAndAccumulation) {
     s.train.batch_size = batch;
     StrategyConfig t = st;
     t.accumulate_steps = accumulate;
-    nlohmann::json cfg = s.to_json();
-    cfg["strategy"] = t.to_json();
-    cfg["world_size"] = world;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", cfg.dump(), "{}", batch});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", test::run_config(s, t, world), "{}", batch});
     for (const Evaluation& e : evals) store.add_evaluation(id, e);
     store.finish_run(id, status);
     return id;

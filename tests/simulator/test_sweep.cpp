@@ -9,6 +9,7 @@
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "stored_runs.hpp"
 #include "temp_dir.hpp"
 #include "sim_test_util.hpp"
 
@@ -93,16 +94,13 @@ TEST(SimulatorSources, ErrorsClearlyWithoutASource) {
 // times the scenario's straggler factor of the rank (as the runtime stretches a straggler's compute).
 std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig& st, int world, double compute_s,
                           double optimizer_s, int ranks_on_host, int cores, int steps = 4) {
-  nlohmann::json cfg = sc.to_json();
-  cfg["strategy"] = st.to_json();
-  cfg["world_size"] = world;
   RunInfo info;
   info.scenario = sc.name;
   info.strategy = st.name;
   info.backend = "cpu";
   info.world_size = world;
   info.source = "measured";
-  info.config_json = cfg.dump();
+  info.config_json = test::run_config(sc, st, world);
   info.host_info = nlohmann::json{{"cores", cores}, {"ranks_on_host", ranks_on_host}}.dump();
   info.batch_size = sc.train.batch_size;
   const auto id = store.begin_run(info);
