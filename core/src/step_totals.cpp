@@ -50,4 +50,10 @@ RunWindows run_windows(std::vector<StepTotals> steps, const StepPattern* pattern
   return w;
 }
 
+double training_time_through(const std::vector<StepTotals>& steps, double completed) {
+  double t = 0;
+  for (const StepTotals& s : steps) t += std::clamp(completed - static_cast<double>(s.step), 0.0, 1.0) * s.slowest_s;
+  return t;
+}
+
 }  // namespace ddplab

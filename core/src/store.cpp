@@ -256,6 +256,13 @@ Store::Store(const std::string& path, int batch_rows)
     throw;
   }
 
+  prepare_inserts();
+  guard.released = true;  // the Store owns the connection now
+}
+
+// Prepared once per connection. A read-only connection prepares them too (SQLite refuses the write only
+// when it is stepped), so every writer fails with the store's own "readonly" message rather than a crash.
+void Store::prepare_inserts() {
   pending_->ins_step = Stmt(db_, path_,
                             "INSERT INTO steps(run_id, step, rank, compute_s, comm_s, exposed_comm_s, optimizer_s, "
                             "step_s, samples, bytes_sent, loss) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
@@ -269,7 +276,42 @@ Store::Store(const std::string& path, int batch_rows)
                              "INSERT INTO collective_bench(bench_id, schedule, collective, type, bytes, count, time_us, "
                              "algbw_gbs, busbw_gbs, wrong) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
 
-  guard.released = true;  // the Store owns the connection now
+}
+
+Store::Store(const std::string& path, Access)
+    : path_(path), batch_rows_(1), read_only_(true), pending_(std::make_unique<Pending>()) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw StoreError(fmt::format("results store {}: no such file", path));
+  if (!fs::is_regular_file(path, ec)) throw StoreError(fmt::format("results store {}: not a regular file", path));
+  DbGuard guard{db_};
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) fail(path, "cannot open", db_);
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, 5000);
+  // The first read of the header is where a file that is not SQLite shows itself.
+  bool has_version = false;
+  {
+    Stmt s(db_, path_, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+    has_version = s.step() && s.i64(0) > 0;
+  }
+  if (!has_version)
+    throw StoreError(fmt::format("results store {}: an SQLite file, but not a ddplab results store (no schema_version table)",
+                                 path));
+  std::int64_t stored = 0;
+  {
+    Stmt s(db_, path_, "SELECT MAX(version) FROM schema_version");
+    if (s.step() && !s.null(0)) stored = s.i64(0);
+  }
+  if (stored > kSchemaVersion)
+    throw StoreError(fmt::format("results store {}: schema version {} is newer than version {} known to this build "
+                                 "(ddplab {}); use a newer ddplab",
+                                 path, stored, kSchemaVersion, version()));
+  if (stored < kSchemaVersion)
+    throw StoreError(fmt::format("results store {}: schema version {} is older than this build's {}; it is opened read-only "
+                                 "here, so upgrade it once with `ddplab report --db {}` (migrations keep every row)",
+                                 path, stored, kSchemaVersion, path));
+  prepare_inserts();
+  guard.released = true;
 }
 
 Store::~Store() {
@@ -331,6 +373,17 @@ void Store::set_run_config(std::int64_t run, const std::string& config_json) {
   Stmt s(db_, path_, "UPDATE runs SET config = ?1 WHERE id = ?2");
   s.bind(1, config_json).bind(2, run).run();
   if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_config: no run with id {}", path_, run));
+}
+
+void Store::delete_runs(const std::vector<std::int64_t>& ids) {
+  flush();
+  in_transaction(db_, path_, "delete runs", [&] {
+    for (std::int64_t id : ids) {
+      Stmt s(db_, path_, "DELETE FROM runs WHERE id = ?1");  // steps, evaluations, resources: ON DELETE CASCADE
+      s.bind(1, id).run();
+      if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: delete: no run with id {}", path_, id));
+    }
+  });
 }
 
 // Reads first commit this Store's own pending rows, so a writer always sees what it wrote.

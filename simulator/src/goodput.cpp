@@ -1,5 +1,7 @@
 #include "ddplab/simulator/goodput.hpp"
 
+#include "ddplab/core/step_totals.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -46,14 +48,7 @@ double training_time(const SimPatternResult& r, double micro_steps) {
 std::optional<double> measured_training_time(const Store& store, std::int64_t run, double target) {
   const std::optional<double> steps = steps_to_accuracy(store.evaluations(run), target);
   if (!steps) return std::nullopt;
-  std::map<std::int64_t, double> slowest;  // micro-step -> the slowest rank's step time
-  for (const StepMetrics& m : store.steps(run)) slowest[m.step] = std::max(slowest[m.step], m.step_s);
-  double t = 0;
-  for (const auto& [step, s] : slowest) {
-    const double part = std::clamp(*steps - static_cast<double>(step), 0.0, 1.0);
-    t += part * s;
-  }
-  return t;
+  return training_time_through(step_totals(store.steps(run)), *steps);
 }
 
 GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, Store& store, const GoodputOptions& options) {

@@ -438,3 +438,72 @@ TEST(Store, TwoConnectionsShareTheFile) {
   EXPECT_EQ(reader.steps(id).size(), 2u);
   EXPECT_EQ(reader.run(id)->status, "running");
 }
+
+TEST(Store, ReadOnlyReadsWhatAWriterStoresAndWritesNothing) {
+  TempDir dir;
+  const auto file = dir.file("viewed.db");
+  Store writer(file, 1);
+  const auto id = writer.begin_run(sample_info());
+  writer.add_step(id, step_row(0, 0, 0.1, 1, 2.5));
+  Store viewer(file, Store::Access::ReadOnly);
+  EXPECT_TRUE(viewer.read_only());
+  ASSERT_EQ(viewer.steps(id).size(), 1u);
+  writer.add_step(id, step_row(1, 0, 0.1, 1, 2.0));  // a run being written shows up in the open viewer
+  EXPECT_EQ(viewer.steps(id).size(), 2u);
+  expect_store_error([&] { viewer.begin_run(sample_info()); }, {file, "readonly"});
+  expect_store_error([&] { viewer.delete_runs({id}); }, {file, "readonly"});
+  EXPECT_EQ(writer.runs().size(), 1u);
+}
+
+TEST(Store, ReadOnlyRefusesMissingForeignOlderAndNewerFiles) {
+  TempDir dir;
+  expect_store_error([&] { Store s(dir.file("absent.db"), Store::Access::ReadOnly); }, {"absent.db", "no such file"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));  // never created
+  const auto text = dir.file("notes.db");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 200; ++i) out << "this is a text file, not a database\n";
+  }
+  expect_store_error([&] { Store s(text, Store::Access::ReadOnly); }, {text, "not a database"});
+  const auto foreign = dir.file("foreign.db");
+  { RawDb raw(foreign); raw.exec("CREATE TABLE t(x)"); }
+  expect_store_error([&] { Store s(foreign, Store::Access::ReadOnly); }, {foreign, "not a ddplab results store"});
+  const auto old = dir.file("old.db");
+  { Store s(old); }
+  { RawDb raw(old); raw.exec("UPDATE schema_version SET version = 5"); }
+  expect_store_error([&] { Store s(old, Store::Access::ReadOnly); }, {old, "version 5 is older", "ddplab report --db"});
+  { RawDb raw(old); EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 5); }  // left as it was
+  { RawDb raw(old); raw.exec("UPDATE schema_version SET version = 99"); }
+  expect_store_error([&] { Store s(old, Store::Access::ReadOnly); }, {old, "99", "newer"});
+}
+
+TEST(Store, DeleteRunsRemovesTheirRowsInOneTransaction) {
+  TempDir dir;
+  const auto file = dir.file("prune.db");
+  Store store(file, 1);
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(store.begin_run(sample_info()));
+    store.add_step(ids.back(), step_row(0, 0, 0.1, 1, 1.0));
+    store.add_evaluation(ids.back(), Evaluation{1, 1.0, 0.5, 0.8, 0.8, 0.8, 0, {}});
+    store.add_resources(ids.back(), Resources{0, 1 << 20, 1.0, 1.0, std::nullopt});
+    store.finish_run(ids.back(), "completed");
+  }
+  PredictionRow p;
+  p.scenario = "default", p.strategy = "ring", p.target_accuracy = 0.8, p.world_size = 4, p.global_batch = 64;
+  p.updates = 10, p.step_s = 0.1, p.time_s = 1.0, p.sim_run_id = ids[0], p.fit_json = "{}";
+  store.add_predictions({p});
+  // An unknown id anywhere in the list: nothing is deleted.
+  expect_store_error([&] { store.delete_runs({ids[0], 999}); }, {file, "no run with id 999"});
+  EXPECT_EQ(store.runs().size(), 3u);
+  store.delete_runs({ids[0], ids[2]});
+  ASSERT_EQ(store.runs().size(), 1u);
+  EXPECT_EQ(store.runs()[0].id, ids[1]);
+  EXPECT_EQ(store.steps(ids[1]).size(), 1u);
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 1);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM evaluations"), 1);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM resources"), 1);
+  EXPECT_EQ(raw.text("SELECT sim_run_id FROM predictions"), "");  // the prediction stays, unlinked
+  EXPECT_EQ(store.predictions().size(), 1u);
+}

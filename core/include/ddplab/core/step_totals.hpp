@@ -61,4 +61,9 @@ struct RunWindows {
 };
 RunWindows run_windows(std::vector<StepTotals> steps, const StepPattern* pattern, bool simulated, int skip_steps);
 
+// A measured run's training time after `completed` micro-steps (an evaluation stored at step n follows steps
+// 0..n-1): the slowest rank's step time summed over the steps before it, a fractional last one in proportion.
+// Evaluation time is not counted. `steps` ascending by step, as step_totals gives them.
+double training_time_through(const std::vector<StepTotals>& steps, double completed);
+
 }  // namespace ddplab

@@ -178,6 +178,11 @@ class Store {
   // Opens or creates the file (and its parent folder), applies the schema, enables WAL.
   // A file with a newer schema version than this build knows is refused with StoreError.
   explicit Store(const std::string& path, int batch_rows = 256);
+  // Opens an existing store for reading only (a viewer): nothing is created, migrated or written, and the
+  // file may be read while `ddplab run` writes it (WAL). Refused with StoreError, naming the file and the
+  // reason, when it is missing, not SQLite, not a ddplab store, or at another schema version than this build's.
+  enum class Access { ReadOnly };
+  Store(const std::string& path, Access access);
   ~Store();  // flushes what is pending
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -192,6 +197,10 @@ class Store {
   void finish_run(std::int64_t run, const std::string& status);  // flushes, sets status and ended_at
   // Replaces a run's config JSON, for launchers that learn where the run ran only after it was begun.
   void set_run_config(std::int64_t run, const std::string& config_json);
+  // Deletes runs with their steps, evaluations and resources, in one transaction (all or none); predictions
+  // that took their step time from one keep their figures and lose the link. Throws StoreError naming the
+  // first id that is not in the store, before anything is deleted.
+  void delete_runs(const std::vector<std::int64_t>& ids);
 
   std::vector<RunRow> runs() const;
   std::optional<RunRow> run(std::int64_t id) const;
@@ -230,13 +239,17 @@ class Store {
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions. Older
   // files are migrated in place when opened (in one transaction); newer ones are refused.
   static constexpr int kSchemaVersion = 6;
+  bool read_only() const { return read_only_; }
 
  private:
   struct Pending;
   std::string path_;
   sqlite3* db_ = nullptr;
   int batch_rows_;
+  bool read_only_ = false;
   std::unique_ptr<Pending> pending_;
+
+  void prepare_inserts();
 };
 
 }  // namespace ddplab
