@@ -7,7 +7,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenmpi-dev openmpi-bin
   libsimgrid-dev
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   libtomlplusplus-dev libsqlite3-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libspdlog-dev zlib1g-dev
   dataset-fashion-mnist

@@ -1,185 +1,192 @@
-// MainWindow and saveScreenshot: see main_window.hpp.
+// MainWindow and the screenshot helpers: see main_window.hpp.
 #include "ddplab/gui/main_window.hpp"
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHBoxLayout>
-#include <QHeaderView>
-#include <QItemSelectionModel>
 #include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QPixmap>
-#include <QSortFilterProxyModel>
-#include <QSplitter>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTableView>
-#include <QToolBar>
-#include <QVBoxLayout>
+#include <QTimer>
 #include <set>
-#include <unordered_map>
 
+#include "ddplab/gui/breakdown_view.hpp"
 #include "ddplab/gui/charts.hpp"
+#include "ddplab/gui/collectives_view.hpp"
+#include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/goodput_view.hpp"
 #include "ddplab/gui/runs_model.hpp"
+#include "ddplab/gui/runs_view.hpp"
+#include "ddplab/gui/scaling_view.hpp"
 #include "ddplab/gui/validation_view.hpp"
 
 namespace ddplab::gui {
 
+QStringList MainWindow::viewKeys() {
+  return {"runs", "convergence", "scaling", "breakdown", "collectives", "validation", "goodput"};
+}
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("ddplab"));
-
-  model_ = new RunsTableModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(model_);
-  proxy_->setFilterKeyColumn(-1);  // match the filter text against every column
-  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  proxy_->setSortRole(RunsTableModel::SortRole);
-
-  // Top: filter line and runs table.
-  filter_ = new QLineEdit;
-  filter_->setPlaceholderText(tr("Filter runs (any column, e.g. \"simulated\", \"ring\", \"failed\")"));
-  filter_->setClearButtonEnabled(true);
-  auto* filterRow = new QHBoxLayout;
-  filterRow->addWidget(new QLabel(tr("Filter:")));
-  filterRow->addWidget(filter_);
-
-  table_ = new QTableView;
-  table_->setModel(proxy_);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);  // ctrl/shift-click for several runs
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(RunsTableModel::Id, Qt::AscendingOrder);
-  table_->setAlternatingRowColors(true);
-  table_->verticalHeader()->setVisible(false);
-  table_->horizontalHeader()->setStretchLastSection(true);
-  table_->setToolTip(tr("Select runs to plot their loss; with no selection every measured run in view is plotted."));
-
-  auto* top = new QWidget;
-  auto* topLayout = new QVBoxLayout(top);
-  topLayout->setContentsMargins(6, 6, 6, 0);
-  topLayout->addLayout(filterRow);
-  topLayout->addWidget(table_);
-
-  // Bottom: the two charts side by side.
-  loss_ = new LossChartView;
-  throughput_ = new ThroughputChartView;
-  auto* charts = new QSplitter(Qt::Horizontal);
-  charts->addWidget(loss_);
-  charts->addWidget(throughput_);
-
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(top);
-  split->addWidget(charts);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 2);
-  split->setSizes({300, 600});  // charts get two thirds of the height; rescaled to the window
-
+  setAcceptDrops(true);
+  runs_ = new RunsView;
+  convergence_ = new ConvergenceView;
+  scaling_ = new ScalingView;
+  breakdown_ = new BreakdownView;
+  collectives_ = new CollectivesView;
   validation_ = new ValidationView;
+  goodput_ = new GoodputView;
+  views_ = {runs_, convergence_, scaling_, breakdown_, collectives_, validation_, goodput_};
   tabs_ = new QTabWidget;
-  tabs_->setDocumentMode(true);
-  tabs_->addTab(split, tr("Runs"));
-  tabs_->addTab(validation_, tr("Validation"));
-  tabs_->setTabToolTip(1, tr("Predicted vs measured, from `ddplab validate`"));
+  for (View* v : views_) tabs_->addTab(v, v->title());
   setCentralWidget(tabs_);
 
   statusLabel_ = new QLabel;
   statusBar()->addWidget(statusLabel_, 1);
+  poll_ = new QTimer(this);
+  connect(poll_, &QTimer::timeout, this, &MainWindow::pollStore);
 
-  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
-    proxy_->setFilterFixedString(text);
-    refreshCharts();
-  });
-  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::refreshCharts);
-
+  connect(runs_, &RunsView::changed, this, &MainWindow::refreshViews);
+  connect(runs_, &RunsView::deleteRequested, this, [this](std::vector<std::int64_t> ids) { deleteRuns(ids); });
   buildActions();
+  refreshViews();
   updateStatus();
 }
 
 void MainWindow::buildActions() {
-  auto* open = new QAction(tr("&Open results..."), this);
-  open->setShortcut(QKeySequence::Open);
-  connect(open, &QAction::triggered, this, &MainWindow::openFileDialog);
-
-  auto* reloadAct = new QAction(tr("&Reload"), this);
-  reloadAct->setShortcut(QKeySequence(Qt::Key_F5));
-  reloadAct->setToolTip(tr("Reread the results store (F5)"));
-  connect(reloadAct, &QAction::triggered, this, &MainWindow::reload);
-
-  auto* quit = new QAction(tr("&Quit"), this);
-  quit->setShortcut(QKeySequence::Quit);
-  connect(quit, &QAction::triggered, this, &QWidget::close);
-
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(open);
-  file->addAction(reloadAct);
+  QAction* open = file->addAction(tr("&Open results..."), this, &MainWindow::openFileDialog);
+  open->setShortcut(QKeySequence::Open);
+  QAction* reloadAct = file->addAction(tr("&Reload"), this, &MainWindow::reload);
+  reloadAct->setShortcut(QKeySequence(Qt::Key_F5));
+  followAction_ = file->addAction(tr("&Follow live (poll the store)"));
+  followAction_->setCheckable(true);
+  followAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+  connect(followAction_, &QAction::toggled, this, [this](bool on) { setFollow(on); });
   file->addSeparator();
-  file->addAction(quit);
+  auto exportAs = [this](const QString& filter, const QString& suffix, bool csv) {
+    const QString key = currentViewKey();
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export %1").arg(key), key + '.' + suffix, filter);
+    if (file.isEmpty()) return;
+    QString error;
+    if (!(csv ? exportCsv(file, &error) : exportImage(file, &error))) QMessageBox::warning(this, tr("ddplab: export failed"), error);
+  };
+  file->addAction(tr("Export view as &PNG..."), this, [exportAs] { exportAs(tr("PNG image (*.png)"), "png", false); })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+  file->addAction(tr("Export view as &SVG..."), this, [exportAs] { exportAs(tr("SVG image (*.svg)"), "svg", false); })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  file->addAction(tr("Export view data as &CSV..."), this, [exportAs] { exportAs(tr("CSV (*.csv)"), "csv", true); })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+  file->addSeparator();
+  file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
 
-  auto* logY = logYAction_ = new QAction(tr("&Log scale for throughput"), this);
-  logY->setCheckable(true);
-  logY->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
-  connect(logY, &QAction::toggled, this, [this](bool on) {
-    throughput_->setLogScaleY(on);
-    refreshCharts();
-  });
-  auto* runsTab = new QAction(tr("&Runs"), this);
-  runsTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
-  connect(runsTab, &QAction::triggered, this, [this] { showValidation(false); });
-  auto* validationTab = new QAction(tr("&Validation: predicted vs measured"), this);
-  validationTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
-  connect(validationTab, &QAction::triggered, this, [this] { showValidation(true); });
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(tr("&Filter runs"), this, [this] {
+        showView("runs");
+        runs_->filterEdit()->setFocus();
+        runs_->filterEdit()->selectAll();
+      })->setShortcut(QKeySequence::Find);
+  edit->addAction(tr("&Delete selected runs..."), this, [this] {
+        std::vector<std::int64_t> ids;
+        for (const RunRecord* r : runs_->selectedRuns()) ids.push_back(r->id());
+        if (!ids.empty()) deleteRuns(ids);
+      })->setShortcut(QKeySequence::Delete);
 
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(runsTab);
-  view->addAction(validationTab);
-  view->addSeparator();
-  view->addAction(logY);
-
-  QToolBar* bar = addToolBar(tr("Main"));
-  bar->setMovable(false);
-  bar->addAction(open);
-  bar->addAction(reloadAct);
-  bar->addSeparator();
-  bar->addAction(logY);
+  QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < views_.size(); ++i) {
+    QAction* a = viewMenu->addAction(views_[i]->title(), this, [this, i] { tabs_->setCurrentIndex(i); });
+    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+  }
 }
+
+View* MainWindow::view(const QString& key) const {
+  const int i = viewKeys().indexOf(key);
+  return i < 0 ? nullptr : views_[i];
+}
+
+bool MainWindow::showView(const QString& key) {
+  View* v = view(key);
+  if (!v) return false;
+  tabs_->setCurrentWidget(v);
+  return true;
+}
+
+QString MainWindow::currentViewKey() const { return viewKeys().value(tabs_->currentIndex()); }
 
 bool MainWindow::openStore(const QString& path, QString* error) {
   StoreSnapshot snap;
   try {
     snap = load_snapshot(path.toStdString());
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // LoadError, and anything unexpected: the window stays usable
     if (error) *error = QString::fromStdString(e.what());
     return false;
   }
-
-  // Keep the selection across a reload (same file, runs identified by id).
   const bool sameFile = QFileInfo(path) == QFileInfo(path_);
-  const std::vector<std::int64_t> keep = sameFile ? selectedRunIds() : std::vector<std::int64_t>{};
-
   path_ = path;
-  model_->setSnapshot(std::move(snap));
-  table_->resizeColumnsToContents();
-  if (!keep.empty()) {
-    const std::set<std::int64_t> ids(keep.begin(), keep.end());
-    QItemSelection sel;
-    for (int row = 0; row < proxy_->rowCount(); ++row) {
-      const QModelIndex idx = proxy_->index(row, 0);
-      if (ids.count(idx.data(RunsTableModel::RunIdRole).toLongLong()))
-        sel.select(idx, proxy_->index(row, proxy_->columnCount() - 1));
-    }
-    table_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect);
-  }
-  validation_->setValidations(model_->snapshot().validations);
-  const auto n = model_->snapshot().validations.size();
-  tabs_->setTabText(1, n ? tr("Validation (%1)").arg(n) : tr("Validation"));
+  stamp_ = fileStamp();
+  ++generation_;
+  runs_->setSnapshot(std::move(snap));
+  if (!sameFile) runs_->selectRuns({});
   setWindowTitle(tr("ddplab - %1").arg(QFileInfo(path).fileName()));
-  refreshCharts();
+  refreshViews();
+  updateStatus();
   return true;
+}
+
+void MainWindow::refreshViews() {
+  const StoreSnapshot& snap = runs_->snapshot();
+  colors_.assign(snap.runs, runs_->groupBy());
+  runs_->model()->setColors(&colors_);
+  ViewContext ctx;
+  ctx.snapshot = &snap;
+  ctx.runs = runs_->shownRuns();
+  ctx.selected = runs_->selectedRuns();
+  ctx.colors = &colors_;
+  ctx.generation = generation_;
+  // Every view is refreshed, not only the visible one: a view must never keep pointers into a snapshot
+  // that a reload replaced.
+  for (View* v : views_)
+    if (v != runs_) v->setContext(ctx);
+  const int runs = static_cast<int>(snap.runs.size());
+  tabs_->setTabText(tabs_->indexOf(runs_), runs ? tr("Runs (%1)").arg(runs) : tr("Runs"));
+  const int validations = static_cast<int>(snap.validations.size());
+  tabs_->setTabText(tabs_->indexOf(validation_), validations ? tr("Validation (%1)").arg(validations) : tr("Validation"));
+  updateStatus();
+}
+
+void MainWindow::updateStatus() {
+  if (path_.isEmpty()) {
+    statusLabel_->setText(tr("No results open - File > Open (Ctrl+O), or drop a results .db here"));
+    return;
+  }
+  const StoreSnapshot& snap = runs_->snapshot();
+  std::size_t measured = 0, simulated = 0;
+  for (const auto& r : snap.runs) (r.measured() ? measured : simulated) += 1;
+  statusLabel_->setText(tr("%1 - %2 runs (%3 measured, %4 simulated), %5 in the charts, %6 benchmarks, %7 validations, %8 "
+                           "predictions%9")
+                            .arg(path_)
+                            .arg(snap.runs.size())
+                            .arg(measured)
+                            .arg(simulated)
+                            .arg(runs_->shownRuns().size())
+                            .arg(snap.benches.size())
+                            .arg(snap.validations.size())
+                            .arg(snap.predictions.size())
+                            .arg(following() ? tr(" - following live") : QString()));
 }
 
 bool MainWindow::loadInteractive(const QString& path) {
@@ -190,69 +197,145 @@ bool MainWindow::loadInteractive(const QString& path) {
 }
 
 void MainWindow::reload() {
-  if (path_.isEmpty()) {
-    openFileDialog();
-    return;
-  }
+  if (path_.isEmpty()) return openFileDialog();
   loadInteractive(path_);
 }
 
 void MainWindow::openFileDialog() {
-  const QString dir = path_.isEmpty() ? QStringLiteral("results") : QFileInfo(path_).absolutePath();
-  const QString file = QFileDialog::getOpenFileName(
-      this, tr("Open ddplab results"), dir, tr("ddplab results (*.db *.sqlite *.sqlite3);;All files (*)"));
+  const QString start = path_.isEmpty() ? QStringLiteral("results") : QFileInfo(path_).absolutePath();
+  const QString file = QFileDialog::getOpenFileName(this, tr("Open ddplab results"), start,
+                                                    tr("ddplab results (*.db *.sqlite);;All files (*)"));
   if (!file.isEmpty()) loadInteractive(file);
 }
 
-void MainWindow::showValidation(bool on) { tabs_->setCurrentIndex(on ? 1 : 0); }
-
-void MainWindow::setThroughputLogScale(bool on) { logYAction_->setChecked(on); }  // toggled() replots
-
-std::vector<std::int64_t> MainWindow::selectedRunIds() const {
-  std::vector<std::int64_t> ids;
-  for (const QModelIndex& idx : table_->selectionModel()->selectedRows())
-    ids.push_back(idx.data(RunsTableModel::RunIdRole).toLongLong());
-  return ids;
-}
-
-std::vector<std::int64_t> MainWindow::visibleRunIds() const {
-  std::vector<std::int64_t> ids;
-  ids.reserve(static_cast<std::size_t>(proxy_->rowCount()));
-  for (int row = 0; row < proxy_->rowCount(); ++row)
-    ids.push_back(proxy_->index(row, 0).data(RunsTableModel::RunIdRole).toLongLong());
-  return ids;
-}
-
-void MainWindow::refreshCharts() {
-  std::unordered_map<std::int64_t, const RunRecord*> byId;
-  for (const RunRecord& r : model_->snapshot().runs) byId[r.id()] = &r;
-  auto records = [&](const std::vector<std::int64_t>& ids) {
-    std::vector<const RunRecord*> out;
-    for (auto id : ids)
-      if (auto it = byId.find(id); it != byId.end()) out.push_back(it->second);
-    return out;
+bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, QString* error) {
+  auto fail = [&](const QString& msg) {
+    if (error) *error = msg;
+    if (confirm) QMessageBox::warning(this, tr("ddplab: cannot delete"), msg);
+    return false;
   };
-  const auto visible = records(visibleRunIds());
-  const auto selected = records(selectedRunIds());
-  loss_->plot(selected.empty() ? visible : selected);
-  throughput_->plot(visible);
+  if (ids.empty() || path_.isEmpty()) return fail(tr("no runs to delete"));
+  QStringList names;
+  for (std::int64_t id : ids) {
+    const RunRecord* r = runs_->snapshot().find(id);
+    if (!r) return fail(tr("run #%1 is not in %2 (reload?)").arg(id).arg(path_));
+    if (r->summary.run.status == "running")
+      return fail(tr("run #%1 is still marked running: its launcher may be writing it. Stop it first.").arg(id));
+    names << tr("#%1 %2 %3 (%4 ranks, %5)")
+                 .arg(id)
+                 .arg(QString::fromStdString(r->info().scenario), QString::fromStdString(r->info().strategy))
+                 .arg(r->info().world_size)
+                 .arg(QString::fromStdString(r->summary.run.status));
+  }
+  if (confirm && QMessageBox::question(this, tr("Delete runs"),
+                                       tr("Delete %n run(s) from %1, with their steps and evaluations?\n\n%2\n\nThis cannot be undone.",
+                                          nullptr, static_cast<int>(ids.size()))
+                                           .arg(path_, names.join('\n'))) != QMessageBox::Yes)
+    return false;
+  try {
+    Store store(path_.toStdString());
+    store.delete_runs(ids);
+  } catch (const std::exception& e) {
+    return fail(QString::fromStdString(e.what()));
+  }
+  QString reloadError;
+  if (!openStore(path_, &reloadError)) return fail(reloadError);
+  return true;
+}
+
+bool MainWindow::exportImage(const QString& file, QString* error) {
+  auto* v = qobject_cast<View*>(tabs_->currentWidget());
+  if (!v || v->chartViews().isEmpty()) {
+    if (error) *error = tr("the %1 view has no chart to export").arg(currentViewKey());
+    return false;
+  }
+  return saveImage(v->exportWidget(), file, error);
+}
+
+bool MainWindow::exportCsv(const QString& file, QString* error) {
+  auto* v = qobject_cast<View*>(tabs_->currentWidget());
+  if (!v || v->chartViews().isEmpty()) {
+    if (error) *error = tr("the %1 view has no chart to export").arg(currentViewKey());
+    return false;
+  }
+  QFile out(file);
+  if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text) || out.write(chartsCsv(v->charts()).toUtf8()) < 0) {
+    if (error) *error = tr("cannot write %1: %2").arg(file, out.errorString());
+    return false;
+  }
+  return true;
+}
+
+QString MainWindow::fileStamp() const {
+  QString s;
+  for (const QString& f : {path_, path_ + "-wal"}) {
+    const QFileInfo i(f);
+    s += QStringLiteral("%1:%2;").arg(i.exists() ? i.size() : -1).arg(i.exists() ? i.lastModified().toMSecsSinceEpoch() : 0);
+  }
+  return s;
+}
+
+void MainWindow::setFollow(bool on, int interval_ms) {
+  if (on) poll_->start(interval_ms);
+  else poll_->stop();
+  if (followAction_->isChecked() != on) {
+    const QSignalBlocker block(followAction_);
+    followAction_->setChecked(on);
+  }
   updateStatus();
 }
 
-void MainWindow::updateStatus() {
-  if (path_.isEmpty()) {
-    statusLabel_->setText(tr("No results store open (File > Open, Ctrl+O)"));
-    return;
+bool MainWindow::following() const { return poll_->isActive(); }
+
+bool MainWindow::pollStore() {
+  if (path_.isEmpty()) return false;
+  const QString now = fileStamp();
+  if (now == stamp_) return false;
+  QString error;
+  if (!openStore(path_, &error)) {  // e.g. mid-checkpoint: keep what is shown, try again next poll
+    statusLabel_->setText(tr("%1 - reload failed, retrying: %2").arg(path_, error));
+    return false;
   }
-  const int total = model_->rowCount();
-  const int shown = proxy_->rowCount();
-  const int selected = static_cast<int>(table_->selectionModel()->selectedRows().size());
-  statusLabel_->setText(tr("%1  |  %2 runs, %3 shown, %4 selected  |  %5 validations  |  F5 reloads")
-                            .arg(QFileInfo(path_).absoluteFilePath())
-                            .arg(total).arg(shown).arg(selected)
-                            .arg(model_->snapshot().validations.size()));
+  return true;
 }
 
+bool MainWindow::acceptsDrop(const QMimeData* mime) {
+  return mime && mime->urls().size() == 1 && mime->urls().front().isLocalFile();
+}
+
+bool MainWindow::openDropped(const QMimeData* mime) {
+  return acceptsDrop(mime) && loadInteractive(mime->urls().front().toLocalFile());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (acceptsDrop(e->mimeData())) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  if (openDropped(e->mimeData())) e->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  saveSettings();
+  QMainWindow::closeEvent(e);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings s;
+  restoreGeometry(s.value("window/geometry").toByteArray());
+  restoreState(s.value("window/state").toByteArray());
+  showView(s.value("window/view", "runs").toString());
+}
+
+void MainWindow::saveSettings() const {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("window/view", currentViewKey());
+  if (!path_.isEmpty()) s.setValue("store/last", QFileInfo(path_).absoluteFilePath());
+}
+
+// ---------------------------------------------------------------------------------------
 bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString* error) {
   window.resize(size);
   window.show();
@@ -263,6 +346,20 @@ bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString
     if (error) *error = QObject::tr("cannot write screenshot %1").arg(file);
     return false;
   }
+  return true;
+}
+
+bool saveAllScreenshots(MainWindow& window, const QString& dir, QSize size, QString* error) {
+  if (!QDir().mkpath(dir)) {
+    if (error) *error = QObject::tr("cannot create folder %1").arg(dir);
+    return false;
+  }
+  const QString start = window.currentViewKey();
+  for (const QString& key : MainWindow::viewKeys()) {
+    window.showView(key);
+    if (!saveScreenshot(window, QDir(dir).filePath(key + ".png"), size, error)) return false;
+  }
+  window.showView(start);
   return true;
 }
 

@@ -3,6 +3,9 @@
 
 #include "ddplab/core/stats.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -17,6 +20,61 @@ const RunRecord* StoreSnapshot::find(std::int64_t id) const {
   for (const auto& r : runs)
     if (r.id() == id) return &r;
   return nullptr;
+}
+
+double RankMeans::other_s() const { return std::max(0.0, step_s - compute_s - exposed_comm_s - optimizer_s); }
+
+std::string RunRecord::model() const {
+  const auto cfg = nlohmann::json::parse(summary.run.info.config_json, nullptr, false);
+  if (!cfg.is_object() || !cfg.contains("model") || !cfg["model"].is_object()) return "model?";
+  const auto& m = cfg["model"];
+  const std::string type = m.value("type", "?");
+  auto joined = [&](const char* key) {
+    std::string out;
+    if (m.contains(key) && m[key].is_array())
+      for (const auto& v : m[key]) out.append(out.empty() ? "" : "-").append(v.dump());
+    return out;
+  };
+  if (type == "mlp") return std::string("mlp ").append(joined("layers"));
+  if (type == "cnn") return std::string("cnn ").append(joined("conv"));
+  if (type == "table") {
+    std::string t = m.value("table", "?");
+    const auto slash = t.find_last_of('/');
+    return slash == std::string::npos ? t : t.substr(slash + 1);
+  }
+  return type;
+}
+
+std::vector<RankMeans> rank_means(const std::vector<StepMetrics>& steps, std::int64_t from_step) {
+  std::map<int, std::pair<RankMeans, int>> acc;  // rank -> (sums, steps)
+  for (const StepMetrics& m : steps) {
+    if (m.step < from_step) continue;
+    auto& [r, n] = acc[m.rank];
+    r.rank = m.rank;
+    auto add = [](double& sum, double v) { sum += std::isfinite(v) ? v : 0.0; };
+    add(r.step_s, m.step_s);
+    add(r.compute_s, m.compute_s);
+    add(r.comm_s, m.comm_s);
+    add(r.exposed_comm_s, m.exposed_comm_s);
+    add(r.optimizer_s, m.optimizer_s);
+    ++n;
+  }
+  std::vector<RankMeans> out;
+  for (auto& [rank, a] : acc) {
+    RankMeans r = a.first;
+    const double n = a.second;
+    r.step_s /= n, r.compute_s /= n, r.comm_s /= n, r.exposed_comm_s /= n, r.optimizer_s /= n;
+    out.push_back(r);
+  }
+  return out;
+}
+
+int straggler(const std::vector<RankMeans>& ranks) {
+  if (ranks.size() < 2) return -1;
+  const auto it = std::max_element(ranks.begin(), ranks.end(), [](const RankMeans& a, const RankMeans& b) {
+    return a.compute_s + a.optimizer_s < b.compute_s + b.optimizer_s;
+  });
+  return it->rank;
 }
 
 std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps) {
@@ -57,7 +115,6 @@ double validation_error_pct(double predicted, double measured) {
 StoreSnapshot load_snapshot(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // Store's constructor creates missing files; a viewer must not, so check first.
   if (!fs::exists(path, ec))
     throw LoadError("results store not found: " + path +
                     "\n(run `ddplab run` or `ddplab simulate` first, or open another file)");
@@ -66,16 +123,29 @@ StoreSnapshot load_snapshot(const std::string& path) {
   StoreSnapshot snap;
   snap.path = path;
   try {
-    Store store(path);
+    const Store store(path, Store::Access::ReadOnly);
     auto summaries = store.summaries();
     snap.runs.reserve(summaries.size());
     for (auto& s : summaries) {
       RunRecord rec;
       rec.summary = std::move(s);
-      if (rec.measured()) rec.mean_loss = mean_loss_per_step(store.steps(rec.id()));
+      const std::vector<StepMetrics> steps = store.steps(rec.id());
+      rec.totals = step_totals(steps);
+      rec.ranks = rank_means(steps, rec.summary.skipped);
+      if (rec.measured()) {
+        rec.mean_loss = mean_loss_per_step(steps);
+        rec.evaluations = store.evaluations(rec.id());
+        for (Evaluation& e : rec.evaluations) e.confusion.clear(), e.confusion.shrink_to_fit();
+      }
       snap.runs.push_back(std::move(rec));
     }
     snap.validations = store.validations();
+    snap.predictions = store.predictions();
+    for (BenchRunRow& b : store.benches()) {
+      BenchRecord rec{std::move(b), {}};
+      rec.rows = store.bench_rows(rec.bench.id);
+      snap.benches.push_back(std::move(rec));
+    }
   } catch (const std::exception& e) {
     throw LoadError("cannot read results store " + path + ":\n" + e.what());
   }

@@ -225,16 +225,10 @@ void ValidationChartView::plot(const std::vector<ValidationRow>& rows, const Val
   QAbstractAxis* y = nullptr;
   double r0 = 0, r1 = 1;
   if (log_) {
-    r0 = lo / 1.5;
-    r1 = hi * 1.5;
-    for (QAbstractAxis** a : {&x, &y}) {
-      auto* la = new QLogValueAxis;
-      la->setBase(10.0);
-      la->setLabelFormat("%g");
-      la->setMinorTickCount(8);
-      la->setRange(r0, r1);
-      *a = la;
-    }
+    // Whole decades, each labelled (charts.hpp logAxis); both axes share them.
+    for (QAbstractAxis** a : {&x, &y}) *a = logAxis(QString(), lo, hi);
+    r0 = static_cast<QLogValueAxis*>(x)->min();
+    r1 = static_cast<QLogValueAxis*>(x)->max();
   } else {
     // Zoomed on the points, the +-10% band still wide enough to read; from 0 (or below) only when a value is.
     if (!groups.empty()) {
@@ -322,7 +316,7 @@ void ValidationChartView::plot(const std::vector<ValidationRow>& rows, const Val
 }
 
 // ---------------------------------------------------------------------------------------
-ValidationView::ValidationView(QWidget* parent) : QWidget(parent) {
+ValidationView::ValidationView(QWidget* parent) : View(parent) {
   empty_ = new QLabel;
   empty_->setAlignment(Qt::AlignCenter);
   empty_->setWordWrap(true);
@@ -412,6 +406,14 @@ void ValidationView::setValidations(const std::vector<ValidationRow>& rows) {
   batchChanged();
   if (!keepMetric.isEmpty()) setCurrentMetric(keepMetric);
 }
+
+void ValidationView::setContext(const ViewContext& context) {
+  if (context.generation == generation_ && generation_ != 0) return;
+  generation_ = context.generation;
+  setValidations(context.snapshot ? context.snapshot->validations : std::vector<ValidationRow>{});
+}
+
+QList<QChartView*> ValidationView::chartViews() const { return {chart_}; }
 
 bool ValidationView::isEmptyState() const { return stack_->currentIndex() == 0; }
 

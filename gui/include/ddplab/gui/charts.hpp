@@ -1,48 +1,49 @@
-// The two comparison charts. Each view owns one QChart that it refills on plot();
-// axes are recreated and their ranges set explicitly, since Qt Charts axes do not follow
-// points appended after attachAxis.
+// The look and the tools every ddplab chart shares: palette, chart frame, axes that label readably,
+// legends that elide long names (full name on hover), point tooltips, and export to PNG, SVG and CSV.
+// Views own QCharts that they refill; axes are recreated with explicit ranges each time, since Qt Charts
+// axes do not follow points appended after attachAxis.
 #pragma once
 #include <QChart>
 #include <QChartView>
 #include <QColor>
+#include <QString>
+#include <QXYSeries>
 #include <cstddef>
-#include <vector>
+#include <functional>
 
-#include "ddplab/gui/run_data.hpp"
+class QLogValueAxis;
+class QValueAxis;
 
 namespace ddplab::gui {
 
-// The look every ddplab chart shares (also used by validation_view.cpp).
-QColor paletteColor(std::size_t i);       // Tableau-10, cycling
+QColor paletteColor(std::size_t i);       // Tableau-20 order: ten distinct hues, then their light tints
 QChart* makeChart(const QString& title);  // bold title, legend on the right, no animation
 void clearChart(QChart* chart);           // removes and deletes series and axes
 
-// "Loss vs step": one QLineSeries per measured run, the mean loss over ranks at each step,
-// named "#id strategy (n ranks)". Simulated runs are ignored (they have no loss).
-class LossChartView : public QChartView {
+// A chart view with rubber-band zoom (drag a rectangle; right click zooms out) and antialiasing.
+class ChartView : public QChartView {
   Q_OBJECT
  public:
-  explicit LossChartView(QWidget* parent = nullptr);
-  void plot(const std::vector<const RunRecord*>& runs);
+  explicit ChartView(const QString& title, QWidget* parent = nullptr);
 };
 
-// "Throughput vs world size": per scenario+strategy, measured runs as a QScatterSeries
-// ("<strategy> measured") and simulated runs as a QLineSeries sorted by world size
-// ("<strategy> simulated"), both in the same colour; log2 world-size axis, samples/s on y.
-// When several scenarios are in view the names are prefixed with "<scenario>: ".
-// The y axis is linear from 0 by default; a log scale keeps small worlds readable next to
-// simulated worlds hundreds of times larger.
-class ThroughputChartView : public QChartView {
-  Q_OBJECT
- public:
-  explicit ThroughputChartView(QWidget* parent = nullptr);
-  void plot(const std::vector<const RunRecord*>& runs);
-  // Log10 samples/s axis instead of linear from 0; takes effect on the next plot().
-  void setLogScaleY(bool on);
-  bool logScaleY() const { return logY_; }
+// Legend names longer than `max_chars` are elided in the middle; hovering the legend entry shows the full
+// name, and the full name stays the series' objectName (for CSV export and tests). Call after the series
+// are added.
+void elideLegend(QChart* chart, int max_chars = 34);
+QString fullName(const QAbstractSeries* s);  // the name before eliding
 
- private:
-  bool logY_ = false;
-};
+// Shows `text(point)` as a tooltip while the mouse is over a point of `series`.
+void pointTooltips(QXYSeries* series, std::function<QString(const QPointF&)> text);
+
+// Axes with their range set and readable labels: a value axis rounded to nice numbers, and a log axis whose
+// range ends just outside whole powers of its base so that every power is labelled (series_math.hpp).
+QValueAxis* valueAxis(const QString& title, double lo, double hi, bool from_zero = false);
+QLogValueAxis* logAxis(const QString& title, double lo, double hi, double base = 10);
+
+// What "Export" writes: the widget as PNG or SVG (by the file's suffix), and the charts' data as CSV with
+// columns chart, series, x, y (bar charts: chart, set, category, value). Return false with *error set.
+bool saveImage(QWidget* widget, const QString& file, QString* error = nullptr);
+QString chartsCsv(const QList<QChart*>& charts);
 
 }  // namespace ddplab::gui

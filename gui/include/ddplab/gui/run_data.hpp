@@ -1,6 +1,7 @@
 // What the GUI shows, read from the results store in one go.
-// The store is opened, read and closed again, so the GUI never holds a lock on a file
-// that `ddplab run` or `ddplab simulate` may be writing; F5 simply reads a fresh snapshot.
+// The store is opened read-only (Store::Access::ReadOnly), read and closed again, so the GUI never writes
+// or locks a file that `ddplab run` or `ddplab simulate` may be writing; F5 and live follow read a fresh
+// snapshot. Only deleting runs writes (delete_runs, after the user confirms).
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 
 namespace ddplab::gui {
@@ -17,15 +19,39 @@ struct LoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One rank's means over a run's steady window (the steps from RunSummary::skipped on).
+struct RankMeans {
+  int rank = 0;
+  double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
+  // What the step spends outside compute, exposed communication and the optimizer (data loading,
+  // hand-offs): step - compute - exposed comm - optimizer, never below 0.
+  double other_s() const;
+};
+
 struct RunRecord {
   RunSummary summary;
   // (step, mean loss over the ranks that reported a finite loss), ordered by step.
   // Filled for measured runs only: simulated runs carry no loss (NaN).
   std::vector<std::pair<std::int64_t, double>> mean_loss;
+  std::vector<StepTotals> totals;       // per step, collapsed over ranks (x axes: samples, training time)
+  std::vector<Evaluation> evaluations;  // ordered by step (confusion matrices dropped)
+  std::vector<RankMeans> ranks;         // by rank
 
   std::int64_t id() const { return summary.run.id; }
+  const RunInfo& info() const { return summary.run.info; }
   bool measured() const { return summary.run.info.source == "measured"; }
   bool simulated() const { return summary.run.info.source == "simulated"; }
+  // Failed runs, and runs still marked running, are drawn greyed: their figures are partial.
+  bool finished() const { return summary.run.status == "completed"; }
+  // The model the run trained (config "model", e.g. "mlp 784-256-256-10" or "resnet50"): charts never share
+  // an axis between runs of different models or backends.
+  std::string model() const;
+};
+
+// One collective benchmark (`ddplab bench collectives`, or an imported nccl-tests log) with its rows.
+struct BenchRecord {
+  BenchRunRow bench;
+  std::vector<CollectiveBenchRow> rows;
 };
 
 // One `ddplab validate` invocation: the comparisons it stored together (table validations).
@@ -39,6 +65,8 @@ struct StoreSnapshot {
   std::string path;
   std::vector<RunRecord> runs;  // oldest first, as Store::summaries() returns them
   std::vector<ValidationRow> validations;  // oldest first, as Store::validations() returns them
+  std::vector<PredictionRow> predictions;  // oldest first (`ddplab predict`)
+  std::vector<BenchRecord> benches;        // oldest first
 
   const RunRecord* find(std::int64_t id) const;
 };
@@ -52,11 +80,19 @@ std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>
 // or either value is not finite.
 double validation_error_pct(double predicted, double measured);
 
+// A run's RankMeans over its steps from `from_step` on (the summary's steady window).
+std::vector<RankMeans> rank_means(const std::vector<StepMetrics>& steps, std::int64_t from_step);
+
+// The rank the others wait for: the one with the largest compute + optimizer time (they show the wait as
+// exposed communication). -1 with fewer than two ranks.
+int straggler(const std::vector<RankMeans>& ranks);
+
 // Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
 // with no finite loss at all are left out.
 std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps);
 
-// Reads every run of the store at `path`. A missing file is an error (Store would create it).
+// Reads every run of the store at `path`, read-only. A missing, foreign or unreadable file is a LoadError
+// that names it and says why.
 StoreSnapshot load_snapshot(const std::string& path);
 
 }  // namespace ddplab::gui

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ddplab/gui/run_data.hpp"
+#include "ddplab/gui/view.hpp"
 
 class QComboBox;
 class QLabel;
@@ -72,10 +73,14 @@ class ValidationChartView : public QChartView {
   bool log_ = false;
 };
 
-class ValidationView : public QWidget {
+class ValidationView : public View {
   Q_OBJECT
  public:
   explicit ValidationView(QWidget* parent = nullptr);
+  QString title() const override { return tr("Validation"); }
+  // Shows the snapshot's validations (the runs shown do not narrow them: each row names its own run).
+  void setContext(const ViewContext& context) override;
+  QList<QChartView*> chartViews() const override;
 
   // Shows the store's validations: the newest invocation, its first metric (step time if present).
   void setValidations(const std::vector<ValidationRow>& rows);
@@ -101,6 +106,7 @@ class ValidationView : public QWidget {
 
  private:
   std::vector<ValidationBatch> batches_;
+  std::uint64_t generation_ = 0;
   QStackedWidget* stack_ = nullptr;
   QLabel* empty_ = nullptr;
   QComboBox* batch_ = nullptr;

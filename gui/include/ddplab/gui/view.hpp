@@ -1,0 +1,61 @@
+// What every view of the main window shares: the runs the Runs view lets through, their colours, and
+// the interface the window uses to refresh and export a view.
+#pragma once
+#include <QChartView>
+#include <QList>
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ddplab/gui/run_data.hpp"
+
+namespace ddplab::gui {
+
+// How runs are grouped: one colour, and one legend entry, per group.
+enum class GroupBy { Run, Scenario, Strategy, World, Source, Backend };
+const std::vector<std::pair<GroupBy, QString>>& group_names();  // in menu order, "run" first
+std::string group_key(const RunRecord& run, GroupBy by);        // "#12", "demo", "ring", "4 ranks", ...
+
+// One stable colour per run (or per group of runs) in every chart: keys get palette slots in the order
+// they first appear among the store's runs, oldest first, so a new run never recolours the old ones.
+// Per-strategy charts (scaling, breakdown, goodput) colour by strategy name with the same slots when
+// grouping by strategy, and with slots of their own otherwise.
+class RunColors {
+ public:
+  void assign(const std::vector<RunRecord>& runs, GroupBy by);
+  GroupBy group() const { return by_; }
+  QColor color(const RunRecord& run) const;
+  QString label(const RunRecord& run) const;      // the run's legend name: "#id strategy (n ranks)" or the group key
+  QColor strategyColor(const std::string& strategy) const;
+
+ private:
+  GroupBy by_ = GroupBy::Run;
+  std::map<std::string, std::size_t> slot_, strategy_slot_;
+};
+
+struct ViewContext {
+  const StoreSnapshot* snapshot = nullptr;
+  std::vector<const RunRecord*> runs;      // shown: passing the Runs view's filter and checked, oldest first
+  std::vector<const RunRecord*> selected;  // of those, the rows selected in the Runs view
+  const RunColors* colors = nullptr;
+  // Bumped each time a new snapshot is read: views that list the store's benches, validations or
+  // predictions rebuild their choosers only then, so a filter change keeps the user's choice.
+  std::uint64_t generation = 0;
+};
+
+class View : public QWidget {
+  Q_OBJECT
+ public:
+  using QWidget::QWidget;
+  virtual QString title() const = 0;  // the tab's name
+  virtual void setContext(const ViewContext& context) = 0;
+  virtual QList<QChartView*> chartViews() const = 0;
+  // What Export as PNG/SVG renders: the one chart, or the whole view when it has several panels.
+  virtual QWidget* exportWidget();
+  QList<QChart*> charts() const;
+};
+
+}  // namespace ddplab::gui

@@ -1,0 +1,157 @@
+// The Convergence view: curves against the store's known losses and evaluations, the three x axes,
+// TensorBoard's smoothing, the time-to-accuracy markers, log y, and colours shared with the other charts.
+#include <QLabel>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/main_window.hpp"
+#include "ddplab/gui/runs_view.hpp"
+#include "ddplab/gui/scaling_view.hpp"
+#include "gui_fixture.hpp"
+
+using namespace ddplab;
+using namespace ddplab::gui;
+namespace fx = gui_fixture;
+
+class ConvergenceViewTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db_;
+  fx::Ids ids_;
+
+  QString label(int world) const { return QStringLiteral("#%1 ring (%2 ranks)").arg(ids_.measured.at(world)).arg(world); }
+  // Training time after n completed steps of a measured run: the slowest rank (the last) paces each step.
+  static double timeThrough(int world, double n) {
+    double t = 0;
+    for (int s = 0; s < fx::kSteps; ++s) t += std::clamp(n - s, 0.0, 1.0) * fx::stepTime(world, s, world - 1);
+    return t;
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = dir_.filePath("results.db");
+    ids_ = fx::build(db_.toStdString());
+  }
+
+  void trainLossOnEachXAxis() {
+    MainWindow w;
+    QVERIFY(w.openStore(db_));
+    ConvergenceView* v = w.convergenceView();
+    v->setSmoothing(0);
+    QChart* c = v->chartViews().front()->chart();
+    for (XAxis axis : {XAxis::Step, XAxis::Samples, XAxis::Time}) {
+      v->setXAxis(axis);
+      for (int world : {2, 4}) {
+        QXYSeries* s = fx::seriesNamed(c, label(world));
+        QVERIFY2(s, qPrintable(label(world)));
+        const auto pts = s->points();
+        QCOMPARE(pts.size(), fx::kSteps);
+        for (int step = 0; step < fx::kSteps; ++step) {
+          const double n = step + 1;  // the loss of step s is after s + 1 completed steps
+          const double x = axis == XAxis::Step ? n : axis == XAxis::Samples ? n * fx::kBatch * world : timeThrough(world, n);
+          QVERIFY2(std::abs(pts[step].x() - x) < 1e-9, qPrintable(QString("%1 vs %2").arg(pts[step].x()).arg(x)));
+          QVERIFY(std::abs(pts[step].y() - fx::meanLoss(world, step)) < 1e-12);
+        }
+      }
+    }
+    // The failed run is drawn too, marked as such; simulated runs never (they have no loss).
+    QVERIFY(fx::seriesNamed(c, QStringLiteral("#%1 tree (2 ranks) [failed]").arg(ids_.failed)));
+    QCOMPARE(v->drawnRuns().size(), std::size_t(3));
+  }
+
+  void smoothingFollowsTensorBoardWithTheRawCurveBehind() {
+    MainWindow w;
+    QVERIFY(w.openStore(db_));
+    ConvergenceView* v = w.convergenceView();
+    QCOMPARE(v->smoothing(), 0.6);  // TensorBoard's default
+    QChart* c = v->chartViews().front()->chart();
+    QXYSeries* smooth = fx::seriesNamed(c, label(4));
+    QXYSeries* raw = fx::seriesNamed(c, label(4) + " (raw)");
+    QVERIFY(smooth && raw);
+    double last = 0;
+    for (int step = 0; step < fx::kSteps; ++step) {
+      const double y = fx::meanLoss(4, step);
+      last = last * 0.6 + 0.4 * y;
+      QVERIFY(std::abs(raw->points()[step].y() - y) < 1e-12);
+      QVERIFY(std::abs(smooth->points()[step].y() - last / (1 - std::pow(0.6, step + 1))) < 1e-12);
+    }
+    QVERIFY(raw->pen().color().alpha() < 255);  // faint
+    QCOMPARE(smooth->pen().color(), w.colors().color(*w.runsView()->snapshot().find(ids_.measured[4])));
+  }
+
+  void accuracyWithTargetMarksTimeToAccuracy() {
+    MainWindow w;
+    QVERIFY(w.openStore(db_));
+    ConvergenceView* v = w.convergenceView();
+    v->setSmoothing(0);
+    v->setMetric(CurveMetric::TestAccuracy);
+    v->setXAxis(XAxis::Time);
+    v->setTarget(0.8);
+    QChart* c = v->chartViews().front()->chart();
+    for (int world : {2, 4}) {
+      QXYSeries* s = fx::seriesNamed(c, label(world));
+      QVERIFY(s);
+      QCOMPARE(s->points().size(), 2);  // evaluations after 3 and kSteps steps
+      QVERIFY(std::abs(s->points()[0].x() - timeThrough(world, 3)) < 1e-12);
+      QCOMPARE(s->points()[1].y(), fx::accuracy(world, fx::kSteps));
+      // First reached between the two evaluations, interpolated in steps, then converted to time.
+      const double a3 = fx::accuracy(world, 3), a6 = fx::accuracy(world, fx::kSteps);
+      const double steps = 3 + (0.8 - a3) / (a6 - a3) * 3;
+      QXYSeries* marker = fx::seriesNamed(c, label(world) + " reached target");
+      QVERIFY(marker);
+      QCOMPARE(marker->points().size(), 1);
+      QVERIFY(std::abs(marker->points()[0].x() - timeThrough(world, steps)) < 1e-12);
+      QCOMPARE(marker->points()[0].y(), 0.8);
+      const auto tta = time_to_accuracy(*w.runsView()->snapshot().find(ids_.measured[world]), 0.8, XAxis::Step);
+      QVERIFY(tta && std::abs(*tta - steps) < 1e-12);
+    }
+    QVERIFY(fx::seriesNamed(c, "target 0.8"));
+    QVERIFY2(v->summaryLabel()->text().contains("Time to accuracy 0.8") && !v->summaryLabel()->text().contains("not reached"),
+             qPrintable(v->summaryLabel()->text()));
+    // The failed run has no evaluation: no curve, no marker.
+    QVERIFY(!fx::seriesNamed(c, QStringLiteral("#%1 tree (2 ranks) [failed]").arg(ids_.failed)));
+    // 0.89: only the 4-rank run gets there (0.90; the 2-rank run ends at 0.88).
+    v->setTarget(0.89);
+    QVERIFY(fx::seriesNamed(c, label(4) + " reached target") && !fx::seriesNamed(c, label(2) + " reached target"));
+    QVERIFY2(v->summaryLabel()->text().contains(QStringLiteral("not reached: #%1").arg(ids_.measured[2])),
+             qPrintable(v->summaryLabel()->text()));
+    // Grouped: one line per group, the median of the runs that reached it.
+    w.runsView()->setGroupBy(GroupBy::Strategy);
+    QVERIFY2(v->summaryLabel()->text().contains("ring median") && v->summaryLabel()->text().contains("(1 of 2 runs)"),
+             qPrintable(v->summaryLabel()->text()));
+    v->setTarget(0.8);
+    QVERIFY2(v->summaryLabel()->text().contains("(2 of 2 runs)"), qPrintable(v->summaryLabel()->text()));
+  }
+
+  void logYAndColoursSharedWithScaling() {
+    MainWindow w;
+    QVERIFY(w.openStore(db_));
+    ConvergenceView* v = w.convergenceView();
+    v->setLogY(true);
+    QChart* c = v->chartViews().front()->chart();
+    QVERIFY(qobject_cast<QLogValueAxis*>(c->axes(Qt::Vertical).value(0)));
+    v->setLogY(false);
+    QVERIFY(!qobject_cast<QLogValueAxis*>(c->axes(Qt::Vertical).value(0)));
+    // Grouped by strategy, a ring run's curve has the colour of ring's points and line in Scaling.
+    w.runsView()->setGroupBy(GroupBy::Strategy);
+    const QColor ring = fx::seriesNamed(c, "ring")->pen().color();
+    QChart* scaling = w.scalingView()->chartViews()[2]->chart();  // the demo panel's samples/s (big comes first)
+    QXYSeries* measured = fx::seriesNamed(scaling, "ring measured");
+    QXYSeries* simulated = fx::seriesNamed(scaling, "ring simulated");
+    QVERIFY(measured && simulated);
+    QCOMPARE(measured->color(), ring);
+    QCOMPARE(simulated->pen().color(), ring);
+    // Selection narrows the curves to the selected runs.
+    w.runsView()->selectRuns({ids_.measured[2]});
+    QCOMPARE(v->drawnRuns().size(), std::size_t(1));
+    QCOMPARE(v->drawnRuns().front()->id(), ids_.measured[2]);
+  }
+};
+
+QTEST_MAIN(ConvergenceViewTest)
+#include "test_convergence_view.moc"
