@@ -14,15 +14,22 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace ddplab::gui {
 
 std::vector<PredictionBatch> prediction_batches(const std::vector<PredictionRow>& rows) {
+  // `predict` stores each strategy's rows as it finishes it, seconds apart: an invocation ends where the
+  // scenario or the target changes, or where a (strategy, world size) repeats.
   std::vector<PredictionBatch> out;
+  std::set<std::pair<std::string, int>> seen;
   for (const PredictionRow& r : rows) {
-    if (out.empty() || out.back().created_at != r.created_at || out.back().scenario != r.scenario ||
-        out.back().target != r.target_accuracy)
+    std::pair<std::string, int> key{r.strategy, r.world_size};
+    if (out.empty() || out.back().scenario != r.scenario || out.back().target != r.target_accuracy || seen.count(key)) {
       out.push_back({r.created_at, r.scenario, r.target_accuracy, {}});
+      seen.clear();
+    }
+    seen.insert(std::move(key));
     out.back().rows.push_back(r);
   }
   return out;

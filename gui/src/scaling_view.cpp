@@ -15,20 +15,22 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 namespace ddplab::gui {
 
 std::vector<ScalingPanel> scaling_panels(const std::vector<const RunRecord*>& runs) {
-  // (scenario, model) -> (strategy, simulated) -> line; std::map keeps panels and legends in a stable order.
-  std::map<std::pair<std::string, std::string>, std::map<std::pair<std::string, bool>, ScalingLine>> by;
+  // (scenario, model) -> (strategy, batch, simulated) -> line; std::map keeps panels and legends in a stable order.
+  std::map<std::pair<std::string, std::string>, std::map<std::tuple<std::string, int, bool>, ScalingLine>> by;
   for (const RunRecord* r : runs) {
     if (!r || !r->finished() || !(r->measured() || r->simulated())) continue;
     const RunSummary& s = r->summary;
     if (!(s.samples_per_s > 0) || s.run.info.world_size < 1) continue;
-    ScalingLine& line = by[{s.run.info.scenario, r->model()}][{s.run.info.strategy, r->simulated()}];
+    ScalingLine& line = by[{s.run.info.scenario, r->model()}][{s.run.info.strategy, s.run.info.batch_size, r->simulated()}];
     line.strategy = s.run.info.strategy;
+    line.batch = s.run.info.batch_size;
     line.simulated = r->simulated();
     const ScalingPoint p{s.run.info.world_size, s.samples_per_s, r->id()};
     if (line.simulated) {
@@ -47,8 +49,9 @@ std::vector<ScalingPanel> scaling_panels(const std::vector<const RunRecord*>& ru
   }
   std::vector<ScalingPanel> out;
   for (auto& [key, lines] : by) {
-    ScalingPanel panel{key.first, key.second, {}};
+    ScalingPanel panel{key.first, key.second, {}, false};
     for (auto& [k, line] : lines) {
+      panel.batches_differ = panel.batches_differ || line.batch != lines.begin()->second.batch;
       std::stable_sort(line.points.begin(), line.points.end(), [](const ScalingPoint& a, const ScalingPoint& b) { return a.world < b.world; });
       std::map<int, std::pair<double, int>> mean;  // world -> (sum, count)
       for (const ScalingPoint& p : line.points) mean[p.world].first += p.samples_per_s, mean[p.world].second += 1;
@@ -103,9 +106,13 @@ void ScalingView::refresh() {
   for (const ScalingPanel& panel : panels_) {
     const QString name = QString::fromStdString(panel.scenario) + QStringLiteral(" (") + QString::fromStdString(panel.model) + ')';
     auto* tput = new ChartView(tr("%1: samples/s").arg(name));
-    auto* eff = new ChartView(tr("%1: scaling efficiency").arg(name));
+    auto* eff = new ChartView(tr("%1: efficiency").arg(name));
     eff->setToolTip(tr("samples/s at n / (samples/s at n0 x n / n0), n0 the line's smallest world size"));
-    for (ChartView* v : {tput, eff}) v->setMinimumHeight(330);
+    // Tall enough for every legend entry (Qt clips a legend that does not fit); the efficiency chart shares
+    // the colours and names of its neighbour, so it goes without a legend and gives its width to the plot.
+    const int entries = static_cast<int>(panel.lines.size());
+    for (ChartView* v : {tput, eff}) v->setMinimumHeight(std::max(330, 120 + 21 * entries));
+    eff->chart()->legend()->hide();
     double wmin = std::numeric_limits<double>::infinity(), wmax = 0, ymin = wmin, ymax = 0, emax = 1;
     for (const ScalingLine& l : panel.lines) {
       for (const ScalingPoint& p : l.points) {
@@ -126,10 +133,11 @@ void ScalingView::refresh() {
     for (const ScalingLine& l : panel.lines) {
       const QColor col = ctx_.colors ? ctx_.colors->strategyColor(l.strategy) : paletteColor(0);
       const QString strategy = QString::fromStdString(l.strategy);
-      const QString tip = l.simulated ? tr("%1 simulated\ncompute: %2\nnetwork model: %3")
-                                            .arg(strategy, QString::fromStdString(l.compute_origin.empty() ? "?" : l.compute_origin),
+      const QString who = tr("%1, batch %2 per rank").arg(strategy).arg(l.batch);
+      const QString tip = l.simulated ? tr("%1, simulated\ncompute: %2\nnetwork model: %3")
+                                            .arg(who, QString::fromStdString(l.compute_origin.empty() ? "?" : l.compute_origin),
                                                  QString::fromStdString(l.network_model.empty() ? "?" : l.network_model))
-                                      : tr("%1 measured").arg(strategy);
+                                      : tr("%1, measured").arg(who);
       auto style = [&](QXYSeries* s) {
         if (l.simulated) {
           QPen pen(col);
@@ -146,7 +154,8 @@ void ScalingView::refresh() {
       };
       QXYSeries* t = l.simulated ? static_cast<QXYSeries*>(new QLineSeries) : static_cast<QXYSeries*>(new QScatterSeries);
       for (const ScalingPoint& p : l.points) t->append(p.world, p.samples_per_s);
-      t->setName(strategy + (l.simulated ? tr(" simulated") : tr(" measured")));
+      t->setName(strategy + (panel.batches_differ ? tr(" b%1").arg(l.batch) : QString()) +
+                 (l.simulated ? tr(" simulated") : tr(" measured")));
       style(t);
       pointTooltips(t, [tip](const QPointF& p) { return tip + QObject::tr("\n%1 ranks: %2 samples/s").arg(p.x()).arg(p.y(), 0, 'f', 1); });
       tc->addSeries(t);
@@ -166,6 +175,8 @@ void ScalingView::refresh() {
     views_ << tput << eff;
     ++row;
   }
+  grid->setColumnStretch(0, 3);
+  grid->setColumnStretch(1, 2);
   grid->setRowStretch(row, 1);
   scroll_->setWidget(panelsWidget_);  // deletes the previous panels
 }

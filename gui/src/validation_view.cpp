@@ -281,7 +281,10 @@ void ValidationChartView::plot(const std::vector<ValidationRow>& rows, const Val
     scatter->replace(g.points);
     scatter->setMarkerShape(QScatterSeries::MarkerShapeCircle);
     scatter->setMarkerSize(11);
-    const QColor col = paletteColor(color++);
+    // A strategy keeps the colour it has in every other chart; schedules get the palette in order.
+    const ValidationRow& first = g.rows.front();
+    const QColor col = colors_ && first.kind == "run" && colors_->knowsStrategy(first.label) ? colors_->strategyColor(first.label)
+                                                                                           : paletteColor(color++);
     scatter->setColor(col);
     scatter->setBorderColor(col.darker(150));
     c->addSeries(scatter);
@@ -408,7 +411,14 @@ void ValidationView::setValidations(const std::vector<ValidationRow>& rows) {
 }
 
 void ValidationView::setContext(const ViewContext& context) {
-  if (context.generation == generation_ && generation_ != 0) return;
+  const bool recolour = context.colors && (!colors_ || context.colors->group() != group_);
+  chart_->setColors(context.colors);
+  colors_ = context.colors;
+  if (context.colors) group_ = context.colors->group();
+  if (context.generation == generation_ && generation_ != 0) {
+    if (recolour) refresh();
+    return;
+  }
   generation_ = context.generation;
   setValidations(context.snapshot ? context.snapshot->validations : std::vector<ValidationRow>{});
 }

@@ -11,6 +11,7 @@
 #include "ddplab/gui/main_window.hpp"
 #include "ddplab/gui/runs_view.hpp"
 #include "ddplab/gui/scaling_view.hpp"
+#include "ddplab/gui/validation_view.hpp"
 #include "gui_fixture.hpp"
 
 using namespace ddplab;
@@ -146,6 +147,10 @@ class ConvergenceViewTest : public QObject {
     QVERIFY(measured && simulated);
     QCOMPARE(measured->color(), ring);
     QCOMPARE(simulated->pen().color(), ring);
+    // ...and of its points in Validation.
+    QXYSeries* validated = fx::seriesNamed(w.validationView()->chartView()->chart(), "ring");
+    QVERIFY(validated);
+    QCOMPARE(validated->color(), ring);
     // Selection narrows the curves to the selected runs.
     w.runsView()->selectRuns({ids_.measured[2]});
     QCOMPARE(v->drawnRuns().size(), std::size_t(1));

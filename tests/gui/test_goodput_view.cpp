@@ -59,12 +59,18 @@ class GoodputViewTest : public QObject {
   }
 
   void batchesSplitByInvocation() {
-    std::vector<PredictionRow> rows(3);
-    rows[0].created_at = rows[1].created_at = "2026-12-01T10:00:00Z";
-    rows[2].created_at = "2026-12-01T11:00:00Z";
-    for (auto& r : rows) r.scenario = "demo", r.target_accuracy = 0.8;
-    QCOMPARE(prediction_batches(rows).size(), std::size_t(2));
-    rows[1].target_accuracy = 0.85;  // same second, other target: another invocation
+    std::vector<PredictionRow> rows(4);
+    const char* strategies[] = {"ring", "ring", "tree", "ring"};
+    const int worlds[] = {4, 64, 4, 4};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      rows[i].scenario = "demo", rows[i].target_accuracy = 0.8, rows[i].strategy = strategies[i], rows[i].world_size = worlds[i];
+      rows[i].created_at = i < 2 ? "2026-12-01T10:00:00Z" : "2026-12-01T10:00:01Z";  // strategies a second apart
+    }
+    // One invocation for ring and tree (a second apart); ring at 4 again starts the next.
+    auto batches = prediction_batches(rows);
+    QCOMPARE(batches.size(), std::size_t(2));
+    QCOMPARE(batches[0].rows.size(), std::size_t(3));
+    rows[2].target_accuracy = 0.85;  // another target: another invocation
     QCOMPARE(prediction_batches(rows).size(), std::size_t(3));
   }
 

@@ -15,11 +15,13 @@ class QLabel;
 namespace ddplab::gui {
 
 struct PredictionBatch {
-  std::string created_at, scenario;
+  std::string created_at, scenario;  // created_at: the first row's
   double target = 0;
   std::vector<PredictionRow> rows;  // store order
 };
-std::vector<PredictionBatch> prediction_batches(const std::vector<PredictionRow>& rows);  // oldest first
+// Rows grouped into the `ddplab predict` invocations that stored them, oldest first: a new one starts where
+// the scenario or target changes or a (strategy, world size) repeats.
+std::vector<PredictionBatch> prediction_batches(const std::vector<PredictionRow>& rows);
 // The fastest strategy at each world size of a batch (ties: the first in store order): (world, row index).
 std::vector<std::pair<int, std::size_t>> best_per_world(const PredictionBatch& batch);
 

@@ -1,6 +1,6 @@
 // The "Scaling" view: throughput and scaling efficiency against world size, one panel per scenario and
 // model (an MLP on CPU and ResNet-50 on GPUs never share an axis).
-//   - samples/s per strategy: measured runs as points, simulated runs as a dashed line through the newest
+//   - samples/s per strategy and per-rank batch: measured runs as points, simulated runs as a dashed line through the newest
 //     simulation at each world size; log2 x, log y by default (simulated lines at scale span decades);
 //   - efficiency = samples/s at n / (samples/s at n0 x n / n0), n0 the line's smallest world size (measured:
 //     the mean of the runs at a size);
@@ -26,6 +26,7 @@ struct ScalingPoint {
 };
 struct ScalingLine {
   std::string strategy;
+  int batch = 0;  // per rank: throughput depends on it, so each batch is a line of its own
   bool simulated = false;
   std::vector<ScalingPoint> points;                // measured: every run; simulated: newest per world; by world
   std::vector<std::pair<int, double>> efficiency;  // per world size, ascending
@@ -33,7 +34,8 @@ struct ScalingLine {
 };
 struct ScalingPanel {
   std::string scenario, model;
-  std::vector<ScalingLine> lines;  // by strategy, measured before simulated
+  std::vector<ScalingLine> lines;  // by strategy, then batch, measured before simulated
+  bool batches_differ = false;     // lines are then named with their batch
 };
 std::vector<ScalingPanel> scaling_panels(const std::vector<const RunRecord*>& runs);
 

@@ -68,9 +68,11 @@ class ValidationChartView : public QChartView {
   explicit ValidationChartView(QWidget* parent = nullptr);
   void plot(const std::vector<ValidationRow>& rows, const ValidationMetric& metric);
   bool logScale() const { return log_; }
+  void setColors(const RunColors* colors) { colors_ = colors; }  // strategies in their colours elsewhere
 
  private:
   bool log_ = false;
+  const RunColors* colors_ = nullptr;
 };
 
 class ValidationView : public View {
@@ -107,6 +109,8 @@ class ValidationView : public View {
  private:
   std::vector<ValidationBatch> batches_;
   std::uint64_t generation_ = 0;
+  const RunColors* colors_ = nullptr;
+  GroupBy group_ = GroupBy::Run;
   QStackedWidget* stack_ = nullptr;
   QLabel* empty_ = nullptr;
   QComboBox* batch_ = nullptr;
