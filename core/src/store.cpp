@@ -160,12 +160,27 @@ CREATE TABLE IF NOT EXISTS predictions(
 CREATE INDEX IF NOT EXISTS predictions_by_scenario ON predictions(scenario, strategy, id);
 )sql";
 
+// Version 7: timelines, one row per op of the traced steps (a measured run's last steady steps, or the steps
+// `--trace-steps` named; a small simulation's simulated steps), as core/trace.hpp's TraceEvent.
+constexpr const char* kMigrateTo7 = R"sql(
+CREATE TABLE IF NOT EXISTS trace_events(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  track TEXT NOT NULL,
+  name TEXT NOT NULL,
+  start_s REAL NOT NULL,
+  dur_s REAL NOT NULL,
+  args TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX IF NOT EXISTS trace_events_by_run ON trace_events(run_id, step, rank);
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}, {7, kMigrateTo7}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
@@ -306,10 +321,12 @@ Store::Store(const std::string& path, Access)
     throw StoreError(fmt::format("results store {}: schema version {} is newer than version {} known to this build "
                                  "(ddplab {}); use a newer ddplab",
                                  path, stored, kSchemaVersion, version()));
-  if (stored < kSchemaVersion)
-    throw StoreError(fmt::format("results store {}: schema version {} is older than this build's {}; it is opened read-only "
-                                 "here, so upgrade it once with `ddplab report --db {}` (migrations keep every row)",
-                                 path, stored, kSchemaVersion, path));
+  if (stored < kOldestReadable)
+    throw StoreError(fmt::format("results store {}: schema version {} is older than version {}, the oldest this build reads "
+                                 "without upgrading it; it is opened read-only here, so upgrade it once with "
+                                 "`ddplab report --db {}` (migrations keep every row)",
+                                 path, stored, kOldestReadable, path));
+  schema_ = static_cast<int>(stored);
   prepare_inserts();
   guard.released = true;
 }

@@ -85,12 +85,19 @@ void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* sto
   mine.clear();
 }
 
-// The timeline of the traced steps: rank 0 collects every rank's events and writes one Chrome trace.
+// The timeline of the traced steps: rank 0 collects every rank's events, writes one Chrome trace when asked
+// (--trace) and stores them with the run (table trace_events) for the GUI's Timeline. Without --trace-steps the
+// window is the run's last two steady blocks (two steps at least): the end of a run is past every warm-up.
 class TraceCollector {
  public:
-  TraceCollector(const WorkerOptions& opt, const std::string& strategy, bool several, Clock::time_point origin)
-      : opt_(opt), origin_(origin) {
-    if (opt.trace_path.empty()) return;
+  TraceCollector(const WorkerOptions& opt, const std::string& strategy, bool several, Clock::time_point origin,
+                 std::int64_t total_steps, std::int64_t period)
+      : origin_(origin), first_asked_(opt.trace_first), last_asked_(opt.trace_last) {
+    if (opt.trace_path.empty()) {
+      const std::int64_t span = std::max<std::int64_t>(2, 2 * period);
+      first_asked_ = std::max<std::int64_t>(1, total_steps - span), last_asked_ = total_steps;
+      return;
+    }
     path_ = opt.trace_path;
     if (several) {
       const auto dot = path_.rfind('.');
@@ -100,7 +107,7 @@ class TraceCollector {
     }
   }
   void add(int rank, std::int64_t step, const StepRecord& rec) {
-    if (path_.empty() || step < opt_.trace_first || step >= opt_.trace_last) return;
+    if (step < first_asked_ || step >= last_asked_) return;
     if (first_ < 0) first_ = step;
     last_ = step;
     const double base = std::chrono::duration<double>(rec.start - origin_).count();
@@ -115,10 +122,11 @@ class TraceCollector {
   }
   std::int64_t first_traced() const { return first_; }
   std::int64_t last_traced() const { return last_; }
-  // Collective: every rank calls it. Returns the path written (rank 0), or "". Nothing is written when the
-  // run ended before the first step asked for (every rank ran the same steps, so all skip alike).
-  std::string write(Communicator& comm, const nlohmann::json& metadata) {
-    if (path_.empty() || first_ < 0) return "";
+  // Collective: every rank calls it. Rank 0 stores the events with `run` (when it has a store) and writes the
+  // file asked for; returns the path written, or "". Nothing happens when the run ended before the window
+  // (every rank ran the same steps, so all skip alike).
+  std::string write(Communicator& comm, Store* store, std::int64_t run, const nlohmann::json& metadata) {
+    if (first_ < 0) return "";
     const std::string text = mine_.dump();
     const long long len = static_cast<long long>(text.size());
     std::vector<long long> lens(static_cast<std::size_t>(comm.size()));
@@ -139,13 +147,15 @@ class TraceCollector {
     for (const std::string& t : texts)
       for (const auto& e : nlohmann::json::parse(t))
         events.push_back({e["rank"], e["track"], e["name"], e["start_s"], e["dur_s"], e["args"]});
+    if (store && run >= 0) store->add_trace(run, events);
+    if (path_.empty()) return "";
     write_chrome_trace(path_, events, metadata);
     return path_;
   }
 
  private:
-  const WorkerOptions& opt_;
   Clock::time_point origin_;
+  std::int64_t first_asked_, last_asked_;  // the window [first, last)
   std::string path_;
   std::int64_t first_ = -1, last_ = -1;  // steps traced
   nlohmann::json mine_ = nlohmann::json::array();
@@ -317,7 +327,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   // All ranks share the machine's monotonic clock, so rank 0's start is a common origin for the trace.
   Clock::time_point origin = start;
   comm.broadcast(&origin, sizeof origin, 0);
-  TraceCollector trace(opt, st.name, sc.strategies.size() > 1, origin);
+  TraceCollector trace(opt, st.name, sc.strategies.size() > 1, origin, total_steps, strategy.pattern().period());
   std::int64_t step = 0, samples_total = 0;
   double last_loss = 0;
 
@@ -393,7 +403,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   if (store)
     for (const auto& r : all) store->add_resources(run, r);
 
-  const std::string trace_file = trace.write(comm, {{"scenario", sc.name}, {"strategy", st.to_json()}, {"world_size", world}});
+  const std::string trace_file =
+      trace.write(comm, store, run, {{"scenario", sc.name}, {"strategy", st.to_json()}, {"world_size", world}});
   if (!trace_file.empty())
     std::printf("trace of steps %lld..%lld written to %s\n", static_cast<long long>(trace.first_traced()),
                 static_cast<long long>(trace.last_traced()), trace_file.c_str());

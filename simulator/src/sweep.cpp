@@ -66,7 +66,10 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     const int n = worlds[i];
     SweepPoint p;
     p.world_size = n;
-    p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, options,
+    // Small worlds keep every op, so that the run's timeline is stored for the GUI's Timeline.
+    SimOptions o = options;
+    o.keep_trace = options.keep_trace || n <= kStoredTraceWorld;
+    p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o,
                                 scenario.cluster.devices_per_node);
     const SimPatternResult& r = p.result;
     // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
@@ -118,6 +121,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     info.batch_size = batch;
     p.run_id = store.begin_run(info);
     for (const StepMetrics& m : step_rows(r)) store.add_step(p.run_id, m);
+    if (n <= kStoredTraceWorld) store.add_trace(p.run_id, trace_events(r.steps));
     store.finish_run(p.run_id, "completed");
     points.push_back(std::move(p));
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(worlds.size()));

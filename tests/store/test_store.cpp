@@ -507,3 +507,54 @@ TEST(Store, DeleteRunsRemovesTheirRowsInOneTransaction) {
   EXPECT_EQ(raw.text("SELECT sim_run_id FROM predictions"), "");  // the prediction stays, unlinked
   EXPECT_EQ(store.predictions().size(), 1u);
 }
+
+TEST(Store, TraceEventsRoundTripAndGoWithTheirRun) {
+  TempDir dir;
+  const auto file = dir.file("trace.db");
+  Store store(file, 1);
+  const auto id = store.begin_run(sample_info());
+  const auto other = store.begin_run(sample_info());
+  std::vector<TraceEvent> events = {
+      {1, "comm", "sync_grads 0", 0.030, 0.010, {{"step", 5}, {"bytes", 4096}}},
+      {0, "compute", "backward 1", 0.010, 0.020, {{"step", 5}}},
+      {0, "compute", "forward 0", 0.001, 0.005, {{"step", 4}}},
+  };
+  store.add_trace(id, events);
+  store.add_trace(other, {{0, "compute", "forward 0", 0.0, 1.0, {{"step", 0}}}});
+  const auto back = store.trace_events(id);
+  ASSERT_EQ(back.size(), 3u);
+  // Ordered by step, rank, start: step 4 first, then step 5's rank 0 before rank 1.
+  EXPECT_EQ(back[0].name, "forward 0");
+  EXPECT_EQ(back[1].name, "backward 1");
+  EXPECT_EQ(back[2].track, "comm");
+  EXPECT_EQ(back[2].rank, 1);
+  EXPECT_DOUBLE_EQ(back[2].start_s, 0.030);
+  EXPECT_DOUBLE_EQ(back[2].dur_s, 0.010);
+  EXPECT_EQ(back[2].args["bytes"], 4096);
+  EXPECT_EQ(store.traced_runs(), (std::vector<std::int64_t>{id, other}));
+  store.delete_runs({id});
+  EXPECT_TRUE(store.trace_events(id).empty());
+  EXPECT_EQ(store.traced_runs(), (std::vector<std::int64_t>{other}));
+}
+
+TEST(Store, ReadOnlyReadsTheOldestReadableVersionWithoutTimelines) {
+  TempDir dir;
+  const auto file = dir.file("v6.db");
+  std::int64_t id = 0;
+  {
+    Store store(file);
+    id = store.begin_run(sample_info());
+    store.add_step(id, step_row(0, 0, 0.1, 1, 1.0));
+  }
+  {
+    RawDb raw(file);
+    raw.exec("DROP TABLE trace_events; UPDATE schema_version SET version = 6");
+  }
+  Store viewer(file, Store::Access::ReadOnly);
+  EXPECT_EQ(viewer.schema(), 6);
+  EXPECT_EQ(viewer.steps(id).size(), 1u);
+  EXPECT_TRUE(viewer.trace_events(id).empty());
+  EXPECT_TRUE(viewer.traced_runs().empty());
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 6);  // not migrated
+}

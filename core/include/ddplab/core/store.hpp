@@ -2,6 +2,7 @@
 // Writes are batched in transactions; a crash loses at most the unflushed batch, never the file.
 #pragma once
 #include "ddplab/core/stats.hpp"
+#include "ddplab/core/trace.hpp"
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -235,11 +236,21 @@ class Store {
   void add_predictions(const std::vector<PredictionRow>& rows);  // one transaction; created_at, version set here
   std::vector<PredictionRow> predictions() const;                // oldest first
 
+  // Timelines (schema version 7): a run's traced steps, every op of every rank. add_trace writes them in one
+  // transaction, each event's step taken from its args ("step"); trace_events reads them ordered by step,
+  // rank and start (none for a read-only store of version 6).
+  void add_trace(std::int64_t run, const std::vector<TraceEvent>& events);
+  std::vector<TraceEvent> trace_events(std::int64_t run) const;
+  std::vector<std::int64_t> traced_runs() const;  // runs with a stored timeline, ascending
+
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
-  // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions. Older
-  // files are migrated in place when opened (in one transaction); newer ones are refused.
-  static constexpr int kSchemaVersion = 6;
+  // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
+  // 7: + trace_events. Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
+  static constexpr int kSchemaVersion = 7;
+  static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }
+  int schema() const { return schema_; }
 
  private:
   struct Pending;
@@ -247,6 +258,7 @@ class Store {
   sqlite3* db_ = nullptr;
   int batch_rows_;
   bool read_only_ = false;
+  int schema_ = kSchemaVersion;
   std::unique_ptr<Pending> pending_;
 
   void prepare_inserts();

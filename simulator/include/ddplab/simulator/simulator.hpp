@@ -205,7 +205,9 @@ struct SweepPoint {
 // backend "simgrid", one step row per rank and simulated micro-step, numbered as in the run; config_json
 // holds the pattern, so the store's summary splits warm-up and steady state as simulate_pattern does).
 // Points already written stay when a later one fails (the exception propagates). progress(done, total) is
-// called after each point when given.
+// called after each point when given. Worlds up to kStoredTraceWorld ranks also store their simulated steps'
+// timeline (Store::add_trace), which the GUI's Timeline shows under the measured one.
+inline constexpr int kStoredTraceWorld = 16;
 std::vector<SweepPoint> simulate_sweep(const Scenario&, const StrategyConfig&, const std::vector<int>& worlds, Store&,
                                        const SimOptions& = {}, std::function<void(int, int)> progress = {});
 

@@ -1,0 +1,55 @@
+// Results store: timelines (schema 7), one row per traced op (core/trace.hpp's TraceEvent).
+#include <sqlite3.h>
+
+#include "ddplab/core/store.hpp"
+#include "store_sql.hpp"
+
+namespace ddplab {
+
+void Store::add_trace(std::int64_t run, const std::vector<TraceEvent>& events) {
+  flush();
+  in_transaction(db_, path_, "add trace", [&] {
+    Stmt ins(db_, path_,
+             "INSERT INTO trace_events(run_id, rank, step, track, name, start_s, dur_s, args) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    for (const TraceEvent& e : events) {
+      const std::int64_t step = e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer()
+                                    ? e.args["step"].get<std::int64_t>()
+                                    : -1;
+      ins.reset();
+      ins.bind(1, run).bind(2, e.rank).bind(3, step).bind(4, e.track).bind(5, e.name).bind(6, e.start_s).bind(7, e.dur_s);
+      ins.bind(8, e.args.dump()).run();
+    }
+  });
+}
+
+std::vector<TraceEvent> Store::trace_events(std::int64_t run) const {
+  std::vector<TraceEvent> out;
+  if (schema_ < 7) return out;
+  pending_->flush(db_, path_);
+  Stmt s(db_, path_,
+         "SELECT rank, track, name, start_s, dur_s, args FROM trace_events WHERE run_id = ?1 ORDER BY step, rank, start_s, rowid");
+  s.bind(1, run);
+  while (s.step()) {
+    TraceEvent e;
+    e.rank = s.i32(0);
+    e.track = s.text(1);
+    e.name = s.text(2);
+    e.start_s = s.real(3);
+    e.dur_s = s.real(4);
+    e.args = nlohmann::json::parse(s.text(5), nullptr, false);
+    if (e.args.is_discarded()) e.args = nlohmann::json::object();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> Store::traced_runs() const {
+  std::vector<std::int64_t> out;
+  if (schema_ < 7) return out;
+  pending_->flush(db_, path_);
+  Stmt s(db_, path_, "SELECT DISTINCT run_id FROM trace_events ORDER BY run_id");
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
+}  // namespace ddplab
