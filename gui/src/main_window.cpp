@@ -32,12 +32,13 @@
 #include "ddplab/gui/runs_model.hpp"
 #include "ddplab/gui/runs_view.hpp"
 #include "ddplab/gui/scaling_view.hpp"
+#include "ddplab/gui/timeline_view.hpp"
 #include "ddplab/gui/validation_view.hpp"
 
 namespace ddplab::gui {
 
 QStringList MainWindow::viewKeys() {
-  return {"runs", "convergence", "scaling", "breakdown", "collectives", "validation", "goodput"};
+  return {"runs", "convergence", "scaling", "breakdown", "timeline", "collectives", "validation", "goodput"};
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -47,10 +48,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   convergence_ = new ConvergenceView;
   scaling_ = new ScalingView;
   breakdown_ = new BreakdownView;
+  timeline_ = new TimelineView;
   collectives_ = new CollectivesView;
   validation_ = new ValidationView;
   goodput_ = new GoodputView;
-  views_ = {runs_, convergence_, scaling_, breakdown_, collectives_, validation_, goodput_};
+  views_ = {runs_, convergence_, scaling_, breakdown_, timeline_, collectives_, validation_, goodput_};
   tabs_ = new QTabWidget;
   for (View* v : views_) tabs_->addTab(v, v->title());
   setCentralWidget(tabs_);
@@ -245,21 +247,23 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
 
 bool MainWindow::exportImage(const QString& file, QString* error) {
   auto* v = qobject_cast<View*>(tabs_->currentWidget());
-  if (!v || v->chartViews().isEmpty()) {
+  QWidget* w = v ? v->exportWidget() : nullptr;
+  if (!w) {
     if (error) *error = tr("the %1 view has no chart to export").arg(currentViewKey());
     return false;
   }
-  return saveImage(v->exportWidget(), file, error);
+  return saveImage(w, file, error);
 }
 
 bool MainWindow::exportCsv(const QString& file, QString* error) {
   auto* v = qobject_cast<View*>(tabs_->currentWidget());
-  if (!v || v->chartViews().isEmpty()) {
+  const QString text = v ? v->csv() : QString();
+  if (text.isEmpty()) {
     if (error) *error = tr("the %1 view has no chart to export").arg(currentViewKey());
     return false;
   }
   QFile out(file);
-  if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text) || out.write(chartsCsv(v->charts()).toUtf8()) < 0) {
+  if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text) || out.write(text.toUtf8()) < 0) {
     if (error) *error = tr("cannot write %1: %2").arg(file, out.errorString());
     return false;
   }

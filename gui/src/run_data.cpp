@@ -112,6 +112,14 @@ double validation_error_pct(double predicted, double measured) {
   return error_pct(measured, predicted);  // core/stats.hpp: the one definition
 }
 
+std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run) {
+  try {
+    return Store(path, Store::Access::ReadOnly).trace_events(run);
+  } catch (const std::exception& e) {
+    throw LoadError("cannot read the timeline of run " + std::to_string(run) + " from " + path + ":\n" + e.what());
+  }
+}
+
 StoreSnapshot load_snapshot(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -141,6 +149,7 @@ StoreSnapshot load_snapshot(const std::string& path) {
     }
     snap.validations = store.validations();
     snap.predictions = store.predictions();
+    for (std::int64_t id : store.traced_runs()) snap.traced.insert(id);
     for (BenchRunRow& b : store.benches()) {
       BenchRecord rec{std::move(b), {}};
       rec.rows = store.bench_rows(rec.bench.id);

@@ -59,8 +59,11 @@ QColor RunColors::strategyColor(const std::string& strategy) const {
 
 QWidget* View::exportWidget() {
   const auto views = chartViews();
+  if (views.isEmpty()) return nullptr;
   return views.size() == 1 ? static_cast<QWidget*>(views.front()) : this;
 }
+
+QString View::csv() const { return chartViews().isEmpty() ? QString() : chartsCsv(charts()); }
 
 QList<QChart*> View::charts() const {
   QList<QChart*> out;

@@ -6,6 +6,7 @@
 //   bench #1: ring and tree allreduce busbw at 3 sizes; one validate invocation predicting ring's, and the
 //   2-rank ring run's step time
 //   predictions: "demo" to 0.8 at 4 and 64 ranks, ring and tree
+//   timelines: the 4-rank measured run's steps 4 and 5, the 4-rank simulation's step 0 (traceOp)
 #pragma once
 #include <QList>
 #include <QPointF>
@@ -45,6 +46,18 @@ inline std::string mlpConfig(const std::string& extra = "") {
   return R"({"model":{"type":"mlp","layers":[784,64,10]})" + extra + "}";
 }
 
+// The stored timeline: per rank a forward, a backward and a sync_grads op; `scale` stretches the simulated one.
+inline std::vector<TraceEvent> traceOps(std::int64_t step, double origin_s, double scale) {
+  std::vector<TraceEvent> out;
+  for (int rank = 0; rank < 4; ++rank) {
+    const double t = origin_s + 0.001 * rank;
+    out.push_back({rank, "compute", "forward", t, 0.010 * scale, {{"step", step}}});
+    out.push_back({rank, "compute", "backward 0", t + 0.010 * scale, 0.020 * scale, {{"step", step}}});
+    out.push_back({rank, "comm", "sync_grads 0", t + 0.030 * scale, 0.005 * (rank + 1) * scale, {{"step", step}, {"bytes", 4096}}});
+  }
+  return out;
+}
+
 struct Ids {
   std::map<int, std::int64_t> measured, simulated;  // world -> run
   std::int64_t failed = 0, big = 0, bench = 0;
@@ -69,6 +82,11 @@ inline Ids build(const std::string& path) {
         m.loss = loss(world, step, rank);
         store.add_step(id, m);
       }
+    if (world == 4) {
+      auto events = traceOps(4, 10.0, 1.0);
+      for (const TraceEvent& e : traceOps(5, 11.0, 1.0)) events.push_back(e);
+      store.add_trace(id, events);
+    }
     for (std::int64_t at : {3, kSteps})
       store.add_evaluation(id, Evaluation{at, 1.0 * at, 1.0 - 0.05 * at, accuracy(world, at), 0.7, 0.6, 0, {}});
     store.finish_run(id, "completed");
@@ -96,6 +114,7 @@ inline Ids build(const std::string& path) {
       m.loss = std::numeric_limits<double>::quiet_NaN();
       store.add_step(id, m);
     }
+    if (world == 4) store.add_trace(id, traceOps(0, 0.0, 2.0));
     store.finish_run(id, "completed");
     ids.simulated[world] = id;
   }

@@ -1,5 +1,5 @@
-// The ddplab-gui main window: one tab per view (Ctrl+1..7), all fed by the Runs view's choice of runs.
-//   Runs · Convergence · Scaling · Breakdown · Collectives · Validation · Goodput
+// The ddplab-gui main window: one tab per view (Ctrl+1..8), all fed by the Runs view's choice of runs.
+//   Runs · Convergence · Scaling · Breakdown · Timeline · Collectives · Validation · Goodput
 // File: open (Ctrl+O, or drop a file on the window), reload (F5), follow live (poll the store, new steps
 // within 2 s), export the current view as PNG, SVG or CSV. Edit: delete the selected runs (Del).
 // The store is read read-only; deleting runs is the one write, in one transaction, after a confirmation.
@@ -27,6 +27,7 @@ class RunsView;
 class ConvergenceView;
 class ScalingView;
 class BreakdownView;
+class TimelineView;
 class CollectivesView;
 class ValidationView;
 class GoodputView;
@@ -51,6 +52,7 @@ class MainWindow : public QMainWindow {
   ConvergenceView* convergenceView() const { return convergence_; }
   ScalingView* scalingView() const { return scaling_; }
   BreakdownView* breakdownView() const { return breakdown_; }
+  TimelineView* timelineView() const { return timeline_; }
   CollectivesView* collectivesView() const { return collectives_; }
   ValidationView* validationView() const { return validation_; }
   GoodputView* goodputView() const { return goodput_; }
@@ -102,6 +104,7 @@ class MainWindow : public QMainWindow {
   ConvergenceView* convergence_ = nullptr;
   ScalingView* scaling_ = nullptr;
   BreakdownView* breakdown_ = nullptr;
+  TimelineView* timeline_ = nullptr;
   CollectivesView* collectives_ = nullptr;
   ValidationView* validation_ = nullptr;
   GoodputView* goodput_ = nullptr;

@@ -4,6 +4,7 @@
 // snapshot. Only deleting runs writes (delete_runs, after the user confirms).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -67,6 +68,7 @@ struct StoreSnapshot {
   std::vector<ValidationRow> validations;  // oldest first, as Store::validations() returns them
   std::vector<PredictionRow> predictions;  // oldest first (`ddplab predict`)
   std::vector<BenchRecord> benches;        // oldest first
+  std::set<std::int64_t> traced;           // runs with a stored timeline (read on demand: read_trace)
 
   const RunRecord* find(std::int64_t id) const;
 };
@@ -90,6 +92,9 @@ int straggler(const std::vector<RankMeans>& ranks);
 // Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
 // with no finite loss at all are left out.
 std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps);
+
+// A run's stored timeline (Store::trace_events), read-only; throws LoadError naming the file.
+std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run);
 
 // Reads every run of the store at `path`, read-only. A missing, foreign or unreadable file is a LoadError
 // that names it and says why.

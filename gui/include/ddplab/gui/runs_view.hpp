@@ -31,7 +31,7 @@ class RunsView : public View {
   explicit RunsView(QWidget* parent = nullptr);
   QString title() const override { return tr("Runs"); }
   void setContext(const ViewContext&) override {}
-  QList<QChartView*> chartViews() const override { return {}; }
+  QList<QChartView*> chartViews() const override { return {}; }  // a table: nothing to export
 
   void setSnapshot(StoreSnapshot snapshot);  // keeps filter, hidden runs and the selection (by id)
   const StoreSnapshot& snapshot() const;

@@ -54,8 +54,10 @@ class View : public QWidget {
   virtual QString title() const = 0;  // the tab's name
   virtual void setContext(const ViewContext& context) = 0;
   virtual QList<QChartView*> chartViews() const = 0;
-  // What Export as PNG/SVG renders: the one chart, or the whole view when it has several panels.
+  // What Export as PNG/SVG renders: the one chart, or the whole view when it has several panels; nullptr
+  // when the view has nothing to export. csv(): the data drawn ("" when none), by default its charts' series.
   virtual QWidget* exportWidget();
+  virtual QString csv() const;
   QList<QChart*> charts() const;
 };
 
