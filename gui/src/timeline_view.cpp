@@ -315,8 +315,16 @@ void TimelineView::runChanged() {
   }
   const QSignalBlocker block(step_);
   step_->clear();
-  for (std::int64_t s : trace_steps(events_)) step_->addItem(QString::number(s), QVariant::fromValue<qlonglong>(s));
-  step_->setCurrentIndex(step_->count() - 1);
+  // The last traced step that communicates (under local SGD, the averaging one), else the last.
+  std::set<std::int64_t> talking;
+  for (const TraceEvent& e : events_)
+    if (e.track == "comm") talking.insert(step_of(e));
+  int pick = -1;
+  for (std::int64_t s : trace_steps(events_)) {
+    step_->addItem(QString::number(s), QVariant::fromValue<qlonglong>(s));
+    if (talking.count(s) || talking.empty()) pick = step_->count() - 1;
+  }
+  step_->setCurrentIndex(pick);
   stepChanged();
   if (!error.isEmpty()) note_->setText(error);
 }

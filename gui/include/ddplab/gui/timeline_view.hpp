@@ -1,7 +1,8 @@
 // The "Timeline" view: a per-rank Gantt of one step (Perfetto-style) from the timelines in the store
 // (table trace_events): each rank has a compute and a comm track, each op a bar coloured by kind.
 //   - the run: the first selected run with a timeline, else the newest shown measured one (a choice box lists
-//     every shown run that has one); the step: any of its traced steps (the last by default);
+//     every shown run that has one); the step: any of its traced steps (by default the last one with
+//     communication: under local SGD the averaging step);
 //   - under a measured run, the simulated step of the same strategy (the newest simulated run of its scenario
 //     and strategy at its world size, else at the nearest), at the same place in the step pattern;
 //   - both on one time scale from each step's first op: the wheel zooms around the pointer, dragging pans,
