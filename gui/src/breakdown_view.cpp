@@ -53,9 +53,9 @@ struct Part {
 };
 const Part kParts[] = {{"compute", 0x4e79a7}, {"exposed comm", 0xe15759}, {"optimizer", 0x59a14f}, {"other", 0xbab0ac}};
 
-// Four stacked sets (ms, or each row's shares in % with `percent`) over `categories`, drawn as horizontal
-// bars from the top down.
-void drawStack(QChart* c, const QStringList& categories, std::vector<std::array<double, 4>> ms, bool percent) {
+}  // namespace
+
+void drawStepStack(QChart* c, const QStringList& categories, std::vector<std::array<double, 4>> ms, bool percent) {
   clearChart(c);
   if (percent)
     for (auto& row : ms) {
@@ -87,7 +87,6 @@ void drawStack(QChart* c, const QStringList& categories, std::vector<std::array<
   c->legend()->setMarkerShape(QLegend::MarkerShapeRectangle);
 }
 
-}  // namespace
 
 BreakdownView::BreakdownView(QWidget* parent) : View(parent) {
   strategies_ = new ChartView(tr("Step breakdown per strategy"));
@@ -135,7 +134,7 @@ void BreakdownView::refresh() {
     cats << QString::fromStdString(b.label);
     ms.push_back({b.compute_s * 1e3, b.exposed_comm_s * 1e3, b.optimizer_s * 1e3, b.other_s * 1e3});
   }
-  drawStack(strategies_->chart(), cats, ms, pct);
+  drawStepStack(strategies_->chart(), cats, ms, pct);
   strategies_->chart()->setTitle(bars_.empty() ? tr("Step breakdown: no completed runs shown")
                                                : tr("Step breakdown per strategy (newest run of each; means over ranks)"));
 
@@ -188,10 +187,10 @@ void BreakdownView::refresh() {
                        .arg(kStragglerPct, 0, 'f', 0);
     }
     ranks_->chart()->setTitle(QString());
-    drawStack(ranks_->chart(), cats, ms, pct);
+    drawStepStack(ranks_->chart(), cats, ms, pct);
     ranks_->chart()->setTitle(tr("Per rank: run #%1").arg(rankRun_->id()));
   } else {
-    drawStack(ranks_->chart(), {}, {}, pct);
+    drawStepStack(ranks_->chart(), {}, {}, pct);
     ranks_->chart()->setTitle(tr("Per rank: select a run"));
   }
   straggler_->setText(text);

@@ -34,11 +34,12 @@
 #include "ddplab/gui/scaling_view.hpp"
 #include "ddplab/gui/timeline_view.hpp"
 #include "ddplab/gui/validation_view.hpp"
+#include "ddplab/gui/what_if_view.hpp"
 
 namespace ddplab::gui {
 
 QStringList MainWindow::viewKeys() {
-  return {"runs", "convergence", "scaling", "breakdown", "timeline", "collectives", "validation", "goodput"};
+  return {"runs", "convergence", "scaling", "breakdown", "timeline", "collectives", "validation", "what-if", "goodput"};
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -51,8 +52,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   timeline_ = new TimelineView;
   collectives_ = new CollectivesView;
   validation_ = new ValidationView;
+  whatIf_ = new WhatIfView;
   goodput_ = new GoodputView;
-  views_ = {runs_, convergence_, scaling_, breakdown_, timeline_, collectives_, validation_, goodput_};
+  views_ = {runs_, convergence_, scaling_, breakdown_, timeline_, collectives_, validation_, whatIf_, goodput_};
   tabs_ = new QTabWidget;
   for (View* v : views_) tabs_->addTab(v, v->title());
   setCentralWidget(tabs_);
@@ -343,6 +345,10 @@ void MainWindow::saveSettings() const {
 bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString* error) {
   window.resize(size);
   window.show();
+  if (window.currentViewKey() == "what-if" && !window.whatIfView()->waitForResult(60000)) {
+    if (error) *error = QObject::tr("the What-if simulation did not finish within 60 s");
+    return false;
+  }
   // Let layouts and the chart scenes settle before grabbing.
   for (int i = 0; i < 3; ++i) QApplication::processEvents();
   const QPixmap pix = window.grab();

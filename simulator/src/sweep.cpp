@@ -44,38 +44,53 @@ SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions&
 
 }  // namespace
 
+SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store, const SimOptions& given) {
+  SweepSetup setup;
+  setup.compute = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
+  setup.options = with_scenario_calibration(scenario, given, store);
+  // The calibration's per-layer times are the compute only when they are the chosen source.
+  if (setup.options.calibration && !setup.options.calibration->layers.empty() && setup.compute.kind != "calibration") {
+    auto network_only = std::make_shared<Calibration>(*setup.options.calibration);
+    network_only->layers.clear();
+    setup.options.calibration = network_only;
+  }
+  return setup;
+}
+
+SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strategy, int n, const SweepSetup& setup) {
+  if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
+  const ComputeSource& src = setup.compute;
+  SweepPoint p;
+  p.world_size = n;
+  // Small worlds keep every op, so that the run's timeline is stored for the GUI's Timeline.
+  SimOptions o = setup.options;
+  o.keep_trace = setup.options.keep_trace || n <= kStoredTraceWorld;
+  p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o, scenario.cluster.devices_per_node);
+  const SimPatternResult& r = p.result;
+  // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
+  // communicating: compute every micro-step, the optimizer once per accumulation window.
+  const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
+  const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
+  p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
+  return p;
+}
+
 std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyConfig& strategy,
                                        const std::vector<int>& worlds, Store& store, const SimOptions& given,
                                        std::function<void(int, int)> progress) {
   for (int n : worlds)
     if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
-  const ComputeSource src = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
-  SimOptions options = with_scenario_calibration(scenario, given, store);
-  // The calibration's per-layer times are the compute only when they are the chosen source.
-  if (options.calibration && !options.calibration->layers.empty() && src.kind != "calibration") {
-    auto network_only = std::make_shared<Calibration>(*options.calibration);
-    network_only->layers.clear();
-    options.calibration = network_only;
-  }
+  const SweepSetup setup = sweep_setup(scenario, strategy, store, given);
+  const ComputeSource& src = setup.compute;
+  const SimOptions& options = setup.options;
   const int batch = scenario.train.batch_size;
-  const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
   const std::string host_info = host_info_json();
 
   std::vector<SweepPoint> points;
   for (std::size_t i = 0; i < worlds.size(); ++i) {
     const int n = worlds[i];
-    SweepPoint p;
-    p.world_size = n;
-    // Small worlds keep every op, so that the run's timeline is stored for the GUI's Timeline.
-    SimOptions o = options;
-    o.keep_trace = options.keep_trace || n <= kStoredTraceWorld;
-    p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o,
-                                scenario.cluster.devices_per_node);
+    SweepPoint p = simulate_point(scenario, strategy, n, setup);
     const SimPatternResult& r = p.result;
-    // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
-    // communicating: compute every micro-step, the optimizer once per accumulation window.
-    const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(batch) / busy_s : 0.0;
-    p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
 
     nlohmann::json config = scenario.to_json();
     config["world_size"] = n;

@@ -7,6 +7,7 @@
 //     time, the one the others wait for (their wait shows as exposed communication), when it is at least
 //     kStragglerPct over the median rank.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct BreakdownBar {
   double compute_s = 0, exposed_comm_s = 0, optimizer_s = 0, other_s = 0;  // per step, means over ranks
 };
 std::vector<BreakdownBar> strategy_breakdown(const std::vector<const RunRecord*>& runs);
+
+// Draws rows of (compute, exposed comm, optimizer, other) ms as horizontal stacked bars from the top down,
+// or each row's shares in % with `percent` (also the What-if view's breakdown).
+void drawStepStack(QChart* chart, const QStringList& categories, std::vector<std::array<double, 4>> ms, bool percent);
 
 class BreakdownView : public View {
   Q_OBJECT

@@ -1,5 +1,5 @@
-// The ddplab-gui main window: one tab per view (Ctrl+1..8), all fed by the Runs view's choice of runs.
-//   Runs · Convergence · Scaling · Breakdown · Timeline · Collectives · Validation · Goodput
+// The ddplab-gui main window: one tab per view (Ctrl+1..9), all fed by the Runs view's choice of runs.
+//   Runs · Convergence · Scaling · Breakdown · Timeline · Collectives · Validation · What-if · Goodput
 // File: open (Ctrl+O, or drop a file on the window), reload (F5), follow live (poll the store, new steps
 // within 2 s), export the current view as PNG, SVG or CSV. Edit: delete the selected runs (Del).
 // The store is read read-only; deleting runs is the one write, in one transaction, after a confirmation.
@@ -30,6 +30,7 @@ class BreakdownView;
 class TimelineView;
 class CollectivesView;
 class ValidationView;
+class WhatIfView;
 class GoodputView;
 
 class MainWindow : public QMainWindow {
@@ -55,6 +56,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return timeline_; }
   CollectivesView* collectivesView() const { return collectives_; }
   ValidationView* validationView() const { return validation_; }
+  WhatIfView* whatIfView() const { return whatIf_; }
   GoodputView* goodputView() const { return goodput_; }
   QTabWidget* tabs() const { return tabs_; }
   const RunColors& colors() const { return colors_; }
@@ -107,6 +109,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_ = nullptr;
   CollectivesView* collectives_ = nullptr;
   ValidationView* validation_ = nullptr;
+  WhatIfView* whatIf_ = nullptr;
   GoodputView* goodput_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QLabel* statusLabel_ = nullptr;

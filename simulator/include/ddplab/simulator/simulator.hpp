@@ -193,6 +193,14 @@ std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>&);
 // process. step_s = comm_s = the collective time (max over ranks of end - start); byte records as above.
 SimStepResult simulate_schedule(const ClusterConfig&, const Schedule&, std::size_t elem_bytes, const SimOptions& = {});
 
+// What simulate_sweep decides once for all its world sizes: the compute source (compute_source.hpp, by
+// SimOptions::compute) and the options with the calibration the scenario names, its per-layer times kept
+// only when they are the compute source.
+struct SweepSetup {
+  ComputeSource compute;
+  SimOptions options;
+};
+
 struct SweepPoint {
   int world_size = 0;
   SimPatternResult result;   // its samples_per_s counts workers only (dedicated parameter servers take no batch)
@@ -208,6 +216,9 @@ struct SweepPoint {
 // called after each point when given. Worlds up to kStoredTraceWorld ranks also store their simulated steps'
 // timeline (Store::add_trace), which the GUI's Timeline shows under the measured one.
 inline constexpr int kStoredTraceWorld = 16;
+SweepSetup sweep_setup(const Scenario&, const StrategyConfig&, const Store&, const SimOptions&);
+// One world size of a sweep, simulated and not stored (the GUI's What-if): simulate_sweep's figures exactly.
+SweepPoint simulate_point(const Scenario&, const StrategyConfig&, int world_size, const SweepSetup&);
 std::vector<SweepPoint> simulate_sweep(const Scenario&, const StrategyConfig&, const std::vector<int>& worlds, Store&,
                                        const SimOptions& = {}, std::function<void(int, int)> progress = {});
 
