@@ -142,10 +142,10 @@ void BreakdownView::refresh() {
   // identical ranks by construction), else the newest measured, else the newest shown run.
   rankRun_ = nullptr;
   for (const RunRecord* r : ctx_.selected)
-    if (!rankRun_ && !r->ranks.empty()) rankRun_ = r;
+    if (!rankRun_ && !r->ranks.ranks.empty()) rankRun_ = r;
   auto pick = [&](auto&& wanted) {
     for (auto it = ctx_.runs.rbegin(); it != ctx_.runs.rend() && !rankRun_ && ctx_.selected.empty(); ++it)
-      if (!(*it)->ranks.empty() && wanted(**it)) rankRun_ = *it;
+      if (!(*it)->ranks.ranks.empty() && wanted(**it)) rankRun_ = *it;
   };
   pick([](const RunRecord& r) { return r.measured() && r.finished(); });
   pick([](const RunRecord& r) { return r.measured(); });
@@ -154,35 +154,32 @@ void BreakdownView::refresh() {
   ms.clear();
   QString text;
   if (rankRun_) {
-    for (const RankMeans& r : rankRun_->ranks) {
+    const RankReport& report = rankRun_->ranks;
+    for (const RankBreakdown& r : report.ranks) {
       cats << tr("rank %1").arg(r.rank);
-      ms.push_back({r.compute_s * 1e3, r.exposed_comm_s * 1e3, r.optimizer_s * 1e3, r.other_s() * 1e3});
+      ms.push_back({r.compute_s * 1e3, r.exposed_comm_s * 1e3, r.optimizer_s * 1e3,
+                    other_s(r.step_s, r.compute_s, r.exposed_comm_s, r.optimizer_s) * 1e3});
     }
     const QString run = tr("run #%1 %2 (%3 ranks, %4)")
                             .arg(rankRun_->id())
                             .arg(QString::fromStdString(rankRun_->info().strategy))
                             .arg(rankRun_->info().world_size)
                             .arg(QString::fromStdString(rankRun_->info().source));
-    const int s = straggler(rankRun_->ranks);
-    if (s >= 0) {
-      std::vector<double> busy;
-      double mine = 0;
-      for (const RankMeans& r : rankRun_->ranks) {
-        busy.push_back(r.compute_s + r.optimizer_s);
-        if (r.rank == s) mine = busy.back();
-      }
-      std::nth_element(busy.begin(), busy.begin() + static_cast<long>(busy.size() / 2), busy.end());
-      const double median = busy[busy.size() / 2];
+    if (report.slowest >= 0) {
+      const RankBreakdown& slow =
+          *std::find_if(report.ranks.begin(), report.ranks.end(), [&](const RankBreakdown& b) { return b.rank == report.slowest; });
+      const double mine = slow.compute_s + slow.optimizer_s, median = report.others_work_s;
       const double over = median > 0 ? 100 * (mine - median) / median : 0.0;
       // Under kStragglerPct the ranks are even: naming one would point at noise.
       text = over >= kStragglerPct
-                 ? tr("Straggler of %1: rank %2, compute + optimizer %3 ms per step, %4% over the median rank; the others "
-                      "wait for it (their exposed comm).")
+                 ? tr("Straggler of %1: rank %2, compute + optimizer %3 ms per step, %4% over the other ranks' median; they "
+                      "wait for it %5 ms per step (their exposed comm beyond its own).")
                        .arg(run)
-                       .arg(s)
+                       .arg(slow.rank)
                        .arg(mine * 1e3, 0, 'f', 2)
                        .arg(over, 0, 'f', 1)
-                 : tr("No straggler in %1: every rank's compute + optimizer time is within %2% of the median rank's.")
+                       .arg(report.others_wait_s * 1e3, 0, 'f', 2)
+                 : tr("No straggler in %1: the slowest rank's compute + optimizer is within %2% of the other ranks' median.")
                        .arg(run)
                        .arg(kStragglerPct, 0, 'f', 0);
     }

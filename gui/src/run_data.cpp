@@ -22,8 +22,6 @@ const RunRecord* StoreSnapshot::find(std::int64_t id) const {
   return nullptr;
 }
 
-double RankMeans::other_s() const { return std::max(0.0, step_s - compute_s - exposed_comm_s - optimizer_s); }
-
 std::string RunRecord::model() const {
   const auto cfg = nlohmann::json::parse(summary.run.info.config_json, nullptr, false);
   if (!cfg.is_object() || !cfg.contains("model") || !cfg["model"].is_object()) return "model?";
@@ -43,38 +41,6 @@ std::string RunRecord::model() const {
     return slash == std::string::npos ? t : t.substr(slash + 1);
   }
   return type;
-}
-
-std::vector<RankMeans> rank_means(const std::vector<StepMetrics>& steps, std::int64_t from_step) {
-  std::map<int, std::pair<RankMeans, int>> acc;  // rank -> (sums, steps)
-  for (const StepMetrics& m : steps) {
-    if (m.step < from_step) continue;
-    auto& [r, n] = acc[m.rank];
-    r.rank = m.rank;
-    auto add = [](double& sum, double v) { sum += std::isfinite(v) ? v : 0.0; };
-    add(r.step_s, m.step_s);
-    add(r.compute_s, m.compute_s);
-    add(r.comm_s, m.comm_s);
-    add(r.exposed_comm_s, m.exposed_comm_s);
-    add(r.optimizer_s, m.optimizer_s);
-    ++n;
-  }
-  std::vector<RankMeans> out;
-  for (auto& [rank, a] : acc) {
-    RankMeans r = a.first;
-    const double n = a.second;
-    r.step_s /= n, r.compute_s /= n, r.comm_s /= n, r.exposed_comm_s /= n, r.optimizer_s /= n;
-    out.push_back(r);
-  }
-  return out;
-}
-
-int straggler(const std::vector<RankMeans>& ranks) {
-  if (ranks.size() < 2) return -1;
-  const auto it = std::max_element(ranks.begin(), ranks.end(), [](const RankMeans& a, const RankMeans& b) {
-    return a.compute_s + a.optimizer_s < b.compute_s + b.optimizer_s;
-  });
-  return it->rank;
 }
 
 std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps) {
@@ -139,7 +105,7 @@ StoreSnapshot load_snapshot(const std::string& path) {
       rec.summary = std::move(s);
       const std::vector<StepMetrics> steps = store.steps(rec.id());
       rec.totals = step_totals(steps);
-      rec.ranks = rank_means(steps, rec.summary.skipped);
+      if (!steps.empty()) rec.ranks = rank_report(steps, rec.summary.skipped);
       if (rec.measured()) {
         rec.mean_loss = mean_loss_per_step(steps);
         rec.evaluations = store.evaluations(rec.id());

@@ -3,9 +3,9 @@
 //     shown, measured and simulated side by side: compute, exposed communication, optimizer and other
 //     (the rest of the slowest rank's step: data loading, hand-offs), stacked, in ms or as % of the step;
 //   - per rank for one run (the first selected, else the newest shown measured run): the same parts for each
-//     rank over the run's steady steps, and the straggler named: the rank with the most compute + optimizer
-//     time, the one the others wait for (their wait shows as exposed communication), when it is at least
-//     kStragglerPct over the median rank.
+//     rank over the run's steady steps, and the straggler named (core/rank_report.hpp, as `ddplab report
+//     --ranks`): the rank with the most compute + optimizer time, the one the others wait for (their wait
+//     shows as exposed communication), when it is at least kStragglerPct over the other ranks' median.
 #pragma once
 #include <array>
 #include <string>

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 
@@ -20,14 +21,11 @@ struct LoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One rank's means over a run's steady window (the steps from RunSummary::skipped on).
-struct RankMeans {
-  int rank = 0;
-  double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
-  // What the step spends outside compute, exposed communication and the optimizer (data loading,
-  // hand-offs): step - compute - exposed comm - optimizer, never below 0.
-  double other_s() const;
-};
+// What a step spends outside compute, exposed communication and the optimizer (data loading, hand-offs):
+// step - compute - exposed comm - optimizer, never below 0.
+inline double other_s(double step_s, double compute_s, double exposed_comm_s, double optimizer_s) {
+  return step_s - compute_s - exposed_comm_s - optimizer_s > 0 ? step_s - compute_s - exposed_comm_s - optimizer_s : 0.0;
+}
 
 struct RunRecord {
   RunSummary summary;
@@ -36,7 +34,9 @@ struct RunRecord {
   std::vector<std::pair<std::int64_t, double>> mean_loss;
   std::vector<StepTotals> totals;       // per step, collapsed over ranks (x axes: samples, training time)
   std::vector<Evaluation> evaluations;  // ordered by step (confusion matrices dropped)
-  std::vector<RankMeans> ranks;         // by rank
+  // Each rank's means over the summary's steady window and the slowest rank (core/rank_report.hpp, as
+  // `ddplab report --ranks` gives them); no ranks when the run has no steps.
+  RankReport ranks;
 
   std::int64_t id() const { return summary.run.id; }
   const RunInfo& info() const { return summary.run.info; }
@@ -81,13 +81,6 @@ std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>
 // 100 (predicted - measured) / measured, as `ddplab validate` defines it; NaN when measured is not > 0
 // or either value is not finite.
 double validation_error_pct(double predicted, double measured);
-
-// A run's RankMeans over its steps from `from_step` on (the summary's steady window).
-std::vector<RankMeans> rank_means(const std::vector<StepMetrics>& steps, std::int64_t from_step);
-
-// The rank the others wait for: the one with the largest compute + optimizer time (they show the wait as
-// exposed communication). -1 with fewer than two ranks.
-int straggler(const std::vector<RankMeans>& ranks);
 
 // Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
 // with no finite loss at all are left out.
