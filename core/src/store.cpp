@@ -217,6 +217,14 @@ struct DbGuard {
   }
 };
 
+// A file written by a newer build: its tables may mean something this build does not know.
+void refuse_newer(const std::string& path, std::int64_t stored) {
+  if (stored > Store::kSchemaVersion)
+    throw StoreError(fmt::format("results store {}: schema version {} is newer than version {} known to this build "
+                                 "(ddplab {}); use a newer ddplab",
+                                 path, stored, Store::kSchemaVersion, version()));
+}
+
 }  // namespace
 
 Store::Store(const std::string& path, int batch_rows)
@@ -247,11 +255,7 @@ Store::Store(const std::string& path, int batch_rows)
       Stmt s(db_, path_, "SELECT MAX(version) FROM schema_version");
       if (s.step() && !s.null(0)) stored = s.i64(0);
     }
-    if (stored && *stored > kSchemaVersion)
-      throw StoreError(fmt::format(
-          "results store {}: schema version {} is newer than version {} known to this build (ddplab {}); "
-          "use a newer ddplab",
-          path, *stored, kSchemaVersion, version()));
+    if (stored) refuse_newer(path, *stored);
     exec(db_, path, kSchema, "apply schema");
     if (!stored) {
       Stmt s(db_, path_, "INSERT INTO schema_version(version) VALUES(1)");
@@ -317,10 +321,7 @@ Store::Store(const std::string& path, Access)
     Stmt s(db_, path_, "SELECT MAX(version) FROM schema_version");
     if (s.step() && !s.null(0)) stored = s.i64(0);
   }
-  if (stored > kSchemaVersion)
-    throw StoreError(fmt::format("results store {}: schema version {} is newer than version {} known to this build "
-                                 "(ddplab {}); use a newer ddplab",
-                                 path, stored, kSchemaVersion, version()));
+  refuse_newer(path, stored);
   if (stored < kOldestReadable)
     throw StoreError(fmt::format("results store {}: schema version {} is older than version {}, the oldest this build reads "
                                  "without upgrading it; it is opened read-only here, so upgrade it once with "

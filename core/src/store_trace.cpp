@@ -12,11 +12,8 @@ void Store::add_trace(std::int64_t run, const std::vector<TraceEvent>& events) {
     Stmt ins(db_, path_,
              "INSERT INTO trace_events(run_id, rank, step, track, name, start_s, dur_s, args) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
     for (const TraceEvent& e : events) {
-      const std::int64_t step = e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer()
-                                    ? e.args["step"].get<std::int64_t>()
-                                    : -1;
       ins.reset();
-      ins.bind(1, run).bind(2, e.rank).bind(3, step).bind(4, e.track).bind(5, e.name).bind(6, e.start_s).bind(7, e.dur_s);
+      ins.bind(1, run).bind(2, e.rank).bind(3, trace_step(e)).bind(4, e.track).bind(5, e.name).bind(6, e.start_s).bind(7, e.dur_s);
       ins.bind(8, e.args.dump()).run();
     }
   });

@@ -59,4 +59,9 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
   if (!f) throw std::runtime_error("cannot write trace " + path + ": write failed");
 }
 
+std::int64_t trace_step(const TraceEvent& e) {
+  return e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer() ? e.args["step"].get<std::int64_t>()
+                                                                                              : -1;
+}
+
 }  // namespace ddplab

@@ -39,7 +39,7 @@ std::vector<BreakdownBar> strategy_breakdown(const std::vector<const RunRecord*>
     b.compute_s = s.compute_s;
     b.exposed_comm_s = s.exposed_comm_s;
     b.optimizer_s = s.optimizer_s;
-    b.other_s = std::max(0.0, s.step_s - s.compute_s - s.exposed_comm_s - s.optimizer_s);
+    b.other_s = other_s(s.step_s, s.compute_s, s.exposed_comm_s, s.optimizer_s);
     out.push_back(b);
   }
   return out;

@@ -105,8 +105,7 @@ void MainWindow::buildActions() {
         runs_->filterEdit()->selectAll();
       })->setShortcut(QKeySequence::Find);
   edit->addAction(tr("&Delete selected runs..."), this, [this] {
-        std::vector<std::int64_t> ids;
-        for (const RunRecord* r : runs_->selectedRuns()) ids.push_back(r->id());
+        const std::vector<std::int64_t> ids = runs_->selectedIds();
         if (!ids.empty()) deleteRuns(ids);
       })->setShortcut(QKeySequence::Delete);
 
@@ -132,6 +131,8 @@ bool MainWindow::showView(const QString& key) {
 QString MainWindow::currentViewKey() const { return viewKeys().value(tabs_->currentIndex()); }
 
 bool MainWindow::openStore(const QString& path, QString* error) {
+  // The file's stamp before reading it: a write landing during the read is then seen by the next poll.
+  const QString stamp = fileStamp(path);
   StoreSnapshot snap;
   try {
     snap = load_snapshot(path.toStdString());
@@ -141,9 +142,9 @@ bool MainWindow::openStore(const QString& path, QString* error) {
   }
   const bool sameFile = QFileInfo(path) == QFileInfo(path_);
   path_ = path;
-  stamp_ = fileStamp();
+  stamp_ = stamp;
   ++generation_;
-  runs_->setSnapshot(std::move(snap));
+  runs_->setSnapshot(std::move(snap), sameFile);
   if (!sameFile) runs_->selectRuns({});
   setWindowTitle(tr("ddplab - %1").arg(QFileInfo(path).fileName()));
   refreshViews();
@@ -219,6 +220,12 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
     return false;
   };
   if (ids.empty() || path_.isEmpty()) return fail(tr("no runs to delete"));
+  if (runs_->snapshot().schema < Store::kSchemaVersion)
+    return fail(tr("%1 is at schema version %2: deleting would upgrade it to %3, which older ddplab builds cannot open. "
+                   "Upgrade it first with `ddplab report --db %1`, then delete.")
+                    .arg(path_)
+                    .arg(runs_->snapshot().schema)
+                    .arg(Store::kSchemaVersion));
   QStringList names;
   for (std::int64_t id : ids) {
     const RunRecord* r = runs_->snapshot().find(id);
@@ -272,13 +279,14 @@ bool MainWindow::exportCsv(const QString& file, QString* error) {
   return true;
 }
 
-QString MainWindow::fileStamp() const {
-  QString s;
-  for (const QString& f : {path_, path_ + "-wal"}) {
-    const QFileInfo i(f);
-    s += QStringLiteral("%1:%2;").arg(i.exists() ? i.size() : -1).arg(i.exists() ? i.lastModified().toMSecsSinceEpoch() : 0);
-  }
-  return s;
+QString MainWindow::fileStamp(const QString& path) {
+  // A WAL that is missing or empty means the same (opening a store may create an empty one).
+  const QFileInfo db(path), wal(path + "-wal");
+  const bool walEmpty = !wal.exists() || wal.size() == 0;
+  return QStringLiteral("%1:%2;%3")
+      .arg(db.exists() ? db.size() : -1)
+      .arg(db.exists() ? db.lastModified().toMSecsSinceEpoch() : 0)
+      .arg(walEmpty ? QStringLiteral("-") : QStringLiteral("%1:%2").arg(wal.size()).arg(wal.lastModified().toMSecsSinceEpoch()));
 }
 
 void MainWindow::setFollow(bool on, int interval_ms) {
@@ -295,7 +303,7 @@ bool MainWindow::following() const { return poll_->isActive(); }
 
 bool MainWindow::pollStore() {
   if (path_.isEmpty()) return false;
-  const QString now = fileStamp();
+  const QString now = fileStamp(path_);
   if (now == stamp_) return false;
   QString error;
   if (!openStore(path_, &error)) {  // e.g. mid-checkpoint: keep what is shown, try again next poll

@@ -98,6 +98,7 @@ StoreSnapshot load_snapshot(const std::string& path) {
   snap.path = path;
   try {
     const Store store(path, Store::Access::ReadOnly);
+    snap.schema = store.schema();
     auto summaries = store.summaries();
     snap.runs.reserve(summaries.size());
     for (auto& s : summaries) {

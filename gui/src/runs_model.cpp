@@ -17,9 +17,10 @@ QString ms(double s) { return std::isfinite(s) && s > 0 ? QString::number(s * 1e
 
 RunsTableModel::RunsTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunsTableModel::setSnapshot(StoreSnapshot snapshot) {
+void RunsTableModel::setSnapshot(StoreSnapshot snapshot, bool keepHidden) {
   beginResetModel();
   snapshot_ = std::move(snapshot);
+  if (!keepHidden) hidden_.clear();  // ids of another store are other runs
   endResetModel();
 }
 

@@ -83,19 +83,18 @@ RunsView::RunsView(QWidget* parent) : View(parent) {
     emit changed();
   });
   connect(delete_, &QPushButton::clicked, this, [this] {
-    std::vector<std::int64_t> ids;
-    for (const RunRecord* r : selectedRuns()) ids.push_back(r->id());
+    const std::vector<std::int64_t> ids = selectedIds();
     if (!ids.empty()) emit deleteRequested(ids);
   });
   updateCount();
 }
 
-void RunsView::setSnapshot(StoreSnapshot snapshot) {
+void RunsView::setSnapshot(StoreSnapshot snapshot, bool sameStore) {
   std::vector<std::int64_t> selected;
   for (const RunRecord* r : selectedRuns()) selected.push_back(r->id());
   {
     const QSignalBlocker block(table_->selectionModel());
-    model_->setSnapshot(std::move(snapshot));
+    model_->setSnapshot(std::move(snapshot), sameStore);
     table_->resizeColumnsToContents();
   }
   selectRuns(selected);
@@ -132,6 +131,14 @@ std::vector<const RunRecord*> RunsView::selectedRuns() const {
     if (r && model_->isShown(r->id())) out.push_back(r);
   }
   std::sort(out.begin(), out.end(), [](const RunRecord* a, const RunRecord* b) { return a->id() < b->id(); });
+  return out;
+}
+
+std::vector<std::int64_t> RunsView::selectedIds() const {
+  std::vector<std::int64_t> out;
+  for (const QModelIndex& i : table_->selectionModel()->selectedRows())
+    if (const RunRecord* r = model_->recordAt(proxy_->mapToSource(i).row())) out.push_back(r->id());
+  std::sort(out.begin(), out.end());
   return out;
 }
 

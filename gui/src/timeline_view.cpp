@@ -21,11 +21,6 @@ namespace ddplab::gui {
 
 namespace {
 
-std::int64_t step_of(const TraceEvent& e) {
-  return e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer() ? e.args["step"].get<std::int64_t>()
-                                                                                              : -1;
-}
-
 // Compute ops by kind; every comm op in one red, its name says which.
 QColor barColor(const TimelineBar& b) {
   if (b.comm) return QColor(0xe1, 0x57, 0x59);
@@ -50,7 +45,7 @@ double niceTick(double span, int count) {
 
 std::vector<std::int64_t> trace_steps(const std::vector<TraceEvent>& events) {
   std::set<std::int64_t> steps;
-  for (const TraceEvent& e : events) steps.insert(step_of(e));
+  for (const TraceEvent& e : events) steps.insert(trace_step(e));
   return {steps.begin(), steps.end()};
 }
 
@@ -59,9 +54,9 @@ TimelineStep timeline_step(const std::vector<TraceEvent>& events, std::int64_t s
   out.step = step;
   double first = std::numeric_limits<double>::infinity(), last = -first;
   for (const TraceEvent& e : events)
-    if (step_of(e) == step) first = std::min(first, e.start_s), last = std::max(last, e.start_s + e.dur_s);
+    if (trace_step(e) == step) first = std::min(first, e.start_s), last = std::max(last, e.start_s + e.dur_s);
   for (const TraceEvent& e : events) {
-    if (step_of(e) != step) continue;
+    if (trace_step(e) != step) continue;
     TimelineBar b;
     b.rank = e.rank;
     b.comm = e.track == "comm";
@@ -112,7 +107,12 @@ void TimelineWidget::setStep(TimelineStep step, const QString& title) {
 }
 
 void TimelineWidget::setWindow(double t0, double t1) {
-  if (!(t1 > t0) || (t0 == t0_ && t1 == t1_)) return;
+  // Never narrower than a nanosecond: below that the time ticks would stop advancing.
+  if (!(t1 > t0) || !std::isfinite(t0) || !std::isfinite(t1) || (t0 == t0_ && t1 == t1_)) return;
+  if (t1 - t0 < 1e-6) {
+    const double mid = 0.5 * (t0 + t1);
+    t0 = mid - 0.5e-6, t1 = mid + 0.5e-6;
+  }
   t0_ = t0, t1_ = t1;
   update();
   emit windowChanged(t0_, t1_);
@@ -159,7 +159,9 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   // Grid and time axis.
   const double tick = niceTick(t1_ - t0_, 8);
   p.setPen(QColor(0xdd, 0xdd, 0xdd));
-  for (double t = std::ceil(t0_ / tick) * tick; t <= t1_; t += tick) {
+  const double first = std::ceil(t0_ / tick);
+  for (int i = 0; i < 100 && (first + i) * tick <= t1_; ++i) {
+    const double t = (first + i) * tick;
     const double x = xOf(t);
     p.setPen(QColor(0xdd, 0xdd, 0xdd));
     p.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()));
@@ -290,15 +292,30 @@ void TimelineView::setContext(const ViewContext& context) {
         break;
       }
   }
+  const std::int64_t wasShown = shown_ ? shown_->id() : -1;
+  const bool reread = context.generation != generation_;
+  generation_ = context.generation;
   int at = -1;
   if (!ctx_.selected.empty() && preferred) at = run_->findData(QVariant::fromValue<qlonglong>(preferred->id()));
   if (at < 0 && keep.isValid()) at = run_->findData(keep);  // the user's choice survives filter changes and reloads
   if (at < 0 && preferred) at = run_->findData(QVariant::fromValue<qlonglong>(preferred->id()));
   run_->setCurrentIndex(at >= 0 ? at : (run_->count() ? 0 : -1));
+  // The same run of the same snapshot: keep its step and zoom, and do not read its timeline again.
+  const std::int64_t now = run_->currentIndex() >= 0 ? run_->currentData().toLongLong() : -1;
+  if (!reread && now == wasShown && now >= 0) {
+    shown_ = ctx_.snapshot->find(now);
+    counterpart_ = shown_ && shown_->measured() ? simulated_counterpart(*ctx_.snapshot, *shown_) : nullptr;
+    return;
+  }
   runChanged();
 }
 
 void TimelineView::runChanged() {
+  // A reload of the run shown keeps its step.
+  const qlonglong keepStep = shown_ && run_->currentIndex() >= 0 && run_->currentData().toLongLong() == shown_->id() &&
+                                     step_->currentIndex() >= 0
+                                 ? step_->currentData().toLongLong()
+                                 : -1;
   shown_ = counterpart_ = nullptr;
   events_.clear();
   counterEvents_.clear();
@@ -318,13 +335,14 @@ void TimelineView::runChanged() {
   // The last traced step that communicates (under local SGD, the averaging one), else the last.
   std::set<std::int64_t> talking;
   for (const TraceEvent& e : events_)
-    if (e.track == "comm") talking.insert(step_of(e));
+    if (e.track == "comm") talking.insert(trace_step(e));
   int pick = -1;
   for (std::int64_t s : trace_steps(events_)) {
     step_->addItem(QString::number(s), QVariant::fromValue<qlonglong>(s));
     if (talking.count(s) || talking.empty()) pick = step_->count() - 1;
   }
-  step_->setCurrentIndex(pick);
+  const int kept = keepStep >= 0 ? step_->findData(QVariant::fromValue<qlonglong>(keepStep)) : -1;
+  step_->setCurrentIndex(kept >= 0 ? kept : pick);
   stepChanged();
   if (!error.isEmpty()) note_->setText(error);
 }

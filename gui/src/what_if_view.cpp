@@ -34,7 +34,7 @@ WhatIfInputs inputs_of(const Scenario& sc, const StrategyConfig& st, int world) 
   in.link_gbps = sc.cluster.link_bandwidth * 8 / 1e9;
   in.latency_us = sc.cluster.link_latency * 1e6;
   in.devices_per_node = sc.cluster.devices_per_node;
-  in.bucket_mib = static_cast<double>(st.bucket_cap) / (1 << 20);
+  in.bucket_kib = static_cast<double>(st.bucket_cap) / 1024;
   in.schedule = st.schedule;
   in.codec = st.codec;
   in.network_model = "auto";  // as `ddplab simulate` without --network-model: the cluster's own
@@ -56,7 +56,7 @@ std::pair<Scenario, StrategyConfig> apply_inputs(const Scenario& sc, const Strat
   c.devices_per_node = in.devices_per_node;
   if (!in.use_calibration) c.calibration.clear();
   StrategyConfig& s = out.second;
-  set(s.bucket_cap, std::round(in.bucket_mib * (1 << 20)));
+  set(s.bucket_cap, std::round(in.bucket_kib * 1024));
   s.schedule = in.schedule;
   if (in.codec != st.codec) s.codec_options.clear();  // another codec's options would be refused
   s.codec = in.codec;
@@ -72,8 +72,12 @@ WhatIfResult run_what_if(const WhatIfRequest& req) {
     const StrategyConfig& st = req.scenario.strategies[req.strategy];
     const Store store(req.store_path, Store::Access::ReadOnly);
     // As written: the scenario's own cluster and strategy, at the chosen size.
+    if (req.inputs.mode == "exact" && req.inputs.world > kExactMaxWorld)
+      throw std::invalid_argument("exact simulation above " + std::to_string(kExactMaxWorld) +
+                                  " ranks takes minutes and cannot be interrupted here; use aggregated (or `ddplab simulate --exact`)");
     SimOptions given;
     given.mode = req.inputs.mode;
+    given.keep_trace = false;  // as `ddplab simulate` without --trace: no per-op records through the pipe
     const SweepSetup base = sweep_setup(req.scenario, st, store, given);
     r.base = simulate_point(req.scenario, st, req.inputs.world, base);
     const auto [sc, s] = apply_inputs(req.scenario, st, req.inputs);
@@ -166,9 +170,9 @@ WhatIfView::WhatIfView(QWidget* parent) : View(parent) {
   perNode_ = new QSpinBox;
   perNode_->setRange(1, 64);
   bucket_ = new QDoubleSpinBox;
-  bucket_->setRange(0.01, 4096);
-  bucket_->setDecimals(2);
-  bucket_->setSuffix(tr(" MiB"));
+  bucket_->setRange(1, 4 << 20);
+  bucket_->setDecimals(0);  // whole KiB: a cap written in KiB or MiB comes back exactly
+  bucket_->setSuffix(tr(" KiB"));
   schedule_ = new QComboBox;
   for (const std::string& n : allreduce_schedule_names()) schedule_->addItem(QString::fromStdString(n));
   codec_ = new QComboBox;
@@ -266,24 +270,26 @@ const Scenario* WhatIfView::scenario() const {
 }
 
 void WhatIfView::setContext(const ViewContext& context) {
-  const bool fresh = context.generation != ctx_.generation || scenario_->count() == 0;
-  const bool first = scenario_->count() == 0;
+  const bool fresh = context.generation != ctx_.generation;
+  const std::string before = ctx_.snapshot ? ctx_.snapshot->path : std::string();
   ctx_ = context;
-  if (!fresh || !ctx_.snapshot) return;
+  // The window refreshes its views before any store is open: nothing to simulate against yet.
+  if (!fresh || !ctx_.snapshot || ctx_.snapshot->path.empty()) return;
   // scenarios/ beside the working directory, the store, and the store's parent (results/ -> the project).
   const QFileInfo store(QString::fromStdString(ctx_.snapshot->path));
   for (const QString& dir : {QDir::current().filePath("scenarios"), store.dir().filePath("scenarios"),
                              store.dir().filePath("../scenarios")})
     for (const QFileInfo& f : QDir(dir).entryInfoList({"*.toml"}, QDir::Files, QDir::Name)) addScenario(f.filePath());
-  // Start on the scenario of the newest shown run, when one of the files is it; later reloads (live follow)
-  // leave the user's choice alone.
-  if (!first) return;
+  if (before == ctx_.snapshot->path) return;  // a reload (live follow): the user's choice stays, nothing to redo
+  // Another store: start on the scenario of its newest shown run, when one of the files is it, and simulate
+  // again (the compute source and the calibration come from the store).
   for (auto it = ctx_.runs.rbegin(); it != ctx_.runs.rend(); ++it)
     for (std::size_t i = 0; i < scenarios_.size(); ++i)
       if (scenarios_[i].name == (*it)->info().scenario) {
-        scenario_->setCurrentIndex(static_cast<int>(i));
-        return;
+        if (scenario_->currentIndex() != static_cast<int>(i)) return scenario_->setCurrentIndex(static_cast<int>(i));
+        return submit();
       }
+  submit();
 }
 
 void WhatIfView::scenarioChanged() {
@@ -314,7 +320,7 @@ void WhatIfView::setInputs(const WhatIfInputs& in) {
   bandwidth_->setValue(in.link_gbps);
   latency_->setValue(in.latency_us);
   perNode_->setValue(in.devices_per_node);
-  bucket_->setValue(in.bucket_mib);
+  bucket_->setValue(in.bucket_kib);
   schedule_->setCurrentIndex(schedule_->findText(QString::fromStdString(in.schedule)));
   codec_->setCurrentIndex(codec_->findText(QString::fromStdString(in.codec)));
   network_->setCurrentIndex(std::max(0, network_->findText(QString::fromStdString(in.network_model))));
@@ -330,7 +336,7 @@ WhatIfInputs WhatIfView::inputs() const {
   in.link_gbps = bandwidth_->value();
   in.latency_us = latency_->value();
   in.devices_per_node = perNode_->value();
-  in.bucket_mib = bucket_->value();
+  in.bucket_kib = bucket_->value();
   in.schedule = schedule_->currentText().toStdString();
   in.codec = codec_->currentText().toStdString();
   in.network_model = network_->currentText().toStdString();
@@ -341,7 +347,7 @@ WhatIfInputs WhatIfView::inputs() const {
 
 void WhatIfView::submit() {
   const Scenario* sc = scenario();
-  if (filling_ || !sc || strategy_->currentIndex() < 0 || !ctx_.snapshot) return;
+  if (filling_ || !sc || strategy_->currentIndex() < 0 || !ctx_.snapshot || ctx_.snapshot->path.empty()) return;
   WhatIfRequest req;
   req.store_path = ctx_.snapshot->path;
   req.scenario = *sc;
@@ -372,7 +378,7 @@ void WhatIfView::show(const WhatIfResult& r) {
   }
   auto parts = [](const SimPatternResult& p) -> std::array<double, 4> {
     return {p.compute_s * 1e3, p.exposed_comm_s * 1e3, p.optimizer_s * 1e3,
-            std::max(0.0, p.step_s - p.compute_s - p.exposed_comm_s - p.optimizer_s) * 1e3};
+            other_s(p.step_s, p.compute_s, p.exposed_comm_s, p.optimizer_s) * 1e3};
   };
   const int n = r.what_if.world_size;
   drawStepStack(breakdown_->chart(), {tr("as written, %1 ranks").arg(n), tr("what-if, %1 ranks").arg(n)},

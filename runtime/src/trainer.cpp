@@ -147,7 +147,13 @@ class TraceCollector {
     for (const std::string& t : texts)
       for (const auto& e : nlohmann::json::parse(t))
         events.push_back({e["rank"], e["track"], e["name"], e["start_s"], e["dur_s"], e["args"]});
-    if (store && run >= 0) store->add_trace(run, events);
+    if (store && run >= 0) {
+      try {
+        store->add_trace(run, events);
+      } catch (const StoreError& e) {  // the run's figures are stored; only its timeline is lost
+        std::fprintf(stderr, "warning: run %lld's timeline was not stored: %s\n", static_cast<long long>(run), e.what());
+      }
+    }
     if (path_.empty()) return "";
     write_chrome_trace(path_, events, metadata);
     return path_;

@@ -16,6 +16,7 @@
 #include "ddplab/gui/runs_model.hpp"
 #include "ddplab/gui/runs_view.hpp"
 #include "gui_fixture.hpp"
+#include "store_test_util.hpp"
 
 using namespace ddplab;
 using namespace ddplab::gui;
@@ -164,12 +165,37 @@ class RunsViewTest : public QObject {
     QVERIFY(!w.deleteRuns({ids_.failed, running}, false, &error));
     QVERIFY2(error.contains("still marked running"), qPrintable(error));
     QCOMPARE(w.runsView()->model()->rowCount(), 8);  // nothing deleted
+    // A hidden run stays hidden on reload, but another store starts with every run shown.
+    w.runsView()->model()->setShown({ids_.failed}, false);
+    QVERIFY(w.openStore(copy));
+    QVERIFY(!w.runsView()->model()->isShown(ids_.failed));
+    QVERIFY(w.openStore(db_));
+    QVERIFY(w.runsView()->model()->isShown(ids_.failed));
+    QVERIFY(w.openStore(copy));
     QVERIFY2(w.deleteRuns({ids_.failed, ids_.simulated[8]}, false, &error), qPrintable(error));
     QCOMPARE(w.runsView()->model()->rowCount(), 6);
     const Store store(copy.toStdString(), Store::Access::ReadOnly);
     QVERIFY(!store.run(ids_.failed) && !store.run(ids_.simulated[8]));
     QVERIFY(store.steps(ids_.failed).empty());
     QCOMPARE(int(store.steps(ids_.measured[4]).size()), gui_fixture::kSteps * 4);  // the others intact
+  }
+
+  void deleteRefusesToUpgradeAnOlderStore() {
+    const QString old = dir_.filePath("v6.db");
+    QFile::remove(old);
+    QVERIFY(QFile::copy(db_, old));
+    {
+      ddplab::test::RawDb raw(old.toStdString());
+      raw.exec("DROP TABLE trace_events; UPDATE schema_version SET version = 6");
+    }
+    MainWindow w;
+    QVERIFY(w.openStore(old));  // read-only: version 6 opens as it is
+    QString error;
+    QVERIFY(!w.deleteRuns({ids_.failed}, false, &error));
+    QVERIFY2(error.contains("schema version 6") && error.contains("ddplab report --db"), qPrintable(error));
+    ddplab::test::RawDb raw(old.toStdString());
+    QCOMPARE(raw.integer("SELECT version FROM schema_version"), 6LL);
+    QCOMPARE(raw.integer(QStringLiteral("SELECT COUNT(*) FROM runs WHERE id = %1").arg(ids_.failed).toStdString()), 1LL);
   }
 };
 

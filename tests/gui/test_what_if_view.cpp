@@ -1,5 +1,6 @@
 // The What-if view: its simulation against `ddplab simulate`'s own path (simulate_sweep) for the same
 // inputs, unchanged and changed; refused inputs; stale requests dropped; the view's controls and result.
+#include <QDir>
 #include <QFile>
 #include <QLabel>
 #include <QSignalSpy>
@@ -57,6 +58,7 @@ class WhatIfViewTest : public QObject {
     Store store(copy.toStdString());
     SimOptions o;
     o.mode = "aggregated";
+    o.keep_trace = false;  // as `ddplab simulate` without --trace
     return simulate_sweep(sc, sc.strategies[strategy], {world}, store, o).front();
   }
 
@@ -75,17 +77,17 @@ class WhatIfViewTest : public QObject {
 
   void sameInputsAsSimulate() {
     for (std::size_t strategy : {0u, 1u}) {
-      WhatIfRequest req{0, db_.toStdString(), scenario_, strategy, inputs_of(scenario_, scenario_.strategies[strategy], 16)};
+      WhatIfRequest req{0, db_.toStdString(), scenario_, strategy, inputs_of(scenario_, scenario_.strategies[strategy], 32)};
       const WhatIfResult r = run_what_if(req);
       QVERIFY2(r.error.empty(), r.error.c_str());
-      const SweepPoint want = simulated(scenario_, strategy, 16);
+      const SweepPoint want = simulated(scenario_, strategy, 32);
       // Bit for bit: the same code path (QCOMPARE on doubles would forgive the last bits).
       QVERIFY(r.what_if.result.step_s == want.result.step_s);
       QVERIFY(r.what_if.result.samples_per_s == want.result.samples_per_s);
       QVERIFY(r.what_if.efficiency == want.efficiency);
       QVERIFY(r.base.result.step_s == want.result.step_s);  // unchanged inputs: the scenario as written
-      QCOMPARE(r.scaling.size(), std::size_t(5));           // 1, 2, 4, 8, 16
-      QCOMPARE(r.scaling.back(), std::make_pair(16, want.result.samples_per_s));
+      QCOMPARE(r.scaling.size(), std::size_t(6));           // 1, 2, 4, 8, 16, 32
+      QCOMPARE(r.scaling.back(), std::make_pair(32, want.result.samples_per_s));
       QCOMPARE(r.compute_origin.empty(), false);
     }
   }
@@ -94,9 +96,9 @@ class WhatIfViewTest : public QObject {
     WhatIfInputs in = inputs_of(scenario_, scenario_.strategies[0], 8);
     QCOMPARE(in.link_gbps, 10.0);
     QCOMPARE(in.latency_us, 5.0);
-    QCOMPARE(in.bucket_mib, 0.25);
+    QCOMPARE(in.bucket_kib, 256.0);
     in.link_gbps = 1;
-    in.bucket_mib = 1;
+    in.bucket_kib = 1024;
     in.schedule = "halving_doubling";
     in.codec = "fp16";
     const WhatIfResult r = run_what_if({0, db_.toStdString(), scenario_, 0, in});
@@ -131,6 +133,20 @@ class WhatIfViewTest : public QObject {
     QVERIFY(runner.ran() <= 4 && runner.ran() >= 1);
   }
 
+  void opensOnTheScenariosBesideTheStore() {
+    QTemporaryDir project;
+    QVERIFY(QDir(project.path()).mkpath("scenarios") && QDir(project.path()).mkpath("results"));
+    QVERIFY(QFile::copy(toml_, project.filePath("scenarios/whatif.toml")));
+    QVERIFY(QFile::copy(db_, project.filePath("results/ddplab.db")));
+    MainWindow w;  // the window refreshes its views before any store is open: nothing may be simulated then
+    QVERIFY(w.whatIfView()->runner()->latest() == 0);
+    QVERIFY(w.openStore(project.filePath("results/ddplab.db")));
+    WhatIfView* v = w.whatIfView();
+    QVERIFY(v->scenario() && v->scenario()->name == "whatif");  // found in results/../scenarios
+    QVERIFY(v->waitForResult(30000));
+    QVERIFY2(v->result() && v->result()->error.empty(), v->result() ? v->result()->error.c_str() : "no result");
+  }
+
   void viewSimulatesWhatItsControlsSay() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
@@ -150,6 +166,16 @@ class WhatIfViewTest : public QObject {
     QVERIFY(v->result()->what_if.result.step_s == direct.what_if.result.step_s);
     QVERIFY2(v->summaryLabel()->text().contains(QString::number(direct.what_if.result.step_s * 1e3, 'f', 3)),
              qPrintable(v->summaryLabel()->text()));
+    // Through the controls, unchanged inputs are the scenario as written, bit for bit (no unit rounding).
+    v->setInputs(inputs_of(scenario_, scenario_.strategies[0], 4));
+    QVERIFY(v->waitForResult(30000));
+    QVERIFY(v->result()->what_if.result.step_s == v->result()->base.result.step_s);
+    // Exact above 256 ranks is refused with the reason.
+    in.world = 512;
+    in.mode = "exact";
+    v->setInputs(in);
+    QVERIFY(v->waitForResult(30000));
+    QVERIFY2(v->summaryLabel()->text().contains("use aggregated"), qPrintable(v->summaryLabel()->text()));
     QVERIFY(!v->addScenario(dir_.filePath("missing.toml"), &error));
     QVERIFY(!error.isEmpty());
   }

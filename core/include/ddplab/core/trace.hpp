@@ -1,6 +1,7 @@
 // Timelines as Chrome trace JSON (the Trace Event Format that Perfetto and chrome://tracing open): one
 // process per rank ("rank N") with one thread per track ("compute", "comm"), every op a complete event.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ struct TraceEvent {
   double start_s = 0, dur_s = 0;
   nlohmann::json args = nlohmann::json::object();  // shown in the viewer's details pane (bytes, ...)
 };
+
+// The step an event belongs to (its args' "step"), -1 when it names none.
+std::int64_t trace_step(const TraceEvent& e);
 
 // The trace document: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": metadata}. Events are
 // "ph":"X" with "ts"/"dur" in microseconds, "pid" = rank and "tid" = track; process_name, thread_name and

@@ -95,7 +95,7 @@ class MainWindow : public QMainWindow {
   void buildActions();
   void updateStatus();
   bool loadInteractive(const QString& path);  // openStore + message box on failure
-  QString fileStamp() const;                  // size and mtime of the store and its WAL
+  static QString fileStamp(const QString& path);  // size and mtime of the store and its WAL
 
   QString path_;
   QString stamp_;

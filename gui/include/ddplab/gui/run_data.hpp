@@ -64,6 +64,7 @@ struct ValidationBatch {
 
 struct StoreSnapshot {
   std::string path;
+  int schema = 0;  // the file's schema version (Store::schema)
   std::vector<RunRecord> runs;  // oldest first, as Store::summaries() returns them
   std::vector<ValidationRow> validations;  // oldest first, as Store::validations() returns them
   std::vector<PredictionRow> predictions;  // oldest first (`ddplab predict`)

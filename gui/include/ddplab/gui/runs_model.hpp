@@ -23,7 +23,7 @@ class RunsTableModel : public QAbstractTableModel {
 
   explicit RunsTableModel(QObject* parent = nullptr);
 
-  void setSnapshot(StoreSnapshot snapshot);  // resets the model; hidden runs stay hidden
+  void setSnapshot(StoreSnapshot snapshot, bool keepHidden = true);  // resets the model
   // The charts' colours, shown as a swatch beside each run's id (nullptr: none).
   void setColors(const RunColors* colors);
   const StoreSnapshot& snapshot() const { return snapshot_; }

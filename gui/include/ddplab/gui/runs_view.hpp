@@ -33,12 +33,14 @@ class RunsView : public View {
   void setContext(const ViewContext&) override {}
   QList<QChartView*> chartViews() const override { return {}; }  // a table: nothing to export
 
-  void setSnapshot(StoreSnapshot snapshot);  // keeps filter, hidden runs and the selection (by id)
+  // Keeps the filter and the selection (by id); hidden runs stay hidden when it is the same store.
+  void setSnapshot(StoreSnapshot snapshot, bool sameStore = true);
   const StoreSnapshot& snapshot() const;
 
   // Runs that pass the filter and are shown, oldest first; of those, the selected ones.
   std::vector<const RunRecord*> shownRuns() const;
   std::vector<const RunRecord*> selectedRuns() const;
+  std::vector<std::int64_t> selectedIds() const;  // every selected row, hidden or not (what Delete takes)
   GroupBy groupBy() const;
   void setGroupBy(GroupBy by);
   void selectRuns(const std::vector<std::int64_t>& ids);

@@ -98,6 +98,7 @@ class TimelineView : public View {
   void stepChanged();
 
   ViewContext ctx_;
+  std::uint64_t generation_ = 0;
   std::string path_;
   std::vector<TraceEvent> events_, counterEvents_;
   const RunRecord* shown_ = nullptr;

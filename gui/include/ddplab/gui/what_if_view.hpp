@@ -37,7 +37,7 @@ struct WhatIfInputs {
   int world = 8;
   double link_gbps = 10, latency_us = 2;  // NIC bandwidth (Gbit/s) and latency per link
   int devices_per_node = 1;
-  double bucket_mib = 25;
+  double bucket_kib = 25 * 1024;
   std::string schedule = "native", codec = "none";
   std::string network_model = "auto";  // SimOptions::network_model, as `ddplab simulate --network-model`
   bool use_calibration = true;  // the scenario's [cluster] calibration, when it names one
