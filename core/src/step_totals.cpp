@@ -2,13 +2,16 @@
 #include "ddplab/core/step_totals.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace ddplab {
 
 std::vector<StepTotals> step_totals(const std::vector<StepMetrics>& rows) {
   std::map<std::int64_t, StepTotals> by_step;
+  std::map<std::int64_t, std::pair<double, int>> loss;  // step -> (sum, count) of finite losses
   for (const StepMetrics& m : rows) {
+    if (std::isfinite(m.loss)) loss[m.step].first += m.loss, loss[m.step].second += 1;
     StepTotals& t = by_step[m.step];
     t.step = m.step;
     t.slowest_s = t.ranks ? std::max(t.slowest_s, m.step_s) : m.step_s;
@@ -18,7 +21,10 @@ std::vector<StepTotals> step_totals(const std::vector<StepMetrics>& rows) {
     t.optimizer_s += m.optimizer_s, t.bytes_sent += static_cast<double>(m.bytes_sent);
   }
   std::vector<StepTotals> out;
-  for (auto& [step, t] : by_step) out.push_back(t);
+  for (auto& [step, t] : by_step) {
+    if (const auto it = loss.find(step); it != loss.end()) t.mean_loss = it->second.first / it->second.second;
+    out.push_back(t);
+  }
   return out;
 }
 

@@ -175,12 +175,34 @@ CREATE TABLE IF NOT EXISTS trace_events(
 CREATE INDEX IF NOT EXISTS trace_events_by_run ON trace_events(run_id, step, rank);
 )sql";
 
+// Version 8: what a finished run's readers need without scanning its step rows (80M rows for 1000 runs of 10k
+// steps on 8 ranks): its steps collapsed over ranks (step_totals.hpp's StepTotals, and the mean loss) and its
+// summary (RunSummary at skip_steps 0, as JSON, with the version of its definition). Written by finish_run;
+// migrating a file fills both for the runs it holds that have finished.
+constexpr const char* kMigrateTo8 = R"sql(
+CREATE TABLE IF NOT EXISTS step_totals(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  ranks INTEGER NOT NULL,
+  slowest_s REAL, samples REAL, compute_s REAL, comm_s REAL, exposed_comm_s REAL, optimizer_s REAL, bytes_sent REAL,
+  mean_loss REAL,
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_summaries(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  definition INTEGER NOT NULL,
+  summary TEXT NOT NULL);
+INSERT OR REPLACE INTO step_totals
+  SELECT run_id, step, COUNT(*), MAX(step_s), TOTAL(samples), TOTAL(compute_s), TOTAL(comm_s), TOTAL(exposed_comm_s),
+         TOTAL(optimizer_s), TOTAL(bytes_sent), AVG(loss)
+  FROM steps WHERE run_id IN (SELECT id FROM runs WHERE status != 'running') GROUP BY run_id, step;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}, {7, kMigrateTo7}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}, {7, kMigrateTo7}, {8, kMigrateTo8}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
@@ -268,6 +290,15 @@ Store::Store(const std::string& path, int batch_rows)
       exec(db_, path, m.sql, fmt::format("migrate schema to version {}", m.to).c_str());
       Stmt s(db_, path_, "UPDATE schema_version SET version = ?1");
       s.bind(1, m.to).run();
+    }
+    // Runs finished before version 8: their step totals came with the migration, their summaries now.
+    if (*stored < 8) {
+      std::vector<std::int64_t> finished;
+      {
+        Stmt s(db_, path_, "SELECT id FROM runs WHERE status != 'running'");
+        while (s.step()) finished.push_back(s.i64(0));
+      }
+      for (std::int64_t id : finished) cache_run(id, false);
     }
     exec(db_, path, "COMMIT", "commit schema");
   } catch (...) {
@@ -381,9 +412,13 @@ void Store::finish_run(std::int64_t run, const std::string& status) {
   } catch (const StoreError& e) {
     flush_error = e;  // still record the outcome, then report the lost rows
   }
-  Stmt s(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
-  s.bind(1, status).bind(2, utc_now()).bind(3, run).run();
-  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_run: no run with id {}", path_, run));
+  // The outcome and the run's cached totals and summary together: a reader never sees a finished run without them.
+  in_transaction(db_, path_, "finish run", [&] {
+    Stmt s(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
+    s.bind(1, status).bind(2, utc_now()).bind(3, run).run();
+    if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_run: no run with id {}", path_, run));
+    cache_run(run, true);
+  });
   if (flush_error) throw *flush_error;
 }
 
@@ -501,21 +536,66 @@ std::vector<Resources> Store::resources(std::int64_t run) const {
 
 namespace {
 
-// The aggregates of one run; see RunSummary for the definitions.
-RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_steps) {
+// One definition of a step's totals, in SQL: the steps of `run_id = ?1` collapsed over ranks (StepTotals).
+constexpr const char* kTotalsSelect =
+    "SELECT step, COUNT(*), MAX(step_s), TOTAL(samples), TOTAL(compute_s), TOTAL(comm_s), TOTAL(exposed_comm_s), "
+    "       TOTAL(optimizer_s), TOTAL(bytes_sent), AVG(loss) FROM steps WHERE run_id = ?1 GROUP BY step ORDER BY step";
+
+// Bumped whenever RunSummary's definition changes: cached summaries of another definition are recomputed.
+constexpr int kSummaryDefinition = 1;
+
+std::vector<StepTotals> read_totals(sqlite3* db, const std::string& path, std::int64_t run, bool cached) {
+  std::vector<StepTotals> out;
+  Stmt s(db, path,
+         cached ? "SELECT step, ranks, slowest_s, samples, compute_s, comm_s, exposed_comm_s, optimizer_s, bytes_sent, mean_loss "
+                  "FROM step_totals WHERE run_id = ?1 ORDER BY step"
+                : kTotalsSelect);
+  s.bind(1, run);
+  while (s.step()) {
+    StepTotals t{s.i64(0), s.i32(1), s.real(2), s.real(3), s.real(4), s.real(5), s.real(6), s.real(7), s.real(8)};
+    t.mean_loss = s.real(9);
+    out.push_back(t);
+  }
+  return out;
+}
+
+nlohmann::json summary_json(const RunSummary& s) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"steps", s.steps}, {"skipped", s.skipped}, {"period", s.period}, {"warmup_steps", s.warmup_steps},
+          {"warmup_s", s.warmup_s}, {"samples_per_s", s.samples_per_s}, {"step_s", s.step_s}, {"compute_s", s.compute_s},
+          {"comm_s", s.comm_s}, {"exposed_comm_s", s.exposed_comm_s}, {"optimizer_s", s.optimizer_s},
+          {"bytes_per_step", s.bytes_per_step}, {"final_loss", opt(s.final_loss)}, {"final_accuracy", opt(s.final_accuracy)}};
+}
+
+// false when the JSON is not a whole summary (then it is recomputed).
+bool from_summary_json(const std::string& text, RunSummary& s) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  try {
+    s.steps = j.at("steps"), s.skipped = j.at("skipped"), s.period = j.at("period"), s.warmup_steps = j.at("warmup_steps");
+    s.warmup_s = j.at("warmup_s"), s.samples_per_s = j.at("samples_per_s"), s.step_s = j.at("step_s");
+    s.compute_s = j.at("compute_s"), s.comm_s = j.at("comm_s"), s.exposed_comm_s = j.at("exposed_comm_s");
+    s.optimizer_s = j.at("optimizer_s"), s.bytes_per_step = j.at("bytes_per_step");
+    if (!j.at("final_loss").is_null()) s.final_loss = j.at("final_loss").get<double>();
+    if (!j.at("final_accuracy").is_null()) s.final_accuracy = j.at("final_accuracy").get<double>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// The aggregates of one run from its step totals; see RunSummary for the definitions.
+RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_steps, std::vector<StepTotals> steps) {
   RunSummary sum;
   sum.run = std::move(row);
   const std::int64_t id = sum.run.id;
-  std::vector<StepTotals> steps;
   {
     Stmt s(db, path,
-           "SELECT step, COUNT(*), MAX(step_s), TOTAL(samples), TOTAL(compute_s), TOTAL(comm_s), TOTAL(exposed_comm_s), "
-           "       TOTAL(optimizer_s), TOTAL(bytes_sent) FROM steps WHERE run_id = ?1 GROUP BY step ORDER BY step");
+           "SELECT test_accuracy FROM evaluations WHERE run_id = ?1 ORDER BY step DESC, rowid DESC LIMIT 1");
     s.bind(1, id);
-    while (s.step())
-      steps.push_back({s.i64(0), s.i32(1), s.real(2), s.real(3), s.real(4), s.real(5), s.real(6), s.real(7), s.real(8)});
+    if (s.step()) sum.final_accuracy = s.opt(0);
   }
   if (steps.empty()) return sum;
+  if (std::isfinite(steps.back().mean_loss)) sum.final_loss = steps.back().mean_loss;
   std::optional<StepPattern> pattern;
   {
     const auto cfg = nlohmann::json::parse(sum.run.info.config_json, nullptr, false);
@@ -541,33 +621,66 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
   sum.bytes_per_step = steady.mean(steady.bytes_sent);
   sum.warmup_steps = static_cast<std::int64_t>(warmup.steps);
   sum.warmup_s = warmup.time_s;
-  {
-    Stmt s(db, path,
-           "SELECT AVG(loss) FROM steps WHERE run_id = ?1 AND step = (SELECT MAX(step) FROM steps WHERE run_id = ?1)");
-    s.bind(1, id);
-    if (s.step()) sum.final_loss = s.opt(0);
-  }
-  {
-    Stmt s(db, path,
-           "SELECT test_accuracy FROM evaluations WHERE run_id = ?1 ORDER BY step DESC, rowid DESC LIMIT 1");
-    s.bind(1, id);
-    if (s.step()) sum.final_accuracy = s.opt(0);
-  }
   return sum;
 }
 
 }  // namespace
 
+bool Store::cached(const RunRow& run) const { return schema_ >= 8 && run.status != "running"; }
+
+std::vector<StepTotals> Store::totals(std::int64_t run) const {
+  const auto row = this->run(run);  // flushes pending rows
+  if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, run));
+  return totals_of(*row);
+}
+
+std::vector<StepTotals> Store::totals_of(const RunRow& row) const {
+  if (cached(row)) {
+    std::vector<StepTotals> t = read_totals(db_, path_, row.id, true);
+    if (!t.empty()) return t;
+  }
+  return read_totals(db_, path_, row.id, false);
+}
+
+RunSummary Store::summary_of(RunRow row, int skip_steps) const {
+  if (skip_steps == 0 && cached(row)) {
+    Stmt s(db_, path_, "SELECT definition, summary FROM run_summaries WHERE run_id = ?1");
+    s.bind(1, row.id);
+    RunSummary sum;
+    if (s.step() && s.i32(0) == kSummaryDefinition && from_summary_json(s.text(1), sum)) {
+      sum.run = std::move(row);
+      return sum;
+    }
+  }
+  std::vector<StepTotals> t = totals_of(row);
+  return summarize(db_, path_, std::move(row), skip_steps, std::move(t));
+}
+
 RunSummary Store::summary(std::int64_t id, int skip_steps) const {
   auto row = run(id);  // flushes pending rows
   if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, id));
-  return summarize(db_, path_, std::move(*row), skip_steps);
+  return summary_of(std::move(*row), skip_steps);
 }
 
 std::vector<RunSummary> Store::summaries(int skip_steps) const {
   std::vector<RunSummary> out;
-  for (auto& row : runs()) out.push_back(summarize(db_, path_, std::move(row), skip_steps));
+  for (auto& row : runs()) out.push_back(summary_of(std::move(row), skip_steps));
   return out;
+}
+
+void Store::cache_run(std::int64_t run, bool totals) {
+  if (schema_ < 8) return;
+  const auto row = this->run(run);
+  if (!row) return;
+  if (totals) {
+    Stmt del(db_, path_, "DELETE FROM step_totals WHERE run_id = ?1");
+    del.bind(1, run).run();
+    Stmt ins(db_, path_, (std::string("INSERT INTO step_totals SELECT ?1, * FROM (") + kTotalsSelect + ")").c_str());
+    ins.bind(1, run).run();
+  }
+  const RunSummary sum = summarize(db_, path_, *row, 0, read_totals(db_, path_, run, true));
+  Stmt put(db_, path_, "INSERT OR REPLACE INTO run_summaries(run_id, definition, summary) VALUES(?1, ?2, ?3)");
+  put.bind(1, run).bind(2, kSummaryDefinition).bind(3, summary_json(sum).dump()).run();
 }
 
 std::optional<std::int64_t> Store::latest_measured(const std::string& scenario, const std::string& strategy) const {

@@ -123,6 +123,12 @@ void BreakdownView::setContext(const ViewContext& context) {
   refresh();
 }
 
+const RankReport* BreakdownView::rankReport() const {
+  if (!rankRun_) return nullptr;
+  const auto it = reports_.find(rankRun_->id());
+  return it == reports_.end() ? nullptr : &it->second;
+}
+
 void BreakdownView::setPercent(bool on) { percent_->setChecked(on); }
 
 void BreakdownView::refresh() {
@@ -142,10 +148,10 @@ void BreakdownView::refresh() {
   // identical ranks by construction), else the newest measured, else the newest shown run.
   rankRun_ = nullptr;
   for (const RunRecord* r : ctx_.selected)
-    if (!rankRun_ && !r->ranks.ranks.empty()) rankRun_ = r;
+    if (!rankRun_ && r->summary.skipped + r->summary.steps > 0) rankRun_ = r;
   auto pick = [&](auto&& wanted) {
     for (auto it = ctx_.runs.rbegin(); it != ctx_.runs.rend() && !rankRun_ && ctx_.selected.empty(); ++it)
-      if (!(*it)->ranks.ranks.empty() && wanted(**it)) rankRun_ = *it;
+      if ((*it)->summary.skipped + (*it)->summary.steps > 0 && wanted(**it)) rankRun_ = *it;
   };
   pick([](const RunRecord& r) { return r.measured() && r.finished(); });
   pick([](const RunRecord& r) { return r.measured(); });
@@ -154,7 +160,19 @@ void BreakdownView::refresh() {
   ms.clear();
   QString text;
   if (rankRun_) {
-    const RankReport& report = rankRun_->ranks;
+    // Read on demand, once per run and snapshot.
+    if (ctx_.generation != reportGeneration_) reports_.clear(), reportGeneration_ = ctx_.generation;
+    auto found = reports_.find(rankRun_->id());
+    if (found == reports_.end()) {
+      RankReport loaded;
+      try {
+        loaded = read_rank_report(ctx_.snapshot->path, rankRun_->id(), rankRun_->summary.skipped);
+      } catch (const LoadError& e) {
+        text = QString::fromStdString(e.what());
+      }
+      found = reports_.emplace(rankRun_->id(), std::move(loaded)).first;
+    }
+    const RankReport& report = found->second;
     for (const RankBreakdown& r : report.ranks) {
       cats << tr("rank %1").arg(r.rank);
       ms.push_back({r.compute_s * 1e3, r.exposed_comm_s * 1e3, r.optimizer_s * 1e3,

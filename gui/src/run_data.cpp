@@ -43,20 +43,6 @@ std::string RunRecord::model() const {
   return type;
 }
 
-std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps) {
-  std::map<std::int64_t, std::pair<double, int>> acc;  // step -> (sum, count)
-  for (const auto& m : steps) {
-    if (!std::isfinite(m.loss)) continue;
-    auto& a = acc[m.step];
-    a.first += m.loss;
-    a.second += 1;
-  }
-  std::vector<std::pair<std::int64_t, double>> out;
-  out.reserve(acc.size());
-  for (const auto& [step, a] : acc) out.emplace_back(step, a.first / a.second);
-  return out;
-}
-
 std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>& rows) {
   std::vector<ValidationBatch> out;
   std::set<std::tuple<std::string, std::int64_t, std::string, std::int64_t, std::string>> seen;  // in the last batch
@@ -86,6 +72,15 @@ std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run) {
   }
 }
 
+RankReport read_rank_report(const std::string& path, std::int64_t run, std::int64_t skipped) {
+  try {
+    const std::vector<StepMetrics> steps = Store(path, Store::Access::ReadOnly).steps(run);
+    return steps.empty() ? RankReport{} : rank_report(steps, skipped);
+  } catch (const std::exception& e) {
+    throw LoadError("cannot read the ranks of run " + std::to_string(run) + " from " + path + ":\n" + e.what());
+  }
+}
+
 StoreSnapshot load_snapshot(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -104,11 +99,12 @@ StoreSnapshot load_snapshot(const std::string& path) {
     for (auto& s : summaries) {
       RunRecord rec;
       rec.summary = std::move(s);
-      const std::vector<StepMetrics> steps = store.steps(rec.id());
-      rec.totals = step_totals(steps);
-      if (!steps.empty()) rec.ranks = rank_report(steps, rec.summary.skipped);
+      // Curves are a measured run's: its steps collapsed over ranks (cached for finished runs), never its
+      // per-rank rows, which only the Breakdown's per-rank chart reads, for one run (read_rank_report).
       if (rec.measured()) {
-        rec.mean_loss = mean_loss_per_step(steps);
+        rec.totals = store.totals(rec.id());
+        for (const StepTotals& t : rec.totals)
+          if (std::isfinite(t.mean_loss)) rec.mean_loss.emplace_back(t.step, t.mean_loss);
         rec.evaluations = store.evaluations(rec.id());
         for (Evaluation& e : rec.evaluations) e.confusion.clear(), e.confusion.shrink_to_fit();
       }

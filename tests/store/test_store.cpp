@@ -6,6 +6,7 @@
 #include <limits>
 #include <regex>
 
+#include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/version.hpp"
 #include "store_test_util.hpp"
@@ -557,4 +558,109 @@ TEST(Store, ReadOnlyReadsTheOldestReadableVersionWithoutTimelines) {
   EXPECT_TRUE(viewer.traced_runs().empty());
   RawDb raw(file);
   EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 6);  // not migrated
+}
+
+namespace {
+void expect_same_summary(const RunSummary& a, const RunSummary& b) {
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_EQ(a.skipped, b.skipped);
+  EXPECT_EQ(a.period, b.period);
+  EXPECT_EQ(a.warmup_steps, b.warmup_steps);
+  EXPECT_DOUBLE_EQ(a.warmup_s, b.warmup_s);
+  EXPECT_DOUBLE_EQ(a.samples_per_s, b.samples_per_s);
+  EXPECT_DOUBLE_EQ(a.step_s, b.step_s);
+  EXPECT_DOUBLE_EQ(a.compute_s, b.compute_s);
+  EXPECT_DOUBLE_EQ(a.exposed_comm_s, b.exposed_comm_s);
+  EXPECT_DOUBLE_EQ(a.bytes_per_step, b.bytes_per_step);
+  EXPECT_EQ(a.final_loss.has_value(), b.final_loss.has_value());
+  if (a.final_loss && b.final_loss) {
+    EXPECT_DOUBLE_EQ(*a.final_loss, *b.final_loss);
+  }
+  EXPECT_EQ(a.final_accuracy, b.final_accuracy);
+}
+}  // namespace
+
+TEST(Store, FinishedRunsKeepTheirStepTotalsAndSummary) {
+  TempDir dir;
+  const auto file = dir.file("cache.db");
+  Store store(file, 3);
+  const auto id = store.begin_run(sample_info());
+  std::vector<StepMetrics> rows;
+  for (int step = 0; step < 5; ++step)
+    for (int rank = 0; rank < 2; ++rank) {
+      StepMetrics m = step_row(step, rank, 0.1 + 0.01 * rank + 0.001 * step, 100 + rank, rank == 1 && step == 2 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + step + rank);
+      m.compute_s = 0.05, m.samples = 32;
+      rows.push_back(m);
+      store.add_step(id, m);
+    }
+  store.add_evaluation(id, Evaluation{5, 1.0, 0.5, 0.75, 0.7, 0.7, 0, {}});
+  // Running: computed from the rows, the same as core's step_totals.
+  const auto live = store.totals(id);
+  const auto want = step_totals(rows);
+  ASSERT_EQ(live.size(), want.size());
+  const RunSummary before = store.summary(id);
+  store.finish_run(id, "completed");
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(id)), 5);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 1);
+  const auto cached = store.totals(id);
+  ASSERT_EQ(cached.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    for (const auto* t : {&live[i], &cached[i]}) {
+      EXPECT_EQ(t->step, want[i].step);
+      EXPECT_EQ(t->ranks, want[i].ranks);
+      EXPECT_DOUBLE_EQ(t->slowest_s, want[i].slowest_s);
+      EXPECT_DOUBLE_EQ(t->samples, want[i].samples);
+      EXPECT_DOUBLE_EQ(t->bytes_sent, want[i].bytes_sent);
+      EXPECT_DOUBLE_EQ(t->mean_loss, want[i].mean_loss);  // step 2: rank 0's loss alone (rank 1's is NaN)
+    }
+  }
+  EXPECT_DOUBLE_EQ(cached[2].mean_loss, 3.0);
+  // The cached summary is what the rows give.
+  const RunSummary after = store.summary(id);
+  expect_same_summary(after, before);
+  EXPECT_EQ(after.run.status, "completed");
+  raw.exec("DELETE FROM run_summaries");
+  expect_same_summary(store.summary(id), after);
+  // A summary of another definition is not trusted.
+  raw.exec("INSERT INTO run_summaries VALUES(" + std::to_string(id) + ", 999, '{}')");
+  expect_same_summary(store.summary(id), after);
+}
+
+TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
+  TempDir dir;
+  const auto file = dir.file("v7.db");
+  std::int64_t done = 0, running = 0;
+  RunSummary want;
+  {
+    Store store(file, 1);
+    done = store.begin_run(sample_info());
+    running = store.begin_run(sample_info());
+    for (int step = 0; step < 4; ++step) {
+      store.add_step(done, step_row(step, 0, 0.1 * (step + 1), 10, 2.0 - step));
+      store.add_step(running, step_row(step, 0, 0.2, 10, 1.0));
+    }
+    store.finish_run(done, "completed");
+    want = store.summary(done);
+  }
+  {
+    RawDb raw(file);
+    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; UPDATE schema_version SET version = 7");
+  }
+  {
+    Store viewer(file, Store::Access::ReadOnly);  // version 7, read as it is: computed from the rows
+    EXPECT_EQ(viewer.schema(), 7);
+    expect_same_summary(viewer.summary(done), want);
+  }
+  Store store(file);
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 8);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(done)), 4);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(running)), 0);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 1);
+  expect_same_summary(store.summary(done), want);
+  EXPECT_EQ(store.totals(running).size(), 4u);  // a running run's from its rows
+  store.delete_runs({done});
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals"), 0);
+  EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 0);
 }

@@ -5,6 +5,7 @@
 // window's steps and ranks.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "ddplab/core/step_pattern.hpp"
@@ -22,6 +23,7 @@ struct StepTotals {
   // How many times a run goes through this step: 1 for a measured step, a warm-up segment's repeats for
   // the one simulated block that stands for all of them.
   double weight = 1;
+  double mean_loss = std::numeric_limits<double>::quiet_NaN();  // over the ranks with a finite loss; NaN: none
 };
 
 struct WindowTotals {

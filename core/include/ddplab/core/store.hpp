@@ -15,6 +15,8 @@ struct sqlite3;
 
 namespace ddplab {
 
+struct StepTotals;  // step_totals.hpp
+
 struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -210,8 +212,12 @@ class Store {
   std::vector<Resources> resources(std::int64_t run) const;      // ordered by rank
   // skip_steps: leave each run's first steps (warm-up) out of the time and byte averages; the last step
   // always counts, and so does the final loss and accuracy.
+  // A finished run's summary at skip_steps 0 is read from the cache finish_run wrote (schema version 8).
   RunSummary summary(std::int64_t run, int skip_steps = 0) const;
   std::vector<RunSummary> summaries(int skip_steps = 0) const;   // every run, oldest first
+  // A run's steps collapsed over ranks (step_totals.hpp), ascending by step: a finished run's from the cache
+  // finish_run wrote, a running one's (or an older store's) from its step rows.
+  std::vector<StepTotals> totals(std::int64_t run) const;
 
   // Latest completed measured run of this scenario+strategy (any world size), if any.
   std::optional<std::int64_t> latest_measured(const std::string& scenario, const std::string& strategy) const;
@@ -245,9 +251,9 @@ class Store {
 
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
-  // 7: + trace_events. Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
   static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }
   int schema() const { return schema_; }
@@ -262,6 +268,12 @@ class Store {
   std::unique_ptr<Pending> pending_;
 
   void prepare_inserts();
+  bool cached(const RunRow& run) const;  // its totals and summary may be in the caches
+  std::vector<StepTotals> totals_of(const RunRow& run) const;
+  RunSummary summary_of(RunRow run, int skip_steps) const;
+  // Writes a finished run's run_summaries row, and with `totals` first its step_totals rows (call inside a
+  // transaction).
+  void cache_run(std::int64_t run, bool totals);
 };
 
 }  // namespace ddplab

@@ -8,6 +8,7 @@
 //     shows as exposed communication), when it is at least kStragglerPct over the other ranks' median.
 #pragma once
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ class BreakdownView : public View {
 
   const std::vector<BreakdownBar>& bars() const { return bars_; }
   const RunRecord* rankRun() const { return rankRun_; }
+  const RankReport* rankReport() const;  // of rankRun(), once read
   QLabel* stragglerLabel() const { return straggler_; }
   void setPercent(bool on);  // bars as shares of their step
 
@@ -51,6 +53,8 @@ class BreakdownView : public View {
   ViewContext ctx_;
   std::vector<BreakdownBar> bars_;
   const RunRecord* rankRun_ = nullptr;
+  std::map<std::int64_t, RankReport> reports_;  // per run, of the snapshot of reportGeneration_
+  std::uint64_t reportGeneration_ = 0;
   ChartView* strategies_ = nullptr;
   ChartView* ranks_ = nullptr;
   QLabel* straggler_ = nullptr;

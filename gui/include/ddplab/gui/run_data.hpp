@@ -29,14 +29,11 @@ inline double other_s(double step_s, double compute_s, double exposed_comm_s, do
 
 struct RunRecord {
   RunSummary summary;
-  // (step, mean loss over the ranks that reported a finite loss), ordered by step.
-  // Filled for measured runs only: simulated runs carry no loss (NaN).
+  // Measured runs only (simulated runs have no loss):
+  // (step, mean loss over the ranks that reported a finite loss), ordered by step;
   std::vector<std::pair<std::int64_t, double>> mean_loss;
   std::vector<StepTotals> totals;       // per step, collapsed over ranks (x axes: samples, training time)
   std::vector<Evaluation> evaluations;  // ordered by step (confusion matrices dropped)
-  // Each rank's means over the summary's steady window and the slowest rank (core/rank_report.hpp, as
-  // `ddplab report --ranks` gives them); no ranks when the run has no steps.
-  RankReport ranks;
 
   std::int64_t id() const { return summary.run.id; }
   const RunInfo& info() const { return summary.run.info; }
@@ -83,9 +80,10 @@ std::vector<ValidationBatch> validation_batches(const std::vector<ValidationRow>
 // or either value is not finite.
 double validation_error_pct(double predicted, double measured);
 
-// Mean loss over ranks per step; rows whose loss is not finite are ignored, and steps
-// with no finite loss at all are left out.
-std::vector<std::pair<std::int64_t, double>> mean_loss_per_step(const std::vector<StepMetrics>& steps);
+// Each rank's means over a run's steps from `skipped` on (its summary's steady window) and the slowest rank
+// (core/rank_report.hpp, as `ddplab report --ranks` gives them), read on demand; no ranks when it has no
+// steps. Throws LoadError naming the file.
+RankReport read_rank_report(const std::string& path, std::int64_t run, std::int64_t skipped);
 
 // A run's stored timeline (Store::trace_events), read-only; throws LoadError naming the file.
 std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run);
