@@ -120,7 +120,7 @@ BreakdownView::BreakdownView(QWidget* parent) : View(parent) {
 
 void BreakdownView::setContext(const ViewContext& context) {
   ctx_ = context;
-  refresh();
+  if (!deferDraw()) refresh();
 }
 
 const RankReport* BreakdownView::rankReport() const {

@@ -137,7 +137,7 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
 
 void ConvergenceView::setContext(const ViewContext& context) {
   ctx_ = context;
-  refresh();
+  if (!deferDraw()) refresh();
 }
 
 void ConvergenceView::setMetric(CurveMetric m) { metric_->setCurrentIndex(metric_->findData(static_cast<int>(m))); }
@@ -176,6 +176,10 @@ void ConvergenceView::refresh() {
     QString text, group;
   };
   std::vector<Reached> reached;
+  // Points per drawn curve: kMaxPoints, fewer when many runs share the chart (kPointBudget in all).
+  std::size_t curves = 0;
+  for (const RunRecord* run : pool) curves += run && run->measured() ? (w > 0 ? 2 : 1) : 0;
+  const std::size_t perCurve = std::clamp<std::size_t>(kPointBudget / std::max<std::size_t>(curves, 1), 200, kMaxPoints);
   for (const RunRecord* run : pool) {
     if (!run || !run->measured() || !ctx_.colors) continue;
     const Curve curve = run_curve(*run, mi.metric, axis, w);
@@ -189,7 +193,7 @@ void ConvergenceView::refresh() {
     auto toSeries = [&](const std::vector<double>& ys) {
       auto* s = new QLineSeries;
       QList<QPointF> pts;
-      for (std::size_t i : lttb(curve.x, ys, kMaxPoints)) pts.append(QPointF(curve.x[i], ys[i]));
+      for (std::size_t i : lttb(curve.x, ys, perCurve)) pts.append(QPointF(curve.x[i], ys[i]));
       s->replace(pts);
       return s;
     };

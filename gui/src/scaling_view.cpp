@@ -82,7 +82,7 @@ ScalingView::ScalingView(QWidget* parent) : View(parent) {
 
 void ScalingView::setContext(const ViewContext& context) {
   ctx_ = context;
-  refresh();
+  if (!deferDraw()) refresh();
 }
 
 void ScalingView::setLogY(bool on) { logY_->setChecked(on); }

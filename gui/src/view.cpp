@@ -3,6 +3,8 @@
 
 #include "ddplab/gui/charts.hpp"
 
+#include <QShowEvent>
+
 namespace ddplab::gui {
 
 const std::vector<std::pair<GroupBy, QString>>& group_names() {
@@ -64,6 +66,19 @@ QWidget* View::exportWidget() {
 }
 
 QString View::csv() const { return chartViews().isEmpty() ? QString() : chartsCsv(charts()); }
+
+bool View::deferDraw() {
+  stale_ = window()->isVisible() && !isVisible();
+  return stale_;
+}
+
+void View::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (stale_) {
+    stale_ = false;
+    redraw();
+  }
+}
 
 QList<QChart*> View::charts() const {
   QList<QChart*> out;

@@ -49,6 +49,7 @@ class BreakdownView : public View {
 
  private:
   void refresh();
+  void redraw() override { refresh(); }
 
   ViewContext ctx_;
   std::vector<BreakdownBar> bars_;

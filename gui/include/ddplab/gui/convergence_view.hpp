@@ -5,7 +5,8 @@
 //   - a target accuracy: a horizontal line on accuracy charts and each run's time to accuracy marked where
 //     it first reaches it (interpolated between evaluations, as `ddplab predict` counts it);
 //   - the selected runs if any are selected, else every shown run; simulated runs have no loss.
-// Long curves are downsampled for drawing (LTTB, 2000 points); hover a point for its run and value.
+// Long curves are downsampled for drawing (LTTB, 2000 points, fewer when over 200k points in all); hover a
+// point for its run and value. Drawn when the tab is shown.
 #pragma once
 #include <optional>
 #include <vector>
@@ -44,7 +45,8 @@ std::optional<double> time_to_accuracy(const RunRecord& run, double target, XAxi
 class ConvergenceView : public View {
   Q_OBJECT
  public:
-  static constexpr std::size_t kMaxPoints = 2000;  // per drawn series (LTTB)
+  static constexpr std::size_t kMaxPoints = 2000;      // per drawn series (LTTB)
+  static constexpr std::size_t kPointBudget = 200000;  // over all of them: many runs get fewer points each
 
   explicit ConvergenceView(QWidget* parent = nullptr);
   QString title() const override { return tr("Convergence"); }
@@ -67,6 +69,7 @@ class ConvergenceView : public View {
 
  private:
   void refresh();
+  void redraw() override { refresh(); }
 
   ViewContext ctx_;
   std::vector<const RunRecord*> drawn_;

@@ -53,6 +53,7 @@ class ScalingView : public View {
 
  private:
   void refresh();
+  void redraw() override { refresh(); }
 
   ViewContext ctx_;
   std::vector<ScalingPanel> panels_;

@@ -59,6 +59,17 @@ class View : public QWidget {
   virtual QWidget* exportWidget();
   virtual QString csv() const;
   QList<QChart*> charts() const;
+
+ protected:
+  // Views that take long to draw call this in setContext, after storing the context: true when the window
+  // is on screen and this view is not (another tab), and the view should draw when it is shown (redraw()
+  // from showEvent). The context is stored either way, so the view never holds an old snapshot's pointers.
+  bool deferDraw();
+  virtual void redraw() {}
+  void showEvent(QShowEvent* e) override;
+
+ private:
+  bool stale_ = false;
 };
 
 }  // namespace ddplab::gui
