@@ -184,6 +184,7 @@ class Store {
   // Opens an existing store for reading only (a viewer): nothing is created, migrated or written, and the
   // file may be read while `ddplab run` writes it (WAL). Refused with StoreError, naming the file and the
   // reason, when it is missing, not SQLite, not a ddplab store, or at another schema version than this build's.
+  // One thread at a time may use it (SQLite's multi-thread mode); another thread opens its own.
   enum class Access { ReadOnly };
   Store(const std::string& path, Access access);
   ~Store();  // flushes what is pending
