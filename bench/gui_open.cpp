@@ -1,8 +1,10 @@
 // bench_gui_open: how long ddplab-gui takes to open a large store and draw each view (offscreen).
 //   bench_gui_open [--runs R] [--steps S] [--ranks N] [--db FILE]
 // Makes FILE (default /tmp/ddplab-gui-bench-R-S-N.db) once with R measured runs of S steps x N ranks (a loss
-// per rank and step, an evaluation every S/20 steps), then times, in one process: reading the store
-// (load_snapshot), opening it in the window (read and refresh every view), and each view's first draw.
+// per rank and step, an evaluation every S/20 steps), then times, in one process: reading the runs'
+// summaries (load_snapshot), opening the store in the window (read and refresh every view), each view's
+// first draw, Convergence (the view it opens on) until it has drawn every curve it shows, the background read of every run's curves (until
+// Convergence has drawn them all), and a redraw of Convergence with every curve in.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -13,6 +15,8 @@
 #include <string>
 
 #include "ddplab/core/store.hpp"
+#include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/curve_loader.hpp"
 #include "ddplab/gui/main_window.hpp"
 #include "ddplab/gui/run_data.hpp"
 
@@ -67,15 +71,27 @@ int main(int argc, char** argv) {
   std::printf("store %s, %.1f MB\n", db.c_str(), QFileInfo(QString::fromStdString(db)).size() / 1e6);
   t.start();
   const auto snap = ddplab::gui::load_snapshot(db);
-  std::printf("load_snapshot              %8.3f s  (%zu runs)\n", t.elapsed() / 1e3, snap.runs.size());
+  std::printf("load_snapshot (summaries)  %8.3f s  (%zu runs)\n", t.elapsed() / 1e3, snap.runs.size());
   ddplab::gui::MainWindow w;
   w.resize(1400, 900);
   w.show();
   QApplication::processEvents();
+  w.showView("convergence");
+  QElapsedTimer sinceOpen;
+  sinceOpen.start();
   t.start();
   if (!w.openStore(QString::fromStdString(db))) return 1;
   QApplication::processEvents();
   std::printf("open (read + every view)   %8.3f s\n", t.elapsed() / 1e3);
+  // Convergence as a user opening on it (`--view convergence`) sees it: until every run it draws has its curve.
+  auto* conv = w.convergenceView();
+  while (conv->curvesToCome() > 0 || conv->drawnRuns().empty()) {
+    QApplication::processEvents(QEventLoop::WaitForMoreEvents);
+    if (w.curves()->idle() && conv->curvesToCome() == 0) break;
+  }
+  (void)w.grab();
+  std::printf("convergence complete       %8.3f s after open  (%zu runs drawn; %zu of the store's curves still being read)\n",
+              sinceOpen.elapsed() / 1e3, conv->drawnRuns().size(), w.curves()->pending());
   for (const QString& key : ddplab::gui::MainWindow::viewKeys()) {
     t.start();
     w.showView(key);
@@ -84,5 +100,14 @@ int main(int argc, char** argv) {
     std::printf("draw %-22s %8.3f s\n", qPrintable(key), t.elapsed() / 1e3);
     (void)pix;
   }
+  if (!w.waitForCurves(600000)) return 1;
+  std::printf("every curve read           %8.3f s after open  (%zu runs)\n", sinceOpen.elapsed() / 1e3, w.curves()->readCount());
+  w.showView("convergence");
+  QApplication::processEvents();
+  t.start();
+  w.convergenceView()->setSmoothing(0.5);  // a redraw with every curve in
+  const QPixmap pix = w.grab();
+  std::printf("redraw convergence (all)   %8.3f s\n", t.elapsed() / 1e3);
+  (void)pix;
   return 0;
 }

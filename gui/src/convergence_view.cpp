@@ -12,6 +12,7 @@
 #include <QLogValueAxis>
 #include <QScatterSeries>
 #include <QSlider>
+#include <QTimer>
 #include <QValueAxis>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <map>
 #include <set>
 
+#include "ddplab/gui/curve_loader.hpp"
 #include "ddplab/simulator/statistical_efficiency.hpp"
 
 namespace ddplab::gui {
@@ -57,13 +59,14 @@ QString xText(XAxis a, double x) {
 }
 }  // namespace
 
-Curve run_curve(const RunRecord& run, CurveMetric metric, XAxis axis, double smoothing) {
+Curve run_curve(const RunCurves& run, CurveMetric metric, XAxis axis, double smoothing) {
   Curve c;
   const RunProgress progress(run.totals);
   if (metric == CurveMetric::TrainLoss) {
-    for (const auto& [step, loss] : run.mean_loss) {
-      c.x.push_back(progress.at(axis, static_cast<double>(step + 1)));
-      c.y.push_back(loss);
+    for (const StepTotals& t : run.totals) {
+      if (!std::isfinite(t.mean_loss)) continue;  // no rank reported a loss
+      c.x.push_back(progress.at(axis, static_cast<double>(t.step + 1)));
+      c.y.push_back(t.mean_loss);
     }
   } else {
     for (const Evaluation& e : run.evaluations) {
@@ -77,7 +80,7 @@ Curve run_curve(const RunRecord& run, CurveMetric metric, XAxis axis, double smo
   return c;
 }
 
-std::optional<double> time_to_accuracy(const RunRecord& run, double target, XAxis axis) {
+std::optional<double> time_to_accuracy(const RunCurves& run, double target, XAxis axis) {
   const std::optional<double> steps = steps_to_accuracy(run.evaluations, target);
   if (!steps) return std::nullopt;
   return RunProgress(run.totals).at(axis, *steps);
@@ -128,6 +131,13 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
   layout->addWidget(chart_, 1);
   layout->addWidget(summary_);
 
+  redrawSoon_ = new QTimer(this);
+  redrawSoon_->setSingleShot(true);
+  redrawSoon_->setInterval(kRedrawMs);
+  connect(redrawSoon_, &QTimer::timeout, this, [this] {
+    if (!deferDraw()) refresh();
+  });
+
   for (QComboBox* box : {metric_, x_}) connect(box, &QComboBox::currentIndexChanged, this, &ConvergenceView::refresh);
   connect(smooth_, &QSlider::valueChanged, this, &ConvergenceView::refresh);
   connect(logY_, &QCheckBox::toggled, this, &ConvergenceView::refresh);
@@ -137,6 +147,18 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
 
 void ConvergenceView::setContext(const ViewContext& context) {
   ctx_ = context;
+  if (!deferDraw()) refresh();
+}
+
+void ConvergenceView::curvesArrived(bool complete) {
+  if (waiting_.empty()) return;  // every drawn run's curve is in
+  bool all = true;
+  for (std::int64_t id : waiting_) all = all && ctx_.curves && ctx_.curves->find(id);
+  if (!complete && !all) {
+    if (!redrawSoon_->isActive()) redrawSoon_->start();
+    return;
+  }
+  redrawSoon_->stop();
   if (!deferDraw()) refresh();
 }
 
@@ -155,6 +177,7 @@ void ConvergenceView::refresh() {
   QChart* c = chart_->chart();
   clearChart(c);
   drawn_.clear();
+  waiting_.clear();
   const CurveMetricInfo& mi = info_of(metric());
   const XAxis axis = xAxis();
   const double w = smoothing();
@@ -177,12 +200,25 @@ void ConvergenceView::refresh() {
   };
   std::vector<Reached> reached;
   // Points per drawn curve: kMaxPoints, fewer when many runs share the chart (kPointBudget in all).
-  std::size_t curves = 0;
-  for (const RunRecord* run : pool) curves += run && run->measured() ? (w > 0 ? 2 : 1) : 0;
+  // The newest kMaxRuns measured runs, drawn oldest first.
+  std::vector<const RunRecord*> runs;
+  std::size_t measured = 0, unread = 0;
+  for (auto it = pool.rbegin(); it != pool.rend(); ++it) {
+    if (!*it || !(*it)->measured() || !ctx_.colors) continue;
+    ++measured;
+    if (runs.size() < kMaxRuns) runs.push_back(*it);
+  }
+  std::reverse(runs.begin(), runs.end());
+  const std::size_t curves = runs.size() * (w > 0 ? 2 : 1);
   const std::size_t perCurve = std::clamp<std::size_t>(kPointBudget / std::max<std::size_t>(curves, 1), 200, kMaxPoints);
-  for (const RunRecord* run : pool) {
-    if (!run || !run->measured() || !ctx_.colors) continue;
-    const Curve curve = run_curve(*run, mi.metric, axis, w);
+  for (const RunRecord* run : runs) {
+    const RunCurves* read = ctx_.curves ? ctx_.curves->find(run->id()) : nullptr;
+    if (!read) {
+      ++unread;
+      waiting_.push_back(run->id());
+      continue;
+    }
+    const Curve curve = run_curve(*read, mi.metric, axis, w);
     if (curve.x.empty()) continue;
     drawn_.push_back(run);
     const QString label = ctx_.colors->label(*run);
@@ -226,7 +262,7 @@ void ConvergenceView::refresh() {
       return QStringLiteral("%1\n%2: %3\n%4 = %5").arg(who, QString(x_axis_title(axis)), xText(axis, p.x()), title).arg(p.y(), 0, 'g', 5);
     });
     if (target() > 0) {
-      if (const auto tta = time_to_accuracy(*run, target(), axis)) {
+      if (const auto tta = time_to_accuracy(*read, target(), axis)) {
         reached.push_back({*tta, QStringLiteral("#%1 %2").arg(run->id()).arg(xText(axis, *tta)), label});
         if (mi.metric == CurveMetric::TestAccuracy) {
           d.reached = new QScatterSeries;
@@ -274,8 +310,14 @@ void ConvergenceView::refresh() {
   }
   for (const Drawn& d : drawn) add(d.reached, false);
   elideLegend(c);
+  // More entries than fit would be cut off without a word: then no legend, and the note says so.
+  const bool legend = labels.size() <= kMaxLegend;
+  c->legend()->setVisible(legend);
 
-  if (drawn.empty()) {
+  const QString readError = ctx_.curves ? ctx_.curves->error() : QString();
+  if (drawn.empty() && unread > 0) {
+    c->setTitle(readError.isEmpty() ? tr("Convergence: reading curves") : tr("Convergence: curves could not be read"));
+  } else if (drawn.empty()) {
     c->setTitle(pool.empty() ? tr("Convergence: no runs shown") : tr("Convergence: no measured %1 in the runs shown").arg(tr(mi.title)));
   } else {
     c->setTitle(tr("Convergence: %1").arg(tr(mi.title)));
@@ -314,6 +356,22 @@ void ConvergenceView::refresh() {
       text += tr("; not reached: %1").arg(missedText.mid(0, 10).join(QStringLiteral(", ")) +
                                           (missedText.size() > 10 ? QStringLiteral(", ...") : QString()));
   }
+  QStringList notes;
+  if (!legend)
+    notes << tr("No legend for %1 curves: hover a curve for its run, or group the runs in the Runs view.").arg(labels.size());
+  if (measured > runs.size())
+    notes << tr("Drawing the newest %1 of the %2 measured runs shown: filter, hide or select runs in the Runs view to "
+                "choose others.")
+                 .arg(runs.size())
+                 .arg(measured);
+  if (unread > 0)
+    notes << (readError.isEmpty() ? tr("Reading curves from the store: %1 of these %2 runs still to come, drawn as they arrive.")
+                                        .arg(unread)
+                                        .arg(runs.size())
+                                  : tr("The curves of %1 of these %2 runs could not be read: %3").arg(unread).arg(runs.size()).arg(readError));
+  if (!text.isEmpty()) notes << text;
+  text = notes.join('\n');
+  if (!readError.isEmpty()) waiting_.clear();
   if (logY_->isChecked() && !positive) text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + tr("log y needs positive values: linear axis shown");
   summary_->setText(text);
   summary_->setVisible(!text.isEmpty());

@@ -22,12 +22,14 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <algorithm>
 #include <set>
 
 #include "ddplab/gui/breakdown_view.hpp"
 #include "ddplab/gui/charts.hpp"
 #include "ddplab/gui/collectives_view.hpp"
 #include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/curve_loader.hpp"
 #include "ddplab/gui/goodput_view.hpp"
 #include "ddplab/gui/runs_model.hpp"
 #include "ddplab/gui/runs_view.hpp"
@@ -63,6 +65,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addWidget(statusLabel_, 1);
   poll_ = new QTimer(this);
   connect(poll_, &QTimer::timeout, this, &MainWindow::pollStore);
+  curves_ = new CurveLoader(this);
+  connect(curves_, &CurveLoader::arrived, this, [this] {
+    for (View* v : views_) v->curvesArrived(curves_->idle());
+    updateStatus();
+  });
 
   connect(runs_, &RunsView::changed, this, &MainWindow::refreshViews);
   connect(runs_, &RunsView::deleteRequested, this, [this](std::vector<std::int64_t> ids) { deleteRuns(ids); });
@@ -146,6 +153,7 @@ bool MainWindow::openStore(const QString& path, QString* error) {
   ++generation_;
   runs_->setSnapshot(std::move(snap), sameFile);
   if (!sameFile) runs_->selectRuns({});
+  curves_->load(runs_->snapshot(), drawnFirst());
   setWindowTitle(tr("ddplab - %1").arg(QFileInfo(path).fileName()));
   refreshViews();
   updateStatus();
@@ -161,7 +169,9 @@ void MainWindow::refreshViews() {
   ctx.runs = runs_->shownRuns();
   ctx.selected = runs_->selectedRuns();
   ctx.colors = &colors_;
+  ctx.curves = curves_;
   ctx.generation = generation_;
+  curves_->prioritize(drawnFirst());
   // Every view is refreshed, not only the visible one: a view must never keep pointers into a snapshot
   // that a reload replaced.
   for (View* v : views_)
@@ -172,6 +182,16 @@ void MainWindow::refreshViews() {
   tabs_->setTabText(tabs_->indexOf(validation_), validations ? tr("Validation (%1)").arg(validations) : tr("Validation"));
   updateStatus();
 }
+
+std::vector<const RunRecord*> MainWindow::drawnFirst() const {
+  // Newest first, as Convergence picks the runs it draws.
+  std::vector<const RunRecord*> out = runs_->selectedRuns(), shown = runs_->shownRuns();
+  std::reverse(out.begin(), out.end());
+  out.insert(out.end(), shown.rbegin(), shown.rend());
+  return out;
+}
+
+bool MainWindow::waitForCurves(int timeout_ms) { return curves_->waitUntilIdle(timeout_ms); }
 
 void MainWindow::updateStatus() {
   if (path_.isEmpty()) {
@@ -191,7 +211,9 @@ void MainWindow::updateStatus() {
                             .arg(snap.benches.size())
                             .arg(snap.validations.size())
                             .arg(snap.predictions.size())
-                            .arg(following() ? tr(" - following live") : QString()));
+                            .arg(following() ? tr(" - following live") : QString()) +
+                        (curves_->pending() ? tr(" - reading curves: %1 runs to go").arg(curves_->pending()) : QString()) +
+                        (curves_->error().isEmpty() ? QString() : tr(" - %1").arg(curves_->error())));
 }
 
 bool MainWindow::loadInteractive(const QString& path) {
@@ -353,6 +375,10 @@ void MainWindow::saveSettings() const {
 bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString* error) {
   window.resize(size);
   window.show();
+  if (!window.waitForCurves(60000)) {
+    if (error) *error = QObject::tr("the runs' curves were not read within 60 s");
+    return false;
+  }
   if (window.currentViewKey() == "what-if" && !window.whatIfView()->waitForResult(60000)) {
     if (error) *error = QObject::tr("the What-if simulation did not finish within 60 s");
     return false;

@@ -81,6 +81,12 @@ RankReport read_rank_report(const std::string& path, std::int64_t run, std::int6
   }
 }
 
+RunCurves read_curves(const Store& store, const RunRow& run) {
+  RunCurves c{run, store.totals(run.id), store.evaluations(run.id)};
+  for (Evaluation& e : c.evaluations) e.confusion.clear(), e.confusion.shrink_to_fit();
+  return c;
+}
+
 StoreSnapshot load_snapshot(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -96,20 +102,7 @@ StoreSnapshot load_snapshot(const std::string& path) {
     snap.schema = store.schema();
     auto summaries = store.summaries();
     snap.runs.reserve(summaries.size());
-    for (auto& s : summaries) {
-      RunRecord rec;
-      rec.summary = std::move(s);
-      // Curves are a measured run's: its steps collapsed over ranks (cached for finished runs), never its
-      // per-rank rows, which only the Breakdown's per-rank chart reads, for one run (read_rank_report).
-      if (rec.measured()) {
-        rec.totals = store.totals(rec.id());
-        for (const StepTotals& t : rec.totals)
-          if (std::isfinite(t.mean_loss)) rec.mean_loss.emplace_back(t.step, t.mean_loss);
-        rec.evaluations = store.evaluations(rec.id());
-        for (Evaluation& e : rec.evaluations) e.confusion.clear(), e.confusion.shrink_to_fit();
-      }
-      snap.runs.push_back(std::move(rec));
-    }
+    for (auto& s : summaries) snap.runs.push_back({std::move(s)});
     snap.validations = store.validations();
     snap.predictions = store.predictions();
     for (std::int64_t id : store.traced_runs()) snap.traced.insert(id);

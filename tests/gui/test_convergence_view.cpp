@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/curve_loader.hpp"
 #include "ddplab/gui/main_window.hpp"
 #include "ddplab/gui/runs_view.hpp"
 #include "ddplab/gui/scaling_view.hpp"
@@ -42,6 +43,7 @@ class ConvergenceViewTest : public QObject {
   void trainLossOnEachXAxis() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
+    QVERIFY(w.waitForCurves());
     ConvergenceView* v = w.convergenceView();
     v->setSmoothing(0);
     QChart* c = v->chartViews().front()->chart();
@@ -65,9 +67,61 @@ class ConvergenceViewTest : public QObject {
     QCOMPARE(v->drawnRuns().size(), std::size_t(3));
   }
 
+  void curvesAreDrawnAsTheyArrive() {
+    MainWindow w;
+    QVERIFY(w.openStore(db_));
+    // Opening reads summaries only: the worker's curves reach the window through its event loop.
+    ConvergenceView* v = w.convergenceView();
+    QCOMPARE(v->drawnRuns().size(), std::size_t(0));
+    QCOMPARE(v->chartViews().front()->chart()->title(), QString("Convergence: reading curves"));
+    QVERIFY2(v->summaryLabel()->text().contains("3 of these 3 runs still to come"), qPrintable(v->summaryLabel()->text()));
+    QVERIFY(w.waitForCurves());
+    QCOMPARE(v->drawnRuns().size(), std::size_t(3));
+    QVERIFY2(!v->summaryLabel()->text().contains("Reading curves"), qPrintable(v->summaryLabel()->text()));
+  }
+
+  void drawsTheNewestRunsWithinItsCap() {
+    const QString many = dir_.filePath("many.db");
+    const std::size_t n = ConvergenceView::kMaxRuns + 5;
+    std::vector<std::int64_t> ids;
+    {
+      Store store(many.toStdString());
+      for (std::size_t i = 0; i < n; ++i) {
+        ids.push_back(store.begin_run(RunInfo{"demo", "ring", "cpu", 1, "measured", fx::mlpConfig(), "{}", 8}));
+        StepMetrics m;
+        m.step_s = 0.1, m.samples = 8, m.loss = 1.0 + static_cast<double>(i);
+        store.add_step(ids.back(), m);
+        store.finish_run(ids.back(), "completed");
+      }
+    }
+    MainWindow w;
+    QVERIFY(w.openStore(many));
+    QVERIFY(w.waitForCurves());
+    ConvergenceView* v = w.convergenceView();
+    QCOMPARE(v->drawnRuns().size(), ConvergenceView::kMaxRuns);
+    QCOMPARE(v->drawnRuns().front()->id(), ids[5]);  // the oldest five are left out
+    QCOMPARE(v->drawnRuns().back()->id(), ids.back());
+    QVERIFY2(v->summaryLabel()->text().contains(QStringLiteral("newest %1 of the %2 measured runs").arg(ConvergenceView::kMaxRuns).arg(n)),
+             qPrintable(v->summaryLabel()->text()));
+    // No legend for 100 entries (it would be cut off), and the note says so; grouped, one entry and a legend.
+    QChart* c = v->chartViews().front()->chart();
+    QVERIFY(!c->legend()->isVisible());
+    QVERIFY2(v->summaryLabel()->text().contains("No legend for 100 curves"), qPrintable(v->summaryLabel()->text()));
+    w.runsView()->setGroupBy(GroupBy::Strategy);
+    QVERIFY(c->legend()->isVisible() && !v->summaryLabel()->text().contains("No legend"));
+    w.runsView()->setGroupBy(GroupBy::Run);
+    // Selected runs are drawn whatever their age.
+    w.runsView()->selectRuns({ids[0], ids[1]});
+    QCOMPARE(v->drawnRuns().size(), std::size_t(2));
+    QVERIFY(c->legend()->isVisible());
+    QCOMPARE(v->drawnRuns().front()->id(), ids[0]);
+    QVERIFY(!v->summaryLabel()->text().contains("newest"));
+  }
+
   void smoothingFollowsTensorBoardWithTheRawCurveBehind() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
+    QVERIFY(w.waitForCurves());
     ConvergenceView* v = w.convergenceView();
     QCOMPARE(v->smoothing(), 0.6);  // TensorBoard's default
     QChart* c = v->chartViews().front()->chart();
@@ -88,6 +142,7 @@ class ConvergenceViewTest : public QObject {
   void accuracyWithTargetMarksTimeToAccuracy() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
+    QVERIFY(w.waitForCurves());
     ConvergenceView* v = w.convergenceView();
     v->setSmoothing(0);
     v->setMetric(CurveMetric::TestAccuracy);
@@ -108,7 +163,7 @@ class ConvergenceViewTest : public QObject {
       QCOMPARE(marker->points().size(), 1);
       QVERIFY(std::abs(marker->points()[0].x() - timeThrough(world, steps)) < 1e-12);
       QCOMPARE(marker->points()[0].y(), 0.8);
-      const auto tta = time_to_accuracy(*w.runsView()->snapshot().find(ids_.measured[world]), 0.8, XAxis::Step);
+      const auto tta = time_to_accuracy(*w.curves()->find(ids_.measured[world]), 0.8, XAxis::Step);
       QVERIFY(tta && std::abs(*tta - steps) < 1e-12);
     }
     QVERIFY(fx::seriesNamed(c, "target 0.8"));
@@ -132,6 +187,7 @@ class ConvergenceViewTest : public QObject {
   void logYAndColoursSharedWithScaling() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
+    QVERIFY(w.waitForCurves());
     ConvergenceView* v = w.convergenceView();
     v->setLogY(true);
     QChart* c = v->chartViews().front()->chart();

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "ddplab/gui/convergence_view.hpp"
+#include "ddplab/gui/curve_loader.hpp"
 #include "ddplab/gui/main_window.hpp"
 #include "ddplab/gui/runs_model.hpp"
 #include "ddplab/gui/runs_view.hpp"
@@ -162,10 +163,17 @@ class MainWindowTest : public QObject {
     // The timer reloads within its interval; the new run shows, still running (greyed), with its step.
     QTRY_COMPARE_WITH_TIMEOUT(w.runsView()->model()->rowCount(), 8, 2000);
     const RunRecord* r = w.runsView()->snapshot().find(id);
-    QVERIFY(r && !r->finished() && r->mean_loss.size() == 1);
+    QVERIFY(r && !r->finished());
+    QVERIFY(w.waitForCurves());
+    QCOMPARE(w.curves()->find(id)->totals.size(), std::size_t(1));
+    QCOMPARE(w.curves()->find(id)->totals[0].mean_loss, 1.5);
+    // The next reload reads only the running run's curves again; the finished runs' are kept.
+    const RunCurves* finished = w.curves()->find(ids_.measured.at(2));
+    QVERIFY(finished);
     m.step = 1;
     writer.add_step(id, m);
-    QTRY_COMPARE_WITH_TIMEOUT(w.runsView()->snapshot().find(id)->mean_loss.size(), std::size_t(2), 2000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.curves()->find(id) && w.curves()->find(id)->totals.size() == 2, 2000);
+    QCOMPARE(w.curves()->find(ids_.measured.at(2)), finished);
     w.setFollow(false);
     QVERIFY(!w.following());
   }

@@ -96,6 +96,7 @@ class RunsViewTest : public QObject {
   void hiddenRunsLeaveTheChartsAndSurviveReload() {
     MainWindow w;
     QVERIFY(w.openStore(db_));
+    QVERIFY(w.waitForCurves());
     RunsView* v = w.runsView();
     QCOMPARE(w.convergenceView()->drawnRuns().size(), std::size_t(3));  // measured: ring 2, ring 4, failed tree
     v->model()->setShown({ids_.measured[2]}, false);

@@ -3,6 +3,8 @@
 // File: open (Ctrl+O, or drop a file on the window), reload (F5), follow live (poll the store, new steps
 // within 2 s), export the current view as PNG, SVG or CSV. Edit: delete the selected runs (Del).
 // The store is read read-only; deleting runs is the one write, in one transaction, after a confirmation.
+// Opening reads the runs' summaries; their curves follow in the background (CurveLoader), the shown runs'
+// first.
 // The last store, the window layout and the current view are remembered (QSettings).
 #pragma once
 #include <QMainWindow>
@@ -28,6 +30,7 @@ class ConvergenceView;
 class ScalingView;
 class BreakdownView;
 class TimelineView;
+class CurveLoader;
 class CollectivesView;
 class ValidationView;
 class WhatIfView;
@@ -42,6 +45,9 @@ class MainWindow : public QMainWindow {
   // `*error` (if given) gets a user-facing message, and false is returned.
   bool openStore(const QString& path, QString* error = nullptr);
   QString storePath() const { return path_; }
+  const CurveLoader* curves() const { return curves_; }
+  // Processes events until every curve of the open store is read (or could not be); false on timeout.
+  bool waitForCurves(int timeout_ms = 30000);
 
   // Views, in tab order, and their keys ("runs", "convergence", ...): --view and --screenshot-all names.
   const QList<View*>& views() const { return views_; }
@@ -95,6 +101,7 @@ class MainWindow : public QMainWindow {
   void buildActions();
   void updateStatus();
   bool loadInteractive(const QString& path);  // openStore + message box on failure
+  std::vector<const RunRecord*> drawnFirst() const;  // the runs whose curves to read first: selected, then shown
   static QString fileStamp(const QString& path);  // size and mtime of the store and its WAL
 
   QString path_;
@@ -115,9 +122,10 @@ class MainWindow : public QMainWindow {
   QLabel* statusLabel_ = nullptr;
   QAction* followAction_ = nullptr;
   QTimer* poll_ = nullptr;
+  CurveLoader* curves_ = nullptr;
 };
 
-// Renders `window` at `size` into a PNG (meant for QT_QPA_PLATFORM=offscreen).
+// Renders `window` at `size` into a PNG (meant for QT_QPA_PLATFORM=offscreen), once its curves are read.
 // Returns false with `*error` set when the image cannot be written.
 bool saveScreenshot(MainWindow& window, const QString& file, QSize size, QString* error = nullptr);
 // Renders every view into DIR/<key>.png; the window ends on the view it started on.

@@ -1,4 +1,7 @@
-// What the GUI shows, read from the results store in one go.
+// What the GUI shows, read from the results store: a snapshot of every run's summary (and the store's
+// validations, predictions and benchmarks), read in one go, and each measured run's curves, read apart
+// (read_curves; the window reads them in the background, curve_loader.hpp), since they are most of a
+// large store and only the Convergence view draws them.
 // The store is opened read-only (Store::Access::ReadOnly), read and closed again, so the GUI never writes
 // or locks a file that `ddplab run` or `ddplab simulate` may be writing; F5 and live follow read a fresh
 // snapshot. Only deleting runs writes (delete_runs, after the user confirms).
@@ -29,11 +32,6 @@ inline double other_s(double step_s, double compute_s, double exposed_comm_s, do
 
 struct RunRecord {
   RunSummary summary;
-  // Measured runs only (simulated runs have no loss):
-  // (step, mean loss over the ranks that reported a finite loss), ordered by step;
-  std::vector<std::pair<std::int64_t, double>> mean_loss;
-  std::vector<StepTotals> totals;       // per step, collapsed over ranks (x axes: samples, training time)
-  std::vector<Evaluation> evaluations;  // ordered by step (confusion matrices dropped)
 
   std::int64_t id() const { return summary.run.id; }
   const RunInfo& info() const { return summary.run.info; }
@@ -41,9 +39,19 @@ struct RunRecord {
   bool simulated() const { return summary.run.info.source == "simulated"; }
   // Failed runs, and runs still marked running, are drawn greyed: their figures are partial.
   bool finished() const { return summary.run.status == "completed"; }
+  // Still being written (or left so by a launcher that died): its steps may still grow.
+  bool running() const { return summary.run.status == "running"; }
   // The model the run trained (config "model", e.g. "mlp 784-256-256-10" or "resnet50"): charts never share
   // an axis between runs of different models or backends.
   std::string model() const;
+};
+
+// A measured run's curves (simulated runs have no loss): its steps collapsed over ranks, with the mean
+// loss (the x axes: samples, training time), and its evaluations, both ordered by step.
+struct RunCurves {
+  RunRow run;  // as it was when read: curves of a run that has finished since are read again
+  std::vector<StepTotals> totals;
+  std::vector<Evaluation> evaluations;  // confusion matrices dropped
 };
 
 // One collective benchmark (`ddplab bench collectives`, or an imported nccl-tests log) with its rows.
@@ -88,8 +96,11 @@ RankReport read_rank_report(const std::string& path, std::int64_t run, std::int6
 // A run's stored timeline (Store::trace_events), read-only; throws LoadError naming the file.
 std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run);
 
-// Reads every run of the store at `path`, read-only. A missing, foreign or unreadable file is a LoadError
-// that names it and says why.
+// Reads every run's summary, and the rest but curves, of the store at `path`, read-only. A missing,
+// foreign or unreadable file is a LoadError that names it and says why.
 StoreSnapshot load_snapshot(const std::string& path);
+
+// A run's curves from an open store (Store::totals and Store::evaluations).
+RunCurves read_curves(const Store& store, const RunRow& run);
 
 }  // namespace ddplab::gui

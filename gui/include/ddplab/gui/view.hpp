@@ -14,6 +14,8 @@
 
 namespace ddplab::gui {
 
+class CurveLoader;
+
 // How runs are grouped: one colour, and one legend entry, per group.
 enum class GroupBy { Run, Scenario, Strategy, World, Source, Backend };
 const std::vector<std::pair<GroupBy, QString>>& group_names();  // in menu order, "run" first
@@ -42,6 +44,8 @@ struct ViewContext {
   std::vector<const RunRecord*> runs;      // shown: passing the Runs view's filter and checked, oldest first
   std::vector<const RunRecord*> selected;  // of those, the rows selected in the Runs view
   const RunColors* colors = nullptr;
+  // The measured runs' curves read so far (they come in the background: View::curvesArrived).
+  const CurveLoader* curves = nullptr;
   // Bumped each time a new snapshot is read: views that list the store's benches, validations or
   // predictions rebuild their choosers only then, so a filter change keeps the user's choice.
   std::uint64_t generation = 0;
@@ -59,6 +63,8 @@ class View : public QWidget {
   virtual QWidget* exportWidget();
   virtual QString csv() const;
   QList<QChart*> charts() const;
+  // More curves were read (ViewContext::curves); `complete`: every requested curve is in.
+  virtual void curvesArrived(bool complete) { (void)complete; }
 
  protected:
   // Views that take long to draw call this in setContext, after storing the context: true when the window
