@@ -18,6 +18,7 @@
 #include <QToolTip>
 #include <QValueAxis>
 #include <cmath>
+#include <limits>
 
 #include "ddplab/gui/series_math.hpp"
 
@@ -52,6 +53,12 @@ void clearChart(QChart* chart) {
     chart->removeAxis(axis);
     delete axis;
   }
+}
+
+void ChartView::swapChart(QChart* fresh) {
+  QChart* old = chart();
+  setChart(fresh);
+  delete old;
 }
 
 ChartView::ChartView(const QString& title, QWidget* parent) : QChartView(makeChart(title), parent) {
@@ -105,7 +112,19 @@ QValueAxis* valueAxis(const QString& title, double lo, double hi, bool from_zero
   // Padding never takes a non-negative quantity (a loss, a time) below 0.
   double l = from_zero && lo == 0 ? 0 : lo - 0.04 * span;
   if (lo >= 0 && l < 0) l = 0;
+  // Nice numbers with the tick count that wastes least space: with Qt's default of 5, 0..1040 becomes
+  // 0..1500 and a third of the plot is empty.
+  int best = 5;
+  double bestSpan = std::numeric_limits<double>::infinity();
+  for (int ticks = 5; ticks <= 9; ++ticks) {
+    a->setRange(l, hi + 0.04 * span);
+    a->setTickCount(ticks);
+    a->applyNiceNumbers();
+    const double used = a->max() - std::max(a->min(), lo >= 0 ? 0.0 : a->min());
+    if (used < bestSpan * 0.999) best = ticks, bestSpan = used;
+  }
   a->setRange(l, hi + 0.04 * span);
+  a->setTickCount(best);
   a->applyNiceNumbers();
   if (lo >= 0 && a->min() < 0) a->setMin(0);
   a->setLabelFormat(a->max() - a->min() >= 5 ? "%.0f" : "%.3g");

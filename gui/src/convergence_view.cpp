@@ -174,8 +174,7 @@ double ConvergenceView::target() const { return target_->value(); }
 
 void ConvergenceView::refresh() {
   smoothLabel_->setText(QString::number(smoothing(), 'f', 2));
-  QChart* c = chart_->chart();
-  clearChart(c);
+  QChart* c = makeChart(tr("Convergence"));  // filled off screen, then swapped in (ChartView::swapChart)
   drawn_.clear();
   waiting_.clear();
   const CurveMetricInfo& mi = info_of(metric());
@@ -375,6 +374,7 @@ void ConvergenceView::refresh() {
   if (logY_->isChecked() && !positive) text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + tr("log y needs positive values: linear axis shown");
   summary_->setText(text);
   summary_->setVisible(!text.isEmpty());
+  chart_->swapChart(c);
 }
 
 }  // namespace ddplab::gui

@@ -1,6 +1,6 @@
 // The look and the tools every ddplab chart shares: palette, chart frame, axes that label readably,
 // legends that elide long names (full name on hover), point tooltips, and export to PNG, SVG and CSV.
-// Views own QCharts that they refill; axes are recreated with explicit ranges each time, since Qt Charts
+// Views own QCharts that they refill (or fill anew and swap in); axes are recreated with explicit ranges each time, since Qt Charts
 // axes do not follow points appended after attachAxis.
 #pragma once
 #include <QChart>
@@ -25,6 +25,9 @@ class ChartView : public QChartView {
   Q_OBJECT
  public:
   explicit ChartView(const QString& title, QWidget* parent = nullptr);
+  // Shows `fresh` (makeChart, filled) and deletes the chart shown before. Charts with many series are
+  // filled off screen and swapped in: Qt Charts lays the scene out again for each series added on screen.
+  void swapChart(QChart* fresh);
 };
 
 // Legend names longer than `max_chars` are elided in the middle; hovering the legend entry shows the full

@@ -100,7 +100,8 @@ std::vector<TraceEvent> read_trace(const std::string& path, std::int64_t run);
 // foreign or unreadable file is a LoadError that names it and says why.
 StoreSnapshot load_snapshot(const std::string& path);
 
-// A run's curves from an open store (Store::totals and Store::evaluations).
+// A run's curves from an open store: Store::totals (cached for finished runs) and Store::evaluations, never
+// its per-rank rows, which only the Breakdown's per-rank chart reads, for one run (read_rank_report).
 RunCurves read_curves(const Store& store, const RunRow& run);
 
 }  // namespace ddplab::gui
