@@ -17,6 +17,7 @@ inline int g_exit_code = 0;  // set by the subcommand that ran
 void add_run(CLI::App& app);
 void add_simulate(CLI::App& app);
 void add_report(CLI::App& app);
+void add_runs(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_published(CLI::App& bench);  // `bench published` (cmd_published.cpp)

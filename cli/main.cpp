@@ -1,4 +1,4 @@
-// The ddplab command: run, simulate, predict, report, demo, bench, testbed, calibrate, validate, import.
+// The ddplab command: run, simulate, predict, report, runs, demo, bench, testbed, calibrate, validate, import.
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_run(app);
   ddplab::cli::add_simulate(app);
   ddplab::cli::add_report(app);
+  ddplab::cli::add_runs(app);
   ddplab::cli::add_demo(app);
   ddplab::cli::add_bench(app);
   ddplab::cli::add_testbed(app);

@@ -11,6 +11,7 @@
 
 #include "ddplab/core/class_metrics.hpp"
 #include "ddplab/core/stats.hpp"
+#include "ddplab/core/step_totals.hpp"
 
 namespace ddplab {
 namespace {
@@ -150,6 +151,49 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
   return aligned(cols, rows);
 }
 
+std::string runs_table(const std::vector<RunSummary>& runs) {
+  const std::vector<Column> cols = {{"id", true},      {"status", false}, {"scenario", false}, {"strategy", false},
+                                    {"source", false}, {"backend", false}, {"world", true},     {"steps", true},
+                                    {"started", false}, {"ended", false}};
+  std::vector<std::vector<std::string>> rows;
+  for (const RunSummary& s : runs) {
+    const RunRow& r = s.run;
+    rows.push_back({std::to_string(r.id), cell(r.status), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
+                    cell(r.info.backend), std::to_string(r.info.world_size), std::to_string(s.skipped + s.steps),
+                    cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at)});
+  }
+  return aligned(cols, rows);
+}
+
+std::string run_details(const Store& store, std::int64_t id) {
+  const RunSummary s = store.summary(id);
+  const RunRow& r = s.run;
+  const std::size_t steps = store.totals(id).size(), evaluations = store.evaluations(id).size();
+  const std::vector<std::int64_t> traced = store.traced_runs();
+  const bool timeline = std::find(traced.begin(), traced.end(), id) != traced.end();
+  auto pretty = [](const std::string& text) {
+    const json j = embedded(text);
+    return j.is_null() ? std::string("-") : j.dump(2);
+  };
+  std::string out = fmt::format("run {}: {} / {}, {} on {}, {} rank{} x {} samples\n", r.id, cell(r.info.scenario),
+                                cell(r.info.strategy), cell(r.info.source), cell(r.info.backend), r.info.world_size,
+                                r.info.world_size == 1 ? "" : "s", r.info.batch_size);
+  out += fmt::format("status      {}\n", cell(r.status));
+  out += fmt::format("started     {}\nended       {}\n", cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at));
+  out += fmt::format("written by  ddplab {}\n", cell(r.version));
+  out += fmt::format("stored      {} step{}, {} evaluation{}, {}\n", steps, steps == 1 ? "" : "s", evaluations,
+                     evaluations == 1 ? "" : "s", timeline ? "a timeline" : "no timeline");
+  if (s.steps)
+    out += fmt::format("summary     {:.1f} samples/s, step {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms, exposed {:.2f} ms "
+                       "(means over {} steps after {})\n",
+                       s.samples_per_s, s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3, s.steps,
+                       s.skipped);
+  out += fmt::format("final       loss {}, accuracy {}\n", fixed(s.final_loss, 4), fixed(s.final_accuracy, 4));
+  out += "host        " + pretty(r.info.host_info) + "\n";
+  out += "config      " + pretty(r.info.config_json) + "\n";
+  return out;
+}
+
 std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double> target,
                        const std::vector<std::optional<TimeToAccuracy>>& time_to_target) {
   // Raw units (seconds, bytes) at full precision: this is for further processing.
@@ -170,10 +214,12 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
         std::to_string(s.warmup_steps), exact(s.warmup_s),
     };
     if (target) {
-      const auto t = row < time_to_target.size() ? time_to_target[row] : std::nullopt;
-      fields.push_back(t ? exact(t->wall_s) : "");
-      fields.push_back(t ? std::to_string(t->steps) : "");
-      fields.push_back(t ? std::to_string(t->samples) : "");
+      // A pointer, not a copy of the optional: GCC 12 warns, wrongly, that a copy's fields may be uninitialised.
+      const std::optional<TimeToAccuracy>* t = row < time_to_target.size() ? &time_to_target[row] : nullptr;
+      const bool reached = t && t->has_value();
+      fields.push_back(reached ? exact((*t)->wall_s) : "");
+      fields.push_back(reached ? std::to_string((*t)->steps) : "");
+      fields.push_back(reached ? std::to_string((*t)->samples) : "");
     }
     out += csv_line(fields);
   }

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ddplab/core/run_admin.hpp"
 #include "ddplab/gui/breakdown_view.hpp"
 #include "ddplab/gui/charts.hpp"
 #include "ddplab/gui/collectives_view.hpp"
@@ -267,7 +268,7 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
     return false;
   try {
     Store store(path_.toStdString());
-    store.delete_runs(ids);
+    delete_runs_checked(store, ids);  // checks again against the file: a run may have started since
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(e.what()));
   }

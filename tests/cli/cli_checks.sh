@@ -1,7 +1,7 @@
 #!/bin/bash
 # The command line end to end, no MPI: a "..." world list expands and a mistyped end is refused before anything
 # runs, a scenario's bad schedule name is a file:line:col error under `simulate` as under `run`, numeric options
-# say what they allow, report can skip warm-up steps, and `run` refuses before mpirun a strategy that cannot run
+# say what they allow, report can skip warm-up steps, `runs` lists, shows, deletes and prunes runs, and `run` refuses before mpirun a strategy that cannot run
 # on --np ranks and a store it could not write; without a GPU, bench and calibrate refuse the GPU transports.
 # usage: cli_checks.sh DDPLAB SCENARIO_DIR
 set -u
@@ -24,6 +24,23 @@ grep -q '"warmup_s": ' "$work/out" || fail "report --json does not give the warm
 grep -q '"steps": 1' "$work/out" || fail "a simulated run lost its steady step under --skip-steps"
 "$ddplab" report --db "$work/a.db" --skip-steps -1 >"$work/out" 2>"$work/err" && fail "--skip-steps -1 was accepted"
 grep -q -- '--skip-steps: must be >= 0, got -1' "$work/err" || fail "--skip-steps -1 not explained"
+
+# runs list / show / delete / prune on the four simulated runs: a refused delete deletes nothing.
+"$ddplab" runs list --db "$work/a.db" >"$work/out" 2>"$work/err" || fail "runs list exited $?"
+[[ $(grep -c ' completed ' "$work/out") == 4 ]] || fail "runs list does not show the 4 completed runs"
+first=$(awk '$1 ~ /^[0-9]+$/ {print $1; exit}' "$work/out")
+"$ddplab" runs show "$first" --db "$work/a.db" >"$work/out" 2>"$work/err" || fail "runs show exited $?"
+grep -q "^run $first: .* simulated on simgrid, 2 ranks" "$work/out" || fail "runs show does not name the run"
+"$ddplab" runs delete "$first" 9999 --db "$work/a.db" >"$work/out" 2>"$work/err" && fail "deleting a missing run was accepted"
+grep -q "nothing deleted: no run 9999 in $work/a.db" "$work/err" || fail "missing run not named"
+"$ddplab" runs prune --status completed --dry-run --db "$work/a.db" >"$work/out" 2>"$work/err" || fail "runs prune --dry-run exited $?"
+[[ $(grep -c '^would delete run ' "$work/out") == 4 ]] || fail "prune --dry-run does not list the 4 runs"
+"$ddplab" runs prune --status finished --db "$work/a.db" >"$work/out" 2>"$work/err" && fail "an unknown status was accepted"
+grep -q 'unknown run status "finished"' "$work/err" || fail "unknown status not named"
+"$ddplab" runs delete "$first" --db "$work/a.db" >"$work/out" 2>"$work/err" || fail "runs delete exited $?"
+grep -q "^deleted run $first " "$work/out" || fail "runs delete does not say what it deleted"
+"$ddplab" runs list --db "$work/a.db" >"$work/out" 2>"$work/err" || fail "runs list exited $?"
+[[ $(grep -c ' completed ' "$work/out") == 3 ]] || fail "runs delete did not delete exactly one run"
 
 "$ddplab" simulate "$scenarios/presets-eth-25g.toml" --world 2,4,...,1000 --db "$work/b.db" >"$work/out" 2>"$work/err" \
   && fail "a world list ending off its progression was accepted"

@@ -28,6 +28,13 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
                        const std::vector<std::optional<TimeToAccuracy>>& time_to_target = {});
 std::string report_json(const Store& store, const std::vector<RunSummary>& runs);  // runs with steps/evals
 
+// `ddplab runs list`: one row per run about its life: id, status, scenario, strategy, source, backend, world,
+// steps averaged, started and ended (UTC).
+std::string runs_table(const std::vector<RunSummary>& runs);
+// `ddplab runs show`: one run in full: identity, status and times, what is stored of it (steps, evaluations,
+// timeline), its summary, and its host and configuration JSON. Throws StoreError when there is no such run.
+std::string run_details(const Store& store, std::int64_t run);
+
 // `ddplab predict`'s stored predictions (Store::predictions): aligned columns with the error against the
 // measured counterpart where there is one (100 (predicted - measured) / measured), or CSV with every column
 // (the fit and the measured runs as JSON text).

@@ -1,0 +1,119 @@
+// Managing a store's runs (`ddplab runs`): choosing by status, checked deletes that refuse before touching
+// anything, and the list and show texts.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "ddplab/core/report.hpp"
+#include "ddplab/core/run_admin.hpp"
+#include "ddplab/core/store.hpp"
+#include "store_test_util.hpp"
+
+using namespace ddplab;
+using ddplab::test::RawDb;
+using ddplab::test::sample_info;
+using ddplab::test::TempDir;
+
+namespace {
+
+// Three finished runs (completed, failed, completed) of 3 steps x 2 ranks, and one left running.
+struct Runs {
+  TempDir dir;
+  std::string path = dir.file("runs.db");
+  Store store{path};
+  std::int64_t done = 0, failed = 0, done2 = 0, running = 0;
+
+  std::int64_t add(const std::string& strategy, const char* status) {
+    const std::int64_t id = store.begin_run(sample_info(strategy));
+    for (int step = 0; step < 3; ++step)
+      for (int rank = 0; rank < 2; ++rank) store.add_step(id, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02, 32, 1000, 1.0});
+    store.add_evaluation(id, {3, 1.0, 0.5, 0.7, 0.7, 0.7, 0, {}});
+    if (status) store.finish_run(id, status);
+    else store.flush();
+    return id;
+  }
+  Runs() {
+    done = add("ring", "completed");
+    failed = add("tree", "failed");
+    done2 = add("ring", "completed");
+    running = add("overlap", nullptr);
+  }
+  long long rows(const std::string& table, std::int64_t run) {
+    return RawDb(path).integer("SELECT COUNT(*) FROM " + table + " WHERE run_id = " + std::to_string(run));
+  }
+};
+
+std::vector<std::int64_t> ids(const std::vector<RunRow>& rows) {
+  std::vector<std::int64_t> out;
+  for (const RunRow& r : rows) out.push_back(r.id);
+  return out;
+}
+
+}  // namespace
+
+TEST(RunAdmin, ChoosesRunsByStatusAndNamesAnUnknownOne) {
+  Runs r;
+  EXPECT_EQ(ids(runs_with_status(r.store, {"completed"})), (std::vector<std::int64_t>{r.done, r.done2}));
+  EXPECT_EQ(ids(runs_with_status(r.store, {"failed", "running"})), (std::vector<std::int64_t>{r.failed, r.running}));
+  EXPECT_TRUE(runs_with_status(r.store, {}).empty());
+  try {
+    runs_with_status(r.store, {"failed", "faild"});
+    FAIL() << "an unknown status was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown run status \"faild\" (one of: running, completed, failed)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(RunAdmin, DeletesCheckedRunsWithTheirRowsAndLeavesTheOthers) {
+  Runs r;
+  ASSERT_EQ(r.rows("steps", r.failed), 6);
+  const std::vector<RunRow> gone = delete_runs_checked(r.store, {r.failed, r.done, r.failed});  // repeats count once
+  EXPECT_EQ(ids(gone), (std::vector<std::int64_t>{r.done, r.failed}));
+  EXPECT_EQ(gone[1].status, "failed");
+  for (std::int64_t id : {r.done, r.failed}) {
+    EXPECT_FALSE(r.store.run(id)) << id;
+    for (const char* table : {"steps", "evaluations", "step_totals"}) EXPECT_EQ(r.rows(table, id), 0) << table << " " << id;
+  }
+  EXPECT_EQ(r.rows("steps", r.done2), 6);
+  EXPECT_EQ(r.rows("evaluations", r.done2), 1);
+  EXPECT_EQ(r.store.summary(r.done2).steps + r.store.summary(r.done2).skipped, 3);
+}
+
+TEST(RunAdmin, RefusesMissingAndRunningRunsBeforeDeletingAnything) {
+  Runs r;
+  try {
+    delete_runs_checked(r.store, {r.done, 999, r.running, 998});
+    FAIL() << "a missing and a running run were accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nothing deleted"), std::string::npos) << what;
+    EXPECT_NE(what.find("no run 998, 999 in " + r.path), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("run ") + std::to_string(r.running) + " still marked running"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(r.store.run(r.done));  // the valid id of the same call is still there
+  EXPECT_EQ(r.rows("steps", r.done), 6);
+  EXPECT_EQ(r.store.runs().size(), 4u);
+  EXPECT_TRUE(delete_runs_checked(r.store, {}).empty());
+}
+
+TEST(RunAdmin, ListAndShowSayWhatIsStored) {
+  Runs r;
+  std::istringstream table(runs_table(r.store.summaries()));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(table, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u);  // header, rule, four runs
+  for (const char* title : {"id", "status", "scenario", "strategy", "source", "backend", "world", "steps", "started", "ended"})
+    EXPECT_NE(lines[0].find(title), std::string::npos) << title;
+  EXPECT_NE(lines[3].find("failed"), std::string::npos) << lines[3];
+  EXPECT_NE(lines[5].find("running"), std::string::npos) << lines[5];
+  EXPECT_EQ(lines[5].substr(lines[5].size() - 1), "-");  // no end yet
+
+  const std::string shown = run_details(r.store, r.failed);
+  for (const std::string& want : {std::string("run ") + std::to_string(r.failed) + ": default / tree, measured on cpu, 2 ranks",
+                                 std::string("status      failed"), std::string("stored      3 steps, 1 evaluation, no timeline"),
+                                 std::string("final       loss 1.0000, accuracy 0.7000")})
+    EXPECT_NE(shown.find(want), std::string::npos) << want << "\n" << shown;
+  EXPECT_THROW(run_details(r.store, 999), StoreError);
+}
