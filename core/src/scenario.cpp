@@ -448,7 +448,6 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   sc.path = path;
   sc.text = text;
   sc.name = std::filesystem::path(path).stem().string();
-  sc.strategies = {StrategyConfig{}};
 
   toml::table root;
   try {
@@ -491,7 +490,14 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   if (auto t = r.section(root, "data")) read_data(r, *t, sc.data);
   if (auto t = r.section(root, "train")) read_train(r, *t, sc.train);
   if (auto t = r.section(root, "cluster")) read_cluster(r, *t, sc.cluster);
+  // [[strategy]] is the one required section: a scenario exists to compare strategies, and a file that names
+  // none (an empty one, a typo in a path) must not train a default job and exit 0.
   if (const toml::node* n = root.get("strategy")) read_strategies(r, *n, sc.strategies);
+  else
+    r.fail(toml::source_region{{1, 1}, {1, 1}, nullptr},
+           std::string(root.empty() ? "the scenario is empty" : "the scenario has no [[strategy]]") +
+               ": name at least one strategy to run, e.g.\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n"
+               "([model], [data], [train] and [cluster] have defaults; see scenarios/default.toml)");
   return sc;
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The command line end to end, no MPI: a "..." world list expands and a mistyped end is refused before anything
 # runs, a scenario's bad schedule name is a file:line:col error under `simulate` as under `run`, numeric options
-# say what they allow, report can skip warm-up steps, `runs` lists, shows, deletes and prunes runs, and `run` refuses before mpirun a strategy that cannot run
+# say what they allow, report can skip warm-up steps, `runs` lists, shows, deletes and prunes runs, an empty scenario is refused, and `run` refuses before mpirun a strategy that cannot run
 # on --np ranks and a store it could not write; without a GPU, bench and calibrate refuse the GPU transports.
 # usage: cli_checks.sh DDPLAB SCENARIO_DIR
 set -u
@@ -55,6 +55,11 @@ line=$(grep -n '^schedule = "tree"' "$work/bad.toml" | head -1 | cut -d: -f1)
   && fail "an unknown schedule was accepted"
 grep -q "bad.toml:$line:12: strategy\[0\].schedule must be one of \"native\", \"ring\"" "$work/err" \
   || fail "unknown schedule not named with file:line:col"
+
+: >"$work/empty.toml"
+"$ddplab" run "$work/empty.toml" --np 1 --db "$work/f.db" >"$work/out" 2>"$work/err" && fail "an empty scenario was run"
+grep -q "empty.toml:1:1: the scenario is empty: name at least one strategy to run" "$work/err" || fail "empty scenario not explained"
+[[ ! -e $work/f.db ]] || fail "a refused empty scenario created the store"
 
 "$ddplab" bench collectives --iters 0 >"$work/out" 2>"$work/err" && fail "--iters 0 was accepted"
 grep -q -- '--iters: must be > 0, got 0' "$work/err" || fail "--iters 0 not explained"

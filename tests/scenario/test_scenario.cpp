@@ -27,6 +27,12 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
+// The one required section, added to texts about the others.
+std::string with_strategy(const std::string& text) {
+  return text.find("[[strategy]]") == std::string::npos ? text + "\n[[strategy]]\nname = \"baseline\"\n" : text;
+}
+Scenario parse(const std::string& text, const std::string& path) { return parse_scenario(with_strategy(text), path); }
+
 std::string parse_error(const std::string& text) {
   try {
     (void)parse_scenario(text, "fake/inline.toml");
@@ -88,11 +94,22 @@ TEST(Scenario, CiSmallTomlIsSmall) {
 
 // ---- defaults and accepted forms ----
 
-TEST(Scenario, EmptyFileGivesDefaults) {
-  const Scenario s = parse_scenario("", "dir/empty.toml");
+TEST(Scenario, AnEmptyFileOrOneWithoutAStrategyIsRefused) {
+  EXPECT_EQ(parse_error("").substr(0, 80), "fake/inline.toml:1:1: the scenario is empty: name at least one strategy to run, ");
+  const std::string none = parse_error("[train]\nlr = 0.1\n");
+  EXPECT_NE(none.find("fake/inline.toml:1:1: the scenario has no [[strategy]]: name at least one strategy to run"),
+            std::string::npos)
+      << none;
+  EXPECT_NE(none.find("[model], [data], [train] and [cluster] have defaults"), std::string::npos) << none;
+  // A field's own error still comes first: it says more than the missing section.
+  EXPECT_NE(parse_error("[train]\nlr = -1\n").find("fake/inline.toml:2:6: train.lr"), std::string::npos) << parse_error("[train]\nlr = -1\n");
+}
+
+TEST(Scenario, OnlyAStrategyGivesDefaults) {
+  const Scenario s = parse_scenario("[[strategy]]\nname = \"baseline\"\n", "dir/only.toml");
   const Scenario d{};
-  EXPECT_EQ(s.path, "dir/empty.toml");
-  EXPECT_EQ(s.name, "empty");
+  EXPECT_EQ(s.path, "dir/only.toml");
+  EXPECT_EQ(s.name, "only");
   EXPECT_EQ(s.model.layers, d.model.layers);
   EXPECT_EQ(s.data.dataset, d.data.dataset);
   EXPECT_EQ(s.train.batch_size, d.train.batch_size);
@@ -100,7 +117,7 @@ TEST(Scenario, EmptyFileGivesDefaults) {
   EXPECT_EQ(s.cluster.world_size, d.cluster.world_size);
   EXPECT_EQ(s.cluster.link_bandwidth, d.cluster.link_bandwidth);
   EXPECT_EQ(s.cluster.simulate_world, d.cluster.simulate_world);
-  ASSERT_EQ(s.strategies.size(), 1u);  // one baseline when none is given
+  ASSERT_EQ(s.strategies.size(), 1u);
   EXPECT_EQ(s.strategies[0].name, "baseline");
   EXPECT_EQ(s.strategies[0].policy, "flat");
   EXPECT_EQ(s.strategies[0].schedule, "native");
@@ -118,16 +135,16 @@ TEST(Scenario, EveryShippedScenarioLoads) {
 }
 
 TEST(Scenario, ReadsEachDataPartitionWithItsParameter) {
-  const Scenario d = parse_scenario("[data]\npartition = \"dirichlet\"\nalpha = 0.1\nuneven = \"drop_last\"\n", "p.toml");
+  const Scenario d = parse("[data]\npartition = \"dirichlet\"\nalpha = 0.1\nuneven = \"drop_last\"\n", "p.toml");
   EXPECT_EQ(d.data.partition, "dirichlet");
   EXPECT_EQ(d.data.alpha, 0.1);
   EXPECT_EQ(d.data.uneven, "drop_last");
-  EXPECT_EQ(parse_scenario("[data]\npartition = \"shards\"\nclasses_per_rank = 3\n", "p.toml").data.classes_per_rank, 3);
-  EXPECT_EQ(parse_scenario("[data]\npartition = \"quantity\"\nskew = 0.3\n", "p.toml").data.skew, 0.3);
+  EXPECT_EQ(parse("[data]\npartition = \"shards\"\nclasses_per_rank = 3\n", "p.toml").data.classes_per_rank, 3);
+  EXPECT_EQ(parse("[data]\npartition = \"quantity\"\nskew = 0.3\n", "p.toml").data.skew, 0.3);
 }
 
 TEST(Scenario, AcceptsNameUnitsNumbersAndSeveralStrategies) {
-  const Scenario s = parse_scenario(R"(
+  const Scenario s = parse(R"(
 name = "sweep"
 [train]
 backend = "cuda"   # validated later by the runtime
@@ -165,7 +182,7 @@ schedule = "ring"
 }
 
 TEST(Scenario, OptimizerScheduleAndGpuBackends) {
-  const Scenario s = parse_scenario(
+  const Scenario s = parse(
       "[train]\nbackend = \"cuda+mpi\"\noptimizer = \"adam\"\noptimizer_options = { beta1 = 0.8, eps = 1e-6 }\n"
       "lr_schedule = \"step\"\nlr_schedule_options = { gamma = 0.5 }\nwarmup_steps = 10\nlr_scale = \"sqrt\"\n"
       "lr_base_batch = 256\nclip_grad_norm = 1.5\ncomm_timeout_s = 30\ntf32 = true\n",
@@ -188,7 +205,7 @@ TEST(Scenario, OptimizerScheduleAndGpuBackends) {
   EXPECT_EQ(j.at("optimizer_options").at("beta1"), "0.8");
   EXPECT_EQ(j.at("lr_scale"), "sqrt");
   EXPECT_EQ(j.at("clip_grad_norm").get<double>(), 1.5);
-  const Scenario d = parse_scenario("", "<string>");  // defaults: SGD at a constant lr, no clipping
+  const Scenario d = parse("", "<string>");  // defaults: SGD at a constant lr, no clipping
   EXPECT_EQ(d.train.optimizer, "sgd");
   EXPECT_TRUE(d.train.optimizer_options.empty());
   EXPECT_EQ(d.train.lr_schedule, "constant");
@@ -210,7 +227,7 @@ TEST(Scenario, ParameterCount) {
 }
 
 TEST(Scenario, ToJsonHasTheResolvedConfig) {
-  const Scenario s = parse_scenario(R"(
+  const Scenario s = parse(R"(
 [cluster]
 compute_s = "13ms"
 [[strategy]]
@@ -453,7 +470,7 @@ TEST(ScenarioModelTable, Resnet50ScaleToml) {
 }
 
 TEST(ScenarioModelTable, DefaultsAndBuiltins) {
-  const Scenario d = parse_scenario("", "d.toml");
+  const Scenario d = parse("", "d.toml");
   EXPECT_EQ(d.model.type, "mlp");
   EXPECT_TRUE(d.model.table.empty());
   EXPECT_FALSE(d.cluster.device_flops.has_value());
@@ -461,7 +478,7 @@ TEST(ScenarioModelTable, DefaultsAndBuiltins) {
   EXPECT_FALSE(d.cluster.device_mem_bw.has_value());
   EXPECT_TRUE(d.to_json().at("cluster").at("device_flops").is_null());
   for (std::string_view name : kBuiltinModelTables) {
-    const Scenario s = parse_scenario(table_model(std::string(name)), "x/y.toml");
+    const Scenario s = parse(table_model(std::string(name)), "x/y.toml");
     EXPECT_EQ(s.model.table, name);
     EXPECT_EQ(s.model.where.at("table"), "x/y.toml:3:9");
   }
@@ -470,10 +487,10 @@ TEST(ScenarioModelTable, DefaultsAndBuiltins) {
 TEST(ScenarioModelTable, PathsResolveAgainstTheScenarioDirectory) {
   const TableDir t;
   const std::string expected = (t.dir / "models" / "mine.csv").string();
-  EXPECT_EQ(load_scenario(t.scenario(table_model("models/mine.csv"))).model.table, expected);
-  EXPECT_EQ(load_scenario(t.scenario(table_model("./models/../models/mine.csv"))).model.table, expected);
-  EXPECT_EQ(load_scenario(t.scenario(table_model(expected))).model.table, expected);  // absolute: as is
-  const std::string path = t.scenario(table_model("mine.csv"));
+  EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model("models/mine.csv")))).model.table, expected);
+  EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model("./models/../models/mine.csv")))).model.table, expected);
+  EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model(expected)))).model.table, expected);  // absolute: as is
+  const std::string path = t.scenario(with_strategy(table_model("mine.csv")));
   EXPECT_EQ(load_error(path), path + ":3:9: model.table must be a built-in table (\"resnet50\", \"bert_large\", "
                                      "\"gpt2_xl\", \"llama2_7b\") or the path of a table file (no file \"" +
                                      (t.dir / "mine.csv").string() + "\"), got \"mine.csv\"");
@@ -513,7 +530,7 @@ TEST(ScenarioModelTable, Errors) {
 // ---- cluster topologies and presets ----
 
 TEST(ScenarioCluster, PresetFillsFieldsAndExplicitFieldsOverride) {
-  const Scenario s = parse_scenario("[cluster]\npreset = \"dgx-h100\"\nlink_bandwidth = \"100Gbit/s\"\n", "x.toml");
+  const Scenario s = parse("[cluster]\npreset = \"dgx-h100\"\nlink_bandwidth = \"100Gbit/s\"\n", "x.toml");
   EXPECT_EQ(s.cluster.preset, "dgx-h100");
   EXPECT_EQ(s.cluster.devices_per_node, 8);
   EXPECT_EQ(s.cluster.topology, "star");  // rail-optimised and non-blocking (cluster_presets.cpp)
@@ -525,16 +542,16 @@ TEST(ScenarioCluster, PresetFillsFieldsAndExplicitFieldsOverride) {
   EXPECT_DOUBLE_EQ(s.cluster.intra_bandwidth, 450e9);
   EXPECT_DOUBLE_EQ(*s.cluster.device_flops, 989e12);
   EXPECT_DOUBLE_EQ(s.cluster.link_bandwidth, 100e9 / 8);  // explicit wins over the preset's 400 Gbit/s
-  const Scenario e = parse_scenario("[cluster]\npreset = \"eth-25g\"\n", "x.toml");
+  const Scenario e = parse("[cluster]\npreset = \"eth-25g\"\n", "x.toml");
   EXPECT_EQ(e.cluster.devices_per_node, 4);
   EXPECT_EQ(e.cluster.intra, "pcie");
   EXPECT_EQ(e.cluster.nics, "per_node");
   EXPECT_DOUBLE_EQ(e.cluster.link_bandwidth, 25e9 / 8);
-  EXPECT_EQ(parse_scenario("[cluster]\npreset = \"cpu-testbed\"\n", "x.toml").cluster.link_bandwidth, 1e9 / 8);
+  EXPECT_EQ(parse("[cluster]\npreset = \"cpu-testbed\"\n", "x.toml").cluster.link_bandwidth, 1e9 / 8);
 }
 
 TEST(ScenarioCluster, TopologyFieldsStragglersAndNodes) {
-  const Scenario s = parse_scenario(
+  const Scenario s = parse(
       "[cluster]\ntopology = \"fat_tree\"\nfat_tree = \"2;4,2;1,2;1,1\"\ndevices_per_node = 4\nintra = \"pcie\"\n"
       "nics = \"per_node\"\nintra_bandwidth = \"32GB/s\"\ndevice_memory = \"80GB\"\n"
       "stragglers = [{rank = 3, factor = 2.0}, {node = 1, factor = 1.5}]\n"
@@ -554,7 +571,7 @@ TEST(ScenarioCluster, TopologyFieldsStragglersAndNodes) {
 }
 
 TEST(ScenarioCluster, FullMeshHasNoShape) {
-  const Scenario s = parse_scenario("[cluster]\ntopology = \"full\"\nfabric_bandwidth = \"100Gbit/s\"\n", "x.toml");
+  const Scenario s = parse("[cluster]\ntopology = \"full\"\nfabric_bandwidth = \"100Gbit/s\"\n", "x.toml");
   EXPECT_EQ(s.cluster.topology, "full");
   EXPECT_DOUBLE_EQ(*s.cluster.fabric_bandwidth, 100e9 / 8);
   EXPECT_EQ(s.to_json()["cluster"]["topology"], "full");

@@ -103,7 +103,9 @@ TEST(LrPlan, WarmupThenEachSchedule) {
 
 std::string validate_error(const std::string& text) {
   try {
-    const Scenario sc = parse_scenario(text, "o.toml");
+    // [[strategy]] is required; one added at the end leaves the positions of the lines above as they are.
+    const bool has = text.find("[[strategy]]") != std::string::npos;
+    const Scenario sc = parse_scenario(has ? text : text + "[[strategy]]\nname = \"base\"\n", "o.toml");
     validate_strategies(sc);
     validate_train(sc);
   } catch (const ScenarioError& e) {

@@ -191,7 +191,7 @@ struct Scenario {
   DataConfig data;
   TrainConfig train;
   ClusterConfig cluster;
-  std::vector<StrategyConfig> strategies;  // at least one; defaults to one baseline when absent
+  std::vector<StrategyConfig> strategies;  // at least one: [[strategy]] is the one required section
 
   nlohmann::json to_json() const;          // the full resolved config
 };
