@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -321,16 +322,18 @@ int bench_collectives(const BenchRequest& req) {
   if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
   const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
-  const int rc = execute(plan);
+  const JobEnd end = execute(plan);
+  const int rc = end.exit_code();
   if (rc != 0) {
-    // A rank that died took the job down; rank 0 may not have recorded the outcome.
+    // A rank that died (or an interrupt) took the job down; rank 0 may not have recorded the outcome.
     Store store(req.db);
     for (const auto& b : store.benches())
       if (b.id > before && b.status == "running") {
         store.finish_bench(b.id, "failed");
         std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(b.id));
       }
-    std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
+    if (end.signal) std::fprintf(stderr, "ddplab: bench interrupted (%s)\n", strsignal(end.signal));
+    else std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
   }
   return rc;
 }

@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -388,9 +389,10 @@ int calibrate(const CalibrateRequest& req) {
   require_writable_store(req.db);
   const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
-  const int rc = execute(plan);
-  if (rc != 0) std::fprintf(stderr, "error: calibrate failed (mpirun exit %d)\n", rc);
-  return rc;
+  const JobEnd end = execute(plan);
+  if (end.signal) std::fprintf(stderr, "ddplab: calibrate interrupted (%s)\n", strsignal(end.signal));
+  else if (end.rc != 0) std::fprintf(stderr, "error: calibrate failed (mpirun exit %d)\n", end.rc);
+  return end.exit_code();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
@@ -102,21 +103,27 @@ int run_scenario(const RunRequest& req) {
   mpirun_extra.insert(mpirun_extra.end(), {"-x", "DDPLAB_LAUNCH_ID=" + launch_id});
   const LaunchPlan plan = plan_launch(np, args, mpirun_extra);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
-  const int rc = execute(plan);
+  const JobEnd end = execute(plan);
   if (bed) testbed::tag_runs(req.db, before, launch_id, *bed);
-  if (rc != 0) {
-    // A rank that died was killed with the rest of the job; whatever run it left "running" failed. Only this
-    // launch's runs: another job may be writing the same store.
+  if (end.exit_code() != 0) {
+    // Interrupted, or a rank died and the rest of the job was killed with it: whatever run this launch left
+    // "running" is marked so, with the steps its ranks flushed. Only this launch's runs: another job may be
+    // writing the same store.
+    const char* status = end.signal ? "interrupted" : "failed";
     Store store(req.db);
     for (const auto& r : launch_runs(store, before, launch_id))
       if (r.status == "running") {
-        store.finish_run(r.id, "failed");
-        std::fprintf(stderr, "ddplab: run %lld (%s) marked failed\n", static_cast<long long>(r.id), r.info.strategy.c_str());
+        store.finish_run(r.id, status);
+        std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(), status);
       }
-    std::fprintf(stderr, "error: the MPI job failed (mpirun exit %d); measurements flushed so far are kept in %s\n", rc,
-                 req.db.c_str());
+    if (end.signal)
+      std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),
+                   req.db.c_str());
+    else
+      std::fprintf(stderr, "error: the MPI job failed (mpirun exit %d); measurements flushed so far are kept in %s\n", end.rc,
+                   req.db.c_str());
   }
-  return rc;
+  return end.exit_code();
 }
 
 void add_run(CLI::App& app) {

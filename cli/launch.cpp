@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,21 +57,121 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
   return p;
 }
 
-int execute(const LaunchPlan& plan) {
+namespace {
+volatile std::sig_atomic_t g_signal = 0;  // the first SIGINT / SIGTERM
+volatile std::sig_atomic_t g_signals = 0;  // how many arrived
+void on_stop_signal(int sig) {
+  if (!g_signal) g_signal = sig;
+  g_signals = g_signals + 1;
+}
+}  // namespace
+
+// Every process below `pid` (children first listed, then theirs), from /proc: Open MPI puts each local rank
+// in a process group of its own, so killing mpirun's group does not reach them.
+std::vector<pid_t> descendants(pid_t pid) {
+  std::vector<pid_t> out{pid};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(out[i]) + "/task", ec)) {
+      std::FILE* f = std::fopen((task.path() / "children").c_str(), "r");
+      if (!f) continue;
+      long child = 0;
+      while (std::fscanf(f, "%ld", &child) == 1) out.push_back(static_cast<pid_t>(child));
+      std::fclose(f);
+    }
+  }
+  out.erase(out.begin());
+  return out;
+}
+
+// SIGKILL to mpirun and everything it started on this machine.
+void kill_job(pid_t pid) {
+  const std::vector<pid_t> below = descendants(pid);
+  kill(pid, SIGKILL);
+  for (pid_t p : below) kill(p, SIGKILL);
+}
+
+JobEnd execute(const LaunchPlan& plan) {
   std::vector<char*> argv;
   for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // mpirun in a group of its own (its local ranks inherit it): a terminal's Ctrl-C reaches the launcher only,
+  // which decides what the job gets. The child starts with default dispositions and nothing blocked.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t stops, none;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  sigemptyset(&none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigdefault(&attr, &stops);
+  posix_spawnattr_setsigmask(&attr, &none);
+
+  g_signal = 0;
+  g_signals = 0;
+  struct sigaction act {}, old_int {}, old_term {};
+  act.sa_handler = on_stop_signal;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &act, &old_int);
+  sigaction(SIGTERM, &act, &old_term);
+  auto restore = [&] {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    posix_spawnattr_destroy(&attr);
+  };
+
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  if (rc != 0)
+  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+  if (rc != 0) {
+    restore();
     throw std::runtime_error("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
                              " (install openmpi-bin, or run scripts/setup.sh)");
+  }
+  using Clock = std::chrono::steady_clock;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  int forwarded = 0;  // signals handled so far
+  Clock::time_point deadline{};
+  bool killed = false;
+  std::vector<pid_t> started;  // what mpirun had started here when the first signal came
+  for (;;) {
+    // Polled, not blocking: a signal landing just before a blocking waitpid would go unforwarded.
+    const pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    if (got < 0 && errno != EINTR) {
+      restore();
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    }
+    const int seen = g_signals;
+    if (seen > forwarded) {
+      if (forwarded == 0) {
+        std::fprintf(stderr, "ddplab: %s: stopping the job (again to kill it at once)\n", strsignal(g_signal));
+        started = descendants(pid);
+        kill(pid, g_signal);  // mpirun stops its ranks
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+      } else if (!killed) {
+        std::fprintf(stderr, "ddplab: killing the job\n");
+        kill_job(pid), killed = true;
+      }
+      forwarded = seen;
+    }
+    if (forwarded && !killed && Clock::now() > deadline) {
+      std::fprintf(stderr, "ddplab: the job did not stop within %.0f s: killing it\n", kStopGraceS);
+      kill_job(pid), killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t p : started)  // a rank mpirun did not take down with it
+    if (kill(p, 0) == 0) kill(p, SIGKILL);
+  restore();
+  JobEnd end;
+  end.signal = g_signal;
+  if (WIFEXITED(status)) end.rc = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) end.rc = 128 + WTERMSIG(status);
+  else end.rc = 1;
+  return end;
 }
 
 std::string shell_join(const std::vector<std::string>& argv) {

@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS runs(
   version TEXT NOT NULL,
   started_at TEXT NOT NULL,
   ended_at TEXT,
-  status TEXT NOT NULL CHECK(status IN ('running','completed','failed')));
+  status TEXT NOT NULL CHECK(status IN ('running','completed','failed','interrupted')));
 CREATE INDEX IF NOT EXISTS runs_by_name ON runs(scenario, strategy, source, status);
 CREATE TABLE IF NOT EXISTS steps(
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -197,12 +197,25 @@ INSERT OR REPLACE INTO step_totals
   FROM steps WHERE run_id IN (SELECT id FROM runs WHERE status != 'running') GROUP BY run_id, step;
 )sql";
 
+// Version 9: a run may end "interrupted" (SIGINT / SIGTERM to its launcher). Only the runs table's CHECK
+// changes, which does not touch stored rows: SQLite documents editing the schema text in place for such
+// changes (writable_schema, then a schema cookie bump: Migration::new_schema_text). Rebuilding the table
+// instead would cascade-delete every run's rows, foreign keys being on inside the migration's transaction.
+constexpr const char* kMigrateTo9 = R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_master SET sql = replace(sql, '''failed''))', '''failed'',''interrupted''))')
+  WHERE type = 'table' AND name = 'runs' AND instr(sql, '''interrupted''') = 0;
+PRAGMA writable_schema = OFF;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
   const char* sql;
+  bool new_schema_text = false;  // edits sqlite_master: bump the schema cookie so connections reread it
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6}, {7, kMigrateTo7}, {8, kMigrateTo8}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6},
+                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 constexpr const char* kRunColumns =
@@ -288,6 +301,15 @@ Store::Store(const std::string& path, int batch_rows)
     for (const Migration& m : kMigrations) {
       if (m.to <= *stored) continue;
       exec(db_, path, m.sql, fmt::format("migrate schema to version {}", m.to).c_str());
+      if (m.new_schema_text) {
+        std::int64_t cookie = 0;
+        {
+          Stmt c(db_, path_, "PRAGMA schema_version");
+          if (c.step()) cookie = c.i64(0);
+        }
+        exec(db_, path, fmt::format("PRAGMA schema_version = {}", cookie + 1).c_str(),
+             fmt::format("migrate schema to version {}", m.to).c_str());
+      }
       Stmt s(db_, path_, "UPDATE schema_version SET version = ?1");
       s.bind(1, m.to).run();
     }
@@ -406,9 +428,10 @@ void Store::add_resources(std::int64_t run, const Resources& r) {
 void Store::flush() { pending_->flush(db_, path_); }
 
 void Store::finish_run(std::int64_t run, const std::string& status) {
-  if (status != "completed" && status != "failed")
-    throw StoreError(fmt::format("results store {}: finish_run({}): status must be \"completed\" or \"failed\", not \"{}\"",
-                                 path_, run, status));
+  if (status != "completed" && status != "failed" && status != "interrupted")
+    throw StoreError(fmt::format(
+        "results store {}: finish_run({}): status must be \"completed\", \"failed\" or \"interrupted\", not \"{}\"", path_,
+        run, status));
   std::optional<StoreError> flush_error;
   try {
     flush();

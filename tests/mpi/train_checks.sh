@@ -1,7 +1,8 @@
 #!/bin/bash
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
-# usage: train_checks.sh DDPLAB SCENARIO NP CHECK   (CHECK: identical | perturb | rank-dies | partitioned | straggler)
+# usage: train_checks.sh DDPLAB SCENARIO NP CHECK
+#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -32,6 +33,39 @@ rank-dies)
   grep -q "rank $victim step 5" "$work/out" || fail "dying rank not named"
   "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
   echo "job ended $(( $(date +%s) - start ))s after start, exit $rc"
+  ;;
+interrupt-*)
+  # SIGTERM or SIGINT to the launcher mid-run (or two SIGINTs): every rank stops within 5 s, the launcher exits
+  # 128 + the signal, the run is stored as interrupted with the steps flushed so far, and no process is left.
+  sig=${check#interrupt-}
+  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$scenario" >"$work/long.toml"
+  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
+  launcher=$!
+  steps=0
+  for _ in $(seq 1 600); do
+    steps=$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0)
+    [[ ${steps:-0} -gt 0 ]] && break
+    sleep 0.1
+  done
+  [[ ${steps:-0} -gt 0 ]] || { kill -9 $launcher; fail "no steps stored within 60 s"; }
+  start=$(date +%s%N)
+  case $sig in
+  twice) kill -INT $launcher; sleep 0.05; kill -INT $launcher; want=130 ;;
+  INT) kill -INT $launcher; want=130 ;;
+  TERM) kill -TERM $launcher; want=143 ;;
+  esac
+  wait $launcher
+  rc=$?
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [[ $rc -eq $want ]] || fail "launcher exited $rc after SIG$sig, expected $want"
+  [[ $ms -lt 5000 ]] || fail "the job took $ms ms to stop"
+  grep -q "marked interrupted" "$work/out" || fail "run not reported interrupted"
+  [[ $(sqlite3 "$db" "select status from runs") == interrupted ]] || fail "run not stored as interrupted"
+  kept=$(sqlite3 "$db" "select count(distinct step) from steps")
+  [[ $kept -gt 0 ]] || fail "no steps kept"
+  sleep 0.5
+  if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; fail "processes left running"; fi
+  echo "$([[ $sig == twice ]] && echo "two SIGINTs" || echo "SIG$sig"): stopped in $ms ms, exit $rc, $kept steps kept"
   ;;
 partitioned)
   # A fixed split: the table of what each rank holds, the same steps on every rank (no hang), identical

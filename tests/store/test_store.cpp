@@ -654,7 +654,7 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
   }
   Store store(file);
   RawDb raw(file);
-  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 8);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(done)), 4);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(running)), 0);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 1);
@@ -663,4 +663,43 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
   store.delete_runs({done});
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals"), 0);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 0);
+}
+
+// Version 9 lets a run end "interrupted": the migration edits the runs table's CHECK in place, keeping every
+// row, and the connection that migrated can store the new status at once.
+TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
+  TempDir dir;
+  const std::string file = dir.file("v8.db");
+  std::int64_t done = 0, running = 0;
+  {
+    Store store(file, 1);
+    done = store.begin_run(sample_info());
+    running = store.begin_run(sample_info());
+    for (int step = 0; step < 3; ++step) {
+      store.add_step(done, step_row(step, 0, 0.1, 10, 1.0));
+      store.add_step(running, step_row(step, 0, 0.1, 10, 1.0));
+    }
+    store.finish_run(done, "completed");
+  }
+  {
+    RawDb raw(file);  // what version 8 wrote: no "interrupted"
+    raw.exec("PRAGMA writable_schema = ON; "
+             "UPDATE sqlite_master SET sql = replace(sql, ',''interrupted''', '') WHERE name = 'runs'; "
+             "PRAGMA writable_schema = OFF; UPDATE schema_version SET version = 8");
+  }
+  {
+    RawDb raw(file);
+    EXPECT_THROW(raw.exec("UPDATE runs SET status = 'interrupted' WHERE id = " + std::to_string(running)), std::runtime_error);
+  }
+  Store store(file);
+  store.finish_run(running, "interrupted");
+  EXPECT_EQ(store.run(running)->status, "interrupted");
+  EXPECT_EQ(store.run(done)->status, "completed");
+  EXPECT_EQ(store.totals(done).size(), 3u);
+  EXPECT_EQ(store.totals(running).size(), 3u);
+  RawDb raw(file);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 9);
+  EXPECT_EQ(raw.text("PRAGMA integrity_check"), "ok");
+  EXPECT_THROW(raw.exec("UPDATE runs SET status = 'paused' WHERE id = " + std::to_string(done)), std::runtime_error);
+  EXPECT_THROW(store.finish_run(done, "paused"), StoreError);
 }

@@ -9,7 +9,8 @@
 
 namespace ddplab {
 
-// Every status a run is stored with, in its life's order: "running", "completed", "failed".
+// Every status a run is stored with: "running", then "completed", "failed" (a rank died or the job failed)
+// or "interrupted" (SIGINT or SIGTERM to its launcher).
 const std::vector<std::string>& run_statuses();
 
 // The runs with one of `statuses`, oldest first. Each status must be one of run_statuses(); otherwise

@@ -63,7 +63,7 @@ struct RunRow {
   RunInfo info;
   std::string version;       // ddplab version that wrote it
   std::string started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
-  std::string status;        // "running" | "completed" | "failed"
+  std::string status;        // "running" | "completed" | "failed" | "interrupted" (run_admin.hpp)
 };
 
 // Per-run aggregate used by report, simulate and the GUI (definitions: step_totals.hpp). A run that stored
@@ -254,7 +254,7 @@ class Store {
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
   // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
   static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }
   int schema() const { return schema_; }
