@@ -58,7 +58,7 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
 }
 
 namespace {
-volatile std::sig_atomic_t g_signal = 0;  // the first SIGINT / SIGTERM
+volatile std::sig_atomic_t g_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP
 volatile std::sig_atomic_t g_signals = 0;  // how many arrived
 void on_stop_signal(int sig) {
   if (!g_signal) g_signal = sig;
@@ -103,6 +103,7 @@ JobEnd execute(const LaunchPlan& plan) {
   sigemptyset(&stops);
   sigaddset(&stops, SIGINT);
   sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGHUP);
   sigemptyset(&none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
@@ -111,15 +112,17 @@ JobEnd execute(const LaunchPlan& plan) {
 
   g_signal = 0;
   g_signals = 0;
-  struct sigaction act {}, old_int {}, old_term {};
+  struct sigaction act {}, old_int {}, old_term {}, old_hup {};
   act.sa_handler = on_stop_signal;
   sigemptyset(&act.sa_mask);
   act.sa_flags = SA_RESTART;
   sigaction(SIGINT, &act, &old_int);
   sigaction(SIGTERM, &act, &old_term);
+  sigaction(SIGHUP, &act, &old_hup);  // a closed terminal: mpirun, in its own group, would not get it
   auto restore = [&] {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
     posix_spawnattr_destroy(&attr);
   };
 

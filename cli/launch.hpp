@@ -23,15 +23,15 @@ struct LaunchPlan {
 LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
                        const std::vector<std::string>& mpirun_extra = {});
 
-// How a job ended: mpirun's exit status (128 + signal when it was killed), and the SIGINT or SIGTERM the
-// launcher received while it ran (0: none). An interrupted launcher exits with 128 + that signal (130, 143).
+// How a job ended: mpirun's exit status (128 + signal when it was killed), and the SIGINT, SIGTERM or SIGHUP
+// the launcher received while it ran (0: none). An interrupted launcher exits with 128 + that signal (130, 143).
 struct JobEnd {
   int rc = 0;
   int signal = 0;
   int exit_code() const { return signal ? 128 + signal : rc; }
 };
 
-// Runs the plan in a process group of its own and waits. A first SIGINT or SIGTERM to the launcher is
+// Runs the plan in a process group of its own and waits. A first SIGINT, SIGTERM or SIGHUP to the launcher is
 // forwarded to mpirun, which stops every rank; if the job is not gone kStopGraceS later, or at a second
 // signal, mpirun and every process it started on this machine are killed (SIGKILL), and so is any rank still
 // alive when mpirun has exited. The launcher's own handlers are restored before it returns.
