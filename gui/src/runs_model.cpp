@@ -122,6 +122,7 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
                       .arg(qs(s.run.started_at), qs(s.run.version));
     if (s.run.status == "running") tip += tr("\nstill running, or its launcher died: figures so far");
     if (s.run.status == "failed") tip += tr("\nfailed: figures up to the failure");
+    if (s.run.status == "interrupted") tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
     return tip;
   }
   return {};
