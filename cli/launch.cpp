@@ -45,7 +45,9 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
     p.oversubscribed = true;
   }
   // Ranks share the cores: pinning each to one core would stack oversubscribed ranks; let the OS spread them.
-  for (const char* arg : {"--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
+  // No rank reads standard input, and mpirun runs in a background process group (execute): it must never
+  // read the terminal.
+  for (const char* arg : {"--bind-to", "none", "--stdin", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
     p.argv.push_back(arg);
   // Each rank runs a compute thread and a communication thread. When they outnumber the cores, Open MPI's
   // busy polling in a waiting collective steals the core the compute thread needs: make it yield instead.
