@@ -66,7 +66,6 @@ void on_stop_signal(int sig) {
   if (!g_signal) g_signal = sig;
   g_signals = g_signals + 1;
 }
-}  // namespace
 
 // Every process below `pid` (children first listed, then theirs), from /proc: Open MPI puts each local rank
 // in a process group of its own, so killing mpirun's group does not reach them.
@@ -74,12 +73,15 @@ std::vector<pid_t> descendants(pid_t pid) {
   std::vector<pid_t> out{pid};
   for (std::size_t i = 0; i < out.size(); ++i) {
     std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(out[i]) + "/task", ec)) {
-      std::FILE* f = std::fopen((task.path() / "children").c_str(), "r");
-      if (!f) continue;
-      long child = 0;
-      while (std::fscanf(f, "%ld", &child) == 1) out.push_back(static_cast<pid_t>(child));
-      std::fclose(f);
+    try {  // a process may end while it is walked
+      for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(out[i]) + "/task", ec)) {
+        std::FILE* f = std::fopen((task.path() / "children").c_str(), "r");
+        if (!f) continue;
+        long child = 0;
+        while (std::fscanf(f, "%ld", &child) == 1) out.push_back(static_cast<pid_t>(child));
+        std::fclose(f);
+      }
+    } catch (const std::filesystem::filesystem_error&) {
     }
   }
   out.erase(out.begin());
@@ -92,13 +94,14 @@ void kill_job(pid_t pid) {
   kill(pid, SIGKILL);
   for (pid_t p : below) kill(p, SIGKILL);
 }
+}  // namespace
 
 JobEnd execute(const LaunchPlan& plan) {
   std::vector<char*> argv;
   for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  // mpirun in a group of its own (its local ranks inherit it): a terminal's Ctrl-C reaches the launcher only,
-  // which decides what the job gets. The child starts with default dispositions and nothing blocked.
+  // mpirun in a group of its own (Open MPI gives each local rank its own too): a terminal's Ctrl-C reaches the
+  // launcher only, which decides what the job gets. The child starts with default dispositions and nothing blocked.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t stops, none;
