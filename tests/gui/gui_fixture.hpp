@@ -9,6 +9,8 @@
 //   timelines: the 4-rank measured run's steps 4 and 5, the 4-rank simulation's step 0 (traceOp)
 #pragma once
 #include <QList>
+#include <QObject>
+#include <QTemporaryDir>
 #include <QPointF>
 #include <QString>
 #include <QXYSeries>
@@ -176,5 +178,20 @@ inline QXYSeries* seriesNamed(QChart* chart, const QString& name) {
     if (s->name() == name) return qobject_cast<QXYSeries*>(s);
   return nullptr;
 }
+
+// What each view's test case starts from: the fixture store, built once in a temporary folder
+// (initTestCase: QVERIFY(makeStore())).
+class StoreTest : public QObject {
+ protected:
+  QTemporaryDir dir_;
+  QString db_;
+  Ids ids_;
+  bool makeStore() {
+    if (!dir_.isValid()) return false;
+    db_ = dir_.filePath("results.db");
+    ids_ = build(db_.toStdString());
+    return true;
+  }
+};
 
 }  // namespace gui_fixture

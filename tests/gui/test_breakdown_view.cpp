@@ -24,17 +24,12 @@ QList<QBarSet*> sets(QChart* c) {
 }
 }  // namespace
 
-class BreakdownViewTest : public QObject {
+class BreakdownViewTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
-  fx::Ids ids_;
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    ids_ = fx::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void barsPerStrategyAndRank() {

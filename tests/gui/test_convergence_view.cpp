@@ -19,11 +19,8 @@ using namespace ddplab;
 using namespace ddplab::gui;
 namespace fx = gui_fixture;
 
-class ConvergenceViewTest : public QObject {
+class ConvergenceViewTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
-  fx::Ids ids_;
 
   QString label(int world) const { return QStringLiteral("#%1 ring (%2 ranks)").arg(ids_.measured.at(world)).arg(world); }
   // Training time after n completed steps of a measured run: the slowest rank (the last) paces each step.
@@ -35,9 +32,7 @@ class ConvergenceViewTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    ids_ = fx::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void trainLossOnEachXAxis() {

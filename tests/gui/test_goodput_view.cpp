@@ -15,16 +15,12 @@ using namespace ddplab;
 using namespace ddplab::gui;
 namespace fx = gui_fixture;
 
-class GoodputViewTest : public QObject {
+class GoodputViewTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    fx::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void predictionsPerStrategyWithTheBestMarked() {

@@ -28,11 +28,8 @@ using namespace ddplab;
 using namespace ddplab::gui;
 namespace fx = gui_fixture;
 
-class MainWindowTest : public QObject {
+class MainWindowTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
-  fx::Ids ids_;
   QString tmp(const QString& name) const { return dir_.filePath(name); }
 
   static int run(const QStringList& args, QByteArray* err = nullptr) {
@@ -46,9 +43,7 @@ class MainWindowTest : public QObject {
  private slots:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // QSettings away from the user's own
-    QVERIFY(dir_.isValid());
-    db_ = tmp("results.db");
-    ids_ = fx::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void badFilesGetAReasonAndAreNotCreated() {

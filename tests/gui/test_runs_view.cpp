@@ -22,11 +22,8 @@ using namespace ddplab;
 using namespace ddplab::gui;
 using Col = RunsTableModel;
 
-class RunsViewTest : public QObject {
+class RunsViewTest : public gui_fixture::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
-  gui_fixture::Ids ids_;
 
   std::set<std::int64_t> shownIds(const RunsView* v) {
     std::set<std::int64_t> out;
@@ -36,9 +33,7 @@ class RunsViewTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    ids_ = gui_fixture::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void cellsMatchTheStoresSummaries() {

@@ -14,17 +14,12 @@ using namespace ddplab;
 using namespace ddplab::gui;
 namespace fx = gui_fixture;
 
-class ScalingViewTest : public QObject {
+class ScalingViewTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_;
-  fx::Ids ids_;
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    ids_ = fx::build(db_.toStdString());
+    QVERIFY(makeStore());
   }
 
   void panelsPerScenarioAndModel() {

@@ -44,10 +44,9 @@ codec = "fp16"
 )";
 }  // namespace
 
-class WhatIfViewTest : public QObject {
+class WhatIfViewTest : public fx::StoreTest {
   Q_OBJECT
-  QTemporaryDir dir_;
-  QString db_, toml_;
+  QString toml_;
   Scenario scenario_;
 
   // What `ddplab simulate --aggregated` stores for the scenario at one world size.
@@ -64,9 +63,7 @@ class WhatIfViewTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QVERIFY(dir_.isValid());
-    db_ = dir_.filePath("results.db");
-    fx::build(db_.toStdString());
+    QVERIFY(makeStore());
     toml_ = dir_.filePath("whatif.toml");
     QFile f(toml_);
     QVERIFY(f.open(QIODevice::WriteOnly));
