@@ -201,7 +201,7 @@ void ConvergenceView::refresh() {
   // Points per drawn curve: kMaxPoints, fewer when many runs share the chart (kPointBudget in all).
   // The newest kMaxRuns measured runs, drawn oldest first.
   std::vector<const RunRecord*> runs;
-  std::size_t measured = 0, unread = 0;
+  std::size_t measured = 0;
   for (auto it = pool.rbegin(); it != pool.rend(); ++it) {
     if (!*it || !(*it)->measured() || !ctx_.colors) continue;
     ++measured;
@@ -213,7 +213,6 @@ void ConvergenceView::refresh() {
   for (const RunRecord* run : runs) {
     const RunCurves* read = ctx_.curves ? ctx_.curves->find(run->id()) : nullptr;
     if (!read) {
-      ++unread;
       waiting_.push_back(run->id());
       continue;
     }
@@ -314,6 +313,7 @@ void ConvergenceView::refresh() {
   c->legend()->setVisible(legend);
 
   const QString readError = ctx_.curves ? ctx_.curves->error() : QString();
+  const std::size_t unread = waiting_.size();
   if (drawn.empty() && unread > 0) {
     c->setTitle(readError.isEmpty() ? tr("Convergence: reading curves") : tr("Convergence: curves could not be read"));
   } else if (drawn.empty()) {
