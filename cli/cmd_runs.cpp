@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -46,9 +47,12 @@ void add_runs(CLI::App& app) {
   list->callback([a] {
     require_store(a->db);
     const Store store(a->db, Store::Access::ReadOnly);
-    std::vector<RunSummary> rows;
-    const std::vector<RunRow> wanted = a->status.empty() ? store.runs() : runs_with_status(store, a->status);
-    for (const RunRow& r : wanted) rows.push_back(store.summary(r.id));
+    std::vector<RunSummary> rows = store.summaries();
+    if (!a->status.empty()) {
+      std::set<std::int64_t> wanted;
+      for (const RunRow& r : runs_with_status(store, a->status)) wanted.insert(r.id);
+      std::erase_if(rows, [&](const RunSummary& s) { return !wanted.count(s.run.id); });
+    }
     const std::string text = runs_table(rows);
     std::fwrite(text.data(), 1, text.size(), stdout);
   });
