@@ -112,7 +112,7 @@ int run_scenario(const RunRequest& req) {
     const char* status = end.signal ? "interrupted" : "failed";
     Store store(req.db);
     for (const auto& r : launch_runs(store, before, launch_id))
-      if (r.status == "running") {
+      if (r.status == "running" || r.status == "abandoned") {  // abandoned: its writer, rank 0, died
         store.finish_run(r.id, status);
         std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(), status);
       }

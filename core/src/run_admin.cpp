@@ -11,7 +11,7 @@
 namespace ddplab {
 
 const std::vector<std::string>& run_statuses() {
-  static const std::vector<std::string> statuses{"running", "completed", "failed", "interrupted"};
+  static const std::vector<std::string> statuses{"running", "completed", "failed", "interrupted", "abandoned"};
   return statuses;
 }
 

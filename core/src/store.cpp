@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/process_identity.hpp"
 #include "ddplab/core/step_pattern.hpp"
 #include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/version.hpp"
@@ -208,6 +209,12 @@ UPDATE sqlite_master SET sql = replace(sql, '''failed''))', '''failed'',''interr
 PRAGMA writable_schema = OFF;
 )sql";
 
+// Version 10: which process writes each run (process_identity.hpp, as JSON), so that a run it left "running"
+// when it died reads as "abandoned". NULL for runs stored before: those cannot be checked.
+constexpr const char* kMigrateTo10 = R"sql(
+ALTER TABLE runs ADD COLUMN writer TEXT;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
@@ -215,12 +222,15 @@ struct Migration {
   bool new_schema_text = false;  // edits sqlite_master: bump the schema cookie so connections reread it
 };
 constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6},
-                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}};
+                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}, {10, kMigrateTo10}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
-constexpr const char* kRunColumns =
-    "id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
-    "started_at, ended_at, status";
+// The runs table's columns as read_run reads them; a read-only file older than version 10 has no writer.
+std::string run_columns(int schema) {
+  return fmt::format("id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
+                     "started_at, ended_at, status, {}",
+                     schema >= 10 ? "writer" : "NULL");
+}
 
 RunRow read_run(const Stmt& s) {
   RunRow r;
@@ -237,6 +247,8 @@ RunRow read_run(const Stmt& s) {
   r.started_at = s.text(10);
   r.ended_at = s.text(11);
   r.status = s.text(12);
+  r.writer = s.null(13) ? std::string() : s.text(13);
+  if (r.status == "running" && liveness(ProcessIdentity::from_json(r.writer)) == Liveness::Gone) r.status = "abandoned";
   return r;
 }
 
@@ -403,10 +415,11 @@ Store::~Store() {
 std::int64_t Store::begin_run(const RunInfo& info) {
   Stmt s(db_, path_,
          "INSERT INTO runs(scenario, strategy, backend, world_size, source, batch_size, config, host_info, "
-         "version, started_at, ended_at, status) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,NULL,'running')");
+         "version, started_at, ended_at, status, writer) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,NULL,'running',?11)");
   s.bind(1, info.scenario).bind(2, info.strategy).bind(3, info.backend).bind(4, info.world_size);
   s.bind(5, info.source).bind(6, info.batch_size).bind(7, info.config_json).bind(8, info.host_info);
-  s.bind(9, std::string(version())).bind(10, utc_now()).run();  // autocommit: visible at once
+  s.bind(9, std::string(version())).bind(10, utc_now()).bind(11, ProcessIdentity::current().to_json());
+  s.run();  // autocommit: visible at once
   return sqlite3_last_insert_rowid(db_);
 }
 
@@ -469,14 +482,14 @@ void Store::delete_runs(const std::vector<std::int64_t>& ids) {
 std::vector<RunRow> Store::runs() const {
   pending_->flush(db_, path_);
   std::vector<RunRow> out;
-  Stmt s(db_, path_, fmt::format("SELECT {} FROM runs ORDER BY id", kRunColumns).c_str());
+  Stmt s(db_, path_, fmt::format("SELECT {} FROM runs ORDER BY id", run_columns(schema_)).c_str());
   while (s.step()) out.push_back(read_run(s));
   return out;
 }
 
 std::optional<RunRow> Store::run(std::int64_t id) const {
   pending_->flush(db_, path_);
-  Stmt s(db_, path_, fmt::format("SELECT {} FROM runs WHERE id = ?1", kRunColumns).c_str());
+  Stmt s(db_, path_, fmt::format("SELECT {} FROM runs WHERE id = ?1", run_columns(schema_)).c_str());
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   return read_run(s);
@@ -652,7 +665,9 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
 
 }  // namespace
 
-bool Store::cached(const RunRow& run) const { return schema_ >= 8 && run.status != "running"; }
+bool Store::cached(const RunRow& run) const {
+  return schema_ >= 8 && run.status != "running" && run.status != "abandoned";  // finish_run wrote the caches
+}
 
 std::vector<StepTotals> Store::totals(std::int64_t run) const {
   const auto row = this->run(run);  // flushes pending rows

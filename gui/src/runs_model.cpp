@@ -110,7 +110,8 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ForegroundRole && !rec->finished()) {
-    if (index.column() == Status && s.run.status == "failed") return QBrush(QColor(0xc0, 0x30, 0x30));
+    if (index.column() == Status && (s.run.status == "failed" || s.run.status == "abandoned"))
+      return QBrush(QColor(0xc0, 0x30, 0x30));
     return QBrush(QColor(0x90, 0x90, 0x90));  // partial figures: greyed
   }
   if (role == Qt::ToolTipRole) {
@@ -120,7 +121,10 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
                       .arg(s.skipped + s.steps)
                       .arg(s.steps)
                       .arg(qs(s.run.started_at), qs(s.run.version));
-    if (s.run.status == "running") tip += tr("\nstill running, or its launcher died: figures so far");
+    if (s.run.status == "running") tip += tr("\nstill running (or run by a process on another machine): figures so far");
+    if (s.run.status == "abandoned")
+      tip += tr("\nabandoned: the process writing it died without finishing it (SIGKILL, a crash, a reboot); figures up "
+                "to its last flush");
     if (s.run.status == "failed") tip += tr("\nfailed: figures up to the failure");
     if (s.run.status == "interrupted") tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
     return tip;

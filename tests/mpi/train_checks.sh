@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | partitioned | straggler)
+#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -66,6 +66,33 @@ interrupt-*)
   sleep 0.5
   if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; fail "processes left running"; fi
   echo "$([[ $sig == twice ]] && echo "two SIGINTs" || echo "SIG$sig"): stopped in $ms ms, exit $rc, $kept steps kept"
+  ;;
+abandoned)
+  # Power loss, as near as one machine gets: SIGKILL to the launcher, mpirun and every rank at once. Nothing
+  # marks the run, so it stays stored as running; its writer (rank 0) is gone, so it reads as abandoned, and
+  # `ddplab runs prune --status abandoned` removes it.
+  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$scenario" >"$work/long.toml"
+  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    [[ $(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0) -gt 0 ]] && break
+    sleep 0.1
+  done
+  "$ddplab" runs list --db "$db" --status running >"$work/list" 2>&1 || fail "runs list failed"
+  [[ $(grep -c " running " "$work/list") -eq 1 ]] || { cat "$work/list"; fail "the live run is not listed running"; }
+  kill -9 $launcher
+  pkill -9 -f "$work/long.toml"
+  wait $launcher 2>/dev/null
+  sleep 0.5
+  if pgrep -f "$work/long.toml" >/dev/null; then fail "processes left running"; fi
+  [[ $(sqlite3 "$db" "select status from runs") == running ]] || fail "the stored status is not running"
+  "$ddplab" runs list --db "$db" --status abandoned >"$work/list" 2>&1 || fail "runs list failed"
+  cat "$work/list" >>"$work/out"
+  [[ $(grep -c " abandoned " "$work/list") -eq 1 ]] || fail "the run is not listed abandoned"
+  "$ddplab" report --db "$db" | grep -q "abandoned" || fail "report does not say abandoned"
+  "$ddplab" runs prune --db "$db" --status abandoned >>"$work/out" 2>&1 || fail "prune failed"
+  [[ $(sqlite3 "$db" "select count(*) from runs") -eq 0 ]] || fail "the abandoned run was not deleted"
+  [[ $(sqlite3 "$db" "select count(*) from steps") -eq 0 ]] || fail "its steps were not deleted"
   ;;
 partitioned)
   # A fixed split: the table of what each rank holds, the same steps on every rank (no hang), identical

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ddplab/core/process_identity.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/store.hpp"
@@ -61,7 +62,7 @@ TEST(RunAdmin, ChoosesRunsByStatusAndNamesAnUnknownOne) {
     runs_with_status(r.store, {"failed", "faild"});
     FAIL() << "an unknown status was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown run status \"faild\" (one of: running, completed, failed, interrupted)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("unknown run status \"faild\" (one of: running, completed, failed, interrupted, abandoned)"), std::string::npos)
         << e.what();
   }
 }
@@ -116,4 +117,29 @@ TEST(RunAdmin, ListAndShowSayWhatIsStored) {
                                  std::string("final       loss 1.0000, accuracy 0.7000")})
     EXPECT_NE(shown.find(want), std::string::npos) << want << "\n" << shown;
   EXPECT_THROW(run_details(r.store, 999), StoreError);
+}
+
+// A run whose writer is gone (here: this process's pid with another start time, as after the pid was reused)
+// reads as abandoned everywhere, is chosen as such, and may be deleted; one whose writer lives may not.
+TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
+  Runs r;
+  ProcessIdentity gone = ProcessIdentity::current();
+  gone.start_ticks += 1;
+  const std::int64_t abandoned = r.add("local_sgd", nullptr);
+  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(abandoned));
+  EXPECT_EQ(r.store.run(r.running)->status, "running");  // its writer, this process, lives
+  EXPECT_EQ(r.store.run(abandoned)->status, "abandoned");
+  EXPECT_EQ(ids(runs_with_status(r.store, {"abandoned"})), (std::vector<std::int64_t>{abandoned}));
+  EXPECT_EQ(ids(runs_with_status(r.store, {"running"})), (std::vector<std::int64_t>{r.running}));
+  EXPECT_NE(runs_table(r.store.summaries()).find("abandoned"), std::string::npos);
+  EXPECT_NE(run_details(r.store, abandoned).find("status      abandoned"), std::string::npos);
+  EXPECT_EQ(r.store.summary(abandoned).steps + r.store.summary(abandoned).skipped, 3);  // from its rows
+  EXPECT_THROW(delete_runs_checked(r.store, {r.running}), std::invalid_argument);
+  EXPECT_EQ(ids(delete_runs_checked(r.store, {abandoned})), (std::vector<std::int64_t>{abandoned}));
+  EXPECT_EQ(r.rows("steps", abandoned), 0);
+  // Its launcher may still close it: the stored status is running.
+  const std::int64_t late = r.add("local_sgd", nullptr);
+  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(late));
+  r.store.finish_run(late, "failed");
+  EXPECT_EQ(r.store.run(late)->status, "failed");
 }

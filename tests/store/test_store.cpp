@@ -645,7 +645,8 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
   }
   {
     RawDb raw(file);
-    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; UPDATE schema_version SET version = 7");
+    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; ALTER TABLE runs DROP COLUMN writer; "
+             "UPDATE schema_version SET version = 7");
   }
   {
     Store viewer(file, Store::Access::ReadOnly);  // version 7, read as it is: computed from the rows
@@ -685,7 +686,7 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
     RawDb raw(file);  // what version 8 wrote: no "interrupted"
     raw.exec("PRAGMA writable_schema = ON; "
              "UPDATE sqlite_master SET sql = replace(sql, ',''interrupted''', '') WHERE name = 'runs'; "
-             "PRAGMA writable_schema = OFF; UPDATE schema_version SET version = 8");
+             "PRAGMA writable_schema = OFF; ALTER TABLE runs DROP COLUMN writer; UPDATE schema_version SET version = 8");
   }
   {
     RawDb raw(file);
@@ -698,7 +699,7 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
   EXPECT_EQ(store.totals(done).size(), 3u);
   EXPECT_EQ(store.totals(running).size(), 3u);
   RawDb raw(file);
-  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 9);
+  EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.text("PRAGMA integrity_check"), "ok");
   EXPECT_THROW(raw.exec("UPDATE runs SET status = 'paused' WHERE id = " + std::to_string(done)), std::runtime_error);
   EXPECT_THROW(store.finish_run(done, "paused"), StoreError);

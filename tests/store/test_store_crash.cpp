@@ -70,6 +70,13 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   bool ok = read(fds[0], &id, sizeof id) == static_cast<ssize_t>(sizeof id);
   int batches = 0;
   for (char c; ok && batches < kKillAfter; ++batches) ok = read(fds[0], &c, 1) == 1;
+  // While its writer lives, the run reads as running.
+  std::string status_alive;
+  try {
+    status_alive = Store(file, Store::Access::ReadOnly).run(id).value().status;
+  } catch (const std::exception& e) {
+    status_alive = e.what();
+  }
   // The child is now writing its next batches: kill it without warning.
   kill(pid, SIGKILL);
   int status = 0;
@@ -77,6 +84,7 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   close(fds[0]);
   ASSERT_TRUE(ok) << "the writer stopped early (exit status " << WEXITSTATUS(status) << ")";
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(status_alive, "running");
 
   {
     RawDb raw(file);
@@ -85,7 +93,8 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   Store store(file);
   auto run = store.run(id);
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->status, "running");
+  EXPECT_EQ(run->status, "abandoned");  // stored running, by a writer that is gone
+  EXPECT_EQ(RawDb(file).text("SELECT status FROM runs WHERE id = " + std::to_string(id)), "running");
   EXPECT_TRUE(run->ended_at.empty());
 
   // At least every batch it reported, and only whole batches: rows 0..n-1 in write order.

@@ -1,5 +1,5 @@
 // Managing the runs of a results store (`ddplab runs`): choosing runs by status, and deleting them after
-// checking each one. A run still marked running is never deleted: its launcher may be writing it.
+// checking each one. A running run is never deleted: its writer may be writing it. An abandoned one may be.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,8 +9,8 @@
 
 namespace ddplab {
 
-// Every status a run is stored with: "running", then "completed", "failed" (a rank died or the job failed)
-// or "interrupted" (SIGINT or SIGTERM to its launcher).
+// Every status a run reads with: "running", then "completed", "failed" (a rank died or the job failed) or
+// "interrupted" (SIGINT or SIGTERM to its launcher); or "abandoned": left running by a writer that is gone.
 const std::vector<std::string>& run_statuses();
 
 // The runs with one of `statuses`, oldest first. Each status must be one of run_statuses(); otherwise

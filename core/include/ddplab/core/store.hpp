@@ -63,7 +63,10 @@ struct RunRow {
   RunInfo info;
   std::string version;       // ddplab version that wrote it
   std::string started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
-  std::string status;        // "running" | "completed" | "failed" | "interrupted" (run_admin.hpp)
+  // "running" | "completed" | "failed" | "interrupted" as stored, or "abandoned": stored "running" by a writer
+  // that is gone (liveness(writer) == Gone, process_identity.hpp), so nothing will finish it (run_admin.hpp).
+  std::string status;
+  std::string writer;        // JSON ProcessIdentity of the process that began it; empty before schema version 10
 };
 
 // Per-run aggregate used by report, simulate and the GUI (definitions: step_totals.hpp). A run that stored
@@ -193,7 +196,7 @@ class Store {
 
   const std::string& path() const { return path_; }
 
-  std::int64_t begin_run(const RunInfo& info);                   // status "running"
+  std::int64_t begin_run(const RunInfo& info);                   // status "running", this process its writer
   void add_step(std::int64_t run, const StepMetrics& m);         // batched
   void add_evaluation(std::int64_t run, const Evaluation& e);    // batched
   void add_resources(std::int64_t run, const Resources& r);      // batched
@@ -252,9 +255,10 @@ class Store {
 
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
-  // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). 9: runs may end "interrupted".
+  // 10: + runs.writer. Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
   static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }
   int schema() const { return schema_; }
