@@ -320,7 +320,8 @@ int bench_collectives(const BenchRequest& req) {
   if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
   if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
-  const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
+  LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
+  if (bed) retry_unstarted(plan, testbed::kLaunchAttempts);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const JobEnd end = execute(plan);
   const int rc = end.exit_code();

@@ -387,7 +387,8 @@ int calibrate(const CalibrateRequest& req) {
   if (!req.scenario.empty()) args.insert(args.end(), {"--scenario", req.scenario});
   if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
   require_writable_store(req.db);
-  const LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
+  LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
+  if (bed) retry_unstarted(plan, testbed::kLaunchAttempts);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const JobEnd end = execute(plan);
   if (end.signal) std::fprintf(stderr, "ddplab: calibrate interrupted (%s)\n", strsignal(end.signal));

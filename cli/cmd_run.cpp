@@ -101,7 +101,8 @@ int run_scenario(const RunRequest& req) {
   const std::string launch_id = fmt::format("{}-{}", getpid(), Clock::now().time_since_epoch().count());
   std::vector<std::string> mpirun_extra = bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{};
   mpirun_extra.insert(mpirun_extra.end(), {"-x", "DDPLAB_LAUNCH_ID=" + launch_id});
-  const LaunchPlan plan = plan_launch(np, args, mpirun_extra);
+  LaunchPlan plan = plan_launch(np, args, mpirun_extra);
+  if (bed) retry_unstarted(plan, testbed::kLaunchAttempts);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const JobEnd end = execute(plan);
   if (bed) testbed::tag_runs(req.db, before, launch_id, *bed);

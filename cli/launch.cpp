@@ -21,6 +21,10 @@ extern char** environ;
 
 namespace ddplab::cli {
 
+namespace {
+constexpr const char* kStartedDirVar = "DDPLAB_STARTED_DIR";
+}  // namespace
+
 bool under_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
          (std::getenv("SLURM_PROCID") != nullptr && std::getenv("PMI_RANK") != nullptr);
@@ -54,9 +58,26 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
   if (2u * static_cast<unsigned>(np) > cores)
     for (const char* arg : {"--mca", "mpi_yield_when_idle", "1"}) p.argv.push_back(arg);
   p.argv.insert(p.argv.end(), mpirun_extra.begin(), mpirun_extra.end());
+  p.exe_at = p.argv.size();
   p.argv.push_back(self_executable());
   p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
   return p;
+}
+
+void retry_unstarted(LaunchPlan& plan, int attempts) {
+  if (plan.attempts <= 1 && attempts > 1) {
+    plan.argv.insert(plan.argv.begin() + static_cast<std::ptrdiff_t>(plan.exe_at), {"-x", kStartedDirVar});
+    plan.exe_at += 2;
+  }
+  plan.attempts = std::max(plan.attempts, attempts);
+}
+
+void mark_rank_started() {
+  const char* dir = std::getenv(kStartedDirVar);
+  if (!dir || !*dir) return;
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::string file = fmt::format("{}/rank-{}", dir, rank ? rank : std::to_string(getpid()));
+  if (std::FILE* f = std::fopen(file.c_str(), "w")) std::fclose(f);
 }
 
 namespace {
@@ -94,9 +115,9 @@ void kill_job(pid_t pid) {
   kill(pid, SIGKILL);
   for (pid_t p : below) kill(p, SIGKILL);
 }
-}  // namespace
 
-JobEnd execute(const LaunchPlan& plan) {
+// One launch of the plan, with `envp` as its environment.
+JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
   std::vector<char*> argv;
   for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -132,7 +153,7 @@ JobEnd execute(const LaunchPlan& plan) {
   };
 
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp);
   if (rc != 0) {
     restore();
     throw std::runtime_error("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
@@ -179,6 +200,42 @@ JobEnd execute(const LaunchPlan& plan) {
   if (WIFEXITED(status)) end.rc = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) end.rc = 128 + WTERMSIG(status);
   else end.rc = 1;
+  return end;
+}
+
+bool empty_dir(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_empty(dir, ec) || ec;
+}
+}  // namespace
+
+JobEnd execute(const LaunchPlan& plan) {
+  if (plan.attempts <= 1) return run_once(plan, environ);
+  // Where the ranks mark that they started, passed in the environment of every attempt.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ddplab-start-XXXXXX";
+  if (!mkdtemp(dir.data())) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  const std::string var = std::string(kStartedDirVar) + "=" + dir;
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, var.c_str(), std::strlen(kStartedDirVar) + 1) != 0) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(var.c_str()));
+  envp.push_back(nullptr);
+  JobEnd end;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      end = run_once(plan, envp.data());
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw;
+    }
+    if (end.rc == 0 || end.signal || !empty_dir(dir) || attempt >= plan.attempts) break;
+    std::fprintf(stderr, "ddplab: the launch failed before any rank started (mpirun exit %d): trying again (%d of %d)\n",
+                 end.rc, attempt + 1, plan.attempts);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
   return end;
 }
 

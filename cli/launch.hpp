@@ -1,6 +1,7 @@
 // Starting and joining MPI jobs: `ddplab run` on one machine spawns `mpirun -np N` of itself;
 // under mpirun or srun it joins the job directly.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@ bool under_mpi_launcher();
 struct LaunchPlan {
   std::vector<std::string> argv;  // mpirun ... <this executable> <args>
   bool oversubscribed = false;
+  std::size_t exe_at = 0;         // index of the executable in argv
+  int attempts = 1;               // launches execute tries while no rank starts (retry_unstarted)
 };
 
 // mpirun -np N, with --allow-run-as-root when root, --oversubscribe when N exceeds the cores, and one BLAS
@@ -22,6 +25,15 @@ struct LaunchPlan {
 // goes before the executable (e.g. the test bed's hostfile, launch agent and transport options).
 LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
                        const std::vector<std::string>& mpirun_extra = {});
+
+// Lets execute try a launch again, up to `attempts` times in all, when it fails before any rank started (no
+// rank called mark_rank_started): nothing ran, so nothing is repeated. For the test bed, whose Open MPI
+// daemons, started in network namespaces, fail to come up now and then. The ranks learn where to mark through
+// DDPLAB_STARTED_DIR, passed by mpirun (-x).
+void retry_unstarted(LaunchPlan& plan, int attempts);
+
+// Called by every rank as it starts: tells its launcher the job ran (see retry_unstarted).
+void mark_rank_started();
 
 // How a job ended: mpirun's exit status (128 + signal when it was killed), and the SIGINT, SIGTERM or SIGHUP
 // the launcher received while it ran (0: none). An interrupted launcher exits with 128 + that signal (130, 143).

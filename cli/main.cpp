@@ -5,9 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "launch.hpp"
 #include "ddplab/core/version.hpp"
 
 int main(int argc, char** argv) {
+  if (ddplab::cli::under_mpi_launcher()) ddplab::cli::mark_rank_started();  // the launch worked (retry_unstarted)
   CLI::App app{"ddplab: measure, simulate and compare gradient-sync strategies for data-parallel training"};
   app.set_version_flag("--version", std::string("ddplab ") + ddplab::version());
   app.require_subcommand(1);

@@ -88,6 +88,8 @@ std::string agent_script(const State& s);
 std::string hostfile_text(const State& s);  // one namespace IP per line, slots=1
 // mpirun options that place one rank per namespace: hostfile, agent, TCP only on the subnet, no shared memory.
 std::vector<std::string> mpirun_args(const State& s);
+// Launches on the test bed are tried this many times while no rank starts (launch.hpp's retry_unstarted).
+inline constexpr int kLaunchAttempts = 3;
 // What a stored run records about the test bed it ran on.
 nlohmann::json run_tag(const State& s);
 

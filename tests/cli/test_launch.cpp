@@ -1,0 +1,89 @@
+// Launch retries (launch.hpp's retry_unstarted): a launch that fails before any rank started is tried again, up
+// to its attempts; one in which a rank started, or that was interrupted, is not. A shell command stands in for
+// mpirun, counting its attempts and marking a start the way a rank does (mark_rank_started).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "launch.hpp"
+#include "temp_dir.hpp"
+
+using namespace ddplab::cli;
+using ddplab::test::TempDir;
+
+namespace {
+
+// A "job" that records each attempt in $COUNT, then runs `then` (shell) with $n = the attempts before it.
+LaunchPlan job(const std::string& then, int attempts) {
+  LaunchPlan p;
+  p.argv = {"/bin/sh", "-c", "n=$(cat \"$COUNT\" 2>/dev/null || echo 0); echo $((n + 1)) >\"$COUNT\"; " + then};
+  p.exe_at = 3;
+  p.attempts = attempts;
+  return p;
+}
+
+int attempts_made(const TempDir& dir) {
+  std::ifstream in(dir.file("count"));
+  int n = 0;
+  in >> n;
+  return n;
+}
+
+struct Launch : testing::Test {
+  TempDir dir;
+  void SetUp() override { ::setenv("COUNT", dir.file("count").c_str(), 1); }
+  void TearDown() override { ::unsetenv("COUNT"); }
+};
+
+constexpr const char* kRankStarts = "touch \"$DDPLAB_STARTED_DIR/rank-0\"; ";
+
+}  // namespace
+
+TEST_F(Launch, AFailureBeforeAnyRankStartedIsTriedAgain) {
+  // Fails twice without starting a rank (as Open MPI's daemons racing on their session directory), then works.
+  const JobEnd end = execute(job(std::string("[ $n -ge 2 ] || exit 3; ") + kRankStarts + "exit 0", 3));
+  EXPECT_EQ(end.rc, 0);
+  EXPECT_EQ(attempts_made(dir), 3);
+}
+
+TEST_F(Launch, GivesUpAfterItsAttemptsWithTheLastExitCode) {
+  const JobEnd end = execute(job("exit 3", 3));
+  EXPECT_EQ(end.rc, 3);
+  EXPECT_EQ(attempts_made(dir), 3);
+}
+
+TEST_F(Launch, AJobInWhichARankStartedIsNotRepeated) {
+  const JobEnd end = execute(job(std::string(kRankStarts) + "exit 5", 3));  // a rank ran, then failed
+  EXPECT_EQ(end.rc, 5);
+  EXPECT_EQ(attempts_made(dir), 1);
+}
+
+TEST_F(Launch, WithoutRetriesALaunchIsTriedOnce) {
+  EXPECT_EQ(execute(job("exit 3", 1)).rc, 3);
+  EXPECT_EQ(attempts_made(dir), 1);
+}
+
+TEST_F(Launch, RetryPassesTheStartFolderToTheRanksBeforeTheExecutable) {
+  LaunchPlan p = plan_launch(2, {"run", "x.toml"});
+  const std::string exe = p.argv.at(p.exe_at);
+  retry_unstarted(p, 3);
+  retry_unstarted(p, 3);  // once only
+  EXPECT_EQ(p.attempts, 3);
+  ASSERT_EQ(p.argv.at(p.exe_at), exe);
+  EXPECT_EQ(p.argv.at(p.exe_at - 2), "-x");
+  EXPECT_EQ(p.argv.at(p.exe_at - 1), "DDPLAB_STARTED_DIR");
+  EXPECT_EQ(std::count(p.argv.begin(), p.argv.end(), "DDPLAB_STARTED_DIR"), 1);
+  EXPECT_EQ(p.argv.back(), "x.toml");
+}
+
+TEST_F(Launch, ARankMarksItsStartByItsRank) {
+  ::setenv("DDPLAB_STARTED_DIR", dir.path().c_str(), 1);
+  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  mark_rank_started();
+  ::unsetenv("DDPLAB_STARTED_DIR");
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  EXPECT_TRUE(std::ifstream(dir.file("rank-3")).good());
+}
