@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "validators.hpp"
@@ -110,12 +111,20 @@ int run_scenario(const RunRequest& req) {
     // Interrupted, or a rank died and the rest of the job was killed with it: whatever run this launch left
     // "running" is marked so, with the steps its ranks flushed. Only this launch's runs: another job may be
     // writing the same store.
+    // The reason: what the ranks' notes said (a watchdog report, an error), else the signal.
     const char* status = end.signal ? "interrupted" : "failed";
+    std::string reason = fmt::format("{}", fmt::join(end.failures, "; "));
+    if (reason.empty() && end.signal) {
+      const char* abbrev = sigabbrev_np(end.signal);
+      reason = (abbrev ? std::string("SIG") + abbrev : std::string(strsignal(end.signal))) + " to the launcher";
+    }
     Store store(req.db);
     for (const auto& r : launch_runs(store, before, launch_id))
       if (r.status == "running" || r.status == "abandoned") {  // abandoned: its writer, rank 0, died
-        store.finish_run(r.id, status);
+        store.finish_run(r.id, status, reason);
         std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(), status);
+      } else if (r.status == "failed" && !end.failures.empty()) {
+        store.set_run_reason(r.id, reason);  // every rank's notes say more than rank 0's own error
       }
     if (end.signal)
       std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),

@@ -15,15 +15,13 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "ddplab/core/job_notes.hpp"
 #include <nlohmann/json.hpp>
 
 extern char** environ;
 
 namespace ddplab::cli {
-
-namespace {
-constexpr const char* kStartedDirVar = "DDPLAB_STARTED_DIR";
-}  // namespace
 
 bool under_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
@@ -58,27 +56,16 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
   if (2u * static_cast<unsigned>(np) > cores)
     for (const char* arg : {"--mca", "mpi_yield_when_idle", "1"}) p.argv.push_back(arg);
   p.argv.insert(p.argv.end(), mpirun_extra.begin(), mpirun_extra.end());
+  for (const char* arg : {"-x", kJobDirVar}) p.argv.push_back(arg);  // execute sets it: job_notes.hpp
   p.exe_at = p.argv.size();
   p.argv.push_back(self_executable());
   p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
   return p;
 }
 
-void retry_unstarted(LaunchPlan& plan, int attempts) {
-  if (plan.attempts <= 1 && attempts > 1) {
-    plan.argv.insert(plan.argv.begin() + static_cast<std::ptrdiff_t>(plan.exe_at), {"-x", kStartedDirVar});
-    plan.exe_at += 2;
-  }
-  plan.attempts = std::max(plan.attempts, attempts);
-}
+void retry_unstarted(LaunchPlan& plan, int attempts) { plan.attempts = std::max(plan.attempts, attempts); }
 
-void mark_rank_started() {
-  const char* dir = std::getenv(kStartedDirVar);
-  if (!dir || !*dir) return;
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  const std::string file = fmt::format("{}/rank-{}", dir, rank ? rank : std::to_string(getpid()));
-  if (std::FILE* f = std::fopen(file.c_str(), "w")) std::fclose(f);
-}
+void mark_rank_started() { write_job_note(rank_note("started"), ""); }
 
 namespace {
 volatile std::sig_atomic_t g_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP
@@ -203,39 +190,34 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
   return end;
 }
 
-bool empty_dir(const std::string& dir) {
-  std::error_code ec;
-  return std::filesystem::is_empty(dir, ec) || ec;
-}
 }  // namespace
 
 JobEnd execute(const LaunchPlan& plan) {
-  if (plan.attempts <= 1) return run_once(plan, environ);
-  // Where the ranks mark that they started, passed in the environment of every attempt.
   const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ddplab-start-XXXXXX";
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ddplab-job-XXXXXX";
   if (!mkdtemp(dir.data())) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
-  const std::string var = std::string(kStartedDirVar) + "=" + dir;
+  struct RemoveDir {
+    const std::string& dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_dir{dir};
+  // The ranks' environment: this one, with the job folder.
+  const std::string var = std::string(kJobDirVar) + "=" + dir;
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, var.c_str(), std::strlen(kStartedDirVar) + 1) != 0) envp.push_back(*e);
+    if (std::strncmp(*e, var.c_str(), std::strlen(kJobDirVar) + 1) != 0) envp.push_back(*e);
   envp.push_back(const_cast<char*>(var.c_str()));
   envp.push_back(nullptr);
   JobEnd end;
   for (int attempt = 1;; ++attempt) {
-    try {
-      end = run_once(plan, envp.data());
-    } catch (...) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      throw;
-    }
-    if (end.rc == 0 || end.signal || !empty_dir(dir) || attempt >= plan.attempts) break;
+    end = run_once(plan, envp.data());
+    if (end.rc == 0 || end.signal || attempt >= plan.attempts || !read_job_notes(dir, "started-").empty()) break;
     std::fprintf(stderr, "ddplab: the launch failed before any rank started (mpirun exit %d): trying again (%d of %d)\n",
                  end.rc, attempt + 1, plan.attempts);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  for (const JobNote& n : read_job_notes(dir, "failure-")) end.failures.push_back(n.text);
   return end;
 }
 

@@ -16,7 +16,7 @@ bool under_mpi_launcher();
 struct LaunchPlan {
   std::vector<std::string> argv;  // mpirun ... <this executable> <args>
   bool oversubscribed = false;
-  std::size_t exe_at = 0;         // index of the executable in argv
+  std::size_t exe_at = 0;         // index of the executable in argv (after -x DDPLAB_JOB_DIR)
   int attempts = 1;               // launches execute tries while no rank starts (retry_unstarted)
 };
 
@@ -27,9 +27,8 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
                        const std::vector<std::string>& mpirun_extra = {});
 
 // Lets execute try a launch again, up to `attempts` times in all, when it fails before any rank started (no
-// rank called mark_rank_started): nothing ran, so nothing is repeated. For the test bed, whose Open MPI
-// daemons, started in network namespaces, fail to come up now and then. The ranks learn where to mark through
-// DDPLAB_STARTED_DIR, passed by mpirun (-x).
+// rank marked its start in the job folder, job_notes.hpp): nothing ran, so nothing is repeated. For the test
+// bed, whose Open MPI daemons, started in network namespaces, fail to come up now and then.
 void retry_unstarted(LaunchPlan& plan, int attempts);
 
 // Called by every rank as it starts: tells its launcher the job ran (see retry_unstarted).
@@ -40,10 +39,12 @@ void mark_rank_started();
 struct JobEnd {
   int rc = 0;
   int signal = 0;
+  std::vector<std::string> failures;  // the ranks' failure notes (job_notes.hpp), rank order
   int exit_code() const { return signal ? 128 + signal : rc; }
 };
 
-// Runs the plan in a process group of its own and waits. A first SIGINT, SIGTERM or SIGHUP to the launcher is
+// Runs the plan in a process group of its own and waits, with a job folder of its own that the ranks find
+// through $DDPLAB_JOB_DIR (job_notes.hpp) and that is removed once the job has ended. A first SIGINT, SIGTERM or SIGHUP to the launcher is
 // forwarded to mpirun, which stops every rank; if the job is not gone kStopGraceS later, or at a second
 // signal, mpirun and every process it started on this machine are killed (SIGKILL), and so is any rank still
 // alive when mpirun has exited. The launcher's own handlers are restored before it returns.

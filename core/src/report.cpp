@@ -179,6 +179,7 @@ std::string run_details(const Store& store, std::int64_t id) {
                                 cell(r.info.strategy), cell(r.info.source), cell(r.info.backend), r.info.world_size,
                                 r.info.world_size == 1 ? "" : "s", r.info.batch_size);
   out += fmt::format("status      {}\n", cell(r.status));
+  if (!r.reason.empty()) out += fmt::format("reason      {}\n", cell(r.reason));
   out += fmt::format("started     {}\nended       {}\n", cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at));
   out += fmt::format("written by  ddplab {}\n", cell(r.version));
   out += fmt::format("stored      {} step{}, {} evaluation{}, {}\n", steps, steps == 1 ? "" : "s", evaluations,
@@ -245,6 +246,7 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
         {"started_at", r.started_at},
         {"ended_at", r.ended_at.empty() ? json(nullptr) : json(r.ended_at)},
         {"status", r.status},
+        {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
         {"summary",
          {{"steps", s.steps},
           {"skipped_steps", s.skipped},

@@ -210,9 +210,11 @@ PRAGMA writable_schema = OFF;
 )sql";
 
 // Version 10: which process writes each run (process_identity.hpp, as JSON), so that a run it left "running"
-// when it died reads as "abandoned". NULL for runs stored before: those cannot be checked.
+// when it died reads as "abandoned" (NULL for runs stored before: those cannot be checked); and why a run
+// that did not complete ended so (a watchdog report, a rank's error), NULL when nothing said.
 constexpr const char* kMigrateTo10 = R"sql(
 ALTER TABLE runs ADD COLUMN writer TEXT;
+ALTER TABLE runs ADD COLUMN reason TEXT;
 )sql";
 
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
@@ -229,7 +231,7 @@ static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migratio
 std::string run_columns(int schema) {
   return fmt::format("id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
                      "started_at, ended_at, status, {}",
-                     schema >= 10 ? "writer" : "NULL");
+                     schema >= 10 ? "writer, reason" : "NULL, NULL");
 }
 
 RunRow read_run(const Stmt& s) {
@@ -248,6 +250,7 @@ RunRow read_run(const Stmt& s) {
   r.ended_at = s.text(11);
   r.status = s.text(12);
   r.writer = s.null(13) ? std::string() : s.text(13);
+  r.reason = s.null(14) ? std::string() : s.text(14);
   if (r.status == "running" && liveness(ProcessIdentity::from_json(r.writer)) == Liveness::Gone) r.status = "abandoned";
   return r;
 }
@@ -440,7 +443,13 @@ void Store::add_resources(std::int64_t run, const Resources& r) {
 
 void Store::flush() { pending_->flush(db_, path_); }
 
-void Store::finish_run(std::int64_t run, const std::string& status) {
+void Store::set_run_reason(std::int64_t run, const std::string& reason) {
+  Stmt s(db_, path_, "UPDATE runs SET reason = ?1 WHERE id = ?2");
+  s.bind(1, reason).bind(2, run).run();
+  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_reason: no run with id {}", path_, run));
+}
+
+void Store::finish_run(std::int64_t run, const std::string& status, const std::string& reason) {
   if (status != "completed" && status != "failed" && status != "interrupted")
     throw StoreError(fmt::format(
         "results store {}: finish_run({}): status must be \"completed\", \"failed\" or \"interrupted\", not \"{}\"", path_,
@@ -453,8 +462,11 @@ void Store::finish_run(std::int64_t run, const std::string& status) {
   }
   // The outcome and the run's cached totals and summary together: a reader never sees a finished run without them.
   in_transaction(db_, path_, "finish run", [&] {
-    Stmt s(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
-    s.bind(1, status).bind(2, utc_now()).bind(3, run).run();
+    Stmt s(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2, reason = ?3 WHERE id = ?4");
+    s.bind(1, status).bind(2, utc_now());
+    if (reason.empty()) s.bind_null(3);
+    else s.bind(3, reason);
+    s.bind(4, run).run();
     if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_run: no run with id {}", path_, run));
     cache_run(run, true);
   });

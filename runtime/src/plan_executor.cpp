@@ -78,6 +78,8 @@ void PlanExecutor::comm_loop() {
     try {
       ops_.bind_thread();  // this thread's device calls (reduce kernels, events) go to the backend's device
       comm_.take_device_seconds();  // restart the count: this op's transfers only
+      comm_.annotate(std::string(op_name(op->kind)) + (op->index >= 0 ? " #" + std::to_string(op->index) : std::string()) +
+                     " on " + op->schedule);
       if (!comm_error_) run_comm(*op, *step_rec_, out);
       out.device_s = comm_.take_device_seconds();
     } catch (...) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/job_notes.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/core/units.hpp"
@@ -26,6 +27,7 @@
 #include "ddplab/runtime/partition.hpp"
 #include "ddplab/runtime/progress.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
+#include "ddplab/runtime/watchdog.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -363,6 +365,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                                     : join->active_in(step - step % st.accumulate_steps, st.accumulate_steps));
     }
     where.step = step;
+    comm.set_step(step);
     StepMetrics m;
     m.step = step;
     m.rank = rank;
@@ -395,6 +398,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
   }
   where.step = -1;
+  comm.set_step(-1);
   // The policy's end-of-run work (local SGD ends on the average of the ranks' models, so that they agree).
   executor.finish(step);
   gather_steps(comm, pending, store, run);
@@ -444,10 +448,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 }
 
 // Keeps what was measured (flushed) and marks the unfinished run failed. Best effort: we are aborting.
-void fail_run(Store* store, const Where& where) {
+void fail_run(Store* store, const Where& where, const std::string& reason) {
   if (!store || where.run < 0) return;
   try {
-    store->finish_run(where.run, "failed");
+    store->finish_run(where.run, "failed", reason);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: could not mark run %lld failed: %s\n", static_cast<long long>(where.run), e.what());
   }
@@ -455,8 +459,10 @@ void fail_run(Store* store, const Where& where) {
 
 }  // namespace
 
-int run_worker(const Scenario& sc, Communicator& comm, const WorkerOptions& opt) {
+int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt) {
   const Fault fault = read_fault();
+  // Every MPI call of the job is watched: one stuck past train.comm_timeout_s aborts the job, naming it.
+  WatchedCommunicator comm(world, sc.train.comm_timeout_s);
   std::unique_ptr<Store> store;
   Where where;
   try {
@@ -473,13 +479,16 @@ int run_worker(const Scenario& sc, Communicator& comm, const WorkerOptions& opt)
     return failures == 0 ? 0 : 2;
   } catch (const RankError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    fail_run(store.get(), where);
+    write_job_note(rank_note("failure"), e.what());
+    fail_run(store.get(), where, e.what());
     std::fflush(stderr);
     comm.abort(1);
   } catch (const std::exception& e) {
     const std::string at = where.step >= 0 ? fmt::format(" step {}", where.step) : std::string();
-    std::fprintf(stderr, "error: rank %d%s: %s\n", comm.rank(), at.c_str(), e.what());
-    fail_run(store.get(), where);
+    const std::string why = fmt::format("rank {}{}: {}", comm.rank(), at, e.what());
+    std::fprintf(stderr, "error: %s\n", why.c_str());
+    write_job_note(rank_note("failure"), why);
+    fail_run(store.get(), where, why);
     std::fflush(stderr);
     comm.abort(1);
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "launch.hpp"
 #include "temp_dir.hpp"
@@ -38,7 +39,7 @@ struct Launch : testing::Test {
   void TearDown() override { ::unsetenv("COUNT"); }
 };
 
-constexpr const char* kRankStarts = "touch \"$DDPLAB_STARTED_DIR/rank-0\"; ";
+constexpr const char* kRankStarts = "touch \"$DDPLAB_JOB_DIR/started-rank-0\"; ";
 
 }  // namespace
 
@@ -66,24 +67,33 @@ TEST_F(Launch, WithoutRetriesALaunchIsTriedOnce) {
   EXPECT_EQ(attempts_made(dir), 1);
 }
 
-TEST_F(Launch, RetryPassesTheStartFolderToTheRanksBeforeTheExecutable) {
+TEST_F(Launch, ThePlanPassesTheJobFolderToTheRanksBeforeTheExecutable) {
   LaunchPlan p = plan_launch(2, {"run", "x.toml"});
-  const std::string exe = p.argv.at(p.exe_at);
-  retry_unstarted(p, 3);
-  retry_unstarted(p, 3);  // once only
-  EXPECT_EQ(p.attempts, 3);
-  ASSERT_EQ(p.argv.at(p.exe_at), exe);
   EXPECT_EQ(p.argv.at(p.exe_at - 2), "-x");
-  EXPECT_EQ(p.argv.at(p.exe_at - 1), "DDPLAB_STARTED_DIR");
-  EXPECT_EQ(std::count(p.argv.begin(), p.argv.end(), "DDPLAB_STARTED_DIR"), 1);
-  EXPECT_EQ(p.argv.back(), "x.toml");
+  EXPECT_EQ(p.argv.at(p.exe_at - 1), "DDPLAB_JOB_DIR");
+  EXPECT_EQ(p.argv.at(p.exe_at + 1), "run");
+  retry_unstarted(p, 3);
+  EXPECT_EQ(p.attempts, 3);
+  EXPECT_EQ(std::count(p.argv.begin(), p.argv.end(), "DDPLAB_JOB_DIR"), 1);
+}
+
+TEST_F(Launch, TheRanksFailureNotesComeBackInRankOrderAndTheFolderGoes) {
+  const JobEnd end = execute(job(
+      "echo \"$DDPLAB_JOB_DIR\" >\"$COUNT.dir\"; for r in 10 2; do printf 'rank %s failed' $r >\"$DDPLAB_JOB_DIR/failure-rank-$r\"; done; "
+      "exit 1", 1));
+  EXPECT_EQ(end.rc, 1);
+  EXPECT_EQ(end.failures, (std::vector<std::string>{"rank 2 failed", "rank 10 failed"}));
+  std::string folder;
+  std::getline(std::ifstream(dir.file("count.dir")), folder);
+  ASSERT_FALSE(folder.empty());
+  EXPECT_FALSE(std::ifstream(folder + "/failure-rank-2").good());  // removed with the job
 }
 
 TEST_F(Launch, ARankMarksItsStartByItsRank) {
-  ::setenv("DDPLAB_STARTED_DIR", dir.path().c_str(), 1);
+  ::setenv("DDPLAB_JOB_DIR", dir.path().c_str(), 1);
   ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
   mark_rank_started();
-  ::unsetenv("DDPLAB_STARTED_DIR");
+  ::unsetenv("DDPLAB_JOB_DIR");
   ::unsetenv("OMPI_COMM_WORLD_RANK");
-  EXPECT_TRUE(std::ifstream(dir.file("rank-3")).good());
+  EXPECT_TRUE(std::ifstream(dir.file("started-rank-3")).good());
 }

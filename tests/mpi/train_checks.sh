@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | partitioned | straggler)
+#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -66,6 +66,41 @@ interrupt-*)
   sleep 0.5
   if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; fail "processes left running"; fi
   echo "$([[ $sig == twice ]] && echo "two SIGINTs" || echo "SIG$sig"): stopped in $ms ms, exit $rc, $kept steps kept"
+  ;;
+hang)
+  # A rank stopped mid-run (SIGSTOP: alive, but it never arrives): the others' watchdogs report it after
+  # train.comm_timeout_s = 3 and abort the job within the timeout + 5 s; the run is stored failed with the
+  # report as its reason, and no process is left.
+  victim=$((np - 1))
+  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' -e 's/^\[train\]/[train]\ncomm_timeout_s = 3/' \
+    "$scenario" >"$work/long.toml"
+  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    [[ $(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0) -gt 0 ]] && break
+    sleep 0.1
+  done
+  pid=
+  for p in $(pgrep -f "$work/long.toml"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
+  done
+  [[ -n $pid ]] || { kill -9 $launcher; fail "rank $victim not found"; }
+  start=$(date +%s%N)
+  kill -STOP "$pid"
+  wait $launcher
+  rc=$?
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [[ $rc -ne 0 ]] || fail "the job succeeded with rank $victim stopped"
+  [[ $ms -lt 8000 ]] || fail "the job took $ms ms to end (timeout 3 s + 5 s)"
+  sleep 0.5
+  if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; pkill -9 -f "$work/long.toml"; fail "processes left running"; fi
+  [[ $(sqlite3 "$db" "select status from runs") == failed ]] || fail "run not stored as failed"
+  reason=$(sqlite3 "$db" "select reason from runs")
+  echo "reason: $reason" >>"$work/out"
+  [[ $reason == *"not complete after"*"train.comm_timeout_s = 3"* ]] || fail "no watchdog report stored as the reason"
+  [[ $reason == *"did not arrive: "*"rank $victim (silent for"* ]] || fail "rank $victim not named in the reason"
+  "$ddplab" runs show 1 --db "$db" | grep -q "^reason      rank" || fail "runs show does not give the reason"
+  echo "rank $victim stopped: the job ended in $ms ms, exit $rc; reason: $reason"
   ;;
 abandoned)
   # Power loss, as near as one machine gets: SIGKILL to the launcher, mpirun and every rank at once. Nothing

@@ -143,3 +143,18 @@ TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   r.store.finish_run(late, "failed");
   EXPECT_EQ(r.store.run(late)->status, "failed");
 }
+
+// Why a run did not complete is stored with it (finish_run, or its launcher later) and shown.
+TEST(RunAdmin, AFailedRunKeepsItsReasonAndShowShowsIt) {
+  Runs r;
+  EXPECT_TRUE(r.store.run(r.failed)->reason.empty());
+  EXPECT_EQ(run_details(r.store, r.failed).find("reason"), std::string::npos);
+  const std::int64_t hung = r.add("ring", nullptr);
+  r.store.finish_run(hung, "failed", "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
+  EXPECT_EQ(r.store.run(hung)->reason, "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
+  EXPECT_NE(run_details(r.store, hung).find("reason      rank 0 step 2: allreduce not complete"), std::string::npos);
+  r.store.set_run_reason(r.failed, "rank 1 step 5: exiting on purpose");
+  EXPECT_EQ(r.store.run(r.failed)->reason, "rank 1 step 5: exiting on purpose");
+  EXPECT_EQ(r.store.run(r.failed)->status, "failed");
+  EXPECT_THROW(r.store.set_run_reason(999, "x"), StoreError);
+}

@@ -645,7 +645,7 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
   }
   {
     RawDb raw(file);
-    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; ALTER TABLE runs DROP COLUMN writer; "
+    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; "
              "UPDATE schema_version SET version = 7");
   }
   {
@@ -686,7 +686,7 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
     RawDb raw(file);  // what version 8 wrote: no "interrupted"
     raw.exec("PRAGMA writable_schema = ON; "
              "UPDATE sqlite_master SET sql = replace(sql, ',''interrupted''', '') WHERE name = 'runs'; "
-             "PRAGMA writable_schema = OFF; ALTER TABLE runs DROP COLUMN writer; UPDATE schema_version SET version = 8");
+             "PRAGMA writable_schema = OFF; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 8");
   }
   {
     RawDb raw(file);

@@ -104,7 +104,7 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
     RawDb raw(file);
     raw.exec("DROP TABLE calibrations; DROP TABLE calibration_pingpong; DROP TABLE validations; "
              "ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
-             "ALTER TABLE runs DROP COLUMN writer; UPDATE schema_version SET version = 2");
+             "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 2");
   }
   {
     Store store(file);
@@ -134,7 +134,7 @@ TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
   {
     RawDb raw(file);
     raw.exec("ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
-             "ALTER TABLE runs DROP COLUMN writer; UPDATE schema_version SET version = 3");
+             "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 3");
   }
   Store store(file);
   store.add_resources(run, {1, 1 << 20, 1.5, 2.0, std::int64_t{3} << 30});
@@ -158,7 +158,7 @@ TEST(StoreCalibration, Version4FileGainsConfusionMatrices) {
   }
   {
     RawDb raw(file);
-    raw.exec("ALTER TABLE evaluations DROP COLUMN confusion; ALTER TABLE runs DROP COLUMN writer; "
+    raw.exec("ALTER TABLE evaluations DROP COLUMN confusion; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; "
              "UPDATE schema_version SET version = 4");
   }
   Store store(file);

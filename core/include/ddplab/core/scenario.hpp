@@ -100,7 +100,7 @@ struct TrainConfig {
   int lr_base_batch = 0;                                 // the global batch `lr` is meant for; 0 = batch_size
   double clip_grad_norm = 0;                             // > 0: clip the global gradient norm to it (0 = off)
   std::map<std::string, std::string> where;              // "optimizer_options.momentum" -> "file:line:col"
-  double comm_timeout_s = 300;                           // NCCL watchdog: a stuck collective aborts after this
+  double comm_timeout_s = 300;                           // watchdog (MPI, NCCL): a stuck collective aborts after this
   bool tf32 = false;                                     // GPU GEMMs on TF32 tensor cores (cuda backends only)
   std::uint64_t seed = 1;
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end

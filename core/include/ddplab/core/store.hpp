@@ -67,6 +67,7 @@ struct RunRow {
   // that is gone (liveness(writer) == Gone, process_identity.hpp), so nothing will finish it (run_admin.hpp).
   std::string status;
   std::string writer;        // JSON ProcessIdentity of the process that began it; empty before schema version 10
+  std::string reason;        // why it did not complete (a watchdog report, a rank's error); often empty
 };
 
 // Per-run aggregate used by report, simulate and the GUI (definitions: step_totals.hpp). A run that stored
@@ -201,7 +202,9 @@ class Store {
   void add_evaluation(std::int64_t run, const Evaluation& e);    // batched
   void add_resources(std::int64_t run, const Resources& r);      // batched
   void flush();                                                  // commits pending rows in one transaction
-  void finish_run(std::int64_t run, const std::string& status);  // flushes, sets status and ended_at
+  // Flushes, sets status, ended_at and the reason (empty: none).
+  void finish_run(std::int64_t run, const std::string& status, const std::string& reason = "");
+  void set_run_reason(std::int64_t run, const std::string& reason);  // a finished run's, learnt later by its launcher
   // Replaces a run's config JSON, for launchers that learn where the run ran only after it was begun.
   void set_run_config(std::int64_t run, const std::string& config_json);
   // Deletes runs with their steps, evaluations and resources, in one transaction (all or none); predictions
@@ -256,7 +259,7 @@ class Store {
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
   // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). 9: runs may end "interrupted".
-  // 10: + runs.writer. Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // 10: + runs.writer, runs.reason. Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
   static constexpr int kSchemaVersion = 10;
   static constexpr int kOldestReadable = 6;

@@ -70,6 +70,11 @@ class Communicator {
   // staging and scratch buffers); 0 for host communicators. Counted in a run's peak_device_bytes.
   virtual std::size_t device_bytes() const { return 0; }
 
+  // What the calls that follow on this thread belong to (a plan op) and the training step, for watchdog
+  // reports (WatchedCommunicator, watchdog.hpp); communicators without a watchdog ignore them.
+  virtual void annotate(const std::string& what) { (void)what; }
+  virtual void set_step(std::int64_t step) { (void)step; }
+
   // Ends every rank of the job at once: a failed rank must not leave the others waiting forever.
   [[noreturn]] virtual void abort(int code) = 0;
 };

@@ -1,0 +1,228 @@
+// See watchdog.hpp.
+#include "ddplab/runtime/watchdog.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ddplab/core/job_notes.hpp"
+
+namespace ddplab {
+
+class WatchedCommunicator::Watch {
+ public:
+  Watch(WatchedCommunicator& w, std::string call) : w_(w) {
+    const auto tid = std::this_thread::get_id();
+    std::lock_guard<std::mutex> lock(w_.mu_);
+    InFlight& f = w_.flight_[tid];
+    f = InFlight{};
+    f.call = std::move(call);
+    if (auto op = w_.ops_.find(tid); op != w_.ops_.end()) f.op = op->second;
+    f.step = w_.step_.load();
+    if (auto p = w_.posted_.find(tid); p != w_.posted_.end()) {
+      f.peers = p->second.from;
+      f.tag = p->second.tag;
+      w_.posted_.erase(p);
+    }
+    f.start = Clock::now();
+  }
+  ~Watch() {
+    std::lock_guard<std::mutex> lock(w_.mu_);
+    w_.flight_.erase(std::this_thread::get_id());
+  }
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+ private:
+  WatchedCommunicator& w_;
+};
+
+WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout, double abort_grace_s)
+    : inner_(inner), timeout_(timeout_s), grace_(abort_grace_s), on_timeout_(std::move(on_timeout)) {
+  if (!on_timeout_)
+    on_timeout_ = [this](const std::string& report) {
+      std::fprintf(stderr, "error: %s\n", report.c_str());
+      std::fflush(stderr);
+      write_job_note(rank_note("failure"), report);
+      std::this_thread::sleep_for(std::chrono::duration<double>(grace_));
+      inner_.abort(kTimeoutExit);
+    };
+  monitor_ = std::thread([this] { monitor(); });
+}
+
+WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> inner, double timeout_s, OnTimeout on_timeout,
+                                         double abort_grace_s)
+    : WatchedCommunicator(*inner, timeout_s, std::move(on_timeout), abort_grace_s) {
+  owned_ = std::move(inner);
+}
+
+WatchedCommunicator::~WatchedCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  monitor_.join();
+}
+
+void WatchedCommunicator::abort(int code) {
+  inner_.abort(code);
+  std::_Exit(code);  // not reached
+}
+
+namespace {
+constexpr double kHeartbeatS = 0.2;  // how often a rank's monitor says it is alive
+// A heartbeat note: "STEP IN_CALL WALL_MS", the step, whether a call is in flight, and when (ms since epoch).
+struct Beat {
+  std::int64_t step = -1;
+  int in_call = 0;
+  std::int64_t wall_ms = 0;
+};
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void WatchedCommunicator::heartbeat() {
+  if (inner_.size() < 2) return;
+  const Beat b{step_.load(), flight_.empty() ? 0 : 1, wall_ms()};
+  write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()), fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
+}
+
+void WatchedCommunicator::monitor() {
+  // Checked often enough to report within a tenth of the timeout (at most every heartbeat).
+  const auto every = std::chrono::duration<double>(std::clamp(timeout_ / 10, 0.001, kHeartbeatS));
+  std::unique_lock<std::mutex> lock(mu_);
+  auto last = Clock::now();
+  while (!cv_.wait_for(lock, every, [&] { return stop_; })) {
+    heartbeat();
+    const auto now = Clock::now();
+    // A tick far later than asked: this process was not running (SIGSTOP, then SIGCONT, as Open MPI sends
+    // before it kills). That time was no one else's fault; it does not count against the calls in flight.
+    if (const auto gap = now - last; gap > every + std::chrono::seconds(1))
+      for (auto& [tid, f] : flight_) f.start += gap - std::chrono::duration_cast<Clock::duration>(every);
+    last = now;
+    for (auto& [tid, f] : flight_) {
+      const double waited = std::chrono::duration<double>(now - f.start).count();
+      if (f.reported || waited <= timeout_) continue;
+      f.reported = true;
+      const std::string text = report(f, waited);
+      lock.unlock();
+      on_timeout_(text);  // the default does not return
+      lock.lock();
+      break;  // flight_ may have changed meanwhile
+    }
+  }
+}
+
+std::string WatchedCommunicator::report(const InFlight& f, double waited) const {
+  std::string where = fmt::format("rank {}", inner_.rank());
+  if (f.step >= 0) where += fmt::format(" step {}", f.step);
+  if (!f.op.empty()) where += ": " + f.op;
+  std::string what = f.call;
+  if (!f.peers.empty())
+    what += fmt::format(" (schedule step {}), receiving from rank{} {}", f.tag, f.peers.size() == 1 ? "" : "s",
+                        fmt::join(f.peers, ", "));
+  // Who did not arrive: from the other ranks' heartbeats where there are any.
+  std::vector<std::string> missing;
+  const char* dir = std::getenv(kJobDirVar);
+  const std::int64_t now = wall_ms();
+  for (int r = 0; dir && *dir && r < inner_.size(); ++r) {
+    if (r == inner_.rank()) continue;
+    const auto notes = read_job_notes(dir, fmt::format("heartbeat-rank-{}", r));
+    Beat b;
+    if (notes.empty() || notes.front().name != fmt::format("heartbeat-rank-{}", r) ||
+        std::sscanf(notes.front().text.c_str(), "%ld %d %ld", &b.step, &b.in_call, &b.wall_ms) != 3) {
+      missing.push_back(fmt::format("rank {} (no heartbeat)", r));
+      continue;
+    }
+    const double silent = static_cast<double>(now - b.wall_ms) / 1e3;
+    if (silent > std::max(1.0, 5 * kHeartbeatS))
+      missing.push_back(fmt::format("rank {} (silent for {:.1f} s: stopped, hung or dead)", r, silent));
+    else if (b.step != f.step || !b.in_call)
+      missing.push_back(b.in_call ? fmt::format("rank {} (in a call of step {})", r, b.step)
+                                  : fmt::format("rank {} (at step {}, in no call)", r, b.step));
+  }
+  std::string who;
+  if (!missing.empty()) who = fmt::format("did not arrive: {}", fmt::join(missing, ", "));
+  else if (!f.peers.empty()) who = fmt::format("rank {} did not arrive", fmt::join(f.peers, ", "));
+  else who = "a rank did not arrive";
+  return fmt::format("{}: {} not complete after {:.1f} s (train.comm_timeout_s = {:g}); {}; aborting the job", where, what,
+                     waited, timeout_, who);
+}
+
+void WatchedCommunicator::annotate(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_[std::this_thread::get_id()] = what;
+}
+
+void WatchedCommunicator::barrier() {
+  Watch w(*this, "MPI barrier");
+  inner_.barrier();
+}
+void WatchedCommunicator::broadcast(void* data, std::size_t bytes, int root) {
+  Watch w(*this, fmt::format("broadcast of {} bytes from rank {}", bytes, root));
+  inner_.broadcast(data, bytes, root);
+}
+void WatchedCommunicator::allreduce_sum(float* data, std::size_t count) {
+  Watch w(*this, fmt::format("allreduce of {} floats", count));
+  inner_.allreduce_sum(data, count);
+}
+void WatchedCommunicator::allreduce_sum(double* data, std::size_t count) {
+  Watch w(*this, fmt::format("allreduce of {} doubles", count));
+  inner_.allreduce_sum(data, count);
+}
+void WatchedCommunicator::allreduce_min(int* data, std::size_t count) {
+  Watch w(*this, fmt::format("allreduce (min) of {} ints", count));
+  inner_.allreduce_min(data, count);
+}
+void WatchedCommunicator::allreduce_sum(void* data, std::size_t count, ElemType type) {
+  Watch w(*this, fmt::format("allreduce of {} {}", count, elem_name(type)));
+  inner_.allreduce_sum(data, count, type);
+}
+void WatchedCommunicator::all_gather(void* data, std::size_t bytes_per_rank) {
+  Watch w(*this, fmt::format("all-gather of {} bytes per rank", bytes_per_rank));
+  inner_.all_gather(data, bytes_per_rank);
+}
+void WatchedCommunicator::reduce_scatter_sum(float* data, std::size_t count) {
+  Watch w(*this, fmt::format("reduce-scatter of {} floats", count));
+  inner_.reduce_scatter_sum(data, count);
+}
+void WatchedCommunicator::all_gather_shards(float* data, std::size_t count) {
+  Watch w(*this, fmt::format("all-gather of {} floats in shards", count));
+  inner_.all_gather_shards(data, count);
+}
+void WatchedCommunicator::gather(const void* send, std::size_t bytes, void* recv, int root) {
+  Watch w(*this, fmt::format("gather of {} bytes per rank to rank {}", bytes, root));
+  inner_.gather(send, bytes, recv, root);
+}
+void WatchedCommunicator::isend(const void* data, std::size_t bytes, int peer, int tag) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posted_[std::this_thread::get_id()].tag = tag;
+  }
+  inner_.isend(data, bytes, peer, tag);
+}
+void WatchedCommunicator::irecv(void* data, std::size_t bytes, int peer, int tag) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Posted& p = posted_[std::this_thread::get_id()];
+    p.tag = tag;
+    if (std::find(p.from.begin(), p.from.end(), peer) == p.from.end()) p.from.push_back(peer);
+  }
+  inner_.irecv(data, bytes, peer, tag);
+}
+void WatchedCommunicator::wait_all() {
+  Watch w(*this, "point-to-point wait");
+  inner_.wait_all();
+}
+
+std::unique_ptr<Communicator> WatchedCommunicator::split(int color) {
+  std::unique_ptr<Communicator> sub = inner_.split(color);
+  if (!sub) return nullptr;
+  return std::make_unique<WatchedCommunicator>(std::move(sub), timeout_, on_timeout_, grace_);
+}
+
+}  // namespace ddplab
