@@ -1,6 +1,7 @@
 // `ddplab run`: measured data-parallel training over MPI (and NCCL with backend "cuda").
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -113,7 +114,10 @@ int run_scenario(const RunRequest& req) {
     // writing the same store.
     // The reason: what the ranks' notes said (a watchdog report, an error), else the signal.
     const char* status = end.signal ? "interrupted" : "failed";
-    std::string reason = fmt::format("{}", fmt::join(end.failures, "; "));
+    std::vector<std::string> notes;  // in rank order, each text once (ranks that saw the same error say it alike)
+    for (const std::string& f : end.failures)
+      if (std::find(notes.begin(), notes.end(), f) == notes.end()) notes.push_back(f);
+    std::string reason = fmt::format("{}", fmt::join(notes, "; "));
     if (reason.empty() && end.signal) {
       const char* abbrev = sigabbrev_np(end.signal);
       reason = (abbrev ? std::string("SIG") + abbrev : std::string(strsignal(end.signal))) + " to the launcher";

@@ -207,7 +207,7 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
       r.fail(n->source(), fmt::format("train.{} is an option of the optimizer now: write {}", key, now));
   r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "weight_decay", "seed", "eval_every",
                       "optimizer", "optimizer_options", "lr_schedule", "lr_schedule_options", "warmup_steps",
-                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "tf32"});
+                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
   if (const toml::node* n = t.get("tf32")) {
@@ -239,6 +239,7 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
     tr.seed = static_cast<std::uint64_t>(v->get());
   }
   r.read_int(t, p, "eval_every", tr.eval_every, 0, "must be a non-negative integer (0 = only at the end)");
+  r.read_int(t, p, "consistency_every", tr.consistency_every, 0, "must be a non-negative integer (0 = only at the end)");
 }
 
 // A SimGrid topology string: groups separated by ';' of sizes given by `group_sizes` (0 = any non-empty);
@@ -560,7 +561,8 @@ nlohmann::json Scenario::to_json() const {
         {"comm_timeout_s", train.comm_timeout_s},
         {"tf32", train.tf32},
         {"seed", train.seed},
-        {"eval_every", train.eval_every}}},
+        {"eval_every", train.eval_every},
+        {"consistency_every", train.consistency_every}}},
       {"cluster",
        {{"world_size", cluster.world_size},
         {"topology", cluster.topology},

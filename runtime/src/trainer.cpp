@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/job_notes.hpp"
@@ -28,6 +30,7 @@
 #include "ddplab/runtime/progress.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/runtime/watchdog.hpp"
+#include "ddplab/strategies/replica_agreement.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -42,7 +45,9 @@ struct RankError : std::runtime_error {
 };
 
 // Test hooks, read from DDPLAB_FAULT: "exit:RANK:STEP" kills a rank mid-run (the others must not hang);
-// "perturb:RANK" changes one parameter of a rank before the final check (which must then fail loudly).
+// "perturb:RANK" changes one parameter of a rank before the final check (which must then fail loudly);
+// "bitflip:RANK:STEP" flips the lowest bit of one parameter of a rank after that step (train.consistency_every
+// must catch it at its next check).
 struct Fault {
   std::string kind;
   int rank = -1;
@@ -169,6 +174,17 @@ class TraceCollector {
   nlohmann::json mine_ = nlohmann::json::array();
 };
 
+void flip_a_bit(Ops& ops, Model& model) {
+  std::vector<float> p(model.num_params());
+  ops.to_host(p.data(), model.params(), p.size());
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &p[p.size() / 2], sizeof bits);
+  bits ^= 1u;
+  std::memcpy(&p[p.size() / 2], &bits, sizeof bits);
+  ops.to_device(model.params(), p.data(), p.size());
+  ops.synchronize();
+}
+
 // Every rank compares its parameters with rank 0's, bit for bit. Returns "" or a message naming the ranks.
 std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fault& fault) {
   std::vector<float> mine(model.num_params()), root(model.num_params());
@@ -195,6 +211,35 @@ std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fa
   comm.broadcast(&identical, sizeof identical, 0);
   if (!identical && msg.empty()) msg = "parameters differ across ranks (named by rank 0)";
   return msg;
+}
+
+// The replicas' parameters compared by checksum (FNV-1a over their bytes) among the workers, every rank
+// learning every checksum. Returns "" or a message naming the ranks whose parameters differ from the most
+// common checksum (rank 0's on a tie).
+std::string check_consistency(Communicator& comm, Ops& ops, Model& model, const Strategy& strategy, std::int64_t step,
+                              int every) {
+  std::vector<float> mine(model.num_params());
+  ops.to_host(mine.data(), model.params(), mine.size());
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(mine.data());
+  for (std::size_t i = 0; i < mine.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+  all[static_cast<std::size_t>(comm.rank())] = h;
+  comm.all_gather(all.data(), sizeof h);
+  std::map<std::uint64_t, int> votes;
+  for (int r = 0; r < comm.size(); ++r)
+    if (strategy.is_worker(r)) ++votes[all[static_cast<std::size_t>(r)]];
+  std::uint64_t common = all[0];
+  for (const auto& [sum, n] : votes)
+    if (n > votes[common]) common = sum;
+  std::vector<int> diverged;
+  for (int r = 0; r < comm.size(); ++r)
+    if (strategy.is_worker(r) && all[static_cast<std::size_t>(r)] != common) diverged.push_back(r);
+  if (diverged.empty()) return "";
+  return fmt::format("step {}: the parameters of rank{} {} differ from the other replicas' (checksum {:016x}, not "
+                     "{:016x}): replicas diverged (train.consistency_every = {})",
+                     step, diverged.size() == 1 ? "" : "s", fmt::join(diverged, ", "),
+                     all[static_cast<std::size_t>(diverged.front())], common, every);
 }
 
 // Dedicated parameter servers hold only their shards up to date. Before an evaluation or the final check
@@ -349,6 +394,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     return e;
   };
 
+  ReplicaAgreement agreement;  // train.consistency_every
+  std::int64_t next_check = tr.consistency_every;
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
   input.plan(*sampler, tr.epochs, total_steps, join ? steps_per_epoch : 0);
   int next_b = input.steps() == 0 ? 0 : input.load_step(0, worker);
@@ -392,6 +439,15 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     pending.push_back(m);
     if (worker && b > 0) last_loss = m.loss;
     samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
+    if (fault.kind == "bitflip" && fault.rank == rank && fault.step == step) flip_a_bit(*ops, model);
+    if (tr.consistency_every > 0) {
+      agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
+      if (step + 1 >= next_check && agreement.agree()) {
+        if (const std::string bad = check_consistency(comm, *ops, model, strategy, step, tr.consistency_every); !bad.empty())
+          throw RankError(bad);
+        next_check = step + 1 + tr.consistency_every;
+      }
+    }
     ++step;
     progress.update(step, last_loss, samples_total);
     if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);

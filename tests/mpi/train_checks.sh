@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | partitioned | straggler)
+#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -66,6 +66,22 @@ interrupt-*)
   sleep 0.5
   if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; fail "processes left running"; fi
   echo "$([[ $sig == twice ]] && echo "two SIGINTs" || echo "SIG$sig"): stopped in $ms ms, exit $rc, $kept steps kept"
+  ;;
+desync)
+  # One bit of one rank's parameters flipped after step 5: with train.consistency_every = 4 the check after
+  # step 7 (the next one) names that rank, the run fails with that reason; without the fault every check passes.
+  victim=$((np - 1))
+  sed -e 's/^\[train\]/[train]\nconsistency_every = 4/' "$scenario" >"$work/checked.toml"
+  timeout 150 "$ddplab" run "$work/checked.toml" --np "$np" --db "$db" --max-steps 12 >"$work/out" 2>&1 || fail "a run without fault failed"
+  grep -q "params identical on all ranks" "$work/out" || fail "no identity confirmation"
+  DDPLAB_FAULT="bitflip:$victim:5" timeout 150 "$ddplab" run "$work/checked.toml" --np "$np" --db "$db" --max-steps 12 \
+    >>"$work/out" 2>&1 && fail "the run with a flipped bit succeeded"
+  [[ $(sqlite3 "$db" "select status from runs where id = 2") == failed ]] || fail "run not stored as failed"
+  reason=$(sqlite3 "$db" "select reason from runs where id = 2")
+  echo "reason: $reason" >>"$work/out"
+  [[ $reason == "step 7: the parameters of rank $victim differ from the other replicas'"*"replicas diverged"* ]] ||
+    fail "the diverged rank was not named at the next check"
+  echo "caught: $reason"
   ;;
 hang)
   # A rank stopped mid-run (SIGSTOP: alive, but it never arrives): the others' watchdogs report it after

@@ -185,7 +185,7 @@ TEST(Scenario, OptimizerScheduleAndGpuBackends) {
   const Scenario s = parse(
       "[train]\nbackend = \"cuda+mpi\"\noptimizer = \"adam\"\noptimizer_options = { beta1 = 0.8, eps = 1e-6 }\n"
       "lr_schedule = \"step\"\nlr_schedule_options = { gamma = 0.5 }\nwarmup_steps = 10\nlr_scale = \"sqrt\"\n"
-      "lr_base_batch = 256\nclip_grad_norm = 1.5\ncomm_timeout_s = 30\ntf32 = true\n",
+      "lr_base_batch = 256\nclip_grad_norm = 1.5\ncomm_timeout_s = 30\ntf32 = true\nconsistency_every = 50\n",
       "<string>");
   EXPECT_EQ(s.train.backend, "cuda+mpi");
   EXPECT_EQ(s.train.optimizer, "adam");
@@ -199,6 +199,7 @@ TEST(Scenario, OptimizerScheduleAndGpuBackends) {
   EXPECT_EQ(s.train.lr_base_batch, 256);
   EXPECT_EQ(s.train.clip_grad_norm, 1.5);
   EXPECT_EQ(s.train.comm_timeout_s, 30);
+  EXPECT_EQ(s.train.consistency_every, 50);
   EXPECT_TRUE(s.train.tf32);
   const auto j = s.to_json().at("train");
   EXPECT_EQ(j.at("optimizer"), "adam");
@@ -214,6 +215,7 @@ TEST(Scenario, OptimizerScheduleAndGpuBackends) {
   EXPECT_EQ(d.train.lr_base_batch, 0);
   EXPECT_EQ(d.train.clip_grad_norm, 0);
   EXPECT_EQ(d.train.comm_timeout_s, 300);
+  EXPECT_EQ(d.train.consistency_every, 0);
   EXPECT_FALSE(d.train.tf32);
 }
 
@@ -350,6 +352,8 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"tf32_not_bool", "3:8: train.tf32 must be true or false, got 1"},
         InvalidCase{"zero_comm_timeout",
                     "2:18: train.comm_timeout_s must be a number of seconds greater than 0, got 0"},
+        InvalidCase{"negative_consistency_every",
+                    "2:21: train.consistency_every must be a non-negative integer (0 = only at the end), got -4"},
         InvalidCase{"bad_duration_unit",
                     "2:16: cluster.link_latency must be a duration such as \"2us\", got \"2 sec\""},
         InvalidCase{"bad_bandwidth_unit",

@@ -104,6 +104,9 @@ struct TrainConfig {
   bool tf32 = false;                                     // GPU GEMMs on TF32 tensor cores (cuda backends only)
   std::uint64_t seed = 1;
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
+  // Steps between checks that the replicas' parameters agree (a checksum compared across ranks, at the first
+  // step from then on after which the strategy keeps them equal); 0 = only at the end.
+  int consistency_every = 0;
 };
 
 // Named clusters for [cluster].preset (fields filled by apply_cluster_preset).
