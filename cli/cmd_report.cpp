@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "validators.hpp"
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/flight.hpp"
 #include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
@@ -21,7 +22,7 @@ void add_report(CLI::App& app) {
     bool csv = false, json = false, predictions = false;
     std::optional<double> target;
     int skip_steps = 0;
-    std::optional<std::int64_t> ranks, classes, step;
+    std::optional<std::int64_t> ranks, classes, step, flight;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("report", "Print a comparison table of the stored runs, or export them as CSV / JSON");
@@ -49,6 +50,13 @@ void add_report(CLI::App& app) {
       ->excludes(json)
       ->excludes("--ranks")
       ->excludes(classes);
+  cmd->add_option("--flight", a->flight,
+                  "One failed run's flight recorder: every rank's last calls side by side, and the first call where "
+                  "they part (a rank that never reached it, a call that never completed)")
+      ->excludes(csv)
+      ->excludes(json)
+      ->excludes("--ranks")
+      ->excludes(classes);
   cmd->add_option("--skip-steps", a->skip_steps,
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
@@ -69,6 +77,18 @@ void add_report(CLI::App& app) {
       if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
       const RankReport ranks = rank_report(store.steps(run->id), a->skip_steps, store.resources(run->id));
       write(rank_report_text(*run, ranks), fmt::format("run {}'s ranks", run->id));
+      return;
+    }
+    if (a->flight) {
+      const auto run = store.run(*a->flight);
+      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->flight));
+      const auto calls = store.flight(run->id);
+      if (calls.empty())
+        throw std::invalid_argument(fmt::format("{}: run {} has no flight recorder dump (its ranks leave one when the job "
+                                                "fails under `ddplab run`)",
+                                                a->db, run->id));
+      write(fmt::format("run {} ({}, {})\n", run->id, run->info.strategy, run->status) + flight_report(calls, run->info.world_size),
+            fmt::format("run {}'s flight recorder", run->id));
       return;
     }
     if (a->classes) {

@@ -123,7 +123,20 @@ int run_scenario(const RunRequest& req) {
       reason = (abbrev ? std::string("SIG") + abbrev : std::string(strsignal(end.signal))) + " to the launcher";
     }
     Store store(req.db);
-    for (const auto& r : launch_runs(store, before, launch_id))
+    const std::vector<RunRow> runs = launch_runs(store, before, launch_id);
+    // The ranks' flight recorders go with the run the job was in when it ended: its last one.
+    if (!runs.empty() && !end.flights.empty()) {
+      std::vector<FlightRecord> calls;
+      for (const std::string& dump : end.flights) try {
+          for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
+        } catch (const std::invalid_argument& e) {
+          std::fprintf(stderr, "ddplab: a flight recorder dump was unreadable (%s); left out\n", e.what());
+        }
+      store.add_flight(runs.back().id, calls);
+      std::fprintf(stderr, "ddplab: the ranks' last calls are stored: ddplab report --flight %lld --db %s\n",
+                   static_cast<long long>(runs.back().id), req.db.c_str());
+    }
+    for (const auto& r : runs)
       if (r.status == "running" || r.status == "abandoned") {  // abandoned: its writer, rank 0, died
         store.finish_run(r.id, status, reason);
         std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(), status);

@@ -218,6 +218,7 @@ JobEnd execute(const LaunchPlan& plan) {
                  end.rc, attempt + 1, plan.attempts);
   }
   for (const JobNote& n : read_job_notes(dir, "failure-")) end.failures.push_back(n.text);
+  for (const JobNote& n : read_job_notes(dir, "flight-")) end.flights.push_back(n.text);
   return end;
 }
 

@@ -40,6 +40,7 @@ struct JobEnd {
   int rc = 0;
   int signal = 0;
   std::vector<std::string> failures;  // the ranks' failure notes (job_notes.hpp), rank order
+  std::vector<std::string> flights;   // the ranks' flight recorder dumps (JSON, core/flight.hpp), rank order
   int exit_code() const { return signal ? 128 + signal : rc; }
 };
 

@@ -211,10 +211,23 @@ PRAGMA writable_schema = OFF;
 
 // Version 10: which process writes each run (process_identity.hpp, as JSON), so that a run it left "running"
 // when it died reads as "abandoned" (NULL for runs stored before: those cannot be checked); and why a run
-// that did not complete ended so (a watchdog report, a rank's error), NULL when nothing said.
+// that did not complete ended so (a watchdog report, a rank's error), NULL when nothing said; and the flight
+// recorder's dumps (core/flight.hpp): each rank's last calls when the run failed.
 constexpr const char* kMigrateTo10 = R"sql(
 ALTER TABLE runs ADD COLUMN writer TEXT;
 ALTER TABLE runs ADD COLUMN reason TEXT;
+CREATE TABLE IF NOT EXISTS flight_records(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  call TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  start_s REAL NOT NULL,
+  end_s REAL,
+  failed INTEGER NOT NULL,
+  PRIMARY KEY(run_id, rank, seq)) WITHOUT ROWID;
 )sql";
 
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.

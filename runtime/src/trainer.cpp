@@ -536,6 +536,7 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
   } catch (const RankError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     write_job_note(rank_note("failure"), e.what());
+    comm.dump_flight();
     fail_run(store.get(), where, e.what());
     std::fflush(stderr);
     comm.abort(1);
@@ -544,6 +545,7 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
     const std::string why = fmt::format("rank {}{}: {}", comm.rank(), at, e.what());
     std::fprintf(stderr, "error: %s\n", why.c_str());
     write_job_note(rank_note("failure"), why);
+    comm.dump_flight();
     fail_run(store.get(), where, why);
     std::fflush(stderr);
     comm.abort(1);

@@ -2,7 +2,9 @@
 #include "ddplab/runtime/watchdog.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <exception>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,9 +13,17 @@
 
 namespace ddplab {
 
+namespace {
+double wall_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+std::atomic<int> g_usr1{0};  // SIGUSR1s received: each asks every recorder of this process for a dump
+void on_usr1(int) { g_usr1.fetch_add(1); }
+}  // namespace
+
 class WatchedCommunicator::Watch {
  public:
-  Watch(WatchedCommunicator& w, std::string call) : w_(w) {
+  Watch(WatchedCommunicator& w, std::string call, std::int64_t bytes) : w_(w) {
     const auto tid = std::this_thread::get_id();
     std::lock_guard<std::mutex> lock(w_.mu_);
     InFlight& f = w_.flight_[tid];
@@ -24,19 +34,33 @@ class WatchedCommunicator::Watch {
     if (auto p = w_.posted_.find(tid); p != w_.posted_.end()) {
       f.peers = p->second.from;
       f.tag = p->second.tag;
+      bytes += p->second.bytes;
       w_.posted_.erase(p);
     }
     f.start = Clock::now();
+    f.seq = w_.next_seq_++;
+    if (w_.recorder_.size() == kFlightRecords) w_.recorder_.pop_front();
+    w_.recorder_.push_back({w_.inner_.rank(), f.seq, f.step, f.op, f.call, bytes, wall_s(), -1, false});
   }
   ~Watch() {
     std::lock_guard<std::mutex> lock(w_.mu_);
-    w_.flight_.erase(std::this_thread::get_id());
+    const auto it = w_.flight_.find(std::this_thread::get_id());
+    if (it == w_.flight_.end()) return;
+    const std::int64_t seq = it->second.seq;
+    w_.flight_.erase(it);
+    for (auto r = w_.recorder_.rbegin(); r != w_.recorder_.rend(); ++r)
+      if (r->seq == seq) {
+        r->end_s = wall_s();
+        r->failed = std::uncaught_exceptions() > exceptions_;  // left by an error, not by returning
+        break;
+      }
   }
   Watch(const Watch&) = delete;
   Watch& operator=(const Watch&) = delete;
 
  private:
   WatchedCommunicator& w_;
+  int exceptions_ = std::uncaught_exceptions();
 };
 
 WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout, double abort_grace_s)
@@ -46,10 +70,26 @@ WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, 
       std::fprintf(stderr, "error: %s\n", report.c_str());
       std::fflush(stderr);
       write_job_note(rank_note("failure"), report);
+      dump_flight();
       std::this_thread::sleep_for(std::chrono::duration<double>(grace_));
       inner_.abort(kTimeoutExit);
     };
-  monitor_ = std::thread([this] { monitor(); });
+  struct sigaction act {};
+  act.sa_handler = on_usr1;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &act, nullptr);
+  const int usr1 = g_usr1.load();  // SIGUSR1s from now on: read here, before the monitor runs
+  monitor_ = std::thread([this, usr1] { monitor(usr1); });
+}
+
+std::vector<FlightRecord> WatchedCommunicator::flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {recorder_.begin(), recorder_.end()};
+}
+
+void WatchedCommunicator::dump_flight() const {
+  write_job_note(rank_note("flight"), flight_to_json(flight()));
 }
 
 WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> inner, double timeout_s, OnTimeout on_timeout,
@@ -66,6 +106,10 @@ WatchedCommunicator::~WatchedCommunicator() {
   cv_.notify_all();
   monitor_.join();
 }
+
+namespace {
+std::int64_t as_bytes(std::size_t n) { return static_cast<std::int64_t>(n); }
+}  // namespace
 
 void WatchedCommunicator::abort(int code) {
   inner_.abort(code);
@@ -91,13 +135,20 @@ void WatchedCommunicator::heartbeat() {
   write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()), fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
 }
 
-void WatchedCommunicator::monitor() {
+void WatchedCommunicator::monitor(int usr1) {
   // Checked often enough to report within a tenth of the timeout (at most every heartbeat).
   const auto every = std::chrono::duration<double>(std::clamp(timeout_ / 10, 0.001, kHeartbeatS));
   std::unique_lock<std::mutex> lock(mu_);
   auto last = Clock::now();
   while (!cv_.wait_for(lock, every, [&] { return stop_; })) {
     heartbeat();
+    if (const int now_usr1 = g_usr1.load(); now_usr1 != usr1) {
+      usr1 = now_usr1;
+      lock.unlock();
+      dump_flight();
+      std::fprintf(stderr, "rank %d: flight recorder dumped (SIGUSR1)\n", inner_.rank());
+      lock.lock();
+    }
     const auto now = Clock::now();
     // A tick far later than asked: this process was not running (SIGSTOP, then SIGCONT, as Open MPI sends
     // before it kills). That time was no one else's fault; it does not count against the calls in flight.
@@ -159,49 +210,51 @@ void WatchedCommunicator::annotate(const std::string& what) {
 }
 
 void WatchedCommunicator::barrier() {
-  Watch w(*this, "MPI barrier");
+  Watch w(*this, "MPI barrier", 0);
   inner_.barrier();
 }
 void WatchedCommunicator::broadcast(void* data, std::size_t bytes, int root) {
-  Watch w(*this, fmt::format("broadcast of {} bytes from rank {}", bytes, root));
+  Watch w(*this, fmt::format("broadcast of {} bytes from rank {}", bytes, root), as_bytes(bytes));
   inner_.broadcast(data, bytes, root);
 }
 void WatchedCommunicator::allreduce_sum(float* data, std::size_t count) {
-  Watch w(*this, fmt::format("allreduce of {} floats", count));
+  Watch w(*this, fmt::format("allreduce of {} floats", count), as_bytes(count * sizeof(float)));
   inner_.allreduce_sum(data, count);
 }
 void WatchedCommunicator::allreduce_sum(double* data, std::size_t count) {
-  Watch w(*this, fmt::format("allreduce of {} doubles", count));
+  Watch w(*this, fmt::format("allreduce of {} doubles", count), as_bytes(count * sizeof(double)));
   inner_.allreduce_sum(data, count);
 }
 void WatchedCommunicator::allreduce_min(int* data, std::size_t count) {
-  Watch w(*this, fmt::format("allreduce (min) of {} ints", count));
+  Watch w(*this, fmt::format("allreduce (min) of {} ints", count), as_bytes(count * sizeof(int)));
   inner_.allreduce_min(data, count);
 }
 void WatchedCommunicator::allreduce_sum(void* data, std::size_t count, ElemType type) {
-  Watch w(*this, fmt::format("allreduce of {} {}", count, elem_name(type)));
+  Watch w(*this, fmt::format("allreduce of {} {}", count, elem_name(type)), as_bytes(count * elem_bytes(type)));
   inner_.allreduce_sum(data, count, type);
 }
 void WatchedCommunicator::all_gather(void* data, std::size_t bytes_per_rank) {
-  Watch w(*this, fmt::format("all-gather of {} bytes per rank", bytes_per_rank));
+  Watch w(*this, fmt::format("all-gather of {} bytes per rank", bytes_per_rank), as_bytes(bytes_per_rank));
   inner_.all_gather(data, bytes_per_rank);
 }
 void WatchedCommunicator::reduce_scatter_sum(float* data, std::size_t count) {
-  Watch w(*this, fmt::format("reduce-scatter of {} floats", count));
+  Watch w(*this, fmt::format("reduce-scatter of {} floats", count), as_bytes(count * sizeof(float)));
   inner_.reduce_scatter_sum(data, count);
 }
 void WatchedCommunicator::all_gather_shards(float* data, std::size_t count) {
-  Watch w(*this, fmt::format("all-gather of {} floats in shards", count));
+  Watch w(*this, fmt::format("all-gather of {} floats in shards", count), as_bytes(count * sizeof(float)));
   inner_.all_gather_shards(data, count);
 }
 void WatchedCommunicator::gather(const void* send, std::size_t bytes, void* recv, int root) {
-  Watch w(*this, fmt::format("gather of {} bytes per rank to rank {}", bytes, root));
+  Watch w(*this, fmt::format("gather of {} bytes per rank to rank {}", bytes, root), as_bytes(bytes));
   inner_.gather(send, bytes, recv, root);
 }
 void WatchedCommunicator::isend(const void* data, std::size_t bytes, int peer, int tag) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    posted_[std::this_thread::get_id()].tag = tag;
+    Posted& p = posted_[std::this_thread::get_id()];
+    p.tag = tag;
+    p.bytes += as_bytes(bytes);
   }
   inner_.isend(data, bytes, peer, tag);
 }
@@ -210,12 +263,13 @@ void WatchedCommunicator::irecv(void* data, std::size_t bytes, int peer, int tag
     std::lock_guard<std::mutex> lock(mu_);
     Posted& p = posted_[std::this_thread::get_id()];
     p.tag = tag;
+    p.bytes += as_bytes(bytes);
     if (std::find(p.from.begin(), p.from.end(), peer) == p.from.end()) p.from.push_back(peer);
   }
   inner_.irecv(data, bytes, peer, tag);
 }
 void WatchedCommunicator::wait_all() {
-  Watch w(*this, "point-to-point wait");
+  Watch w(*this, "point-to-point wait", 0);  // the bytes posted since the last wait
   inner_.wait_all();
 }
 

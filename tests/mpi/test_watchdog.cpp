@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -139,4 +142,50 @@ TEST(Watchdog, CallsThatCompleteInTimeReportNothing) {
   }
   comm.barrier();
   EXPECT_TRUE(reports.take().empty());
+}
+
+// The flight recorder keeps the last calls in order with their bytes, and SIGUSR1 dumps them into the job
+// folder, where the launcher would find them.
+TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
+  char dir[256] = {};
+  if (g_comm->rank() == 0) {
+    std::snprintf(dir, sizeof dir, "%s", "/tmp/ddplab-flight-XXXXXX");
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+  }
+  g_comm->broadcast(dir, sizeof dir, 0);
+  ::setenv("DDPLAB_JOB_DIR", dir, 1);
+  {
+    Reports reports;
+    WatchedCommunicator comm(*g_comm, 5.0, reports.sink());
+    for (int i = 0; i < 300; ++i) {
+      comm.set_step(i);
+      double x = 1;
+      comm.allreduce_sum(&x, 1);
+    }
+    comm.barrier();
+    const auto calls = comm.flight();
+    ASSERT_EQ(calls.size(), WatchedCommunicator::kFlightRecords);  // the oldest ones dropped
+    EXPECT_EQ(calls.front().seq, 301 - static_cast<std::int64_t>(WatchedCommunicator::kFlightRecords));
+    EXPECT_EQ(calls.back().seq, 300);
+    EXPECT_EQ(calls.back().call, "MPI barrier");
+    EXPECT_EQ(calls.front().call, "allreduce of 1 doubles");
+    EXPECT_EQ(calls.front().bytes, 8);
+    EXPECT_EQ(calls.front().step, calls.front().seq);
+    for (const FlightRecord& c : calls) {
+      EXPECT_FALSE(c.in_flight());
+      EXPECT_FALSE(c.failed);
+      EXPECT_EQ(c.rank, g_comm->rank());
+    }
+    const std::string dump = std::string(dir) + "/flight-rank-" + std::to_string(g_comm->rank());
+    EXPECT_FALSE(std::filesystem::exists(dump));
+    ::raise(SIGUSR1);
+    for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(std::filesystem::exists(dump)) << "no dump 1 s after SIGUSR1";
+    std::ifstream in(dump);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(flight_from_json(text).size(), WatchedCommunicator::kFlightRecords);
+  }
+  ::unsetenv("DDPLAB_JOB_DIR");
+  g_comm->barrier();
+  if (g_comm->rank() == 0) std::filesystem::remove_all(dir);
 }

@@ -116,6 +116,13 @@ hang)
   [[ $reason == *"not complete after"*"train.comm_timeout_s = 3"* ]] || fail "no watchdog report stored as the reason"
   [[ $reason == *"did not arrive: "*"rank $victim (silent for"* ]] || fail "rank $victim not named in the reason"
   "$ddplab" runs show 1 --db "$db" | grep -q "^reason      rank" || fail "runs show does not give the reason"
+  # The flight recorder: the ranks that timed out dumped their last calls; the stopped rank could not.
+  "$ddplab" report --flight 1 --db "$db" >"$work/flight" 2>&1 || fail "report --flight failed"
+  cat "$work/flight" >>"$work/out"
+  grep -q "^rank $victim left no record" "$work/flight" || fail "the stopped rank is not named in the flight report"
+  grep -q "^first divergence at call #[0-9]*: " "$work/flight" ||
+    fail "no divergence found in the flight report"
+  grep -q "IN FLIGHT" "$work/flight" || fail "the call in flight is not shown"
   echo "rank $victim stopped: the job ended in $ms ms, exit $rc; reason: $reason"
   ;;
 abandoned)

@@ -1,6 +1,7 @@
 // Results store: one SQLite file (WAL) holding measured and simulated runs with the same schema.
 // Writes are batched in transactions; a crash loses at most the unflushed batch, never the file.
 #pragma once
+#include "ddplab/core/flight.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/trace.hpp"
 #include <cmath>
@@ -256,10 +257,14 @@ class Store {
   std::vector<TraceEvent> trace_events(std::int64_t run) const;
   std::vector<std::int64_t> traced_runs() const;  // runs with a stored timeline, ascending
 
+  // Flight recorder dumps (schema version 10): the ranks' last calls, stored by the launcher of a failed job.
+  void add_flight(std::int64_t run, const std::vector<FlightRecord>& records);  // one transaction
+  std::vector<FlightRecord> flight(std::int64_t run) const;                     // by rank, seq
+
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
   // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). 9: runs may end "interrupted".
-  // 10: + runs.writer, runs.reason. Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // 10: + runs.writer, runs.reason, flight_records. Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
   static constexpr int kSchemaVersion = 10;
   static constexpr int kOldestReadable = 6;

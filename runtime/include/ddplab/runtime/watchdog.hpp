@@ -7,10 +7,14 @@
 // rank's failure note in the job folder (job_notes.hpp), from which the launcher stores it as the run's
 // reason; then the whole job is aborted, so that a rank that is stopped or hung never keeps the others
 // waiting forever.
+// It is also a flight recorder: it keeps this rank's last kFlightRecords calls (op, call, bytes, step, start,
+// end or still in flight). They are dumped to the job folder ("flight-rank-R") on a timeout, on a failure
+// (dump_flight) and on SIGUSR1; the launcher stores the dumps with the run (`ddplab report --flight RUN`).
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "ddplab/core/flight.hpp"
 #include "ddplab/runtime/communicator.hpp"
 
 namespace ddplab {
@@ -29,6 +34,7 @@ class WatchedCommunicator final : public Communicator {
   // ranks' watchdogs write theirs) and aborts the job with kTimeoutExit.
   using OnTimeout = std::function<void(const std::string& report)>;
   static constexpr int kTimeoutExit = 3;
+  static constexpr std::size_t kFlightRecords = 256;
 
   WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout = {}, double abort_grace_s = 1.0);
   WatchedCommunicator(std::unique_ptr<Communicator> inner, double timeout_s, OnTimeout on_timeout = {},
@@ -64,12 +70,18 @@ class WatchedCommunicator final : public Communicator {
 
   double timeout_s() const { return timeout_; }
 
+  // The flight recorder: this rank's last calls, oldest first; and its dump into the job folder (a no-op
+  // without one). Safe from any thread.
+  std::vector<FlightRecord> flight() const;
+  void dump_flight() const;
+
  private:
   using Clock = std::chrono::steady_clock;
   struct InFlight {
     std::string call, op;
     std::int64_t step = -1;
     std::vector<int> peers;  // point-to-point: the ranks it receives from
+    std::int64_t seq = 0;    // its number in the flight recorder
     int tag = -1;
     Clock::time_point start;
     bool reported = false;
@@ -77,10 +89,11 @@ class WatchedCommunicator final : public Communicator {
   struct Posted {  // point-to-point posted on a thread since its last wait_all
     std::vector<int> from;
     int tag = -1;
+    std::int64_t bytes = 0;
   };
-  class Watch;  // one blocking call, in flight while it lives
+  class Watch;  // one blocking call, in flight while it lives; recorded in flight_
 
-  void monitor();
+  void monitor(int usr1);  // usr1: the SIGUSR1s seen before it started
   void heartbeat();  // this rank's progress note, for the other ranks' reports
   std::string report(const InFlight& f, double waited) const;
 
@@ -89,12 +102,14 @@ class WatchedCommunicator final : public Communicator {
   double timeout_, grace_;
   OnTimeout on_timeout_;
   std::atomic<std::int64_t> step_{-1};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   std::map<std::thread::id, InFlight> flight_;
   std::map<std::thread::id, std::string> ops_;
   std::map<std::thread::id, Posted> posted_;
+  std::deque<FlightRecord> recorder_;
+  std::int64_t next_seq_ = 0;
   std::thread monitor_;
 };
 
