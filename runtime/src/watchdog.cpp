@@ -64,7 +64,18 @@ class WatchedCommunicator::Watch {
 };
 
 WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout, double abort_grace_s)
-    : inner_(inner), timeout_(timeout_s), grace_(abort_grace_s), on_timeout_(std::move(on_timeout)) {
+    : inner_(inner), world_(true), timeout_(timeout_s), grace_(abort_grace_s), on_timeout_(std::move(on_timeout)) {
+  start();
+}
+
+WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout,
+                                         double abort_grace_s)
+    : owned_(std::move(owned)), inner_(*owned_), world_(false), timeout_(timeout_s), grace_(abort_grace_s),
+      on_timeout_(std::move(on_timeout)) {
+  start();
+}
+
+void WatchedCommunicator::start() {
   if (!on_timeout_)
     on_timeout_ = [this](const std::string& report) {
       std::fprintf(stderr, "error: %s\n", report.c_str());
@@ -90,12 +101,6 @@ std::vector<FlightRecord> WatchedCommunicator::flight() const {
 
 void WatchedCommunicator::dump_flight() const {
   write_job_note(rank_note("flight"), flight_to_json(flight()));
-}
-
-WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> inner, double timeout_s, OnTimeout on_timeout,
-                                         double abort_grace_s)
-    : WatchedCommunicator(*inner, timeout_s, std::move(on_timeout), abort_grace_s) {
-  owned_ = std::move(inner);
 }
 
 WatchedCommunicator::~WatchedCommunicator() {
@@ -130,7 +135,7 @@ std::int64_t wall_ms() {
 }  // namespace
 
 void WatchedCommunicator::heartbeat() {
-  if (inner_.size() < 2) return;
+  if (!world_ || inner_.size() < 2) return;
   const Beat b{step_.load(), flight_.empty() ? 0 : 1, wall_ms()};
   write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()), fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
 }
@@ -180,7 +185,7 @@ std::string WatchedCommunicator::report(const InFlight& f, double waited) const 
   std::vector<std::string> missing;
   const char* dir = std::getenv(kJobDirVar);
   const std::int64_t now = wall_ms();
-  for (int r = 0; dir && *dir && r < inner_.size(); ++r) {
+  for (int r = 0; world_ && dir && *dir && r < inner_.size(); ++r) {
     if (r == inner_.rank()) continue;
     const auto notes = read_job_notes(dir, fmt::format("heartbeat-rank-{}", r));
     Beat b;
@@ -276,7 +281,7 @@ void WatchedCommunicator::wait_all() {
 std::unique_ptr<Communicator> WatchedCommunicator::split(int color) {
   std::unique_ptr<Communicator> sub = inner_.split(color);
   if (!sub) return nullptr;
-  return std::make_unique<WatchedCommunicator>(std::move(sub), timeout_, on_timeout_, grace_);
+  return std::unique_ptr<Communicator>(new WatchedCommunicator(std::move(sub), timeout_, on_timeout_, grace_));
 }
 
 }  // namespace ddplab

@@ -189,3 +189,22 @@ TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
   g_comm->barrier();
   if (g_comm->rank() == 0) std::filesystem::remove_all(dir);
 }
+
+// A split of a watched communicator is watched too, and reports through the same sink.
+TEST(Watchdog, ASplitIsWatchedToo) {
+  if (g_comm->size() < 2) GTEST_SKIP() << "needs a second rank to be late";
+  Reports reports;
+  WatchedCommunicator comm(*g_comm, 0.3, reports.sink());
+  const std::unique_ptr<Communicator> sub = comm.split(0);
+  ASSERT_TRUE(sub);
+  float x = 1;
+  late(1, 1.0);
+  sub->allreduce_sum(&x, 1);
+  EXPECT_EQ(x, static_cast<float>(g_comm->size()));
+  const auto seen = reports.take();
+  if (g_comm->rank() != 1) {
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_NE(seen[0].find("allreduce of 1 floats not complete after"), std::string::npos) << seen[0];
+  }
+  g_comm->barrier();
+}

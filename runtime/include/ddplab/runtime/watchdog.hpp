@@ -36,9 +36,8 @@ class WatchedCommunicator final : public Communicator {
   static constexpr int kTimeoutExit = 3;
   static constexpr std::size_t kFlightRecords = 256;
 
+  // The job's world communicator: its monitor also leaves this rank's heartbeats.
   WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout = {}, double abort_grace_s = 1.0);
-  WatchedCommunicator(std::unique_ptr<Communicator> inner, double timeout_s, OnTimeout on_timeout = {},
-                      double abort_grace_s = 1.0);
   ~WatchedCommunicator() override;
 
   int rank() const override { return inner_.rank(); }
@@ -93,12 +92,16 @@ class WatchedCommunicator final : public Communicator {
   };
   class Watch;  // one blocking call, in flight while it lives; recorded in flight_
 
+  // A split of a watched communicator (split()): owned, and without heartbeats, whose names are world ranks.
+  WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout, double abort_grace_s);
+  void start();
   void monitor(int usr1);  // usr1: the SIGUSR1s seen before it started
   void heartbeat();  // this rank's progress note, for the other ranks' reports
   std::string report(const InFlight& f, double waited) const;
 
   std::unique_ptr<Communicator> owned_;
   Communicator& inner_;
+  bool world_;  // leaves heartbeats
   double timeout_, grace_;
   OnTimeout on_timeout_;
   std::atomic<std::int64_t> step_{-1};
