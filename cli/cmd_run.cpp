@@ -1,7 +1,6 @@
 // `ddplab run`: measured data-parallel training over MPI (and NCCL with backend "cuda").
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -9,10 +8,10 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/model_library.hpp"
@@ -110,39 +109,19 @@ int run_scenario(const RunRequest& req) {
   if (bed) testbed::tag_runs(req.db, before, launch_id, *bed);
   if (end.exit_code() != 0) {
     // Interrupted, or a rank died and the rest of the job was killed with it: whatever run this launch left
-    // "running" is marked so, with the steps its ranks flushed. Only this launch's runs: another job may be
-    // writing the same store.
-    // The reason: what the ranks' notes said (a watchdog report, an error), else the signal.
-    const char* status = end.signal ? "interrupted" : "failed";
-    std::vector<std::string> notes;  // in rank order, each text once (ranks that saw the same error say it alike)
-    for (const std::string& f : end.failures)
-      if (std::find(notes.begin(), notes.end(), f) == notes.end()) notes.push_back(f);
-    std::string reason = fmt::format("{}", fmt::join(notes, "; "));
-    if (reason.empty() && end.signal) {
-      const char* abbrev = sigabbrev_np(end.signal);
-      reason = (abbrev ? std::string("SIG") + abbrev : std::string(strsignal(end.signal))) + " to the launcher";
-    }
+    // running is marked so, with the steps its ranks flushed and the reason they gave. Only this launch's runs:
+    // another job may be writing the same store.
     Store store(req.db);
-    const std::vector<RunRow> runs = launch_runs(store, before, launch_id);
-    // The ranks' flight recorders go with the run the job was in when it ended: its last one.
-    if (!runs.empty() && !end.flights.empty()) {
-      std::vector<FlightRecord> calls;
-      for (const std::string& dump : end.flights) try {
-          for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
-        } catch (const std::invalid_argument& e) {
-          std::fprintf(stderr, "ddplab: a flight recorder dump was unreadable (%s); left out\n", e.what());
-        }
-      store.add_flight(runs.back().id, calls);
+    const JobEndRecord rec = record_job_end(store, launch_runs(store, before, launch_id),
+                                            JobOutcome{end.signal, end.failures, end.flights});
+    for (const std::string& why : rec.unreadable)
+      std::fprintf(stderr, "ddplab: a flight recorder dump was unreadable (%s); left out\n", why.c_str());
+    if (rec.flight_run)
       std::fprintf(stderr, "ddplab: the ranks' last calls are stored: ddplab report --flight %lld --db %s\n",
-                   static_cast<long long>(runs.back().id), req.db.c_str());
-    }
-    for (const auto& r : runs)
-      if (r.status == "running" || r.status == "abandoned") {  // abandoned: its writer, rank 0, died
-        store.finish_run(r.id, status, reason);
-        std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(), status);
-      } else if (r.status == "failed" && !end.failures.empty()) {
-        store.set_run_reason(r.id, reason);  // every rank's notes say more than rank 0's own error
-      }
+                   static_cast<long long>(rec.flight_run), req.db.c_str());
+    for (const RunRow& r : rec.marked)
+      std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(),
+                   end.signal ? "interrupted" : "failed");
     if (end.signal)
       std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),
                    req.db.c_str());

@@ -2,6 +2,7 @@
 #include "ddplab/core/run_admin.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -47,6 +48,40 @@ std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int
   for (const RunRow& r : rows) checked.push_back(r.id);
   if (!checked.empty()) store.delete_runs(checked);
   return rows;
+}
+
+std::string job_failure_reason(const JobOutcome& outcome) {
+  std::vector<std::string> notes;
+  for (const std::string& f : outcome.failures)
+    if (std::find(notes.begin(), notes.end(), f) == notes.end()) notes.push_back(f);
+  if (!notes.empty()) return fmt::format("{}", fmt::join(notes, "; "));
+  if (!outcome.signal) return "";
+  const char* abbrev = sigabbrev_np(outcome.signal);
+  return (abbrev ? std::string("SIG") + abbrev : std::string(strsignal(outcome.signal))) + " to the launcher";
+}
+
+JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs, const JobOutcome& outcome) {
+  JobEndRecord out;
+  const std::string reason = job_failure_reason(outcome);
+  if (!launch_runs.empty() && !outcome.flights.empty()) {
+    std::vector<FlightRecord> calls;
+    for (const std::string& dump : outcome.flights) try {
+        for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
+      } catch (const std::invalid_argument& e) {
+        out.unreadable.push_back(e.what());
+      }
+    out.flight_run = launch_runs.back().id;
+    store.add_flight(out.flight_run, calls);
+  }
+  const char* status = outcome.signal ? "interrupted" : "failed";
+  for (const RunRow& r : launch_runs)
+    if (r.status == "running" || r.status == "abandoned") {
+      store.finish_run(r.id, status, reason);
+      out.marked.push_back(r);
+    } else if (r.status == "failed" && !outcome.failures.empty()) {
+      store.set_run_reason(r.id, reason);
+    }
+  return out;
 }
 
 }  // namespace ddplab

@@ -2,9 +2,11 @@
 // anything, and the list and show texts.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <sstream>
 #include <stdexcept>
 
+#include "ddplab/core/flight.hpp"
 #include "ddplab/core/process_identity.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/run_admin.hpp"
@@ -157,4 +159,44 @@ TEST(RunAdmin, AFailedRunKeepsItsReasonAndShowShowsIt) {
   EXPECT_EQ(r.store.run(r.failed)->reason, "rank 1 step 5: exiting on purpose");
   EXPECT_EQ(r.store.run(r.failed)->status, "failed");
   EXPECT_THROW(r.store.set_run_reason(999, "x"), StoreError);
+}
+
+TEST(RunAdmin, AJobsReasonIsEachDistinctNoteOnceElseTheSignal) {
+  EXPECT_EQ(job_failure_reason({0, {"rank 1: x", "rank 0: y", "rank 1: x"}, {}}), "rank 1: x; rank 0: y");
+  EXPECT_EQ(job_failure_reason({SIGINT, {}, {}}), "SIGINT to the launcher");
+  EXPECT_EQ(job_failure_reason({SIGTERM, {"rank 0: z"}, {}}), "rank 0: z");
+  EXPECT_EQ(job_failure_reason({}), "");
+}
+
+// What `ddplab run` records when its job ends badly: runs left running (or abandoned) are finished with the
+// reason, a run already failed gets the ranks' reason, finished ones are left alone, the flight dumps go
+// with the last run, and an unreadable dump is left out and said so.
+TEST(RunAdmin, RecordingABadJobEndMarksItsRunsAndKeepsTheFlightDumps) {
+  Runs r;
+  ProcessIdentity gone = ProcessIdentity::current();
+  gone.start_ticks += 1;
+  const std::int64_t abandoned = r.add("local_sgd", nullptr);
+  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(abandoned));
+  std::vector<RunRow> launch;
+  for (std::int64_t id : {r.done, r.failed, r.running, abandoned}) launch.push_back(*r.store.run(id));
+  const std::string dump = flight_to_json({{0, 7, 3, "", "MPI barrier", 0, 10.0, -1, false}});
+  const JobEndRecord rec = record_job_end(r.store, launch, {0, {"rank 1 step 3: stuck"}, {dump, "not json"}});
+  EXPECT_EQ(ids(rec.marked), (std::vector<std::int64_t>{r.running, abandoned}));
+  for (std::int64_t id : {r.running, abandoned, r.failed}) {
+    EXPECT_EQ(r.store.run(id)->status, "failed") << id;
+    EXPECT_EQ(r.store.run(id)->reason, "rank 1 step 3: stuck") << id;
+  }
+  EXPECT_EQ(r.store.run(r.done)->status, "completed");
+  EXPECT_TRUE(r.store.run(r.done)->reason.empty());
+  EXPECT_EQ(rec.flight_run, abandoned);
+  ASSERT_EQ(r.store.flight(abandoned).size(), 1u);
+  EXPECT_TRUE(r.store.flight(abandoned)[0].in_flight());
+  ASSERT_EQ(rec.unreadable.size(), 1u);
+  // Interrupted: the signal is the reason.
+  const std::int64_t stopped = r.add("ring", nullptr);
+  const JobEndRecord sig = record_job_end(r.store, {*r.store.run(stopped)}, {SIGTERM, {}, {}});
+  EXPECT_EQ(ids(sig.marked), (std::vector<std::int64_t>{stopped}));
+  EXPECT_EQ(r.store.run(stopped)->status, "interrupted");
+  EXPECT_EQ(r.store.run(stopped)->reason, "SIGTERM to the launcher");
+  EXPECT_EQ(sig.flight_run, 0);
 }

@@ -22,4 +22,27 @@ std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::
 // refused with std::invalid_argument naming all such ids, and nothing is deleted. Repeated ids count once.
 std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int64_t>& ids);
 
+// How a launched job ended badly, as its launcher learnt it (`ddplab run`, cli/launch.hpp's JobEnd).
+struct JobOutcome {
+  int signal = 0;                     // the SIGINT, SIGTERM or SIGHUP the launcher received; 0: the job failed
+  std::vector<std::string> failures;  // the ranks' failure notes (job_notes.hpp), in rank order
+  std::vector<std::string> flights;   // the ranks' flight recorder dumps (JSON, flight.hpp), in rank order
+};
+
+// The reason stored with the job's runs: every distinct note once, in rank order ("; " between them); else
+// "SIGINT to the launcher" and the like; else empty.
+std::string job_failure_reason(const JobOutcome& outcome);
+
+struct JobEndRecord {
+  std::vector<RunRow> marked;           // the runs marked interrupted or failed here (as they were before)
+  std::int64_t flight_run = 0;          // the run the flight dumps were stored with (0: none)
+  std::vector<std::string> unreadable;  // why a dump was left out
+};
+// Records a job that ended badly in the store, for the runs its launch stored (`launch_runs`, oldest first):
+// those still running, or abandoned (their writer died with the job), are finished "interrupted" (a signal)
+// or "failed", with job_failure_reason; a run its ranks already marked failed gets the ranks' reason when they
+// left notes (every rank's say more than rank 0's own error). The flight dumps go with the last run, the one
+// the job was in when it ended; an unreadable dump is left out and said so.
+JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs, const JobOutcome& outcome);
+
 }  // namespace ddplab
