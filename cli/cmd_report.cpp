@@ -56,7 +56,8 @@ void add_report(CLI::App& app) {
       ->excludes(csv)
       ->excludes(json)
       ->excludes("--ranks")
-      ->excludes(classes);
+      ->excludes(classes)
+      ->excludes("--predictions");
   cmd->add_option("--skip-steps", a->skip_steps,
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());

@@ -74,6 +74,8 @@ void on_stop_signal(int sig) {
   if (!g_signal) g_signal = sig;
   g_signals = g_signals + 1;
 }
+volatile std::sig_atomic_t g_usr1s = 0;  // SIGUSR1s to pass on: the ranks dump their flight recorders
+void on_usr1(int) { g_usr1s = g_usr1s + 1; }
 
 // Every process below `pid` (children first listed, then theirs), from /proc: Open MPI puts each local rank
 // in a process group of its own, so killing mpirun's group does not reach them.
@@ -132,10 +134,17 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
   sigaction(SIGINT, &act, &old_int);
   sigaction(SIGTERM, &act, &old_term);
   sigaction(SIGHUP, &act, &old_hup);  // a closed terminal: mpirun, in its own group, would not get it
+  struct sigaction usr1 {}, old_usr1 {};
+  usr1.sa_handler = on_usr1;
+  sigemptyset(&usr1.sa_mask);
+  usr1.sa_flags = SA_RESTART;
+  g_usr1s = 0;
+  sigaction(SIGUSR1, &usr1, &old_usr1);
   auto restore = [&] {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    sigaction(SIGUSR1, &old_usr1, nullptr);
     posix_spawnattr_destroy(&attr);
   };
 
@@ -149,6 +158,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
   using Clock = std::chrono::steady_clock;
   int status = 0;
   int forwarded = 0;  // signals handled so far
+  int usr1_forwarded = 0;
   Clock::time_point deadline{};
   bool killed = false;
   std::vector<pid_t> started;  // what mpirun had started here when the first signal came
@@ -160,6 +170,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
       restore();
       throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
     }
+    for (int usr1s = g_usr1s; usr1s > usr1_forwarded; ++usr1_forwarded) kill(pid, SIGUSR1);  // mpirun passes it on
     const int seen = g_signals;
     if (seen > forwarded) {
       if (forwarded == 0) {

@@ -48,7 +48,8 @@ struct JobEnd {
 // through $DDPLAB_JOB_DIR (job_notes.hpp) and that is removed once the job has ended. A first SIGINT, SIGTERM or SIGHUP to the launcher is
 // forwarded to mpirun, which stops every rank; if the job is not gone kStopGraceS later, or at a second
 // signal, mpirun and every process it started on this machine are killed (SIGKILL), and so is any rank still
-// alive when mpirun has exited. The launcher's own handlers are restored before it returns.
+// alive when mpirun has exited. SIGUSR1 is passed to mpirun, which passes it to every rank (their flight
+// recorders dump, watchdog.hpp). The launcher's own handlers are restored before it returns.
 inline constexpr double kStopGraceS = 5.0;
 JobEnd execute(const LaunchPlan& plan);
 

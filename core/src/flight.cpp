@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace ddplab {
@@ -92,9 +93,14 @@ std::string flight_report(const std::vector<FlightRecord>& records, int world_si
     for (std::size_t i = 1; !parted && i < at.size(); ++i)
       if (at[i]->call != at[0]->call || at[i]->step != at[0]->step)
         parted = seq, why = fmt::format("ranks {} and {} made different calls at #{}", at[0]->rank, at[i]->rank, seq);
-    for (std::size_t i = 0; !parted && i < at.size(); ++i)
-      if (at[i]->in_flight() || at[i]->failed)
-        parted = seq, why = fmt::format("call #{} {} on rank {}", seq, at[i]->failed ? "failed" : "never completed", at[i]->rank);
+    // Unfinished calls. When every rank that dumped is in one, none is more to blame than the others.
+    std::vector<std::string> stuck;
+    for (const FlightRecord* r : at)
+      if (r->in_flight() || r->failed) stuck.push_back(fmt::format("rank {} ({})", r->rank, r->failed ? "failed" : "in flight"));
+    if (!parted && !stuck.empty())
+      parted = seq, why = stuck.size() == at.size() && at.size() > 1
+                              ? fmt::format("call #{} completed on no rank that dumped: {}", seq, fmt::join(stuck, ", "))
+                              : fmt::format("call #{} did not complete on {}", seq, fmt::join(stuck, ", "));
   }
   // The last calls before the parting (or the last ones), every rank's side by side.
   const std::int64_t last = parted ? *parted : to;
@@ -106,8 +112,9 @@ std::string flight_report(const std::vector<FlightRecord>& records, int world_si
     }
   }
   for (int r : silent) out += fmt::format("rank {} left no record (stopped, hung or dead before it could dump)\n", r);
-  out += parted ? fmt::format("first divergence at call #{}: {}\n", *parted, why)
-                : std::string("no divergence: every rank completed the same calls\n");
+  if (parted) out += fmt::format("first divergence at call #{}: {}\n", *parted, why);
+  else if (!silent.empty()) out += "no divergence among the ranks that dumped; the others left no record\n";
+  else out += "no divergence: every rank completed the same calls\n";
   return out;
 }
 

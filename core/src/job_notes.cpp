@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdlib.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,12 +17,17 @@ void write_job_note(const std::string& name, const std::string& text) {
   const char* dir = std::getenv(kJobDirVar);
   if (!dir || !*dir) return;
   const std::string path = std::string(dir) + "/" + name;
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) == 0 && ok) std::rename(tmp.c_str(), path.c_str());
-    else std::remove(tmp.c_str());
+  std::string tmp = path + ".tmpXXXXXX";  // one of its own for every writer, threads of one process too
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return;
+  bool ok = true;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
   }
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 std::vector<JobNote> read_job_notes(const std::string& dir, const std::string& prefix) {

@@ -1,7 +1,11 @@
 // See process_identity.hpp.
 #include "ddplab/core/process_identity.hpp"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
 
 #include <fstream>
 #include <sstream>
@@ -57,17 +61,25 @@ Stat read_stat(std::int64_t pid) {
 }  // namespace
 
 ProcessIdentity ProcessIdentity::current() {
+  static std::mutex mu;
+  static ProcessIdentity cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cached.pid == ::getpid()) return cached;
   ProcessIdentity p;
   p.host = hostname();
+  p.machine_id = first_line("/etc/machine-id");
+  if (p.machine_id.empty()) p.machine_id = first_line("/var/lib/dbus/machine-id");  // empty: reboots go unseen
   p.boot_id = first_line("/proc/sys/kernel/random/boot_id");
   p.pid_ns = link_target("/proc/self/ns/pid");
   p.pid = ::getpid();
   p.start_ticks = read_stat(p.pid).start_ticks;
+  cached = p;
   return p;
 }
 
 std::string ProcessIdentity::to_json() const {
-  return nlohmann::json{{"host", host}, {"boot_id", boot_id}, {"pid_ns", pid_ns}, {"pid", pid}, {"start_ticks", start_ticks}}
+  return nlohmann::json{{"host", host},     {"machine_id", machine_id}, {"boot_id", boot_id},
+                        {"pid_ns", pid_ns}, {"pid", pid},               {"start_ticks", start_ticks}}
       .dump();
 }
 
@@ -77,6 +89,7 @@ ProcessIdentity ProcessIdentity::from_json(const std::string& text) {
   if (!j.is_object()) return p;
   try {
     p.host = j.value("host", "");
+    p.machine_id = j.value("machine_id", "");
     p.boot_id = j.value("boot_id", "");
     p.pid_ns = j.value("pid_ns", "");
     p.pid = j.value("pid", std::int64_t{0});
@@ -90,10 +103,16 @@ ProcessIdentity ProcessIdentity::from_json(const std::string& text) {
 Liveness liveness(const ProcessIdentity& p) {
   if (p.pid <= 0 || p.boot_id.empty()) return Liveness::Unknown;
   const ProcessIdentity here = ProcessIdentity::current();
-  if (p.boot_id != here.boot_id) return p.host == here.host ? Liveness::Gone : Liveness::Unknown;
+  if (p.boot_id != here.boot_id)
+    return !p.machine_id.empty() && p.machine_id == here.machine_id ? Liveness::Gone : Liveness::Unknown;
   if (p.pid_ns != here.pid_ns) return Liveness::Unknown;
   const Stat st = read_stat(p.pid);
-  if (!st.found || st.start_ticks != p.start_ticks || st.state == 'Z' || st.state == 'X') return Liveness::Gone;
+  if (!st.found) {
+    // Not in /proc: ended, or hidden from this user (hidepid), which kill(pid, 0) tells apart.
+    if (::kill(static_cast<pid_t>(p.pid), 0) == 0 || errno == EPERM) return Liveness::Unknown;
+    return Liveness::Gone;
+  }
+  if (st.start_ticks != p.start_ticks || st.state == 'Z' || st.state == 'X') return Liveness::Gone;
   return Liveness::Alive;
 }
 

@@ -63,14 +63,17 @@ std::string job_failure_reason(const JobOutcome& outcome) {
 JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs, const JobOutcome& outcome) {
   JobEndRecord out;
   const std::string reason = job_failure_reason(outcome);
-  if (!launch_runs.empty() && !outcome.flights.empty()) {
-    std::vector<FlightRecord> calls;
-    for (const std::string& dump : outcome.flights) try {
-        for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
-      } catch (const std::invalid_argument& e) {
-        out.unreadable.push_back(e.what());
-      }
-    out.flight_run = launch_runs.back().id;
+  // The run the job was in when it ended: the last one not completed.
+  const auto unfinished = std::find_if(launch_runs.rbegin(), launch_runs.rend(),
+                                       [](const RunRow& r) { return r.status != "completed"; });
+  std::vector<FlightRecord> calls;
+  for (const std::string& dump : outcome.flights) try {
+      for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
+    } catch (const std::invalid_argument& e) {
+      out.unreadable.push_back(e.what());
+    }
+  if (unfinished != launch_runs.rend() && !calls.empty()) {
+    out.flight_run = unfinished->id;
     store.add_flight(out.flight_run, calls);
   }
   const char* status = outcome.signal ? "interrupted" : "failed";

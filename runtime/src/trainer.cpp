@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -214,8 +215,8 @@ std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fa
 }
 
 // The replicas' parameters compared by checksum (FNV-1a over their bytes) among the workers, every rank
-// learning every checksum. Returns "" or a message naming the ranks whose parameters differ from the most
-// common checksum (rank 0's on a tie).
+// learning every checksum. Returns "" or a message naming the ranks whose parameters differ from the checksum
+// a strict majority holds, or, without one, every group of ranks with its checksum.
 std::string check_consistency(Communicator& comm, Ops& ops, Model& model, const Strategy& strategy, std::int64_t step,
                               int every) {
   std::vector<float> mine(model.num_params());
@@ -226,20 +227,29 @@ std::string check_consistency(Communicator& comm, Ops& ops, Model& model, const 
   std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
   all[static_cast<std::size_t>(comm.rank())] = h;
   comm.all_gather(all.data(), sizeof h);
-  std::map<std::uint64_t, int> votes;
+  std::map<std::uint64_t, std::vector<int>> holders;
+  int workers = 0;
   for (int r = 0; r < comm.size(); ++r)
-    if (strategy.is_worker(r)) ++votes[all[static_cast<std::size_t>(r)]];
-  std::uint64_t common = all[0];
-  for (const auto& [sum, n] : votes)
-    if (n > votes[common]) common = sum;
+    if (strategy.is_worker(r)) holders[all[static_cast<std::size_t>(r)]].push_back(r), ++workers;
+  if (holders.size() <= 1) return "";
+  const auto common = std::max_element(holders.begin(), holders.end(),
+                                       [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  // Only a strict majority tells which replicas are the odd ones; otherwise every group is named.
+  if (2 * static_cast<int>(common->second.size()) <= workers) {
+    std::vector<std::string> groups;
+    for (const auto& [sum, ranks] : holders) groups.push_back(fmt::format("rank {} {:016x}", fmt::join(ranks, ", "), sum));
+    return fmt::format("step {}: the replicas' parameters disagree and no checksum is held by a majority ({}): replicas "
+                       "diverged (train.consistency_every = {})",
+                       step, fmt::join(groups, "; "), every);
+  }
   std::vector<int> diverged;
-  for (int r = 0; r < comm.size(); ++r)
-    if (strategy.is_worker(r) && all[static_cast<std::size_t>(r)] != common) diverged.push_back(r);
-  if (diverged.empty()) return "";
+  for (const auto& [sum, ranks] : holders)
+    if (sum != common->first) diverged.insert(diverged.end(), ranks.begin(), ranks.end());
+  std::sort(diverged.begin(), diverged.end());
   return fmt::format("step {}: the parameters of rank{} {} differ from the other replicas' (checksum {:016x}, not "
                      "{:016x}): replicas diverged (train.consistency_every = {})",
                      step, diverged.size() == 1 ? "" : "s", fmt::join(diverged, ", "),
-                     all[static_cast<std::size_t>(diverged.front())], common, every);
+                     all[static_cast<std::size_t>(diverged.front())], common->first, every);
 }
 
 // Dedicated parameter servers hold only their shards up to date. Before an evaluation or the final check
@@ -488,7 +498,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   assemble_server_models(comm, *ops, model, strategy);
   out.error = check_identical(comm, *ops, model, fault);
   out.ok = out.error.empty();
-  if (store) store->finish_run(run, out.ok ? "completed" : "failed");
+  if (store) store->finish_run(run, out.ok ? "completed" : "failed", out.error);
   where.run = -1;
   if (rank == 0) {
     const double wall = seconds_since(start);

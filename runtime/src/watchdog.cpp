@@ -2,9 +2,11 @@
 #include "ddplab/runtime/watchdog.hpp"
 
 #include <algorithm>
+#include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,14 +66,15 @@ class WatchedCommunicator::Watch {
 };
 
 WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout, double abort_grace_s)
-    : inner_(inner), world_(true), timeout_(timeout_s), grace_(abort_grace_s), on_timeout_(std::move(on_timeout)) {
+    : inner_(inner), world_(true), timeout_(timeout_s), grace_(abort_grace_s), user_on_timeout_(on_timeout),
+      on_timeout_(std::move(on_timeout)) {
   start();
 }
 
 WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout,
                                          double abort_grace_s)
     : owned_(std::move(owned)), inner_(*owned_), world_(false), timeout_(timeout_s), grace_(abort_grace_s),
-      on_timeout_(std::move(on_timeout)) {
+      user_on_timeout_(on_timeout), on_timeout_(std::move(on_timeout)) {
   start();
 }
 
@@ -100,7 +103,7 @@ std::vector<FlightRecord> WatchedCommunicator::flight() const {
 }
 
 void WatchedCommunicator::dump_flight() const {
-  write_job_note(rank_note("flight"), flight_to_json(flight()));
+  if (world_) write_job_note(rank_note("flight"), flight_to_json(flight()));  // a split's calls are not numbered alike
 }
 
 WatchedCommunicator::~WatchedCommunicator() {
@@ -123,20 +126,13 @@ void WatchedCommunicator::abort(int code) {
 
 namespace {
 constexpr double kHeartbeatS = 0.2;  // how often a rank's monitor says it is alive
-// A heartbeat note: "STEP IN_CALL WALL_MS", the step, whether a call is in flight, and when (ms since epoch).
-struct Beat {
-  std::int64_t step = -1;
-  int in_call = 0;
-  std::int64_t wall_ms = 0;
-};
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 }  // namespace
 
-void WatchedCommunicator::heartbeat() {
+void WatchedCommunicator::heartbeat(const Beat& b) const {
   if (!world_ || inner_.size() < 2) return;
-  const Beat b{step_.load(), flight_.empty() ? 0 : 1, wall_ms()};
   write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()), fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
 }
 
@@ -146,30 +142,32 @@ void WatchedCommunicator::monitor(int usr1) {
   std::unique_lock<std::mutex> lock(mu_);
   auto last = Clock::now();
   while (!cv_.wait_for(lock, every, [&] { return stop_; })) {
-    heartbeat();
-    if (const int now_usr1 = g_usr1.load(); now_usr1 != usr1) {
-      usr1 = now_usr1;
-      lock.unlock();
-      dump_flight();
-      std::fprintf(stderr, "rank %d: flight recorder dumped (SIGUSR1)\n", inner_.rank());
-      lock.lock();
-    }
+    const Beat beat{step_.load(), flight_.empty() ? 0 : 1, wall_ms()};
     const auto now = Clock::now();
     // A tick far later than asked: this process was not running (SIGSTOP, then SIGCONT, as Open MPI sends
     // before it kills). That time was no one else's fault; it does not count against the calls in flight.
     if (const auto gap = now - last; gap > every + std::chrono::seconds(1))
       for (auto& [tid, f] : flight_) f.start += gap - std::chrono::duration_cast<Clock::duration>(every);
     last = now;
+    std::optional<InFlight> late;
+    double waited = 0;
     for (auto& [tid, f] : flight_) {
-      const double waited = std::chrono::duration<double>(now - f.start).count();
+      waited = std::chrono::duration<double>(now - f.start).count();
       if (f.reported || waited <= timeout_) continue;
       f.reported = true;
-      const std::string text = report(f, waited);
-      lock.unlock();
-      on_timeout_(text);  // the default does not return
-      lock.lock();
-      break;  // flight_ may have changed meanwhile
+      late = f;
+      break;
     }
+    // Files and the handler outside the lock: the calls being watched take it too.
+    lock.unlock();
+    heartbeat(beat);
+    if (const int now_usr1 = g_usr1.load(); now_usr1 != usr1) {
+      usr1 = now_usr1;
+      dump_flight();
+      std::fprintf(stderr, "rank %d: flight recorder dumped (SIGUSR1)\n", inner_.rank());
+    }
+    if (late) on_timeout_(report(*late, waited));  // the default does not return
+    lock.lock();
   }
 }
 
@@ -181,30 +179,38 @@ std::string WatchedCommunicator::report(const InFlight& f, double waited) const 
   if (!f.peers.empty())
     what += fmt::format(" (schedule step {}), receiving from rank{} {}", f.tag, f.peers.size() == 1 ? "" : "s",
                         fmt::join(f.peers, ", "));
-  // Who did not arrive: from the other ranks' heartbeats where there are any.
+  // Who did not arrive, from the other ranks' heartbeats where there are any: a rank that fell silent, or one
+  // behind this call (an earlier step, or this step but in no call). A point-to-point wait suspects only the
+  // ranks it receives from, and silent ones. Ranks ahead are not suspected; ranks without a heartbeat are
+  // named apart (their folder may not be this one).
   std::vector<std::string> missing;
+  std::vector<int> unknown;
   const char* dir = std::getenv(kJobDirVar);
   const std::int64_t now = wall_ms();
   for (int r = 0; world_ && dir && *dir && r < inner_.size(); ++r) {
     if (r == inner_.rank()) continue;
-    const auto notes = read_job_notes(dir, fmt::format("heartbeat-rank-{}", r));
+    const std::string name = fmt::format("heartbeat-rank-{}", r);
+    const auto notes = read_job_notes(dir, name);
     Beat b;
-    if (notes.empty() || notes.front().name != fmt::format("heartbeat-rank-{}", r) ||
-        std::sscanf(notes.front().text.c_str(), "%ld %d %ld", &b.step, &b.in_call, &b.wall_ms) != 3) {
-      missing.push_back(fmt::format("rank {} (no heartbeat)", r));
+    if (notes.empty() || notes.front().name != name ||
+        std::sscanf(notes.front().text.c_str(), "%" SCNd64 " %d %" SCNd64, &b.step, &b.in_call, &b.wall_ms) != 3) {
+      unknown.push_back(r);
       continue;
     }
+    const bool peer = f.peers.empty() || std::find(f.peers.begin(), f.peers.end(), r) != f.peers.end();
     const double silent = static_cast<double>(now - b.wall_ms) / 1e3;
     if (silent > std::max(1.0, 5 * kHeartbeatS))
       missing.push_back(fmt::format("rank {} (silent for {:.1f} s: stopped, hung or dead)", r, silent));
-    else if (b.step != f.step || !b.in_call)
-      missing.push_back(b.in_call ? fmt::format("rank {} (in a call of step {})", r, b.step)
-                                  : fmt::format("rank {} (at step {}, in no call)", r, b.step));
+    else if (peer && b.step >= 0 && b.step < f.step)
+      missing.push_back(fmt::format("rank {} (still at step {})", r, b.step));
+    else if (peer && b.step == f.step && !b.in_call)
+      missing.push_back(fmt::format("rank {} (at step {}, in no call)", r, b.step));
   }
   std::string who;
   if (!missing.empty()) who = fmt::format("did not arrive: {}", fmt::join(missing, ", "));
   else if (!f.peers.empty()) who = fmt::format("rank {} did not arrive", fmt::join(f.peers, ", "));
   else who = "a rank did not arrive";
+  if (!unknown.empty()) who += fmt::format(" (no heartbeat from rank {})", fmt::join(unknown, ", "));
   return fmt::format("{}: {} not complete after {:.1f} s (train.comm_timeout_s = {:g}); {}; aborting the job", where, what,
                      waited, timeout_, who);
 }
@@ -281,7 +287,7 @@ void WatchedCommunicator::wait_all() {
 std::unique_ptr<Communicator> WatchedCommunicator::split(int color) {
   std::unique_ptr<Communicator> sub = inner_.split(color);
   if (!sub) return nullptr;
-  return std::unique_ptr<Communicator>(new WatchedCommunicator(std::move(sub), timeout_, on_timeout_, grace_));
+  return std::unique_ptr<Communicator>(new WatchedCommunicator(std::move(sub), timeout_, user_on_timeout_, grace_));
 }
 
 }  // namespace ddplab

@@ -66,7 +66,8 @@ TEST(Flight, FindsTheFirstCallWhereTheRanksPart) {
   calls.push_back({0, 5, 5, "sync_grads #0 on ring", "allreduce of 100 f32", 400, 105.0, 105.01, false});
   calls.push_back({1, 5, 5, "sync_grads #0 on ring", "allreduce of 100 f32", 400, 105.0, -1, false});
   std::string text = flight_report(calls, 3);
-  EXPECT_NE(text.find("first divergence at call #5: call #5 never completed on rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("first divergence at call #5: call #5 did not complete on rank 1 (in flight)"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("rank 1: allreduce of 100 f32 (sync_grads #0 on ring), step 5, IN FLIGHT since +5.000 s"),
             std::string::npos)
       << text;
@@ -84,7 +85,21 @@ TEST(Flight, FindsTheFirstCallWhereTheRanksPart) {
   // A failed call.
   calls = agreeing(2, 5);
   calls.back().failed = true;
-  EXPECT_NE(flight_report(calls, 2).find("first divergence at call #4: call #4 failed on rank 1"), std::string::npos);
+  EXPECT_NE(flight_report(calls, 2).find("first divergence at call #4: call #4 did not complete on rank 1 (failed)"),
+            std::string::npos);
+  // Every rank that dumped waits in the same call: none is named alone.
+  calls = agreeing(2, 5);
+  for (FlightRecord& c : calls)
+    if (c.seq == 4) c.end_s = -1;
+  text = flight_report(calls, 3);
+  EXPECT_NE(text.find("first divergence at call #4: call #4 completed on no rank that dumped: rank 0 (in flight), rank 1 "
+                      "(in flight)"),
+            std::string::npos)
+      << text;
+  // Ranks that agree, but one left nothing: not "every rank completed the same calls".
+  text = flight_report(agreeing(2, 3), 3);
+  EXPECT_NE(text.find("no divergence among the ranks that dumped; the others left no record"), std::string::npos) << text;
+  EXPECT_EQ(text.find("every rank completed"), std::string::npos) << text;
 }
 
 TEST(Flight, StoredWithTheirRunAndDeletedWithIt) {

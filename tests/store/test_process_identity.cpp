@@ -51,6 +51,7 @@ TEST(ProcessIdentity, DescribesThisProcessAndRoundTripsAsJson) {
   const ProcessIdentity back = ProcessIdentity::from_json(me.to_json());
   EXPECT_EQ(back.host, me.host);
   EXPECT_EQ(back.boot_id, me.boot_id);
+  EXPECT_EQ(back.machine_id, me.machine_id);
   EXPECT_EQ(back.pid_ns, me.pid_ns);
   EXPECT_EQ(back.pid, me.pid);
   EXPECT_EQ(back.start_ticks, me.start_ticks);
@@ -75,11 +76,16 @@ TEST(ProcessIdentity, AReusedPidIsNotTheSameProcess) {
   EXPECT_EQ(liveness(other), Liveness::Gone);
 }
 
-TEST(ProcessIdentity, AnotherBootIsGoneOnThisHostAndUnknownElsewhere) {
+TEST(ProcessIdentity, AnotherBootIsGoneOnThisMachineAndUnknownElsewhere) {
   ProcessIdentity p = ProcessIdentity::current();
+  if (p.machine_id.empty()) GTEST_SKIP() << "no /etc/machine-id here: a reboot cannot be told from another machine";
   p.boot_id = "00000000-0000-0000-0000-000000000000";
-  EXPECT_EQ(liveness(p), Liveness::Gone);  // this host rebooted since
+  EXPECT_EQ(liveness(p), Liveness::Gone);  // this machine rebooted since
   p.host += "-elsewhere";
+  EXPECT_EQ(liveness(p), Liveness::Gone);  // whatever its host name is now
+  p = ProcessIdentity::current();
+  p.boot_id = "00000000-0000-0000-0000-000000000000";
+  p.machine_id = "0123456789abcdef0123456789abcdef";  // a clone with the same host name
   EXPECT_EQ(liveness(p), Liveness::Unknown);
   ProcessIdentity ns = ProcessIdentity::current();
   ns.pid_ns = "pid:[1]";  // a container's pids mean nothing in this /proc

@@ -194,7 +194,8 @@ TEST(RunAdmin, RecordingABadJobEndMarksItsRunsAndKeepsTheFlightDumps) {
   ASSERT_EQ(rec.unreadable.size(), 1u);
   // Interrupted: the signal is the reason.
   const std::int64_t stopped = r.add("ring", nullptr);
-  const JobEndRecord sig = record_job_end(r.store, {*r.store.run(stopped)}, {SIGTERM, {}, {}});
+  const JobEndRecord sig = record_job_end(r.store, {*r.store.run(stopped)}, {SIGTERM, {}, {"not json"}});
+  EXPECT_EQ(sig.unreadable.size(), 1u);  // nothing readable: nothing stored, nothing announced
   EXPECT_EQ(ids(sig.marked), (std::vector<std::int64_t>{stopped}));
   EXPECT_EQ(r.store.run(stopped)->status, "interrupted");
   EXPECT_EQ(r.store.run(stopped)->reason, "SIGTERM to the launcher");

@@ -11,7 +11,7 @@ namespace ddplab {
 
 struct FlightRecord {
   int rank = 0;
-  std::int64_t seq = 0;   // this rank's call number since the run's communicator opened
+  std::int64_t seq = 0;   // this rank's call number since the job's watchdog started (over all its runs)
   std::int64_t step = -1; // training step (-1: outside the step loop)
   std::string op;         // the plan op it belongs to ("sync_grads #2 on ring"), or empty
   std::string call;       // "allreduce of 50890 f32", "point-to-point wait", ...

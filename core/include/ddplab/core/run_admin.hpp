@@ -35,14 +35,15 @@ std::string job_failure_reason(const JobOutcome& outcome);
 
 struct JobEndRecord {
   std::vector<RunRow> marked;           // the runs marked interrupted or failed here (as they were before)
-  std::int64_t flight_run = 0;          // the run the flight dumps were stored with (0: none)
+  std::int64_t flight_run = 0;          // the run the flight records were stored with (0: none stored)
   std::vector<std::string> unreadable;  // why a dump was left out
 };
 // Records a job that ended badly in the store, for the runs its launch stored (`launch_runs`, oldest first):
 // those still running, or abandoned (their writer died with the job), are finished "interrupted" (a signal)
-// or "failed", with job_failure_reason; a run its ranks already marked failed gets the ranks' reason when they
-// left notes (every rank's say more than rank 0's own error). The flight dumps go with the last run, the one
-// the job was in when it ended; an unreadable dump is left out and said so.
+// or "failed", with job_failure_reason; a run its ranks already marked failed gets that reason too when they
+// left notes (the notes of every rank say more than rank 0's own error). The flight dumps go with the last run
+// not completed, the one the job was in when it ended (none: they are dropped); an unreadable dump is left
+// out and said so.
 JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs, const JobOutcome& outcome);
 
 }  // namespace ddplab

@@ -37,9 +37,9 @@ struct RunRecord {
   const RunInfo& info() const { return summary.run.info; }
   bool measured() const { return summary.run.info.source == "measured"; }
   bool simulated() const { return summary.run.info.source == "simulated"; }
-  // Failed runs, and runs still marked running, are drawn greyed: their figures are partial.
+  // Failed, interrupted, abandoned and running runs are drawn greyed: their figures are partial.
   bool finished() const { return summary.run.status == "completed"; }
-  // Still being written (or left so by a launcher that died): its steps may still grow.
+  // Still being written (by a live writer, or one on another machine): its steps may still grow.
   bool running() const { return summary.run.status == "running"; }
   // The model the run trained (config "model", e.g. "mlp 784-256-256-10" or "resnet50"): charts never share
   // an axis between runs of different models or backends.

@@ -70,7 +70,7 @@ class WatchedCommunicator final : public Communicator {
   double timeout_s() const { return timeout_; }
 
   // The flight recorder: this rank's last calls, oldest first; and its dump into the job folder (a no-op
-  // without one). Safe from any thread.
+  // without one, and for a split). Safe from any thread.
   std::vector<FlightRecord> flight() const;
   void dump_flight() const;
 
@@ -92,17 +92,24 @@ class WatchedCommunicator final : public Communicator {
   };
   class Watch;  // one blocking call, in flight while it lives; recorded in flight_
 
-  // A split of a watched communicator (split()): owned, and without heartbeats, whose names are world ranks.
+  // A split of a watched communicator (split()): owned, watched with its own handler, and without heartbeats or
+  // flight dumps, whose names are world ranks.
   WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout, double abort_grace_s);
   void start();
   void monitor(int usr1);  // usr1: the SIGUSR1s seen before it started
-  void heartbeat();  // this rank's progress note, for the other ranks' reports
+  struct Beat {  // a heartbeat note: "STEP IN_CALL WALL_MS"
+    std::int64_t step = -1;
+    int in_call = 0;
+    std::int64_t wall_ms = 0;  // since the epoch
+  };
+  void heartbeat(const Beat& b) const;  // this rank's progress note, for the other ranks' reports
   std::string report(const InFlight& f, double waited) const;
 
   std::unique_ptr<Communicator> owned_;
   Communicator& inner_;
   bool world_;  // leaves heartbeats
   double timeout_, grace_;
+  OnTimeout user_on_timeout_;  // as given (empty: the default), for splits
   OnTimeout on_timeout_;
   std::atomic<std::int64_t> step_{-1};
   mutable std::mutex mu_;

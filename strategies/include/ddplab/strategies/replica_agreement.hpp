@@ -2,6 +2,8 @@
 // agree again once the step syncs them (SyncParams, AllGather, Pull); they stop agreeing when a rank updates
 // them from gradients that were not synced (local SGD between its syncs); otherwise they keep what they were
 // (an update from synced gradients is the same on every rank, and an accumulating micro-step changes none).
+// Within a step the order of ops is not read: every policy today syncs parameters after its update, never
+// before one (mpi.replica_agreement checks the rule against the parameters of every policy).
 // The trainer compares the replicas' checksums only after steps where they must agree
 // (train.consistency_every). Dedicated parameter servers hold shards, not replicas: compare workers only.
 #pragma once
