@@ -57,7 +57,6 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
     for (const char* arg : {"--mca", "mpi_yield_when_idle", "1"}) p.argv.push_back(arg);
   p.argv.insert(p.argv.end(), mpirun_extra.begin(), mpirun_extra.end());
   for (const char* arg : {"-x", kJobDirVar}) p.argv.push_back(arg);  // execute sets it: job_notes.hpp
-  p.exe_at = p.argv.size();
   p.argv.push_back(self_executable());
   p.argv.insert(p.argv.end(), self_args.begin(), self_args.end());
   return p;

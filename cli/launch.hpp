@@ -1,7 +1,6 @@
 // Starting and joining MPI jobs: `ddplab run` on one machine spawns `mpirun -np N` of itself;
 // under mpirun or srun it joins the job directly.
 #pragma once
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +15,6 @@ bool under_mpi_launcher();
 struct LaunchPlan {
   std::vector<std::string> argv;  // mpirun ... <this executable> <args>
   bool oversubscribed = false;
-  std::size_t exe_at = 0;         // index of the executable in argv (after -x DDPLAB_JOB_DIR)
   int attempts = 1;               // launches execute tries while no rank starts (retry_unstarted)
 };
 

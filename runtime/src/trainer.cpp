@@ -531,6 +531,16 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
   WatchedCommunicator comm(world, sc.train.comm_timeout_s);
   std::unique_ptr<Store> store;
   Where where;
+  // A rank's failure: said, left as a note with its flight recorder for the launcher, the run marked, the job
+  // ended.
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "error: %s\n", why.c_str());
+    write_job_note(rank_note("failure"), why);
+    comm.dump_flight();
+    fail_run(store.get(), where, why);
+    std::fflush(stderr);
+    comm.abort(1);
+  };
   try {
     if (comm.rank() == 0) store = std::make_unique<Store>(opt.db_path);
     const Data data = load_data(sc);
@@ -543,22 +553,11 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
       }
     }
     return failures == 0 ? 0 : 2;
-  } catch (const RankError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    write_job_note(rank_note("failure"), e.what());
-    comm.dump_flight();
-    fail_run(store.get(), where, e.what());
-    std::fflush(stderr);
-    comm.abort(1);
+  } catch (const RankError& e) {  // names its rank and step itself
+    fail(e.what());
   } catch (const std::exception& e) {
     const std::string at = where.step >= 0 ? fmt::format(" step {}", where.step) : std::string();
-    const std::string why = fmt::format("rank {}{}: {}", comm.rank(), at, e.what());
-    std::fprintf(stderr, "error: %s\n", why.c_str());
-    write_job_note(rank_note("failure"), why);
-    comm.dump_flight();
-    fail_run(store.get(), where, why);
-    std::fflush(stderr);
-    comm.abort(1);
+    fail(fmt::format("rank {}{}: {}", comm.rank(), at, e.what()));
   }
   return 1;  // not reached: abort ends the process
 }

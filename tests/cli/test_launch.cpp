@@ -21,7 +21,6 @@ namespace {
 LaunchPlan job(const std::string& then, int attempts) {
   LaunchPlan p;
   p.argv = {"/bin/sh", "-c", "n=$(cat \"$COUNT\" 2>/dev/null || echo 0); echo $((n + 1)) >\"$COUNT\"; " + then};
-  p.exe_at = 3;
   p.attempts = attempts;
   return p;
 }
@@ -69,9 +68,12 @@ TEST_F(Launch, WithoutRetriesALaunchIsTriedOnce) {
 
 TEST_F(Launch, ThePlanPassesTheJobFolderToTheRanksBeforeTheExecutable) {
   LaunchPlan p = plan_launch(2, {"run", "x.toml"});
-  EXPECT_EQ(p.argv.at(p.exe_at - 2), "-x");
-  EXPECT_EQ(p.argv.at(p.exe_at - 1), "DDPLAB_JOB_DIR");
-  EXPECT_EQ(p.argv.at(p.exe_at + 1), "run");
+  const auto exe = std::find(p.argv.begin(), p.argv.end(), self_executable());
+  ASSERT_NE(exe, p.argv.end());
+  ASSERT_GE(exe - p.argv.begin(), 2);
+  EXPECT_EQ(*(exe - 2), "-x");
+  EXPECT_EQ(*(exe - 1), "DDPLAB_JOB_DIR");
+  EXPECT_EQ(*(exe + 1), "run");
   retry_unstarted(p, 3);
   EXPECT_EQ(p.attempts, 3);
   EXPECT_EQ(std::count(p.argv.begin(), p.argv.end(), "DDPLAB_JOB_DIR"), 1);
