@@ -39,6 +39,29 @@ struct Reports {
   }
 };
 
+// A job folder every rank shares for as long as it lives ($DDPLAB_JOB_DIR), as the launcher gives one.
+class SharedJobDir {
+ public:
+  SharedJobDir() {
+    if (g_comm->rank() == 0) {
+      std::snprintf(dir_, sizeof dir_, "%s", "/tmp/ddplab-watchdog-XXXXXX");
+      if (!::mkdtemp(dir_)) dir_[0] = '\0';
+    }
+    g_comm->broadcast(dir_, sizeof dir_, 0);
+    if (dir_[0]) ::setenv("DDPLAB_JOB_DIR", dir_, 1);
+  }
+  ~SharedJobDir() {
+    ::unsetenv("DDPLAB_JOB_DIR");
+    g_comm->barrier();
+    if (g_comm->rank() == 0 && dir_[0]) std::filesystem::remove_all(dir_);
+  }
+  bool ok() const { return dir_[0] != '\0'; }
+  std::string path() const { return dir_; }
+
+ private:
+  char dir_[256] = {};
+};
+
 void late(int rank, double seconds) {
   if (g_comm->rank() == rank) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
@@ -103,13 +126,8 @@ TEST(Watchdog, APointToPointWaitNamesTheRankItReceivesFrom) {
 // but in no call.
 TEST(Watchdog, HeartbeatsInTheJobFolderNameTheRankThatDidNotArrive) {
   if (g_comm->size() < 2) GTEST_SKIP() << "needs a second rank to be late";
-  char dir[256] = {};
-  if (g_comm->rank() == 0) {
-    std::snprintf(dir, sizeof dir, "%s", "/tmp/ddplab-watchdog-XXXXXX");
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-  }
-  g_comm->broadcast(dir, sizeof dir, 0);
-  ::setenv("DDPLAB_JOB_DIR", dir, 1);
+  const SharedJobDir dir;
+  ASSERT_TRUE(dir.ok());
   Reports reports;
   {
     WatchedCommunicator comm(*g_comm, 0.3, reports.sink());
@@ -119,7 +137,6 @@ TEST(Watchdog, HeartbeatsInTheJobFolderNameTheRankThatDidNotArrive) {
     late(1, 1.0);
     comm.allreduce_sum(&x, 1);
   }
-  ::unsetenv("DDPLAB_JOB_DIR");
   const auto seen = reports.take();
   if (g_comm->rank() != 1) {
     ASSERT_EQ(seen.size(), 1u);
@@ -128,8 +145,6 @@ TEST(Watchdog, HeartbeatsInTheJobFolderNameTheRankThatDidNotArrive) {
       EXPECT_EQ(seen[0].find("rank 2 ("), std::string::npos) << seen[0];  // it did arrive
     }
   }
-  g_comm->barrier();
-  if (g_comm->rank() == 0) std::filesystem::remove_all(dir);
 }
 
 TEST(Watchdog, CallsThatCompleteInTimeReportNothing) {
@@ -147,13 +162,8 @@ TEST(Watchdog, CallsThatCompleteInTimeReportNothing) {
 // The flight recorder keeps the last calls in order with their bytes, and SIGUSR1 dumps them into the job
 // folder, where the launcher would find them.
 TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
-  char dir[256] = {};
-  if (g_comm->rank() == 0) {
-    std::snprintf(dir, sizeof dir, "%s", "/tmp/ddplab-flight-XXXXXX");
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-  }
-  g_comm->broadcast(dir, sizeof dir, 0);
-  ::setenv("DDPLAB_JOB_DIR", dir, 1);
+  const SharedJobDir dir;
+  ASSERT_TRUE(dir.ok());
   {
     Reports reports;
     WatchedCommunicator comm(*g_comm, 5.0, reports.sink());
@@ -176,7 +186,7 @@ TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
       EXPECT_FALSE(c.failed);
       EXPECT_EQ(c.rank, g_comm->rank());
     }
-    const std::string dump = std::string(dir) + "/flight-rank-" + std::to_string(g_comm->rank());
+    const std::string dump = dir.path() + "/flight-rank-" + std::to_string(g_comm->rank());
     EXPECT_FALSE(std::filesystem::exists(dump));
     ::raise(SIGUSR1);
     for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -185,9 +195,6 @@ TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(flight_from_json(text).size(), WatchedCommunicator::kFlightRecords);
   }
-  ::unsetenv("DDPLAB_JOB_DIR");
-  g_comm->barrier();
-  if (g_comm->rank() == 0) std::filesystem::remove_all(dir);
 }
 
 // A split of a watched communicator is watched too, and reports through the same sink.

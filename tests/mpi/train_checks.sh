@@ -9,6 +9,21 @@ work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 db=$work/results.db
 fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
+# Starts the scenario as a run that would not end by itself ($work/long.toml; extra sed expressions may adjust
+# it), in the background as $launcher, and returns once it has stored a step.
+start_long_run() {
+  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$@" "$scenario" >"$work/long.toml"
+  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
+  launcher=$!
+  local steps=0
+  for _ in $(seq 1 600); do
+    steps=$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0)
+    [[ ${steps:-0} -gt 0 ]] && return
+    sleep 0.1
+  done
+  kill -9 $launcher
+  fail "no steps stored within 60 s"
+}
 
 case $check in
 identical)
@@ -38,16 +53,7 @@ interrupt-*)
   # SIGTERM or SIGINT to the launcher mid-run (or two SIGINTs): every rank stops within 5 s, the launcher exits
   # 128 + the signal, the run is stored as interrupted with the steps flushed so far, and no process is left.
   sig=${check#interrupt-}
-  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$scenario" >"$work/long.toml"
-  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
-  launcher=$!
-  steps=0
-  for _ in $(seq 1 600); do
-    steps=$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0)
-    [[ ${steps:-0} -gt 0 ]] && break
-    sleep 0.1
-  done
-  [[ ${steps:-0} -gt 0 ]] || { kill -9 $launcher; fail "no steps stored within 60 s"; }
+  start_long_run
   start=$(date +%s%N)
   case $sig in
   twice) kill -INT $launcher; sleep 0.05; kill -INT $launcher; want=130 ;;
@@ -94,14 +100,7 @@ hang)
   # train.comm_timeout_s = 3 and abort the job within the timeout + 5 s; the run is stored failed with the
   # report as its reason, and no process is left.
   victim=$((np - 1))
-  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' -e 's/^\[train\]/[train]\ncomm_timeout_s = 3/' \
-    "$scenario" >"$work/long.toml"
-  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
-  launcher=$!
-  for _ in $(seq 1 600); do
-    [[ $(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0) -gt 0 ]] && break
-    sleep 0.1
-  done
+  start_long_run -e 's/^\[train\]/[train]\ncomm_timeout_s = 3/'
   pid=
   for p in $(pgrep -f "$work/long.toml"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
@@ -135,13 +134,7 @@ abandoned)
   # Power loss, as near as one machine gets: SIGKILL to the launcher, mpirun and every rank at once. Nothing
   # marks the run, so it stays stored as running; its writer (rank 0) is gone, so it reads as abandoned, and
   # `ddplab runs prune --status abandoned` removes it.
-  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$scenario" >"$work/long.toml"
-  "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
-  launcher=$!
-  for _ in $(seq 1 600); do
-    [[ $(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0) -gt 0 ]] && break
-    sleep 0.1
-  done
+  start_long_run
   "$ddplab" runs list --db "$db" --status running >"$work/list" 2>&1 || fail "runs list failed"
   [[ $(grep -c " running " "$work/list") -eq 1 ]] || { cat "$work/list"; fail "the live run is not listed running"; }
   kill -9 $launcher

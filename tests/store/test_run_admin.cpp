@@ -42,6 +42,15 @@ struct Runs {
     done2 = add("ring", "completed");
     running = add("overlap", nullptr);
   }
+  // A run left running by a writer that is gone: this process's pid with another start time, as after the
+  // pid was reused.
+  std::int64_t add_abandoned(const std::string& strategy) {
+    ProcessIdentity gone = ProcessIdentity::current();
+    gone.start_ticks += 1;
+    const std::int64_t id = add(strategy, nullptr);
+    RawDb(path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(id));
+    return id;
+  }
   long long rows(const std::string& table, std::int64_t run) {
     return RawDb(path).integer("SELECT COUNT(*) FROM " + table + " WHERE run_id = " + std::to_string(run));
   }
@@ -121,14 +130,10 @@ TEST(RunAdmin, ListAndShowSayWhatIsStored) {
   EXPECT_THROW(run_details(r.store, 999), StoreError);
 }
 
-// A run whose writer is gone (here: this process's pid with another start time, as after the pid was reused)
-// reads as abandoned everywhere, is chosen as such, and may be deleted; one whose writer lives may not.
+// A run whose writer is gone (Runs::add_abandoned) reads as abandoned everywhere, is chosen as such, and may be deleted; one whose writer lives may not.
 TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   Runs r;
-  ProcessIdentity gone = ProcessIdentity::current();
-  gone.start_ticks += 1;
-  const std::int64_t abandoned = r.add("local_sgd", nullptr);
-  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(abandoned));
+  const std::int64_t abandoned = r.add_abandoned("local_sgd");
   EXPECT_EQ(r.store.run(r.running)->status, "running");  // its writer, this process, lives
   EXPECT_EQ(r.store.run(abandoned)->status, "abandoned");
   EXPECT_EQ(ids(runs_with_status(r.store, {"abandoned"})), (std::vector<std::int64_t>{abandoned}));
@@ -140,8 +145,7 @@ TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   EXPECT_EQ(ids(delete_runs_checked(r.store, {abandoned})), (std::vector<std::int64_t>{abandoned}));
   EXPECT_EQ(r.rows("steps", abandoned), 0);
   // Its launcher may still close it: the stored status is running.
-  const std::int64_t late = r.add("local_sgd", nullptr);
-  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(late));
+  const std::int64_t late = r.add_abandoned("local_sgd");
   r.store.finish_run(late, "failed");
   EXPECT_EQ(r.store.run(late)->status, "failed");
 }
@@ -173,10 +177,7 @@ TEST(RunAdmin, AJobsReasonIsEachDistinctNoteOnceElseTheSignal) {
 // with the last run, and an unreadable dump is left out and said so.
 TEST(RunAdmin, RecordingABadJobEndMarksItsRunsAndKeepsTheFlightDumps) {
   Runs r;
-  ProcessIdentity gone = ProcessIdentity::current();
-  gone.start_ticks += 1;
-  const std::int64_t abandoned = r.add("local_sgd", nullptr);
-  RawDb(r.path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(abandoned));
+  const std::int64_t abandoned = r.add_abandoned("local_sgd");
   std::vector<RunRow> launch;
   for (std::int64_t id : {r.done, r.failed, r.running, abandoned}) launch.push_back(*r.store.run(id));
   const std::string dump = flight_to_json({{0, 7, 3, "", "MPI barrier", 0, 10.0, -1, false}});
