@@ -1,6 +1,7 @@
 // `ddplab run`: measured data-parallel training over MPI (and NCCL with backend "cuda").
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/resume.hpp"
 #include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
@@ -26,6 +28,9 @@
 namespace ddplab::cli {
 namespace {
 using Clock = std::chrono::system_clock;
+// How long the launcher waits, after asking the ranks to stop, before it signals mpirun: a step and a
+// checkpoint's write are far shorter; a rank that hung is not.
+constexpr double kGracefulStopS = 2.0;
 }  // namespace
 
 std::int64_t last_run_id(const std::string& db) {
@@ -57,6 +62,10 @@ int run_scenario(const RunRequest& req) {
     opt.trace_path = req.trace;
     opt.trace_first = req.trace_first;
     opt.trace_last = req.trace_last;
+    opt.resume_run = req.resume.value_or(0);
+    if (req.resume && *req.resume == 0) {  // srun or a hand-run mpirun: rank 0 finds the run itself
+      opt.resume_run = find_resume_point(Store(req.db, Store::Access::ReadOnly), sc, comm->size(), std::nullopt).run.id;
+    }
     return run_worker(sc, *comm, opt);
   }
   if (!req.trace.empty()) {
@@ -88,12 +97,23 @@ int run_scenario(const RunRequest& req) {
                                               "slow a rank down (factor >= 1); ddplab simulate accepts it",
                                               req.scenario, r, f));
   require_writable_store(req.db);
-  const std::int64_t before = last_run_id(req.db);
+  std::int64_t before = last_run_id(req.db);
+  std::optional<ResumePoint> resume;
+  if (req.resume) {
+    // Checked here, before mpirun starts: the run, its checkpoint and the settings it was written for.
+    const Store store(req.db);
+    resume = find_resume_point(store, sc, np, *req.resume > 0 ? req.resume : std::nullopt);
+    std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)\n",
+                 static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), resume->run.status.c_str(),
+                 static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str());
+    before = std::min(before, resume->run.id - 1);  // the resumed run is this launch's too (launch_runs)
+  }
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
   if (req.max_steps) args.insert(args.end(), {"--max-steps", std::to_string(*req.max_steps)});
   if (req.batch_size) args.insert(args.end(), {"--batch-size", std::to_string(*req.batch_size)});
   if (req.seed) args.insert(args.end(), {"--seed", std::to_string(*req.seed)});
   if (req.backend) args.insert(args.end(), {"--backend", *req.backend});
+  if (resume) args.insert(args.end(), {"--resume", std::to_string(resume->run.id)});
   if (!req.trace.empty())
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
                              std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
@@ -103,6 +123,7 @@ int run_scenario(const RunRequest& req) {
   std::vector<std::string> mpirun_extra = bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{};
   mpirun_extra.insert(mpirun_extra.end(), {"-x", "DDPLAB_LAUNCH_ID=" + launch_id});
   LaunchPlan plan = plan_launch(np, args, mpirun_extra);
+  plan.graceful_stop_s = kGracefulStopS;  // the ranks stop after a step, all rows stored (trainer.cpp)
   if (bed) retry_unstarted(plan, testbed::kLaunchAttempts);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const JobEnd end = execute(plan);
@@ -122,6 +143,11 @@ int run_scenario(const RunRequest& req) {
     for (const RunRow& r : rec.marked)
       std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(),
                    end.signal ? "interrupted" : "failed");
+    // Runs the ranks stored interrupted themselves, stopping on request.
+    for (const RunRow& r : launch_runs(store, before, launch_id))
+      if (r.status == "interrupted" && std::none_of(rec.marked.begin(), rec.marked.end(), [&](const RunRow& m) { return m.id == r.id; }))
+        std::fprintf(stderr, "ddplab: run %lld (%s) stored interrupted: %s\n", static_cast<long long>(r.id),
+                     r.info.strategy.c_str(), r.reason.c_str());
     if (end.signal)
       std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),
                    req.db.c_str());
@@ -164,6 +190,23 @@ void add_run(CLI::App& app) {
          },
          "Steps to trace, FIRST:LAST (default 10:13)")
       ->needs("--trace");
+  cmd->add_option_function<std::string>(
+         "--resume",
+         [req](const std::string& v) {
+           if (v.empty()) return void(req->resume = 0);
+           std::size_t used = 0;
+           long long id = 0;
+           try {
+             id = std::stoll(v, &used);
+           } catch (const std::exception&) {
+             used = 0;
+           }
+           if (used != v.size() || id < 1) throw CLI::ValidationError("--resume", "expected a run id, got \"" + v + "\"");
+           req->resume = id;
+         },
+         "Continue a failed, interrupted or abandoned run from its newest checkpoint (train.checkpoint_every): RUN_ID, "
+         "or without it the scenario's newest such run; bit for bit as if it had not stopped")
+      ->expected(0, 1);
   cmd->add_flag("--testbed", req->testbed,
                 "Run one rank per host of the emulated cluster (`ddplab testbed up`); --np must match its hosts");
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")

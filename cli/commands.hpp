@@ -40,6 +40,8 @@ struct RunRequest {
   std::string trace;      // Chrome trace of steps [trace_first, trace_last)
   std::int64_t trace_first = 10, trace_last = 13;
   bool testbed = false;   // one rank per host of the emulated cluster (`ddplab testbed up`)
+  // --resume [RUN_ID]: continue a run from its newest checkpoint; 0 = the scenario's newest resumable run.
+  std::optional<std::int64_t> resume;
 };
 int run_scenario(const RunRequest& req);
 // The highest run id in the store (0 when empty): runs written later have larger ids.

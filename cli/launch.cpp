@@ -104,8 +104,8 @@ void kill_job(pid_t pid) {
   for (pid_t p : below) kill(p, SIGKILL);
 }
 
-// One launch of the plan, with `envp` as its environment.
-JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
+// One launch of the plan, with `envp` as its environment and `job_dir` as its job folder.
+JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& job_dir) {
   std::vector<char*> argv;
   for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -159,6 +159,8 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
   int forwarded = 0;  // signals handled so far
   int usr1_forwarded = 0;
   Clock::time_point deadline{};
+  Clock::time_point graceful_deadline{};
+  bool graceful = false;  // the ranks were asked to stop and mpirun was not signalled yet
   bool killed = false;
   std::vector<pid_t> started;  // what mpirun had started here when the first signal came
   for (;;) {
@@ -173,17 +175,34 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp) {
     const int seen = g_signals;
     if (seen > forwarded) {
       if (forwarded == 0) {
-        std::fprintf(stderr, "ddplab: %s: stopping the job (again to kill it at once)\n", strsignal(g_signal));
         started = descendants(pid);
-        kill(pid, g_signal);  // mpirun stops its ranks
-        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+        if (plan.graceful_stop_s > 0) {
+          // The ranks stop together after a step, storing every row (and a checkpoint); mpirun is signalled
+          // only if they have not within graceful_stop_s.
+          std::fprintf(stderr, "ddplab: %s: stopping the job after the current step (again to kill it at once)\n",
+                       strsignal(g_signal));
+          request_stop(job_dir);
+          graceful = true;
+          graceful_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(plan.graceful_stop_s));
+        } else {
+          std::fprintf(stderr, "ddplab: %s: stopping the job (again to kill it at once)\n", strsignal(g_signal));
+          kill(pid, g_signal);  // mpirun stops its ranks
+          deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+        }
       } else if (!killed) {
         std::fprintf(stderr, "ddplab: killing the job\n");
         kill_job(pid), killed = true;
       }
       forwarded = seen;
     }
-    if (forwarded && !killed && Clock::now() > deadline) {
+    if (graceful && !killed && Clock::now() > graceful_deadline) {
+      std::fprintf(stderr, "ddplab: the ranks did not stop within %.0f s: stopping mpirun\n", plan.graceful_stop_s);
+      kill(pid, g_signal);
+      graceful = false;
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+    }
+    if (forwarded && !graceful && !killed && Clock::now() > deadline) {
       std::fprintf(stderr, "ddplab: the job did not stop within %.0f s: killing it\n", kStopGraceS);
       kill_job(pid), killed = true;
     }
@@ -222,7 +241,7 @@ JobEnd execute(const LaunchPlan& plan) {
   envp.push_back(nullptr);
   JobEnd end;
   for (int attempt = 1;; ++attempt) {
-    end = run_once(plan, envp.data());
+    end = run_once(plan, envp.data(), dir);
     if (end.rc == 0 || end.signal || attempt >= plan.attempts || !read_job_notes(dir, "started-").empty()) break;
     std::fprintf(stderr, "ddplab: the launch failed before any rank started (mpirun exit %d): trying again (%d of %d)\n",
                  end.rc, attempt + 1, plan.attempts);

@@ -48,6 +48,21 @@ std::vector<JobNote> read_job_notes(const std::string& dir, const std::string& p
   return out;
 }
 
+namespace {
+constexpr const char* kStopNote = "stop-request";
+}
+
+void request_stop(const std::string& dir) {
+  std::ofstream(std::filesystem::path(dir) / kStopNote) << "stop\n";
+}
+
+bool stop_requested() {
+  const char* dir = std::getenv(kJobDirVar);
+  if (!dir || !*dir) return false;
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(dir) / kStopNote, ec);
+}
+
 std::string rank_note(const std::string& kind) {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!rank) rank = std::getenv("PMI_RANK");

@@ -1,5 +1,6 @@
 // Run comparison: an aligned terminal table, CSV for spreadsheets, JSON for scripts.
 #include "ddplab/core/report.hpp"
+#include "ddplab/core/units.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -190,6 +191,10 @@ std::string run_details(const Store& store, std::int64_t id) {
                        s.samples_per_s, s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3, s.steps,
                        s.skipped);
   out += fmt::format("final       loss {}, accuracy {}\n", fixed(s.final_loss, 4), fixed(s.final_accuracy, 4));
+  for (const CheckpointRow& c : store.checkpoints(id))
+    out += fmt::format("checkpoint  step {}{}: {} rank{}, {} written in {:.3f} s (slowest rank), {}\n", c.step,
+                       c.final ? " (final)" : "", c.ranks, c.ranks == 1 ? "" : "s", format_bytes(static_cast<double>(c.bytes)),
+                       c.write_s, cell(c.path));
   out += "host        " + pretty(r.info.host_info) + "\n";
   out += "config      " + pretty(r.info.config_json) + "\n";
   return out;

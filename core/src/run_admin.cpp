@@ -2,6 +2,7 @@
 #include "ddplab/core/run_admin.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -45,8 +46,18 @@ std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int
                               fmt::join(running, ", ")));
   if (!why.empty()) throw std::invalid_argument(fmt::format("nothing deleted: {}", fmt::join(why, "; ")));
   std::vector<std::int64_t> checked;
-  for (const RunRow& r : rows) checked.push_back(r.id);
+  std::vector<std::string> folders;  // the runs' checkpoints, removed once their rows are gone
+  for (const RunRow& r : rows) {
+    checked.push_back(r.id);
+    for (const CheckpointRow& c : store.checkpoints(r.id)) folders.push_back(c.path);
+  }
   if (!checked.empty()) store.delete_runs(checked);
+  for (const std::string& f : folders) {
+    std::error_code ec;
+    std::filesystem::remove_all(f, ec);
+    // The run's folder (run-ID) too, once its last step's is gone.
+    std::filesystem::remove(std::filesystem::path(f).parent_path(), ec);
+  }
   return rows;
 }
 

@@ -207,7 +207,8 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
       r.fail(n->source(), fmt::format("train.{} is an option of the optimizer now: write {}", key, now));
   r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "weight_decay", "seed", "eval_every",
                       "optimizer", "optimizer_options", "lr_schedule", "lr_schedule_options", "warmup_steps",
-                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32"});
+                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32", "checkpoint_every",
+                      "checkpoint_dir", "checkpoint_keep"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
   if (const toml::node* n = t.get("tf32")) {
@@ -240,6 +241,9 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   }
   r.read_int(t, p, "eval_every", tr.eval_every, 0, "must be a non-negative integer (0 = only at the end)");
   r.read_int(t, p, "consistency_every", tr.consistency_every, 0, "must be a non-negative integer (0 = only at the end)");
+  r.read_int(t, p, "checkpoint_every", tr.checkpoint_every, 0, "must be a non-negative integer (0 = no checkpoints)");
+  r.read_int(t, p, "checkpoint_keep", tr.checkpoint_keep, 1, "must be a positive integer");
+  r.read_string(t, p, "checkpoint_dir", tr.checkpoint_dir);
 }
 
 // A SimGrid topology string: groups separated by ';' of sizes given by `group_sizes` (0 = any non-empty);
@@ -562,7 +566,10 @@ nlohmann::json Scenario::to_json() const {
         {"tf32", train.tf32},
         {"seed", train.seed},
         {"eval_every", train.eval_every},
-        {"consistency_every", train.consistency_every}}},
+        {"consistency_every", train.consistency_every},
+        {"checkpoint_every", train.checkpoint_every},
+        {"checkpoint_dir", train.checkpoint_dir},
+        {"checkpoint_keep", train.checkpoint_keep}}},
       {"cluster",
        {{"world_size", cluster.world_size},
         {"topology", cluster.topology},

@@ -230,6 +230,22 @@ CREATE TABLE IF NOT EXISTS flight_records(
   PRIMARY KEY(run_id, rank, seq)) WITHOUT ROWID;
 )sql";
 
+// Version 11: checkpoints (checkpoint.hpp) of measured runs: the folder holding the ranks' files of each
+// step, their total size and the slowest rank's time to write its file. `ddplab run --resume` continues a
+// run from its newest one.
+constexpr const char* kMigrateTo11 = R"sql(
+CREATE TABLE IF NOT EXISTS checkpoints(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  ranks INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  write_s REAL NOT NULL,
+  final INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+)sql";
+
 // Migrations in order; migration i takes a file from version to - 1 to version `to`.
 struct Migration {
   int to;
@@ -237,7 +253,8 @@ struct Migration {
   bool new_schema_text = false;  // edits sqlite_master: bump the schema cookie so connections reread it
 };
 constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6},
-                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}, {10, kMigrateTo10}};
+                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}, {10, kMigrateTo10},
+                                     {11, kMigrateTo11}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 // The runs table's columns as read_run reads them; a read-only file older than version 10 has no writer.

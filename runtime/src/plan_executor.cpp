@@ -467,4 +467,86 @@ void PlanExecutor::apply_layout() {
   model_.set_offsets(offsets);
 }
 
+namespace {
+
+// A flat buffer in the model's layout, as one parameter after another (parameter order), and back.
+std::vector<float> to_parameter_order(const std::vector<float>& flat, const std::vector<ParamInfo>& info) {
+  std::vector<float> out;
+  out.reserve(flat.size());
+  for (const ParamInfo& p : info)
+    out.insert(out.end(), flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
+               flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
+  return out;
+}
+std::vector<float> from_parameter_order(const std::vector<float>& ordered, const std::vector<ParamInfo>& info) {
+  std::vector<float> flat(ordered.size());
+  std::size_t at = 0;
+  for (const ParamInfo& p : info) {
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, flat.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    at += p.count;
+  }
+  return flat;
+}
+
+}  // namespace
+
+void PlanExecutor::save(Checkpoint& c) const {
+  if (micro_in_window_ != 0)
+    throw std::logic_error("PlanExecutor::save: inside an accumulation window (" + std::to_string(micro_in_window_) +
+                           " micro-steps accumulated)");
+  const auto& info = model_.param_info();
+  std::vector<float> flat(model_.num_params());
+  ops_.to_host(flat.data(), model_.params(), flat.size());
+  c.tensors["params"] = to_parameter_order(flat, info);
+  for (std::size_t i = 0; i < optimizer_.buffers().size(); ++i) {
+    ops_.to_host(flat.data(), optimizer_.buffers()[i].data(), flat.size());
+    c.tensors["optimizer." + std::to_string(i)] = to_parameter_order(flat, info);
+  }
+  if (model_.num_buffers() > 0) {
+    std::vector<float> buffers(model_.num_buffers());
+    ops_.to_host(buffers.data(), model_.buffers(), buffers.size());
+    c.tensors["buffers"] = std::move(buffers);
+  }
+  for (auto& [key, values] : strategy_.codec().state()) c.tensors["codec." + key] = std::move(values);
+  c.meta["executor"] = {{"rebuilt_order", first_sync_done_ ? nlohmann::json(observed_order_) : nlohmann::json(nullptr)}};
+}
+
+void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
+  if (first_sync_done_ || micro_in_window_ != 0) throw std::logic_error("PlanExecutor::load: the executor has run steps");
+  const nlohmann::json& ex = c.meta.value("executor", nlohmann::json::object());
+  if (ex.contains("rebuilt_order") && !ex["rebuilt_order"].is_null()) {
+    // The buckets as DDP rebuilt them after the first sync, from the order that step saw.
+    observed_order_ = ex["rebuilt_order"].get<std::vector<int>>();
+    first_sync_done_ = true;
+    try {
+      if (strategy_.observe_ready_order(observed_order_)) model_.set_offsets(strategy_.bucketing().grad_offset);
+    } catch (const std::exception& e) {
+      throw CheckpointError(what + ": its bucket rebuild does not fit this model: " + e.what());
+    }
+  }
+  const auto& info = model_.param_info();
+  const std::size_t n = model_.num_params();
+  std::vector<std::vector<float>> host;  // kept until the copies are done
+  host.push_back(from_parameter_order(c.tensor("params", n, what), info));
+  ops_.to_device(model_.params(), host.back().data(), n);
+  const std::size_t slots = optimizer_.buffers().size();
+  for (std::size_t i = 0; i < slots; ++i) {
+    host.push_back(from_parameter_order(c.tensor("optimizer." + std::to_string(i), n, what), info));
+    ops_.to_device(optimizer_.buffers()[i].data(), host.back().data(), n);
+  }
+  if (c.tensors.count("optimizer." + std::to_string(slots)))
+    throw CheckpointError(what + ": holds more optimizer state than train.optimizer keeps (another optimizer?)");
+  if (model_.num_buffers() > 0) ops_.to_device(model_.buffers(), c.tensor("buffers", model_.num_buffers(), what).data(), model_.num_buffers());
+  else if (c.tensors.count("buffers")) throw CheckpointError(what + ": holds batch-norm buffers this model does not have");
+  Codec::State codec;
+  for (const auto& [key, values] : c.tensors)
+    if (key.rfind("codec.", 0) == 0) codec[key.substr(6)] = values;
+  try {
+    strategy_.codec().restore(codec);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(what + ": " + e.what());
+  }
+  ops_.synchronize();  // `host` is pageable and goes out of scope
+}
+
 }  // namespace ddplab

@@ -17,10 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/job_notes.hpp"
+#include "ddplab/core/resume.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
+#include "ddplab/runtime/checkpointer.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/evaluation.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
@@ -31,6 +33,8 @@
 #include "ddplab/runtime/progress.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/runtime/watchdog.hpp"
+#include "stop_check.hpp"
+#include "trace_collector.hpp"
 #include "ddplab/strategies/replica_agreement.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -92,88 +96,6 @@ void gather_steps(Communicator& comm, std::vector<StepMetrics>& mine, Store* sto
   if (store) store->flush();
   mine.clear();
 }
-
-// The timeline of the traced steps: rank 0 collects every rank's events, writes one Chrome trace when asked
-// (--trace) and stores them with the run (table trace_events) for the GUI's Timeline. Without --trace-steps the
-// window is the run's last two steady blocks (two steps at least): the end of a run is past every warm-up.
-class TraceCollector {
- public:
-  TraceCollector(const WorkerOptions& opt, const std::string& strategy, bool several, Clock::time_point origin,
-                 std::int64_t total_steps, std::int64_t period)
-      : origin_(origin), first_asked_(opt.trace_first), last_asked_(opt.trace_last) {
-    if (opt.trace_path.empty()) {
-      const std::int64_t span = std::max<std::int64_t>(2, 2 * period);
-      first_asked_ = std::max<std::int64_t>(1, total_steps - span), last_asked_ = total_steps;
-      return;
-    }
-    path_ = opt.trace_path;
-    if (several) {
-      const auto dot = path_.rfind('.');
-      path_ = dot == std::string::npos || path_.find('/', dot) != std::string::npos
-                  ? path_ + "." + strategy
-                  : path_.substr(0, dot) + "." + strategy + path_.substr(dot);
-    }
-  }
-  void add(int rank, std::int64_t step, const StepRecord& rec) {
-    if (step < first_asked_ || step >= last_asked_) return;
-    if (first_ < 0) first_ = step;
-    last_ = step;
-    const double base = std::chrono::duration<double>(rec.start - origin_).count();
-    for (const OpRecord& op : rec.ops) {
-      if (op.end_s <= op.start_s && op.bytes == 0) continue;  // never ran (e.g. an empty bucket)
-      nlohmann::json args = {{"step", step}};
-      if (is_comm(op.kind)) args["bytes"] = op.bytes;
-      mine_.push_back({{"rank", rank}, {"track", is_comm(op.kind) ? "comm" : "compute"},
-                       {"name", std::string(op_name(op.kind)) + (op.index >= 0 ? " " + std::to_string(op.index) : "")},
-                       {"start_s", base + op.start_s}, {"dur_s", op.end_s - op.start_s}, {"args", args}});
-    }
-  }
-  std::int64_t first_traced() const { return first_; }
-  std::int64_t last_traced() const { return last_; }
-  // Collective: every rank calls it. Rank 0 stores the events with `run` (when it has a store) and writes the
-  // file asked for; returns the path written, or "". Nothing happens when the run ended before the window
-  // (every rank ran the same steps, so all skip alike).
-  std::string write(Communicator& comm, Store* store, std::int64_t run, const nlohmann::json& metadata) {
-    if (first_ < 0) return "";
-    const std::string text = mine_.dump();
-    const long long len = static_cast<long long>(text.size());
-    std::vector<long long> lens(static_cast<std::size_t>(comm.size()));
-    comm.gather(&len, sizeof len, lens.data(), 0);
-    std::vector<std::string> texts(static_cast<std::size_t>(comm.size()));
-    if (comm.rank() == 0) {
-      for (int r = 1; r < comm.size(); ++r) {
-        texts[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
-        comm.irecv(texts[static_cast<std::size_t>(r)].data(), texts[static_cast<std::size_t>(r)].size(), r, 7);
-      }
-    } else {
-      comm.isend(text.data(), text.size(), 0, 7);
-    }
-    comm.wait_all();
-    if (comm.rank() != 0) return "";
-    texts[0] = text;
-    std::vector<TraceEvent> events;
-    for (const std::string& t : texts)
-      for (const auto& e : nlohmann::json::parse(t))
-        events.push_back({e["rank"], e["track"], e["name"], e["start_s"], e["dur_s"], e["args"]});
-    if (store && run >= 0) {
-      try {
-        store->add_trace(run, events);
-      } catch (const StoreError& e) {  // the run's figures are stored; only its timeline is lost
-        std::fprintf(stderr, "warning: run %lld's timeline was not stored: %s\n", static_cast<long long>(run), e.what());
-      }
-    }
-    if (path_.empty()) return "";
-    write_chrome_trace(path_, events, metadata);
-    return path_;
-  }
-
- private:
-  Clock::time_point origin_;
-  std::int64_t first_asked_, last_asked_;  // the window [first, last)
-  std::string path_;
-  std::int64_t first_ = -1, last_ = -1;  // steps traced
-  nlohmann::json mine_ = nlohmann::json::array();
-};
 
 void flip_a_bit(Ops& ops, Model& model) {
   std::vector<float> p(model.num_params());
@@ -297,10 +219,39 @@ struct Where {
 struct StrategyOutcome {
   bool ok = true;
   std::string error;
+  bool stopped = false;  // on the launcher's request (stop_check.hpp): stored interrupted, the job ends
 };
 
+// The run a job continues (WorkerOptions::resume_run), as rank 0 found it and broadcast it to every rank.
+struct Resume {
+  std::int64_t run = 0, step = 0;
+  std::size_t strategy = 0;  // index in the scenario
+  std::string folder;        // the checkpoint's
+};
+
+// Collective: rank 0 looks the run up (find_resume_point, which the launcher checked already) and every rank
+// learns it; a refusal is rank 0's message on every rank.
+Resume resolve_resume(const Scenario& sc, Communicator& comm, Store* store, std::int64_t run) {
+  Resume r;
+  std::string error;
+  if (comm.rank() == 0) try {
+      const ResumePoint p = find_resume_point(*store, sc, comm.size(), run);
+      r = {p.run.id, p.checkpoint.step, p.strategy_index, p.checkpoint.path};
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  long long head[4] = {r.run, r.step, static_cast<long long>(r.strategy), static_cast<long long>(error.empty() ? r.folder.size() : error.size())};
+  comm.broadcast(head, sizeof head, 0);
+  std::string text = error.empty() ? r.folder : error;
+  text.resize(static_cast<std::size_t>(head[3]));
+  comm.broadcast(text.data(), text.size(), 0);
+  if (head[0] == 0) throw RankError(fmt::format("rank {}: {}", comm.rank(), text));
+  return {head[0], head[1], static_cast<std::size_t>(head[2]), text};
+}
+
 StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, const Data& data, Communicator& comm,
-                               Store* store, const WorkerOptions& opt, const Fault& fault, Where& where) {
+                               Store* store, const WorkerOptions& opt, const Fault& fault, Where& where,
+                               const Resume* resume) {
   const int rank = comm.rank(), world = comm.size();
   const auto& tr = sc.train;
   auto ops = tr.backend == "cpu" ? make_ops(tr.backend) : make_cuda_ops(tr.tf32);
@@ -356,9 +307,17 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     std::fflush(stdout);
   }
 
-  std::int64_t run = -1;
+  std::int64_t run = resume ? resume->run : -1;
   const std::string host_info = job_host_info(comm);  // collective
-  if (store) {
+  if (resume) {
+    // The run reads running again, without its rows past the checkpoint (Store::resume_run).
+    if (store) store->resume_run(run, resume->step, host_info);
+    if (rank == 0) {
+      std::printf("%s: resuming run %lld from its checkpoint at step %lld of %lld\n", st.name.c_str(),
+                  static_cast<long long>(run), static_cast<long long>(resume->step), static_cast<long long>(total_steps));
+      std::fflush(stdout);
+    }
+  } else if (store) {
     nlohmann::json cfg = sc.to_json();
     cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
@@ -369,9 +328,26 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                       {"describe", oc.lr.describe()}};
     run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
   }
+  comm.broadcast(&run, sizeof run, 0);  // every rank's checkpoint goes to the run's folder
   where.run = run;
 
   PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
+  Checkpointer checkpointer(sc, st, comm, store, run, opt.db_path);
+  // Where a resumed run stands: its state and counters as its checkpoint holds them.
+  std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
+  double last_loss = 0, wall_before = 0;
+  ReplicaAgreement agreement;  // train.consistency_every
+  if (resume) {
+    const Checkpoint c = checkpointer.load(resume->folder);
+    executor.load(c, rank_checkpoint_file(resume->folder, rank));
+    const nlohmann::json& t = c.meta.at("trainer");
+    first_step = t.at("step").get<std::int64_t>();
+    samples_total = t.at("samples_total").get<std::int64_t>();
+    last_loss = t.at("last_loss").get<double>();
+    wall_before = t.at("wall_s").get<double>();
+    next_check = t.at("next_check").get<std::int64_t>();
+    agreement.restore(t.at("agreement").get<std::vector<char>>());
+  }
   // [cluster].stragglers, as the simulator reads them. Every rank checks every factor, so a bad one stops
   // them all before the first collective.
   for (int r = 0; r < world; ++r) {
@@ -386,13 +362,13 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   double input_wait_s = 0;  // the steps' wait for their batch
   std::vector<StepMetrics> pending;
   Progress progress(opt.progress && rank == 0, st.name, total_steps);
-  const auto start = Clock::now();
+  // A resumed run's clock goes on from the checkpoint's: time to accuracy leaves the time it was down out.
+  const auto start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wall_before));
   // All ranks share the machine's monotonic clock, so rank 0's start is a common origin for the trace.
   Clock::time_point origin = start;
   comm.broadcast(&origin, sizeof origin, 0);
   TraceCollector trace(opt, st.name, sc.strategies.size() > 1, origin, total_steps, strategy.pattern().period());
-  std::int64_t step = 0, samples_total = 0;
-  double last_loss = 0;
+  std::int64_t step = first_step;
 
   auto run_eval = [&](std::int64_t at_step) {
     assemble_server_models(comm, *ops, model, strategy);
@@ -404,12 +380,16 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     return e;
   };
 
-  ReplicaAgreement agreement;  // train.consistency_every
-  std::int64_t next_check = tr.consistency_every;
+  auto counters = [&] {
+    return nlohmann::json{{"step", step}, {"samples_total", samples_total}, {"last_loss", last_loss},
+                          {"wall_s", seconds_since(start)}, {"next_check", next_check}, {"agreement", agreement.state()}};
+  };
+  StopCheck stop(st.accumulate_steps, first_step);
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
   input.plan(*sampler, tr.epochs, total_steps, join ? steps_per_epoch : 0);
-  int next_b = input.steps() == 0 ? 0 : input.load_step(0, worker);
-  for (std::size_t bi = 0; bi < input.steps(); ++bi) {
+  const auto first = static_cast<std::size_t>(first_step);
+  int next_b = first >= input.steps() ? 0 : input.load_step(first, worker);
+  for (std::size_t bi = first; bi < input.steps(); ++bi) {
     if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
       std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
       std::_Exit(3);
@@ -462,6 +442,26 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     progress.update(step, last_loss, samples_total);
     if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
     if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
+    const bool saved = checkpointer.due(step) && step < total_steps;
+    if (saved) {
+      gather_steps(comm, pending, store, run);  // a checkpoint never has steps before it unstored
+      checkpointer.save(step, false, executor, counters());
+    }
+    if (step < total_steps && stop.stop_after(comm, step, m.step_s)) {
+      // Stopped on request: every step so far stored, a checkpoint to resume from when they are on.
+      gather_steps(comm, pending, store, run);
+      if (checkpointer.enabled() && !saved) checkpointer.save(step, false, executor, counters());
+      const std::string why = fmt::format("stopped on request after step {}{}", step,
+                                          checkpointer.enabled() ? " (checkpoint there: ddplab run --resume continues it)" : "");
+      if (store) store->finish_run(run, "interrupted", why);
+      if (rank == 0) std::printf("%s: %s\n", st.name.c_str(), why.c_str());
+      progress.finish();
+      where = Where{};
+      comm.set_step(-1);
+      StrategyOutcome out;
+      out.stopped = true;
+      return out;
+    }
   }
   where.step = -1;
   comm.set_step(-1);
@@ -496,6 +496,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   StrategyOutcome out;
   assemble_server_models(comm, *ops, model, strategy);
+  if (checkpointer.enabled()) checkpointer.save(step, true, executor, counters());  // the trained model
   out.error = check_identical(comm, *ops, model, fault);
   out.ok = out.error.empty();
   if (store) store->finish_run(run, out.ok ? "completed" : "failed", out.error);
@@ -543,10 +544,15 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
   };
   try {
     if (comm.rank() == 0) store = std::make_unique<Store>(opt.db_path);
+    std::optional<Resume> resume;
+    if (opt.resume_run > 0) resume = resolve_resume(sc, comm, store.get(), opt.resume_run);
     const Data data = load_data(sc);
     int failures = 0;
-    for (const auto& st : sc.strategies) {
-      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where);
+    for (std::size_t i = resume ? resume->strategy : 0; i < sc.strategies.size(); ++i) {
+      const StrategyConfig& st = sc.strategies[i];
+      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where,
+                                                 resume && i == resume->strategy ? &*resume : nullptr);
+      if (out.stopped) break;  // the strategies after it are not started
       if (!out.ok) {
         ++failures;
         if (comm.rank() == 0) std::fprintf(stderr, "error: strategy %s: %s\n", st.name.c_str(), out.error.c_str());

@@ -128,6 +128,14 @@ void validate_strategies(const Scenario& sc) {
         check.fail("codec", fmt::format("must be \"none\" with policy \"{}\" (its shards travel uncompressed), got \"{}\"",
                                         s.policy, s.codec));
     }
+    // A checkpoint holds no half-accumulated gradients: it is taken where an accumulation window ends.
+    if (sc.train.checkpoint_every > 0 && sc.train.checkpoint_every % s.accumulate_steps != 0) {
+      const auto at = sc.train.where.find("checkpoint_every");
+      throw ScenarioError(fmt::format("{}: train.checkpoint_every must be a multiple of strategy[{}].accumulate_steps ({}), "
+                                      "got {}: a checkpoint is taken where an accumulation window ends",
+                                      at != sc.train.where.end() ? at->second : sc.path, i, s.accumulate_steps,
+                                      sc.train.checkpoint_every));
+    }
     std::vector<std::string> codec_names;
     for (const auto& c : codecs()) codec_names.push_back(c.name);
     if (std::find(codec_names.begin(), codec_names.end(), s.codec) == codec_names.end())

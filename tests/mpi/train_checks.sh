@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
+#   (CHECK: identical | resume | interrupt-resume | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -32,6 +32,60 @@ identical)
   "$ddplab" report --db "$db" --csv >"$work/csv" || fail "report failed"
   grep -q ",completed," "$work/csv" || fail "run not completed in the store"
   ;;
+resume)
+  # A rank killed at step 23 of the first strategy (checkpoints every 10 steps), then `--resume`: the run
+  # continues from step 20 and the scenario goes on; every stored loss and evaluation, and every rank's final
+  # parameters, are bit for bit those of a run that never stopped, with no step stored twice or missing.
+  victim=$((np - 1))
+  mkdir "$work/straight"
+  straight=$work/straight/results.db  # its checkpoints apart from the other run's
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$straight" >"$work/out" 2>&1 || fail "the straight run failed"
+  DDPLAB_FAULT="exit:$victim:23" timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >>"$work/out" 2>&1 &&
+    fail "the run with a dying rank succeeded"
+  [[ $(sqlite3 "$db" "select group_concat(step) from checkpoints") == "10,20" ]] || fail "checkpoints at 10 and 20 not stored"
+  start=$(date +%s%N)
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --resume >>"$work/out" 2>&1 || fail "the resumed run failed"
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  grep -q "^ddplab: resuming run 1 (.*, failed) from its checkpoint at step 20" "$work/out" || fail "resume not announced"
+  for q in "select id, strategy, status from runs order by id" \
+           "select r.strategy, s.step, s.rank, printf('%.17g', s.loss), s.samples from steps s join runs r on r.id = s.run_id order by 1, 2, 3" \
+           "select r.strategy, e.step, printf('%.17g %.17g', e.test_loss, e.test_accuracy) from evaluations e join runs r on r.id = e.run_id order by 1, 2"; do
+    [[ "$(sqlite3 "$straight" "$q")" == "$(sqlite3 "$db" "$q")" ]] || { sqlite3 "$db" "$q" >>"$work/out"; fail "differs from the straight run: $q"; }
+  done
+  dup=$(sqlite3 "$db" "select count(*) from (select run_id, step, rank from steps group by 1, 2, 3 having count(*) > 1)")
+  [[ $dup -eq 0 ]] || fail "$dup steps stored twice"
+  # The final checkpoints' tensors (a file's tail, after its 24-byte header and its JSON index), rank by rank.
+  tensors() { local n; n=$(od -An -t u8 -j 16 -N 8 "$1" | tr -d ' '); tail -c +$((24 + n + 1)) "$1"; }
+  for run in $(sqlite3 "$straight" "select id from runs"); do
+    for ((r = 0; r < np; r++)); do
+      a=$(sqlite3 "$straight" "select path from checkpoints where run_id = $run and final")/rank-$r.ckpt
+      b=$(sqlite3 "$db" "select path from checkpoints where run_id = $run and final")/rank-$r.ckpt
+      [[ -f $a && -f $b && $a != "$b" ]] || fail "no final checkpoints of run $run rank $r apart ($a, $b)"
+      cmp -s <(tensors "$a") <(tensors "$b") || fail "run $run rank $r: final parameters differ from the straight run's"
+    done
+  done
+  # What --resume refuses, before starting mpirun: a completed run, and settings that change what is trained.
+  "$ddplab" run "$scenario" --np "$np" --db "$db" --resume 1 >"$work/err" 2>&1 && fail "a completed run was resumed"
+  grep -q "run 1 is completed" "$work/err" || { cat "$work/err" >>"$work/out"; fail "no reason for refusing a completed run"; }
+  echo "resumed at step 20 in $ms ms; losses, evaluations and final parameters identical to the straight run's"
+  ;;
+interrupt-resume)
+  # SIGINT mid-run with checkpoints on: the ranks stop after a step, store every step and a checkpoint there,
+  # and `--resume` finishes the run from it, every step stored once.
+  start_long_run -e 's/^max_steps = .*/max_steps = 600/' -e 's/^checkpoint_every = .*/checkpoint_every = 300/'
+  kill -INT $launcher
+  wait $launcher
+  rc=$?
+  [[ $rc -eq 130 ]] || fail "launcher exited $rc after SIGINT, expected 130"
+  stopped=$(sqlite3 "$db" "select count(distinct step) from steps where run_id = 1")
+  [[ $(sqlite3 "$db" "select max(step) from checkpoints where run_id = 1") == "$stopped" ]] ||
+    fail "no checkpoint where the run stopped (step $stopped)"
+  timeout 150 "$ddplab" run "$work/long.toml" --np "$np" --db "$db" --resume >>"$work/out" 2>&1 || fail "the resumed run failed"
+  [[ $(sqlite3 "$db" "select status from runs where id = 1") == completed ]] || fail "the resumed run did not complete"
+  [[ $(sqlite3 "$db" "select count(*) || ' ' || count(distinct step) from steps where run_id = 1") == "$((600 * np)) 600" ]] ||
+    fail "not every step stored once"
+  echo "stopped after step $stopped with a checkpoint there; resumed to step 600"
+  ;;
 perturb)
   victim=$((np - 1))
   DDPLAB_FAULT="perturb:$victim" "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 && fail "run succeeded"
@@ -51,7 +105,8 @@ rank-dies)
   ;;
 interrupt-*)
   # SIGTERM or SIGINT to the launcher mid-run (or two SIGINTs): every rank stops within 5 s, the launcher exits
-  # 128 + the signal, the run is stored as interrupted with the steps flushed so far, and no process is left.
+  # 128 + the signal, the run is stored as interrupted, and no process is left. One signal: the ranks stop
+  # together after a step and store every step; a second kills the job, keeping the steps flushed so far.
   sig=${check#interrupt-}
   start_long_run
   start=$(date +%s%N)
@@ -65,10 +120,17 @@ interrupt-*)
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   [[ $rc -eq $want ]] || fail "launcher exited $rc after SIG$sig, expected $want"
   [[ $ms -lt 5000 ]] || fail "the job took $ms ms to stop"
-  grep -q "marked interrupted" "$work/out" || fail "run not reported interrupted"
   [[ $(sqlite3 "$db" "select status from runs") == interrupted ]] || fail "run not stored as interrupted"
   kept=$(sqlite3 "$db" "select count(distinct step) from steps")
   [[ $kept -gt 0 ]] || fail "no steps kept"
+  if [[ $sig == twice ]]; then  # killed, or stopped on request before the second signal came
+    grep -qE "marked interrupted|stored interrupted" "$work/out" || fail "run not reported interrupted"
+  else
+    # One signal: the ranks stop together after a step, with every step stored.
+    grep -q "stored interrupted: stopped on request after step $kept\$" "$work/out" ||
+      fail "not stopped on request with its $kept steps stored"
+    [[ $(sqlite3 "$db" "select count(*) from steps") -eq $((kept * np)) ]] || fail "not every rank's steps stored"
+  fi
   sleep 0.5
   if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; fail "processes left running"; fi
   echo "$([[ $sig == twice ]] && echo "two SIGINTs" || echo "SIG$sig"): stopped in $ms ms, exit $rc, $kept steps kept"

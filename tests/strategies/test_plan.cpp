@@ -166,6 +166,16 @@ std::string validation_error(const Scenario& sc) {
   return "";
 }
 
+// A checkpoint is taken where an accumulation window ends: its interval must be a multiple of every window.
+TEST(Validation, CheckpointEveryMustBeAMultipleOfEveryAccumulationWindow) {
+  const std::string two = "[[strategy]]\nname = \"a\"\n[[strategy]]\nname = \"b\"\naccumulate_steps = 4\n";
+  EXPECT_EQ(validation_error(parse_scenario("[train]\ncheckpoint_every = 8\n" + two, "c.toml")), "");
+  EXPECT_EQ(validation_error(parse_scenario("[train]\ncheckpoint_every = 6\n" + two, "c.toml")),
+            "c.toml:2:20: train.checkpoint_every must be a multiple of strategy[1].accumulate_steps (4), got 6: a "
+            "checkpoint is taken where an accumulation window ends");
+  EXPECT_EQ(validation_error(parse_scenario("[train]\ncheckpoint_every = 0\n" + two, "c.toml")), "");
+}
+
 // data.uneven = "join" runs on every policy whose entry says it joins; the others are refused by name.
 TEST(Validation, JoinIsRefusedByPoliciesThatCannotShadow) {
   for (const PolicyInfo& p : policies()) {

@@ -20,6 +20,11 @@ using ddplab::IndexValue;  // the wire element of ElemType::IndexValue (codec_co
 // Makes `buf` hold n floats in `compute` and returns them: zero-filled when it was empty or of another
 // size; moved over through the host when another compute made it (same values).
 float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n);
+// Checkpoints: a host buffer holding `values` (ensure_floats moves it to the compute that uses it), and
+// the bucket id of a state key "BUCKET/NAME" whose NAME is `name` (-1 for another name). Throws
+// std::invalid_argument for a key of another form.
+CodecBuffer host_buffer(const std::vector<float>& values);
+int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names, std::string& name);
 // For tests: a host copy of a state buffer, kept in `view` (nullptr when buf is empty). The pointer stays
 // valid until the next call with the same view.
 const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view);
@@ -66,6 +71,8 @@ class TopkCodec final : public Codec {
   // The error-feedback residual of a bucket (nullptr before its first step or without error feedback), as
   // a host copy valid until the next call for the same bucket.
   const std::vector<float>* residual(int bucket_id) const;
+  State state() const override;
+  void restore(const State& state) override;
 
  private:
   double ratio_;
@@ -104,9 +111,11 @@ class PowerSgdCodec final : public Codec {
   // copies valid until the next call of the same accessor for the same bucket.
   const std::vector<float>* residual(int bucket_id) const;
   const std::vector<float>* q_memory(int bucket_id) const;
+  State state() const override;
+  void restore(const State& state) override;
 
  private:
-  struct State {
+  struct BucketState {
     CodecBuffer residual, q;  // in the compute's memory; empty when absent
     CodecBuffer input;        // scratch for gradient + residual, kept so that a step allocates nothing this big
   };
@@ -115,7 +124,7 @@ class PowerSgdCodec final : public Codec {
   };
   PowerSgdOptions o_;
   std::uint64_t seed_;
-  std::map<int, State> state_;
+  std::map<int, BucketState> state_;
   mutable std::map<int, View> view_;
 };
 

@@ -1,4 +1,5 @@
 // The codec registry, element types, wire accounting and option parsing shared by every codec.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -29,6 +30,11 @@ const char* elem_name(ElemType t) {
 
 void Codec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
   run(bucket, grad, world_size, step, collective, host_codec_compute());
+}
+
+void Codec::restore(const State& state) {
+  if (!state.empty())
+    throw std::invalid_argument("codec " + name() + " keeps no state between steps, but was given \"" + state.begin()->first + "\"");
 }
 
 std::size_t Codec::wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const {
@@ -77,6 +83,30 @@ float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n) {
     compute.upload(buf.get(), host.data(), bytes);
   }
   return buf.as<float>();
+}
+
+CodecBuffer host_buffer(const std::vector<float>& values) {
+  CodecCompute& host = host_codec_compute();
+  CodecBuffer buf(host, values.size() * sizeof(float));
+  if (!values.empty()) host.upload(buf.get(), values.data(), values.size() * sizeof(float));
+  return buf;
+}
+
+int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names, std::string& name) {
+  const auto slash = key.find('/');
+  std::size_t used = 0;
+  int bucket = -1;
+  try {
+    bucket = std::stoi(key.substr(0, slash), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (slash == std::string::npos || used != slash || bucket < 0)
+    throw std::invalid_argument("codec " + codec + ": state key \"" + key + "\" is not BUCKET/NAME");
+  name = key.substr(slash + 1);
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw std::invalid_argument("codec " + codec + ": unknown state \"" + key + "\"");
+  return bucket;
 }
 
 const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view) {

@@ -98,7 +98,7 @@ void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size,
     return;
   }
 
-  State& st = state_[bucket.id];
+  BucketState& st = state_[bucket.id];
   float* residual = nullptr;
   float* input = nullptr;  // gradient + residual, to compute the new residual at the end
   if (o_.error_feedback) {
@@ -189,6 +189,27 @@ const std::vector<float>* PowerSgdCodec::residual(int bucket_id) const {
 const std::vector<float>* PowerSgdCodec::q_memory(int bucket_id) const {
   const auto it = state_.find(bucket_id);
   return it == state_.end() ? nullptr : host_view(it->second.q, view_[bucket_id].q);
+}
+
+Codec::State PowerSgdCodec::state() const {
+  State out;
+  std::vector<float> host;
+  for (const auto& [id, st] : state_) {
+    if (host_view(st.residual, host)) out[std::to_string(id) + "/residual"] = host;
+    if (host_view(st.q, host)) out[std::to_string(id) + "/q"] = host;
+  }
+  return out;
+}
+
+void PowerSgdCodec::restore(const State& state) {
+  std::map<int, BucketState> built;  // checked whole before any state is replaced
+  for (const auto& [key, values] : state) {
+    std::string name;
+    const int id = state_bucket(key, this->name(), {"residual", "q"}, name);
+    (name == "residual" ? built[id].residual : built[id].q) = host_buffer(values);
+  }
+  state_ = std::move(built);
+  view_.clear();
 }
 
 // PyTorch's powerSGD_hook defaults.

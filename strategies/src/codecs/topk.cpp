@@ -128,6 +128,24 @@ const std::vector<float>* TopkCodec::residual(int bucket_id) const {
   return it == residual_.end() ? nullptr : host_view(it->second, residual_view_[bucket_id]);
 }
 
+Codec::State TopkCodec::state() const {
+  State out;
+  std::vector<float> host;
+  for (const auto& [id, buf] : residual_)
+    if (host_view(buf, host)) out[std::to_string(id) + "/residual"] = host;
+  return out;
+}
+
+void TopkCodec::restore(const State& state) {
+  std::map<int, CodecBuffer> next;  // checked whole before any state is replaced
+  for (const auto& [key, values] : state) {
+    std::string name;
+    next[state_bucket(key, this->name(), {"residual"}, name)] = host_buffer(values);
+  }
+  residual_ = std::move(next);
+  residual_view_.clear();
+}
+
 std::vector<OptionSpec> topk_options() {
   return {{"ratio", OptionKind::Number, 0, 1, true, "0.01", "0.1", "share of the bucket's entries sent"},
           {"error_feedback", OptionKind::Boolean, 0, 1, false, "true", "false", "add what was not sent to the next step's gradient"}};

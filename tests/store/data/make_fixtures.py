@@ -11,7 +11,7 @@ from pathlib import Path
 
 # The last commit before each version's successor landed: what that version's build wrote.
 COMMITS = {1: "422faa1^", 2: "20e253e^", 3: "7f05588^", 4: "d0e850c^", 5: "75baf57^", 6: "e335b7d^",
-           7: "b895423^", 8: "956651c^", 9: "a1c7eeb"}
+           7: "b895423^", 8: "956651c^", 9: "a1c7eeb", 10: "27f8928"}
 LITERAL = re.compile(r'constexpr const char\* (kSchema|kMigrateTo(\d+)) = R"sql\((.*?)\)sql";', re.S)
 
 

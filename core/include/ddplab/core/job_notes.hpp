@@ -22,6 +22,12 @@ struct JobNote {
 // The notes in `dir` whose names start with `prefix`, by name (shorter first: rank 2 before rank 10).
 std::vector<JobNote> read_job_notes(const std::string& dir, const std::string& prefix);
 
+// A graceful stop: the launcher asks the ranks of the job in `dir` to stop after the step they are at
+// (training flushes its rows, checkpoints and stores the run interrupted), and the ranks look for the request.
+// No job folder: never requested.
+void request_stop(const std::string& dir);
+bool stop_requested();
+
 // This rank's note names: "started-rank-R" and "failure-rank-R" (R from OMPI_COMM_WORLD_RANK or PMI_RANK,
 // else the pid).
 std::string rank_note(const std::string& kind);

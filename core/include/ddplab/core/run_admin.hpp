@@ -20,6 +20,7 @@ std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::
 // Deletes `ids` with their steps, evaluations, resources and timelines in one transaction (Store::delete_runs)
 // and returns their rows. Every id is checked first: one not in the store, or still marked running, is
 // refused with std::invalid_argument naming all such ids, and nothing is deleted. Repeated ids count once.
+// Their checkpoint folders are removed from disk after the rows.
 std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int64_t>& ids);
 
 // How a launched job ended badly, as its launcher learnt it (`ddplab run`, cli/launch.hpp's JobEnd).

@@ -107,6 +107,11 @@ struct TrainConfig {
   // Steps between checks that the replicas' parameters agree (a checksum compared across ranks, at the first
   // step from then on after which the strategy keeps them equal); 0 = only at the end.
   int consistency_every = 0;
+  // Steps between checkpoints (each rank's state, from which `ddplab run --resume` continues bit for bit),
+  // and one at the end of the run; 0 = none. A multiple of every strategy's accumulate_steps.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir;  // where they go (run-ID/step-S/rank-R.ckpt); empty = STEM-checkpoints beside STEM.db
+  int checkpoint_keep = 2;     // the newest this many checkpoints of a run are kept (the final one too)
 };
 
 // Named clusters for [cluster].preset (fields filled by apply_cluster_preset).

@@ -181,6 +181,19 @@ struct PredictionRow {
   std::string version;      // ddplab build
 };
 
+// One checkpoint of a measured run (table checkpoints, schema version 11): the folder holding each rank's
+// file (checkpoint.hpp) after `step` steps. A final one is taken at the end of a completed run.
+struct CheckpointRow {
+  std::int64_t run_id = 0;
+  std::int64_t step = 0;
+  std::string path;          // folder: rank-R.ckpt for every rank
+  int ranks = 0;
+  std::int64_t bytes = 0;    // all ranks' files
+  double write_s = 0;        // the slowest rank's write, fsync and rename
+  bool final = false;        // taken at the end of the run (after the policy's end-of-run work)
+  std::string created_at;    // ISO-8601 UTC
+};
+
 class Store {
  public:
   // Opens or creates the file (and its parent folder), applies the schema, enables WAL.
@@ -261,12 +274,25 @@ class Store {
   void add_flight(std::int64_t run, const std::vector<FlightRecord>& records);  // one transaction
   std::vector<FlightRecord> flight(std::int64_t run) const;                     // by rank, seq
 
+  // Checkpoints (schema version 11). add_checkpoint commits the row at once, after the pending rows: a
+  // stored checkpoint never has steps before it still unwritten.
+  void add_checkpoint(const CheckpointRow& row);
+  void delete_checkpoint(std::int64_t run, std::int64_t step);
+  std::vector<CheckpointRow> checkpoints(std::int64_t run) const;  // ascending by step
+  // Reopens a failed, interrupted or abandoned run to continue from its checkpoint at `step`, in one
+  // transaction: its steps from `step` on, its evaluations after it, its checkpoints after it, its timeline,
+  // resources, flight records, reason and cached totals are deleted, and it reads "running" again with this
+  // process as its writer and `host_info` (the resuming job's, with its launch id) as its host; its config
+  // JSON's "resumed" list gains {from_step, status, reason, at} of the stop it continues from. Throws
+  // StoreError when the run is missing, completed, still running, or has no checkpoint at that step.
+  void resume_run(std::int64_t run, std::int64_t step, const std::string& host_info);
+
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
   // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). 9: runs may end "interrupted".
-  // 10: + runs.writer, runs.reason, flight_records. Older files are migrated in place when opened (in one transaction); newer ones are refused.
+  // 10: + runs.writer, runs.reason, flight_records. 11: + checkpoints. Older files are migrated in place when opened (in one transaction); newer ones are refused.
   // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
   static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }
   int schema() const { return schema_; }

@@ -24,6 +24,7 @@ class OptimizerState {
               std::int64_t t, float lr, float grad_scale = 1.0f);
   // The per-parameter state, to move along when the parameters move (a bucket rebuild).
   std::vector<DeviceBuffer>& buffers() { return state_; }
+  const std::vector<DeviceBuffer>& buffers() const { return state_; }
 
  private:
   Ops& ops_;

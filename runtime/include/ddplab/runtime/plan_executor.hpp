@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "ddplab/core/checkpoint.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
@@ -64,6 +65,13 @@ class PlanExecutor {
   // The synced gradients are the ranks' sum divided by `ranks`: every worker by default; under join, the
   // ranks still training (data.uneven = "join"). Takes effect from the next step.
   void set_grad_divisor(int ranks);
+
+  // Checkpoints (core/checkpoint.hpp): this rank's parameters, batch-norm buffers and optimizer state (each
+  // in parameter order, whatever the bucket layout), its codec's state and the bucket rebuild. save() is for
+  // the end of an accumulation window; load() is for an executor that has run no step, and throws
+  // CheckpointError naming `what` when the checkpoint does not fit this model and strategy.
+  void save(Checkpoint& c) const;
+  void load(const Checkpoint& c, const std::string& what);
 
   // Makes this rank a straggler: its compute ops and its codec work take `factor` (>= 1) times longer
   // (slowdown.hpp). On a device each compute op is synchronised first, so that its time is known.

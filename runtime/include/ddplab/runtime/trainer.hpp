@@ -16,6 +16,9 @@ struct WorkerOptions {
   std::string trace_path;  // Chrome trace JSON of steps [trace_first, trace_last); empty = none. With several
                            // strategies, each gets its own file: trace.json -> trace.<strategy>.json
   std::int64_t trace_first = 0, trace_last = 0;
+  // > 0: continue that run from its newest checkpoint (core/resume.hpp checks it), then train the scenario's
+  // strategies after its own; the ones before it are not trained again.
+  std::int64_t resume_run = 0;
 };
 
 // Returns the process exit code: 0 when every strategy completed and the final parameters of all ranks are

@@ -112,6 +112,12 @@ class Codec {
                    CodecCompute& compute) = 0;
   // The same on host memory (host_codec_compute()). Subclasses add `using Codec::run;` to keep it visible.
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective);
+  // The state a codec carries from step to step (error feedback, PowerSGD's warm-start Q), as host copies
+  // keyed "BUCKET/NAME", for checkpoints. A codec made with the same options and seed, restored from it,
+  // continues bit for bit. restore() replaces every state the codec holds; the default refuses any entry.
+  using State = std::map<std::string, std::vector<float>>;
+  virtual State state() const { return {}; }
+  virtual void restore(const State& state);
   // Bytes this rank puts on the wire per element of its own payload is plan()'s business; this is the
   // total payload per rank for one bucket (sum over calls of count * elem_bytes), for reports.
   std::size_t wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const;

@@ -8,6 +8,7 @@
 // (train.consistency_every). Dedicated parameter servers hold shards, not replicas: compare workers only.
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "ddplab/strategies/plan.hpp"
@@ -21,6 +22,9 @@ class ReplicaAgreement {
   // new buckets agree if every old one did.
   void after(const StepPlan& plan, std::size_t buckets);
   bool agree() const;
+  // By bucket (empty: every one agrees), for checkpoints.
+  const std::vector<char>& state() const { return agree_; }
+  void restore(std::vector<char> agree) { agree_ = std::move(agree); }
 
  private:
   std::vector<char> agree_;  // by bucket; empty: every one agrees

@@ -1,0 +1,106 @@
+#include "ddplab/core/resume.hpp"
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ddplab {
+
+std::string run_checkpoint_folder(const Scenario& sc, const std::string& db_path, std::int64_t run) {
+  namespace fs = std::filesystem;
+  // Two stores side by side number their runs alike: each has a folder of its own.
+  const fs::path base = sc.train.checkpoint_dir.empty()
+                            ? fs::path(db_path).parent_path() / (fs::path(db_path).stem().string() + "-checkpoints")
+                            : fs::path(sc.train.checkpoint_dir);
+  return (fs::absolute(base) / fmt::format("run-{}", run)).lexically_normal().string();
+}
+
+std::string step_checkpoint_folder(const std::string& run_folder, std::int64_t step) {
+  return (std::filesystem::path(run_folder) / fmt::format("step-{}", step)).string();
+}
+
+std::string rank_checkpoint_file(const std::string& step_folder, int rank) {
+  return (std::filesystem::path(step_folder) / fmt::format("rank-{}.ckpt", rank)).string();
+}
+
+nlohmann::json checkpoint_identity(const Scenario& sc, const StrategyConfig& st, int world) {
+  nlohmann::json scenario = sc.to_json();
+  scenario.erase("cluster");
+  scenario.erase("strategies");
+  return {{"scenario", scenario}, {"strategy", st.to_json()}, {"world_size", world}};
+}
+
+std::string identity_differences(const nlohmann::json& saved, const nlohmann::json& now) {
+  static const std::set<std::string> ignored = {
+      "scenario.train.checkpoint_every", "scenario.train.checkpoint_dir", "scenario.train.checkpoint_keep",
+      "scenario.train.comm_timeout_s", "scenario.train.consistency_every"};
+  return json_differences(saved, now, ignored);
+}
+
+ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world, std::optional<std::int64_t> run_id) {
+  ResumePoint p;
+  if (run_id) {
+    const auto row = store.run(*run_id);
+    if (!row) throw std::invalid_argument(fmt::format("--resume {}: no run with that id in {}", *run_id, store.path()));
+    p.run = *row;
+  } else {
+    // The newest unfinished measured run of this scenario that has a checkpoint to continue from.
+    bool found = false;
+    const auto runs = store.runs();
+    for (auto it = runs.rbegin(); it != runs.rend() && !found; ++it) {
+      if (it->info.scenario != sc.name || it->info.source != "measured") continue;
+      if (it->status != "failed" && it->status != "interrupted" && it->status != "abandoned") continue;
+      for (const CheckpointRow& c : store.checkpoints(it->id)) found |= !c.final;
+      if (found) p.run = *it;
+    }
+    if (!found)
+      throw std::invalid_argument(fmt::format("--resume: scenario \"{}\" has no failed, interrupted or abandoned run with a "
+                                              "checkpoint in {} (train.checkpoint_every = N takes them)",
+                                              sc.name, store.path()));
+  }
+  const RunRow& r = p.run;
+  if (r.status == "completed")
+    throw std::invalid_argument(fmt::format("--resume {}: run {} is completed; there is nothing to continue", r.id, r.id));
+  if (r.status == "running")
+    throw std::invalid_argument(fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
+                                            "machine); stop it first",
+                                            r.id, r.id));
+  if (r.info.source != "measured")
+    throw std::invalid_argument(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, r.info.source));
+  if (r.info.scenario != sc.name)
+    throw std::invalid_argument(fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id,
+                                            r.info.scenario, sc.name));
+  bool have = false;
+  for (const CheckpointRow& c : store.checkpoints(r.id))
+    if (!c.final) p.checkpoint = c, have = true;
+  if (!have)
+    throw std::invalid_argument(fmt::format("--resume {}: run {} has no checkpoint (train.checkpoint_every was 0, or it "
+                                            "stopped before the first one)",
+                                            r.id, r.id));
+  p.strategy_index = sc.strategies.size();
+  for (std::size_t i = 0; i < sc.strategies.size(); ++i)
+    if (sc.strategies[i].name == r.info.strategy) p.strategy_index = i;
+  if (p.strategy_index == sc.strategies.size())
+    throw std::invalid_argument(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
+                                            r.info.strategy));
+  if (r.info.world_size != world)
+    throw std::invalid_argument(fmt::format("--resume {}: run {} trained on {} ranks, not {}: resuming on another number of "
+                                            "ranks (elastic resume) is not supported yet; pass --np {}",
+                                            r.id, r.id, r.info.world_size, world, r.info.world_size));
+  const std::string file = rank_checkpoint_file(p.checkpoint.path, 0);
+  Checkpoint head;
+  try {
+    head = read_checkpoint(file);
+  } catch (const CheckpointError& e) {
+    throw std::invalid_argument(fmt::format("--resume {}: {}", r.id, e.what()));
+  }
+  const std::string diff =
+      identity_differences(head.meta.value("identity", nlohmann::json()), checkpoint_identity(sc, sc.strategies[p.strategy_index], world));
+  if (!diff.empty())
+    throw std::invalid_argument(fmt::format("--resume {}: {} was written for other settings: {}", r.id, file, diff));
+  return p;
+}
+
+}  // namespace ddplab
