@@ -103,9 +103,12 @@ int run_scenario(const RunRequest& req) {
     // Checked here, before mpirun starts: the run, its checkpoint and the settings it was written for.
     const Store store(req.db);
     resume = find_resume_point(store, sc, np, *req.resume > 0 ? req.resume : std::nullopt);
-    std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)\n",
+    std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)%s\n",
                  static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), resume->run.status.c_str(),
-                 static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str());
+                 static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str(),
+                 resume->elastic() ? fmt::format(" on {} ranks, not its {}: a new run continues it", np,
+                                                 resume->run.info.world_size).c_str()
+                                   : "");
     before = std::min(before, resume->run.id - 1);  // the resumed run is this launch's too (launch_runs)
   }
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};

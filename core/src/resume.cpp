@@ -1,5 +1,6 @@
 #include "ddplab/core/resume.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -85,10 +86,7 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
   if (p.strategy_index == sc.strategies.size())
     throw std::invalid_argument(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
                                             r.info.strategy));
-  if (r.info.world_size != world)
-    throw std::invalid_argument(fmt::format("--resume {}: run {} trained on {} ranks, not {}: resuming on another number of "
-                                            "ranks (elastic resume) is not supported yet; pass --np {}",
-                                            r.id, r.id, r.info.world_size, world, r.info.world_size));
+  p.world = world;
   const std::string file = rank_checkpoint_file(p.checkpoint.path, 0);
   Checkpoint head;
   try {
@@ -96,10 +94,23 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
   } catch (const CheckpointError& e) {
     throw std::invalid_argument(fmt::format("--resume {}: {}", r.id, e.what()));
   }
-  const std::string diff =
-      identity_differences(head.meta.value("identity", nlohmann::json()), checkpoint_identity(sc, sc.strategies[p.strategy_index], world));
+  // On another number of ranks the world size differs by design; nothing else may.
+  nlohmann::json now = checkpoint_identity(sc, sc.strategies[p.strategy_index], r.info.world_size);
+  const std::string diff = identity_differences(head.meta.value("identity", nlohmann::json()), now);
   if (!diff.empty())
     throw std::invalid_argument(fmt::format("--resume {}: {} was written for other settings: {}", r.id, file, diff));
+  if (p.elastic()) {
+    const auto agree = head.meta.value("trainer", nlohmann::json::object()).value("agreement", std::vector<int>{});
+    if (std::find(agree.begin(), agree.end(), 0) != agree.end())
+      throw std::invalid_argument(fmt::format("--resume {}: its checkpoint at step {} falls where the replicas differ "
+                                              "(between local SGD's syncs): it can continue on its {} ranks only",
+                                              r.id, p.checkpoint.step, r.info.world_size));
+    for (int rank = 1; rank < r.info.world_size; ++rank)
+      if (!std::filesystem::exists(rank_checkpoint_file(p.checkpoint.path, rank)))
+        throw std::invalid_argument(fmt::format("--resume {}: {} is missing: on another number of ranks every old rank's "
+                                                "file is read",
+                                                r.id, rank_checkpoint_file(p.checkpoint.path, rank)));
+  }
   return p;
 }
 

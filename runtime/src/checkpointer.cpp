@@ -66,6 +66,21 @@ void Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& exec
   }
 }
 
+std::vector<Checkpoint> Checkpointer::load_world(const std::string& step_folder, int old_world) const {
+  nlohmann::json identity = identity_;
+  identity["world_size"] = old_world;
+  std::vector<Checkpoint> out;
+  for (int r = 0; r < old_world; ++r) {
+    const std::string file = rank_checkpoint_file(step_folder, r);
+    out.push_back(read_checkpoint(file));
+    const std::string diff = identity_differences(out.back().meta.value("identity", nlohmann::json()), identity);
+    if (!diff.empty()) throw CheckpointError(fmt::format("checkpoint {} was written for other settings: {}", file, diff));
+    if (out.back().meta.value("rank", -1) != r)
+      throw CheckpointError(fmt::format("checkpoint {} is rank {}'s, not rank {}'s", file, out.back().meta.value("rank", -1), r));
+  }
+  return out;
+}
+
 Checkpoint Checkpointer::load(const std::string& step_folder) const {
   const std::string file = rank_checkpoint_file(step_folder, comm_.rank());
   Checkpoint c = read_checkpoint(file);

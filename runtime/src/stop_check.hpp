@@ -14,6 +14,14 @@
 
 namespace ddplab {
 
+// Collective: whether the launcher asked the job to stop, as rank 0 sees it (false without a job folder).
+inline bool stop_requested_everywhere(Communicator& comm) {
+  if (!std::getenv(kJobDirVar)) return false;
+  int stop = comm.rank() == 0 && stop_requested() ? 1 : 0;
+  comm.broadcast(&stop, sizeof stop, 0);
+  return stop != 0;
+}
+
 class StopCheck {
  public:
   // `window`: micro-steps per accumulation window; `first`: the step the run starts at (a window's start).

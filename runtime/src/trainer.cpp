@@ -24,6 +24,7 @@
 #include "ddplab/core/version.hpp"
 #include "ddplab/runtime/checkpointer.hpp"
 #include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/elastic.hpp"
 #include "ddplab/runtime/evaluation.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/job_info.hpp"
@@ -226,7 +227,9 @@ struct StrategyOutcome {
 struct Resume {
   std::int64_t run = 0, step = 0;
   std::size_t strategy = 0;  // index in the scenario
+  int old_world = 0;         // the run's ranks: another number than now is an elastic resume (elastic.hpp)
   std::string folder;        // the checkpoint's
+  bool elastic(int world) const { return old_world != world; }
 };
 
 // Collective: rank 0 looks the run up (find_resume_point, which the launcher checked already) and every rank
@@ -236,17 +239,18 @@ Resume resolve_resume(const Scenario& sc, Communicator& comm, Store* store, std:
   std::string error;
   if (comm.rank() == 0) try {
       const ResumePoint p = find_resume_point(*store, sc, comm.size(), run);
-      r = {p.run.id, p.checkpoint.step, p.strategy_index, p.checkpoint.path};
+      r = {p.run.id, p.checkpoint.step, p.strategy_index, p.run.info.world_size, p.checkpoint.path};
     } catch (const std::exception& e) {
       error = e.what();
     }
-  long long head[4] = {r.run, r.step, static_cast<long long>(r.strategy), static_cast<long long>(error.empty() ? r.folder.size() : error.size())};
+  long long head[5] = {r.run, r.step, static_cast<long long>(r.strategy), r.old_world,
+                       static_cast<long long>(error.empty() ? r.folder.size() : error.size())};
   comm.broadcast(head, sizeof head, 0);
   std::string text = error.empty() ? r.folder : error;
-  text.resize(static_cast<std::size_t>(head[3]));
+  text.resize(static_cast<std::size_t>(head[4]));
   comm.broadcast(text.data(), text.size(), 0);
   if (head[0] == 0) throw RankError(fmt::format("rank {}: {}", comm.rank(), text));
-  return {head[0], head[1], static_cast<std::size_t>(head[2]), text};
+  return {head[0], head[1], static_cast<std::size_t>(head[2]), static_cast<int>(head[3]), text};
 }
 
 StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, const Data& data, Communicator& comm,
@@ -307,9 +311,11 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     std::fflush(stdout);
   }
 
-  std::int64_t run = resume ? resume->run : -1;
+  // Resumed on as many ranks, the stored run continues; on another number (elastic), a new run does.
+  const bool elastic = resume && resume->elastic(world);
+  std::int64_t run = resume && !elastic ? resume->run : -1;
   const std::string host_info = job_host_info(comm);  // collective
-  if (resume) {
+  if (resume && !elastic) {
     // The run reads running again, without its rows past the checkpoint (Store::resume_run).
     if (store) store->resume_run(run, resume->step, host_info);
     if (rank == 0) {
@@ -326,6 +332,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     cfg["partition"] = {{"samples_per_epoch", sampler->per_rank()}, {"class_histograms", histograms}};
     cfg["lr_plan"] = {{"peak", oc.lr.peak}, {"global_batch", oc.lr.global_batch}, {"updates", oc.lr.total},
                       {"describe", oc.lr.describe()}};
+    if (elastic)
+      cfg["resumed_from"] = {{"run", resume->run}, {"step", resume->step}, {"world_size", resume->old_world}};
     run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
   }
   comm.broadcast(&run, sizeof run, 0);  // every rank's checkpoint goes to the run's folder
@@ -337,7 +345,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
   double last_loss = 0, wall_before = 0;
   ReplicaAgreement agreement;  // train.consistency_every
-  if (resume) {
+  if (resume && !elastic) {
     const Checkpoint c = checkpointer.load(resume->folder);
     executor.load(c, rank_checkpoint_file(resume->folder, rank));
     const nlohmann::json& t = c.meta.at("trainer");
@@ -347,6 +355,28 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     wall_before = t.at("wall_s").get<double>();
     next_check = t.at("next_check").get<std::int64_t>();
     agreement.restore(t.at("agreement").get<std::vector<char>>());
+  } else if (elastic) {
+    // Every old rank's file, its shards re-cut for this world (elastic.hpp); the step where this world has
+    // seen as many samples.
+    const std::vector<Checkpoint> old = checkpointer.load_world(resume->folder, resume->old_world);
+    Strategy old_strategy(st, model.spec(), strategy_context(sc, resume->old_world, resume->old_world));
+    const nlohmann::json order = old.front().meta.value("executor", nlohmann::json::object()).value("rebuilt_order", nlohmann::json());
+    if (order.is_array()) old_strategy.observe_ready_order(order.get<std::vector<int>>());
+    executor.load(elastic_checkpoint(old, old_strategy), rank_checkpoint_file(resume->folder, 0));
+    const nlohmann::json& t = old.front().meta.at("trainer");
+    first_step = elastic_step(t.at("step").get<std::int64_t>(), old_strategy.workers(), workers, st.accumulate_steps);
+    samples_total = t.at("samples_total").get<std::int64_t>();
+    last_loss = t.at("last_loss").get<double>();
+    wall_before = t.at("wall_s").get<double>();
+    next_check = first_step + tr.consistency_every;
+    if (rank == 0) {
+      std::printf("%s: resuming run %lld (%d ranks, step %lld) on %d ranks as run %lld from step %lld of %lld, as many "
+                  "samples seen; optimizer shards re-cut, codec state reset\n",
+                  st.name.c_str(), static_cast<long long>(resume->run), resume->old_world,
+                  static_cast<long long>(resume->step), world, static_cast<long long>(run),
+                  static_cast<long long>(first_step), static_cast<long long>(total_steps));
+      std::fflush(stdout);
+    }
   }
   // [cluster].stragglers, as the simulator reads them. Every rank checks every factor, so a bad one stops
   // them all before the first collective.
@@ -550,6 +580,8 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
     int failures = 0;
     for (std::size_t i = resume ? resume->strategy : 0; i < sc.strategies.size(); ++i) {
       const StrategyConfig& st = sc.strategies[i];
+      // A stop asked for as the last strategy ended: the next one is not started.
+      if (i > (resume ? resume->strategy : 0) && stop_requested_everywhere(comm)) break;
       const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where,
                                                  resume && i == resume->strategy ? &*resume : nullptr);
       if (out.stopped) break;  // the strategies after it are not started

@@ -22,6 +22,16 @@ namespace {
 const std::vector<int> kLayers = {20, 16, 12, 4};
 constexpr int kBatch = 8, kSteps = 12;
 
+StrategyContext context(bool clip) {
+  StrategyContext ctx;
+  ctx.world_size = g_comm->size();
+  ctx.ranks_per_node = g_comm->size();
+  ctx.batch_size = kBatch;
+  ctx.seed = 11;
+  ctx.clip_grad_norm = clip;
+  return ctx;
+}
+
 struct Case {
   StrategyConfig strategy;
   TrainConfig train;  // its optimizer, schedule and clipping
@@ -35,13 +45,7 @@ std::vector<float> train(const Case& c, int stop, const Checkpoint* from, Checkp
   auto ops = make_ops("cpu");
   Mlp model(*ops, kLayers, kBatch);
   model.init(7);
-  StrategyContext ctx;
-  ctx.world_size = comm.size();
-  ctx.ranks_per_node = comm.size();
-  ctx.batch_size = kBatch;
-  ctx.seed = 11;
-  ctx.clip_grad_norm = c.train.clip_grad_norm > 0;
-  Strategy strategy(c.strategy, ModelSpec::mlp(kLayers), ctx);
+  Strategy strategy(c.strategy, ModelSpec::mlp(kLayers), context(c.train.clip_grad_norm > 0));
   const OptimizerConfig oc = optimizer_config(c.train, kBatch * strategy.workers() * c.strategy.accumulate_steps,
                                               kSteps / c.strategy.accumulate_steps);
   PlanExecutor exec(comm, *ops, model, strategy, oc);
@@ -160,14 +164,10 @@ TEST(Resume, LoadRefusesACheckpointOfAnotherModel) {
   auto ops = make_ops("cpu");
   Mlp model(*ops, kLayers, kBatch);
   model.init(7);
-  StrategyContext ctx;
-  ctx.world_size = comm.size();
-  ctx.ranks_per_node = comm.size();
-  ctx.batch_size = kBatch;
   StrategyConfig sc;
   sc.name = sc.policy = "overlap";
   sc.schedule = "ring";
-  Strategy strategy(sc, ModelSpec::mlp(kLayers), ctx);
+  Strategy strategy(sc, ModelSpec::mlp(kLayers), context(false));
   PlanExecutor exec(comm, *ops, model, strategy, OptimizerConfig{});
   Checkpoint c;
   c.tensors["params"].assign(model.num_params() + 1, 0.0f);

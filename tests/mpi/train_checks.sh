@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | resume | interrupt-resume | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
+#   (CHECK: identical | resume | interrupt-resume | elastic | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -68,6 +68,34 @@ resume)
   "$ddplab" run "$scenario" --np "$np" --db "$db" --resume 1 >"$work/err" 2>&1 && fail "a completed run was resumed"
   grep -q "run 1 is completed" "$work/err" || { cat "$work/err" >>"$work/out"; fail "no reason for refusing a completed run"; }
   echo "resumed at step 20 in $ms ms; losses, evaluations and final parameters identical to the straight run's"
+  ;;
+elastic)
+  # A rank killed at step 33 (checkpoints every 10 steps), then `--resume` on another number of ranks: a new run
+  # continues from the step where the new world has seen as many samples, its loss going on from where the
+  # old one stopped, and ends with identical parameters on every rank. Its final accuracy is printed beside a
+  # straight run's on the new world.
+  victim=$((np - 1)) to=$((np == 2 ? 3 : 2))
+  mkdir "$work/straight"
+  timeout 150 "$ddplab" run "$scenario" --np "$to" --db "$work/straight/results.db" >"$work/out" 2>&1 || fail "the straight run failed"
+  DDPLAB_FAULT="exit:$victim:33" timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >>"$work/out" 2>&1 &&
+    fail "the run with a dying rank succeeded"
+  timeout 150 "$ddplab" run "$scenario" --np "$to" --db "$db" --resume >>"$work/out" 2>&1 || fail "the elastic resume failed"
+  grep -q "^ddplab: resuming run 1 .* at step 30 .* on $to ranks, not its $np: a new run continues it" "$work/out" ||
+    fail "elastic resume not announced"
+  grep -q "params identical on all ranks" <(tail -n 3 "$work/out") || fail "no identity confirmation after the resume"
+  [[ $(sqlite3 "$db" "select world_size || ' ' || status from runs where id = 2") == "$to completed" ]] || fail "no completed run on $to ranks"
+  sqlite3 "$db" "select config from runs where id = 2" | grep -q '"resumed_from":{"run":1,"step":30,"world_size":'"$np"'}' ||
+    fail "the new run does not record what it continues"
+  first=$(sqlite3 "$db" "select min(step) from steps where run_id = 2")
+  [[ $first -eq $((30 * np / to)) ]] || fail "the new run starts at step $first, not $((30 * np / to))"
+  # Its loss goes on from the old run's: below the midpoint of the old run's first and last.
+  read -r l0 l29 l2 < <(sqlite3 -separator ' ' "$db" "select (select avg(loss) from steps where run_id = 1 and step = 0),
+    (select avg(loss) from steps where run_id = 1 and step = 29), (select avg(loss) from steps where run_id = 2 and step = $first)")
+  awk -v a="$l0" -v b="$l29" -v c="$l2" 'BEGIN { exit !(c < (a + b) / 2) }' ||
+    fail "the resumed loss $l2 does not go on from $l29 (it began at $l0)"
+  acc=$(sqlite3 "$db" "select test_accuracy from evaluations where run_id = 2 order by step desc limit 1")
+  ref=$(sqlite3 "$work/straight/results.db" "select test_accuracy from evaluations order by step desc limit 1")
+  echo "$np -> $to ranks at step 30 -> $first: loss $l29 -> $l2; final accuracy $acc (a straight run on $to ranks: $ref)"
   ;;
 interrupt-resume)
   # SIGINT mid-run with checkpoints on: the ranks stop after a step, store every step and a checkpoint there,

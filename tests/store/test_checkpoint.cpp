@@ -250,6 +250,23 @@ TEST_F(ResumePointTest, FindsTheNewestCheckpointOfTheNewestUnfinishedRun) {
   EXPECT_EQ(find_resume_point(Store(db), sc, 2, run).checkpoint.step, 20);
 }
 
+TEST_F(ResumePointTest, AnotherNumberOfRanksNeedsEveryOldFileAndReplicasThatAgree) {
+  Checkpoint c;
+  c.meta["identity"] = checkpoint_identity(sc, sc.strategies[0], 2);
+  c.tensors["params"] = {1.0f};
+  write_checkpoint(rank_checkpoint_file(dir.file("ck/step-20"), 1), c);
+  EXPECT_EQ(refusal(sc, 3, run), "");
+  const ResumePoint p = find_resume_point(Store(db), sc, 3, run);
+  EXPECT_TRUE(p.elastic());
+  EXPECT_EQ(p.world, 3);
+  EXPECT_FALSE(find_resume_point(Store(db), sc, 2, run).elastic());
+  // Between local SGD's syncs (a bucket whose replicas part): only on its own ranks.
+  c.meta["trainer"] = {{"agreement", {1, 0}}};
+  write_checkpoint(rank_checkpoint_file(dir.file("ck/step-20"), 0), c);
+  EXPECT_NE(refusal(sc, 3, run).find("falls where the replicas differ"), std::string::npos) << refusal(sc, 3, run);
+  EXPECT_EQ(refusal(sc, 2, run), "");
+}
+
 TEST_F(ResumePointTest, SettingsThatDoNotChangeTrainingMayDifferOthersAreNamed) {
   Scenario other = sc;
   other.train.checkpoint_every = 50;
@@ -261,7 +278,7 @@ TEST_F(ResumePointTest, SettingsThatDoNotChangeTrainingMayDifferOthersAreNamed) 
 }
 
 TEST_F(ResumePointTest, RefusalsSayWhy) {
-  EXPECT_NE(refusal(sc, 4, run).find("trained on 2 ranks, not 4"), std::string::npos) << refusal(sc, 4, run);
+  EXPECT_NE(refusal(sc, 4, run).find("rank-1.ckpt is missing"), std::string::npos) << refusal(sc, 4, run);
   EXPECT_NE(refusal(sc, 2, 99).find("no run with that id"), std::string::npos);
   Scenario renamed = sc;
   renamed.strategies[0].name = "tree";

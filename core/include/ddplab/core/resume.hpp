@@ -34,12 +34,16 @@ struct ResumePoint {
   RunRow run;
   CheckpointRow checkpoint;        // the newest one that is not final
   std::size_t strategy_index = 0;  // the run's [[strategy]] in the scenario
+  // Another number of ranks than the run had (elastic resume, runtime/elastic.hpp): a new run continues it.
+  bool elastic() const { return world != run.info.world_size; }
+  int world = 0;                   // the ranks it resumes on
 };
 // The run `ddplab run SCENARIO --np WORLD --resume [RUN_ID]` continues: RUN_ID, or the newest failed,
 // interrupted or abandoned measured run of the scenario that has a checkpoint. Throws std::invalid_argument
 // with the reason when there is none, when the run is completed or still running, has no checkpoint, has
-// no strategy of that name in the scenario, ran on another number of ranks, or when its rank-0 file is
-// unreadable or was written for other settings (each differing field named).
+// no strategy of that name in the scenario, or when its rank-0 file is unreadable or was written for other
+// settings (each differing field named). On another number of ranks the checkpoint must be one at which the
+// replicas agree (not between local SGD's syncs), and every old rank's file must be there.
 ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world, std::optional<std::int64_t> run_id);
 
 }  // namespace ddplab

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,9 @@ class Checkpointer {
   // This rank's file of the checkpoint in `step_folder`, its identity checked against this run's. Throws
   // CheckpointError naming the file and what differs.
   Checkpoint load(const std::string& step_folder) const;
+  // Every rank's file of a checkpoint that `old_world` ranks wrote (an elastic resume: elastic.hpp), each
+  // identity checked against this run's but for the world size.
+  std::vector<Checkpoint> load_world(const std::string& step_folder, int old_world) const;
 
  private:
   Communicator& comm_;
