@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -14,6 +15,8 @@
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/stats.hpp"
+#include "ddplab/core/units.hpp"
+#include "ddplab/simulator/failures.hpp"
 #include "ddplab/simulator/goodput.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -25,7 +28,46 @@ struct PredictRequest {
   std::string worlds;
   double target = 0, fit_below = 0;
   bool allow_oversubscribed = false;
+  // Failures (failures.hpp): durations as text ("5000h", "60s"); node_mtbf empty = none.
+  std::string node_mtbf, restart = "60s", checkpoint_write, checkpoint_interval;
 };
+
+// The failure model's inputs, or nullopt without --node-mtbf. The checkpoint's write time is the strategy's
+// measured one unless --checkpoint-write gives it.
+std::optional<FailureOptions> failure_options(const PredictRequest& req, const Store& store, const Scenario& sc,
+                                              const StrategyConfig& st, std::string& origin) {
+  if (req.node_mtbf.empty()) return std::nullopt;
+  FailureOptions o;
+  o.node_mtbf_s = parse_duration(req.node_mtbf);
+  o.restart_s = parse_duration(req.restart);
+  o.interval_s = req.checkpoint_interval.empty() ? 0 : parse_duration(req.checkpoint_interval);
+  if (!req.checkpoint_write.empty()) {
+    o.checkpoint_s = parse_duration(req.checkpoint_write);
+    origin = "--checkpoint-write";
+  } else if (const auto m = measured_checkpoint(store, sc.name, st.name)) {
+    o.checkpoint_s = m->write_s;
+    origin = fmt::format("the median of {} measured checkpoint{} of {}, {} the newest; every rank writes its own file "
+                         "at once, as measured",
+                         m->checkpoints, m->checkpoints == 1 ? "" : "s", st.name, format_bytes(static_cast<double>(m->bytes)));
+  } else {
+    throw std::invalid_argument(fmt::format("--node-mtbf: strategy \"{}\" has no measured checkpoint to take its write "
+                                            "time from (ddplab run with train.checkpoint_every = N); or give --checkpoint-write",
+                                            st.name));
+  }
+  return o;
+}
+
+void print_failures(const std::vector<FailureWorld>& fw, const FailureOptions& o, const std::string& origin) {
+  std::printf("  with failures: node MTBF %s, restart %s, checkpoint write %s (%s); checkpoint every %s\n",
+              format_duration(o.node_mtbf_s).c_str(), format_duration(o.restart_s).c_str(),
+              format_duration(o.checkpoint_s).c_str(), origin.c_str(),
+              o.interval_s > 0 ? format_duration(o.interval_s).c_str() : "Daly's interval");
+  std::printf("%7s %6s %11s %11s %10s %11s %11s %8s\n", "world", "nodes", "job_mtbf_h", "interval_s", "young_s",
+              "predicted_s", "expected_s", "goodput");
+  for (const FailureWorld& f : fw)
+    std::printf("%7d %6d %11.1f %11.1f %10.1f %11.2f %11.2f %7.2f%%\n", f.world_size, f.nodes, f.mtbf_s / 3600,
+                f.interval_s, f.young_s, f.work_s, f.expected_s, 100 * f.goodput());
+}
 
 std::string ids(const std::vector<std::int64_t>& v) {
   std::string out;
@@ -89,8 +131,16 @@ int predict(const PredictRequest& req) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
     found = true;
     try {
+      std::string origin;
+      const auto failures = failure_options(req, store, sc, st, origin);
       GoodputPrediction p = predict_goodput(sc, st, store, opt);
       print_prediction(p, req.target);
+      if (failures) {
+        const std::vector<FailureWorld> fw = with_failures(p, *failures, sc.cluster.devices_per_node);
+        print_failures(fw, *failures, origin);
+        // The ranking below is by the time failures leave.
+        for (std::size_t i = 0; i < fw.size(); ++i) p.worlds[i].time_s = fw[i].expected_s;
+      }
       store.add_predictions(prediction_rows(sc, p, req.target));
       done.push_back(std::move(p));
     } catch (const std::exception& e) {  // no fit, no compute source, a failed simulation: the others go on
@@ -101,7 +151,8 @@ int predict(const PredictRequest& req) {
   }
   if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   if (done.size() > 1) {
-    std::printf("best strategy per world size (predicted training time to %.3g):\n", req.target);
+    std::printf("best strategy per world size (predicted training time to %.3g%s):\n", req.target,
+                req.node_mtbf.empty() ? "" : ", with failures");
     for (const WorldRanking& r : rank_by_world(done)) {
       const auto& [best, best_s] = r.by_time.front();
       std::printf("  world %d: %s, %.2f s", r.world_size, best.c_str(), best_s);
@@ -136,6 +187,29 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--compute", req->compute, "Compute time per micro-step, as simulate's --compute")->capture_default_str();
   cmd->add_flag("--allow-oversubscribed", req->allow_oversubscribed,
                 "Accept --compute run:ID of a run that had more ranks than cores on its host");
+  auto duration = [](const std::string& v) {
+    try {
+      return parse_duration(v) > 0 ? std::string() : "must be a duration greater than 0, got \"" + v + "\"";
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  };
+  cmd->add_option("--node-mtbf", req->node_mtbf,
+                  "Mean time between failures of one node (\"5000h\"): adds each world's expected training time with "
+                  "failures, checkpoints and restarts (Daly), and its goodput")
+      ->check(CLI::Validator(duration, "DURATION"));
+  cmd->add_option("--restart", req->restart, "With --node-mtbf: from a failure to training again")
+      ->check(CLI::Validator(duration, "DURATION"))
+      ->capture_default_str()
+      ->needs("--node-mtbf");
+  cmd->add_option("--checkpoint-write", req->checkpoint_write,
+                  "With --node-mtbf: a checkpoint's write time (default: the strategy's measured checkpoints)")
+      ->check(CLI::Validator(duration, "DURATION"))
+      ->needs("--node-mtbf");
+  cmd->add_option("--checkpoint-interval", req->checkpoint_interval,
+                  "With --node-mtbf: training time between checkpoints (default: Daly's optimum for each world)")
+      ->check(CLI::Validator(duration, "DURATION"))
+      ->needs("--node-mtbf");
   cmd->footer(
       "Statistical efficiency: the updates to the target at global batch B (batch x workers x accumulate_steps)\n"
       "follow S(B) = S_min (1 + B_noise / B) (McCandlish et al. 2018), fitted per strategy to its completed\n"

@@ -132,6 +132,17 @@ grep -q "$work/bad.log:2: column count: \"x\" is not a number" "$work/err" || fa
   || fail "predict: each strategy's missing fit not explained"
 grep -q 'ddplab run SCENARIO --np 2 --batch-size B' "$work/err" || fail "predict: no command suggested"
 grep -q '4 of the scenario.s strategies could not be predicted' "$work/err" || fail "predict: no summary of failures"
+# With failures: a write time is needed (the strategy's measured checkpoints, or --checkpoint-write); the
+# failure options are refused without --node-mtbf, and bad durations with their reason.
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --world 4 --db "$work/p.db" --node-mtbf 5000h \
+  >"$work/out" 2>"$work/err" && fail "predict --node-mtbf without checkpoints exited 0"
+grep -q 'has no measured checkpoint to take its write time from' "$work/err" || fail "predict: no write time not explained"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --restart 5min --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "--restart without --node-mtbf was accepted"
+grep -q -- '--restart requires --node-mtbf' "$work/err" || fail "--restart without --node-mtbf not explained"
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --node-mtbf 0h --db "$work/p.db" >"$work/out" 2>"$work/err" \
+  && fail "--node-mtbf 0h was accepted"
+grep -q 'must be a duration greater than 0, got "0h"' "$work/err" || fail "--node-mtbf 0h not explained"
 "$ddplab" report --db "$work/p.db" --predictions >"$work/out" 2>"$work/err" || fail "report --predictions exited $?"
 grep -q 'has no predictions yet: `ddplab predict SCENARIO --target-accuracy A` makes some' "$work/err" \
   || fail "report --predictions on a store without predictions says nothing"
