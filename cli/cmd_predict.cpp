@@ -135,13 +135,13 @@ int predict(const PredictRequest& req) {
       const auto failures = failure_options(req, store, sc, st, origin);
       GoodputPrediction p = predict_goodput(sc, st, store, opt);
       print_prediction(p, req.target);
+      store.add_predictions(prediction_rows(sc, p, req.target));  // failure-free, as the table predictions says
       if (failures) {
         const std::vector<FailureWorld> fw = with_failures(p, *failures, sc.cluster.devices_per_node);
         print_failures(fw, *failures, origin);
-        // The ranking below is by the time failures leave.
+        // The ranking below is by the time failures leave (not stored).
         for (std::size_t i = 0; i < fw.size(); ++i) p.worlds[i].time_s = fw[i].expected_s;
       }
-      store.add_predictions(prediction_rows(sc, p, req.target));
       done.push_back(std::move(p));
     } catch (const std::exception& e) {  // no fit, no compute source, a failed simulation: the others go on
       std::fprintf(stderr, "error: %s\n", e.what());

@@ -62,10 +62,8 @@ int run_scenario(const RunRequest& req) {
     opt.trace_path = req.trace;
     opt.trace_first = req.trace_first;
     opt.trace_last = req.trace_last;
-    opt.resume_run = req.resume.value_or(0);
-    if (req.resume && *req.resume == 0) {  // srun or a hand-run mpirun: rank 0 finds the run itself
-      opt.resume_run = find_resume_point(Store(req.db, Store::Access::ReadOnly), sc, comm->size(), std::nullopt).run.id;
-    }
+    // Without an id (srun, a hand-run mpirun), rank 0 finds the run.
+    opt.resume_run = req.resume ? (*req.resume > 0 ? *req.resume : -1) : 0;
     return run_worker(sc, *comm, opt);
   }
   if (!req.trace.empty()) {

@@ -110,8 +110,10 @@ std::uint64_t write_checkpoint(const std::string& path, const Checkpoint& c) {
   put(&json_len, sizeof json_len);
   put(json.data(), json.size());
   for (const auto& [name, v] : c.tensors) put(v.data(), v.size() * sizeof(float));
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = sys_error(path, "fsync failed");
+  const bool synced = ::fsync(fd) == 0;
+  const std::string sync_error = synced ? "" : sys_error(path, "fsync failed");
+  if (::close(fd) != 0 || !synced) {
+    const std::string why = synced ? sys_error(path, "close failed") : sync_error;
     ::unlink(tmp.c_str());
     throw CheckpointError(why);
   }

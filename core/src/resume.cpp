@@ -47,11 +47,17 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
     if (!row) throw std::invalid_argument(fmt::format("--resume {}: no run with that id in {}", *run_id, store.path()));
     p.run = *row;
   } else {
-    // The newest unfinished measured run of this scenario that has a checkpoint to continue from.
+    // The newest unfinished measured run of this scenario that has a checkpoint to continue from, and that no
+    // run continues already (an elastic resume's new run names it in resumed_from).
     bool found = false;
     const auto runs = store.runs();
+    std::set<std::int64_t> continued;
+    for (const RunRow& r : runs) {
+      const auto cfg = nlohmann::json::parse(r.info.config_json, nullptr, false);
+      if (cfg.is_object() && cfg.contains("resumed_from")) continued.insert(cfg["resumed_from"].value("run", std::int64_t{0}));
+    }
     for (auto it = runs.rbegin(); it != runs.rend() && !found; ++it) {
-      if (it->info.scenario != sc.name || it->info.source != "measured") continue;
+      if (it->info.scenario != sc.name || it->info.source != "measured" || continued.count(it->id)) continue;
       if (it->status != "failed" && it->status != "interrupted" && it->status != "abandoned") continue;
       for (const CheckpointRow& c : store.checkpoints(it->id)) found |= !c.final;
       if (found) p.run = *it;

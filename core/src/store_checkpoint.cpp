@@ -44,15 +44,17 @@ std::vector<CheckpointRow> Store::checkpoints(std::int64_t run) const {
 }
 
 void Store::resume_run(std::int64_t run, std::int64_t step, const std::string& host_info) {
-  const auto row = this->run(run);
-  if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, run));
-  if (row->status == "completed" || row->status == "running")
-    throw StoreError(fmt::format("results store {}: run {} is {}: only a failed, interrupted or abandoned run can be resumed",
-                                 path_, run, row->status));
-  bool found = false;
-  for (const CheckpointRow& c : checkpoints(run)) found |= c.step == step && !c.final;
-  if (!found) throw StoreError(fmt::format("results store {}: run {} has no checkpoint at step {}", path_, run, step));
+  flush();  // so that the reads below start no transaction of their own
+  // Checked inside the write transaction: of two resumes of one run, the second finds it running.
   in_transaction(db_, path_, "resume run", [&] {
+    const auto row = this->run(run);
+    if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, run));
+    if (row->status == "completed" || row->status == "running")
+      throw StoreError(fmt::format("results store {}: run {} is {}: only a failed, interrupted or abandoned run can be resumed",
+                                   path_, run, row->status));
+    bool found = false;
+    for (const CheckpointRow& c : checkpoints(run)) found |= c.step == step && !c.final;
+    if (!found) throw StoreError(fmt::format("results store {}: run {} has no checkpoint at step {}", path_, run, step));
     auto erase = [&](const char* sql) {
       Stmt s(db_, path_, sql);
       s.bind(1, run).bind(2, step).run();

@@ -17,13 +17,11 @@ Checkpointer::Checkpointer(const Scenario& sc, const StrategyConfig& st, Communi
     : comm_(comm), store_(store), run_(run), every_(sc.train.checkpoint_every), keep_(sc.train.checkpoint_keep),
       folder_(run_checkpoint_folder(sc, db_path, run)), identity_(checkpoint_identity(sc, st, comm.size())) {}
 
-void Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer) {
+bool Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const std::string step_folder = step_checkpoint_folder(folder_, steps);
-  struct Written {
-    double bytes = 0, seconds = 0, ok = 1;
-  } mine;
+  Written mine;
   try {
     Checkpoint c;
     c.meta = {{"identity", identity_}, {"rank", comm_.rank()}, {"run", run_}, {"step", steps}, {"final", final},
@@ -38,7 +36,14 @@ void Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& exec
   mine.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<Written> all(static_cast<std::size_t>(comm_.size()));
   comm_.gather(&mine, sizeof mine, all.data(), 0);
-  if (comm_.rank() != 0) return;
+  int stored = comm_.rank() == 0 ? record(steps, final, all) : 0;
+  comm_.broadcast(&stored, sizeof stored, 0);
+  return stored != 0;
+}
+
+// Rank 0: stores the checkpoint that every rank wrote, and drops the oldest beyond checkpoint_keep.
+int Checkpointer::record(std::int64_t steps, bool final, const std::vector<Written>& all) {
+  const std::string step_folder = step_checkpoint_folder(folder_, steps);
   CheckpointRow row{run_, steps, step_folder, comm_.size(), 0, 0, final, ""};
   std::vector<int> failed;
   for (int r = 0; r < comm_.size(); ++r) {
@@ -50,20 +55,31 @@ void Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& exec
   if (!failed.empty()) {
     std::fprintf(stderr, "warning: checkpoint at step %lld not stored: rank %s could not write its file (above)\n",
                  static_cast<long long>(steps), fmt::format("{}", fmt::join(failed, ", ")).c_str());
-    return;
+    return 0;
   }
-  if (store_) store_->add_checkpoint(row);
+  try {
+    if (store_) store_->add_checkpoint(row);
+  } catch (const StoreError& e) {
+    std::fprintf(stderr, "warning: checkpoint at step %lld not stored: %s\n", static_cast<long long>(steps), e.what());
+    return 0;
+  }
   std::printf("checkpoint%s at step %lld: %d ranks, %s in %.3f s (slowest rank) -> %s\n", final ? " (final)" : "",
               static_cast<long long>(steps), comm_.size(), format_bytes(static_cast<double>(row.bytes)).c_str(),
               row.write_s, step_folder.c_str());
   std::fflush(stdout);
-  if (!store_) return;
-  auto rows = store_->checkpoints(run_);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < rows.size(); ++i) {
-    std::error_code ec;
-    std::filesystem::remove_all(rows[i].path, ec);
-    store_->delete_checkpoint(run_, rows[i].step);
+  if (!store_) return 1;
+  try {
+    // The row first: a checkpoint is never stored without its files.
+    auto rows = store_->checkpoints(run_);
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < rows.size(); ++i) {
+      store_->delete_checkpoint(run_, rows[i].step);
+      std::error_code ec;
+      std::filesystem::remove_all(rows[i].path, ec);
+    }
+  } catch (const StoreError& e) {
+    std::fprintf(stderr, "warning: older checkpoints not removed: %s\n", e.what());
   }
+  return 1;
 }
 
 std::vector<Checkpoint> Checkpointer::load_world(const std::string& step_folder, int old_world) const {

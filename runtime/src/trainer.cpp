@@ -238,7 +238,7 @@ Resume resolve_resume(const Scenario& sc, Communicator& comm, Store* store, std:
   Resume r;
   std::string error;
   if (comm.rank() == 0) try {
-      const ResumePoint p = find_resume_point(*store, sc, comm.size(), run);
+      const ResumePoint p = find_resume_point(*store, sc, comm.size(), run > 0 ? std::optional(run) : std::nullopt);
       r = {p.run.id, p.checkpoint.step, p.strategy_index, p.run.info.world_size, p.checkpoint.path};
     } catch (const std::exception& e) {
       error = e.what();
@@ -313,16 +313,67 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   // Resumed on as many ranks, the stored run continues; on another number (elastic), a new run does.
   const bool elastic = resume && resume->elastic(world);
+  PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
+  // Where a resumed run stands: its state and counters as its checkpoint holds them.
+  std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
+  double last_loss = 0, wall_before = 0;
+  ReplicaAgreement agreement;  // followed on every step, checked every train.consistency_every
+  if (resume) {
+    // Every rank loads its state before the stored run is touched, so that a file one rank cannot read leaves
+    // the run as it was.
+    std::string problem;
+    try {
+      const Checkpointer loader(sc, st, comm, nullptr, resume->run, opt.db_path);
+      nlohmann::json t;
+      if (!elastic) {
+        const Checkpoint c = loader.load(resume->folder);
+        executor.load(c, rank_checkpoint_file(resume->folder, rank));
+        t = c.meta.at("trainer");
+        first_step = t.at("step").get<std::int64_t>();
+        next_check = t.at("next_check").get<std::int64_t>();
+        agreement.restore(t.at("agreement").get<std::vector<char>>());
+      } else {
+        // Every old rank's file, its shards re-cut for this world (elastic.hpp); the step where this world has
+        // seen as many samples (at most the end of the run).
+        const std::vector<Checkpoint> old = loader.load_world(resume->folder, resume->old_world);
+        Strategy old_strategy(st, model.spec(), strategy_context(sc, resume->old_world, resume->old_world));
+        const nlohmann::json order =
+            old.front().meta.value("executor", nlohmann::json::object()).value("rebuilt_order", nlohmann::json());
+        if (order.is_array()) old_strategy.observe_ready_order(order.get<std::vector<int>>());
+        executor.load(elastic_checkpoint(old, old_strategy), rank_checkpoint_file(resume->folder, 0));
+        t = old.front().meta.at("trainer");
+        first_step = std::min(elastic_step(t.at("step").get<std::int64_t>(), old_strategy.workers(), workers, st.accumulate_steps),
+                              total_steps / st.accumulate_steps * st.accumulate_steps);
+        next_check = first_step + tr.consistency_every;
+      }
+      samples_total = t.at("samples_total").get<std::int64_t>();
+      last_loss = t.at("last_loss").get<double>();
+      wall_before = t.at("wall_s").get<double>();
+    } catch (const std::exception& e) {
+      problem = e.what();
+      std::fprintf(stderr, "error: rank %d: %s\n", rank, problem.c_str());
+    }
+    std::vector<int> loaded(static_cast<std::size_t>(world), 0);
+    loaded[static_cast<std::size_t>(rank)] = problem.empty() ? 1 : 0;
+    comm.all_gather(loaded.data(), sizeof(int));
+    std::vector<int> failed;
+    for (int r = 0; r < world; ++r)
+      if (!loaded[static_cast<std::size_t>(r)]) failed.push_back(r);
+    if (!failed.empty()) {
+      // An unreadable checkpoint is no resume point: the one before it, if kept, is the next.
+      if (store) store->delete_checkpoint(resume->run, resume->step);
+      throw RankError(fmt::format("rank {}: run {}'s checkpoint at step {} could not be loaded on rank {} ({}); it is "
+                                  "dropped from the store: --resume again continues from the one before it, if one is kept",
+                                  rank, resume->run, resume->step, fmt::join(failed, ", "),
+                                  problem.empty() ? "see that rank's error" : problem));
+    }
+  }
+
   std::int64_t run = resume && !elastic ? resume->run : -1;
   const std::string host_info = job_host_info(comm);  // collective
   if (resume && !elastic) {
     // The run reads running again, without its rows past the checkpoint (Store::resume_run).
     if (store) store->resume_run(run, resume->step, host_info);
-    if (rank == 0) {
-      std::printf("%s: resuming run %lld from its checkpoint at step %lld of %lld\n", st.name.c_str(),
-                  static_cast<long long>(run), static_cast<long long>(resume->step), static_cast<long long>(total_steps));
-      std::fflush(stdout);
-    }
   } else if (store) {
     nlohmann::json cfg = sc.to_json();
     cfg["strategy"] = st.to_json();
@@ -338,45 +389,18 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   }
   comm.broadcast(&run, sizeof run, 0);  // every rank's checkpoint goes to the run's folder
   where.run = run;
-
-  PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
   Checkpointer checkpointer(sc, st, comm, store, run, opt.db_path);
-  // Where a resumed run stands: its state and counters as its checkpoint holds them.
-  std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
-  double last_loss = 0, wall_before = 0;
-  ReplicaAgreement agreement;  // train.consistency_every
-  if (resume && !elastic) {
-    const Checkpoint c = checkpointer.load(resume->folder);
-    executor.load(c, rank_checkpoint_file(resume->folder, rank));
-    const nlohmann::json& t = c.meta.at("trainer");
-    first_step = t.at("step").get<std::int64_t>();
-    samples_total = t.at("samples_total").get<std::int64_t>();
-    last_loss = t.at("last_loss").get<double>();
-    wall_before = t.at("wall_s").get<double>();
-    next_check = t.at("next_check").get<std::int64_t>();
-    agreement.restore(t.at("agreement").get<std::vector<char>>());
-  } else if (elastic) {
-    // Every old rank's file, its shards re-cut for this world (elastic.hpp); the step where this world has
-    // seen as many samples.
-    const std::vector<Checkpoint> old = checkpointer.load_world(resume->folder, resume->old_world);
-    Strategy old_strategy(st, model.spec(), strategy_context(sc, resume->old_world, resume->old_world));
-    const nlohmann::json order = old.front().meta.value("executor", nlohmann::json::object()).value("rebuilt_order", nlohmann::json());
-    if (order.is_array()) old_strategy.observe_ready_order(order.get<std::vector<int>>());
-    executor.load(elastic_checkpoint(old, old_strategy), rank_checkpoint_file(resume->folder, 0));
-    const nlohmann::json& t = old.front().meta.at("trainer");
-    first_step = elastic_step(t.at("step").get<std::int64_t>(), old_strategy.workers(), workers, st.accumulate_steps);
-    samples_total = t.at("samples_total").get<std::int64_t>();
-    last_loss = t.at("last_loss").get<double>();
-    wall_before = t.at("wall_s").get<double>();
-    next_check = first_step + tr.consistency_every;
-    if (rank == 0) {
+  if (resume && rank == 0) {
+    if (elastic)
       std::printf("%s: resuming run %lld (%d ranks, step %lld) on %d ranks as run %lld from step %lld of %lld, as many "
                   "samples seen; optimizer shards re-cut, codec state reset\n",
                   st.name.c_str(), static_cast<long long>(resume->run), resume->old_world,
                   static_cast<long long>(resume->step), world, static_cast<long long>(run),
                   static_cast<long long>(first_step), static_cast<long long>(total_steps));
-      std::fflush(stdout);
-    }
+    else
+      std::printf("%s: resuming run %lld from its checkpoint at step %lld of %lld\n", st.name.c_str(),
+                  static_cast<long long>(run), static_cast<long long>(resume->step), static_cast<long long>(total_steps));
+    std::fflush(stdout);
   }
   // [cluster].stragglers, as the simulator reads them. Every rank checks every factor, so a bad one stops
   // them all before the first collective.
@@ -460,8 +484,9 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (worker && b > 0) last_loss = m.loss;
     samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
     if (fault.kind == "bitflip" && fault.rank == rank && fault.step == step) flip_a_bit(*ops, model);
+    // Followed on every step: a checkpoint records whether the replicas agree (elastic resume needs them to).
+    agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
     if (tr.consistency_every > 0) {
-      agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
       if (step + 1 >= next_check && agreement.agree()) {
         if (const std::string bad = check_consistency(comm, *ops, model, strategy, step, tr.consistency_every); !bad.empty())
           throw RankError(bad);
@@ -473,16 +498,17 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (static_cast<int>(pending.size()) >= opt.flush_every) gather_steps(comm, pending, store, run);
     if (tr.eval_every > 0 && step % tr.eval_every == 0 && step < total_steps) run_eval(step);
     const bool saved = checkpointer.due(step) && step < total_steps;
+    bool saved_ok = false;
     if (saved) {
       gather_steps(comm, pending, store, run);  // a checkpoint never has steps before it unstored
-      checkpointer.save(step, false, executor, counters());
+      saved_ok = checkpointer.save(step, false, executor, counters());
     }
     if (step < total_steps && stop.stop_after(comm, step, m.step_s)) {
       // Stopped on request: every step so far stored, a checkpoint to resume from when they are on.
       gather_steps(comm, pending, store, run);
-      if (checkpointer.enabled() && !saved) checkpointer.save(step, false, executor, counters());
+      const bool kept = saved_ok || (checkpointer.enabled() && !saved && checkpointer.save(step, false, executor, counters()));
       const std::string why = fmt::format("stopped on request after step {}{}", step,
-                                          checkpointer.enabled() ? " (checkpoint there: ddplab run --resume continues it)" : "");
+                                          kept ? " (checkpoint there: ddplab run --resume continues it)" : "");
       if (store) store->finish_run(run, "interrupted", why);
       if (rank == 0) std::printf("%s: %s\n", st.name.c_str(), why.c_str());
       progress.finish();
@@ -575,7 +601,7 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
   try {
     if (comm.rank() == 0) store = std::make_unique<Store>(opt.db_path);
     std::optional<Resume> resume;
-    if (opt.resume_run > 0) resume = resolve_resume(sc, comm, store.get(), opt.resume_run);
+    if (opt.resume_run != 0) resume = resolve_resume(sc, comm, store.get(), opt.resume_run);
     const Data data = load_data(sc);
     int failures = 0;
     for (std::size_t i = resume ? resume->strategy : 0; i < sc.strategies.size(); ++i) {

@@ -34,7 +34,7 @@ identical)
   ;;
 resume)
   # A rank killed at step 23 of the first strategy (checkpoints every 10 steps), then `--resume`: the run
-  # continues from step 20 and the scenario goes on; every stored loss and evaluation, and every rank's final
+  # continues from its newest readable checkpoint and the scenario goes on; every stored loss and evaluation, and every rank's final
   # parameters, are bit for bit those of a run that never stopped, with no step stored twice or missing.
   victim=$((np - 1))
   mkdir "$work/straight"
@@ -43,10 +43,19 @@ resume)
   DDPLAB_FAULT="exit:$victim:23" timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >>"$work/out" 2>&1 &&
     fail "the run with a dying rank succeeded"
   [[ $(sqlite3 "$db" "select group_concat(step) from checkpoints") == "10,20" ]] || fail "checkpoints at 10 and 20 not stored"
+  # The last rank's file at step 20 damaged (its last byte): that resume fails leaving the run as it was, and
+  # the checkpoint is dropped, so the next one continues from step 10.
+  f=$(sqlite3 "$db" "select path from checkpoints where step = 20")/rank-$victim.ckpt
+  steps_before=$(sqlite3 "$db" "select count(*) from steps")
+  printf '\xa5' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 1)) conv=notrunc status=none
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --resume >>"$work/out" 2>&1 && fail "a damaged checkpoint was resumed"
+  grep -q "checkpoint at step 20 could not be loaded on rank $victim" "$work/out" || fail "the damaged file's rank not named"
+  [[ $(sqlite3 "$db" "select status || ' ' || (select count(*) from steps) || ' ' || (select group_concat(step) from checkpoints) from runs where id = 1") == "failed $steps_before 10" ]] ||
+    fail "the run was touched, or the damaged checkpoint kept"
   start=$(date +%s%N)
   timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --resume >>"$work/out" 2>&1 || fail "the resumed run failed"
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  grep -q "^ddplab: resuming run 1 (.*, failed) from its checkpoint at step 20" "$work/out" || fail "resume not announced"
+  grep -q "^ddplab: resuming run 1 (.*, failed) from its checkpoint at step 10" "$work/out" || fail "resume not announced"
   for q in "select id, strategy, status from runs order by id" \
            "select r.strategy, s.step, s.rank, printf('%.17g', s.loss), s.samples from steps s join runs r on r.id = s.run_id order by 1, 2, 3" \
            "select r.strategy, e.step, printf('%.17g %.17g', e.test_loss, e.test_accuracy) from evaluations e join runs r on r.id = e.run_id order by 1, 2"; do
@@ -67,7 +76,7 @@ resume)
   # What --resume refuses, before starting mpirun: a completed run, and settings that change what is trained.
   "$ddplab" run "$scenario" --np "$np" --db "$db" --resume 1 >"$work/err" 2>&1 && fail "a completed run was resumed"
   grep -q "run 1 is completed" "$work/err" || { cat "$work/err" >>"$work/out"; fail "no reason for refusing a completed run"; }
-  echo "resumed at step 20 in $ms ms; losses, evaluations and final parameters identical to the straight run's"
+  echo "a damaged checkpoint at step 20 dropped; resumed at step 10 in $ms ms; losses, evaluations and final parameters identical to the straight run's"
   ;;
 elastic)
   # A rank killed at step 33 (checkpoints every 10 steps), then `--resume` on another number of ranks: a new run

@@ -26,15 +26,20 @@ TEST(Failures, ExpectedWallTimeMatchesTheProcessDrawnAtRandom) {
     EXPECT_NEAR(drawn / formula, 1.0, 0.01) << "M = " << f.mtbf_s() << " s: formula " << formula << ", drawn " << drawn;
     EXPECT_GT(formula, work);
   }
+  // A job shorter than its interval: one segment of what there is.
+  const FailureModel f = model(200, 256, 20, 600);
+  EXPECT_NEAR(sampled_wall_time(600, 1800, f, 20000, 3) / expected_wall_time(600, 1800, f), 1.0, 0.01);
 }
 
 TEST(Failures, DalysIntervalIsTheMinimumOfTheExpectedTime) {
   for (const FailureModel& f : {model(5000, 128, 60, 300), model(1000, 1024, 120, 60), model(50, 64, 600, 0)}) {
+    // A job far longer than any interval tried, so that its last, partial segment does not count.
+    const double work = 1e5 * kHour;
     double best = std::numeric_limits<double>::infinity(), at = 0;
     for (double t = 1; t < 20 * kHour; t *= 1.001)
-      if (const double w = expected_wall_time(kHour, t, f); w < best) best = w, at = t;
+      if (const double w = expected_wall_time(work, t, f); w < best) best = w, at = t;
     const double daly = daly_interval(f);
-    EXPECT_NEAR(expected_wall_time(kHour, daly, f) / best, 1.0, 1e-4) << "minimum at " << at << " s, Daly says " << daly;
+    EXPECT_NEAR(expected_wall_time(work, daly, f) / best, 1.0, 1e-4) << "minimum at " << at << " s, Daly says " << daly;
     EXPECT_NEAR(daly / at, 1.0, 0.05);
     // Young's first-order interval is close when checkpoints are short against the MTBF.
     if (f.checkpoint_s < 0.01 * f.mtbf_s()) EXPECT_NEAR(young_interval(f) / daly, 1.0, 0.1);

@@ -267,6 +267,20 @@ TEST_F(ResumePointTest, AnotherNumberOfRanksNeedsEveryOldFileAndReplicasThatAgre
   EXPECT_EQ(refusal(sc, 2, run), "");
 }
 
+TEST_F(ResumePointTest, ARunAnotherOneContinuesIsNotPickedAgain) {
+  {
+    Store s(db);
+    RunInfo elastic = test::sample_info();
+    elastic.world_size = 3;
+    elastic.config_json = R"({"resumed_from":{"run":1,"step":20,"world_size":2}})";
+    const std::int64_t id = s.begin_run(elastic);
+    s.finish_run(id, "completed");
+  }
+  EXPECT_NE(refusal(sc, 2, std::nullopt).find("no failed, interrupted or abandoned run"), std::string::npos)
+      << refusal(sc, 2, std::nullopt);
+  EXPECT_EQ(refusal(sc, 2, run), "") << "named by its id, it may still be continued";
+}
+
 TEST_F(ResumePointTest, SettingsThatDoNotChangeTrainingMayDifferOthersAreNamed) {
   Scenario other = sc;
   other.train.checkpoint_every = 50;

@@ -25,9 +25,10 @@ class Checkpointer {
   bool enabled() const { return every_ > 0; }
   // After `steps` steps: whether a periodic checkpoint is due.
   bool due(std::int64_t steps) const { return every_ > 0 && steps > 0 && steps % every_ == 0; }
-  // Collective: every rank writes its file, then rank 0 records it (a failed write on any rank is reported and
-  // leaves no record: training goes on). `final`: after the run's end-of-run work, not to be resumed from.
-  void save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer);
+  // Collective: every rank writes its file, then rank 0 records it. A failed write on any rank, or a failed
+  // record, is reported and leaves no record: training goes on. Returns whether it was stored (every rank
+  // learns it). `final`: after the run's end-of-run work, not to be resumed from.
+  bool save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer);
   // This rank's file of the checkpoint in `step_folder`, its identity checked against this run's. Throws
   // CheckpointError naming the file and what differs.
   Checkpoint load(const std::string& step_folder) const;
@@ -36,6 +37,10 @@ class Checkpointer {
   std::vector<Checkpoint> load_world(const std::string& step_folder, int old_world) const;
 
  private:
+  struct Written {
+    double bytes = 0, seconds = 0, ok = 1;
+  };
+  int record(std::int64_t steps, bool final, const std::vector<Written>& all);
   Communicator& comm_;
   Store* store_;
   std::int64_t run_;

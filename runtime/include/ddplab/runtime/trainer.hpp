@@ -17,7 +17,8 @@ struct WorkerOptions {
                            // strategies, each gets its own file: trace.json -> trace.<strategy>.json
   std::int64_t trace_first = 0, trace_last = 0;
   // > 0: continue that run from its newest checkpoint (core/resume.hpp checks it), then train the scenario's
-  // strategies after its own; the ones before it are not trained again.
+  // strategies after its own; the ones before it are not trained again. -1: the scenario's newest resumable
+  // run, as rank 0 finds it. 0: no resume.
   std::int64_t resume_run = 0;
 };
 

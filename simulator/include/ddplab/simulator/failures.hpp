@@ -26,7 +26,8 @@ struct FailureModel {
 double young_interval(const FailureModel& f);  // sqrt(2 C M)
 // Daly's optimum: sqrt(2 C M) (1 + sqrt(C / 2M) / 3 + C / 18M) - C for C < 2M, else M.
 double daly_interval(const FailureModel& f);
-// Daly's expected wall time of work_s seconds of training with a checkpoint every interval_s of it.
+// Daly's expected wall time of work_s seconds of training with a checkpoint every interval_s of it, the last
+// segment as long as what is left (Daly's T / tau charges it a whole interval).
 double expected_wall_time(double work_s, double interval_s, const FailureModel& f);
 // The same process drawn at random (failures, lost segments, restarts), the mean over `trials` runs: the
 // check of the formula above.
