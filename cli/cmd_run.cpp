@@ -77,7 +77,15 @@ int run_scenario(const RunRequest& req) {
   require_gpu_backend(req.backend ? "--backend" : req.scenario + ": train.backend", sc.train.backend);
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np);
-  const int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
+  int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
+  std::optional<ResumePoint> resume;
+  if (req.resume) {
+    // Checked here, before mpirun starts: the run, its checkpoint and the settings it was written for. Without
+    // --np the run goes on on its own number of ranks.
+    const Store store(req.db);
+    resume = find_resume_point(store, sc, bed || req.np ? np : 0, *req.resume > 0 ? req.resume : std::nullopt);
+    np = resume->world;
+  }
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
   // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
   // not after mpirun started and the strategies before this one trained.
@@ -96,11 +104,7 @@ int run_scenario(const RunRequest& req) {
                                               req.scenario, r, f));
   require_writable_store(req.db);
   std::int64_t before = last_run_id(req.db);
-  std::optional<ResumePoint> resume;
-  if (req.resume) {
-    // Checked here, before mpirun starts: the run, its checkpoint and the settings it was written for.
-    const Store store(req.db);
-    resume = find_resume_point(store, sc, np, *req.resume > 0 ? req.resume : std::nullopt);
+  if (resume) {
     std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)%s\n",
                  static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), resume->run.status.c_str(),
                  static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str(),

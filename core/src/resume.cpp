@@ -92,7 +92,7 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
   if (p.strategy_index == sc.strategies.size())
     throw std::invalid_argument(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
                                             r.info.strategy));
-  p.world = world;
+  p.world = world > 0 ? world : r.info.world_size;
   const std::string file = rank_checkpoint_file(p.checkpoint.path, 0);
   Checkpoint head;
   try {

@@ -248,6 +248,7 @@ TEST_F(ResumePointTest, FindsTheNewestCheckpointOfTheNewestUnfinishedRun) {
   EXPECT_EQ(p.checkpoint.step, 20);
   EXPECT_EQ(p.strategy_index, 0u);
   EXPECT_EQ(find_resume_point(Store(db), sc, 2, run).checkpoint.step, 20);
+  EXPECT_EQ(find_resume_point(Store(db), sc, 0, run).world, 2) << "world 0: the run's own";
 }
 
 TEST_F(ResumePointTest, AnotherNumberOfRanksNeedsEveryOldFileAndReplicasThatAgree) {

@@ -44,7 +44,8 @@ struct ResumePoint {
 // with the reason when there is none, when the run is completed or still running, has no checkpoint, has
 // no strategy of that name in the scenario, or when its rank-0 file is unreadable or was written for other
 // settings (each differing field named). On another number of ranks the checkpoint must be one at which the
-// replicas agree (not between local SGD's syncs), and every old rank's file must be there.
+// replicas agree (not between local SGD's syncs), and every old rank's file must be there. `world` 0: the
+// run's own.
 ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world, std::optional<std::int64_t> run_id);
 
 }  // namespace ddplab
