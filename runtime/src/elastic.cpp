@@ -4,30 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "parameter_order.hpp"
+
 namespace ddplab {
 namespace {
 
-// A tensor in parameter order, as the bucket layout lays it out (grad_offset), and back.
-std::vector<float> to_layout(const std::vector<float>& ordered, const Strategy& s) {
-  std::vector<float> flat(ordered.size());
-  std::size_t at = 0;
+// Each parameter where the strategy's bucket layout puts it (grad_offset).
+std::vector<ParamInfo> layout_of(const Strategy& s) {
+  std::vector<ParamInfo> layout;
   const auto& params = s.model().params;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), params[i].count(),
-                flat.begin() + static_cast<std::ptrdiff_t>(s.bucketing().grad_offset[i]));
-    at += params[i].count();
-  }
-  return flat;
-}
-std::vector<float> to_parameter_order(const std::vector<float>& flat, const Strategy& s) {
-  std::vector<float> ordered;
-  ordered.reserve(flat.size());
-  const auto& params = s.model().params;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const auto from = flat.begin() + static_cast<std::ptrdiff_t>(s.bucketing().grad_offset[i]);
-    ordered.insert(ordered.end(), from, from + static_cast<std::ptrdiff_t>(params[i].count()));
-  }
-  return ordered;
+  for (std::size_t i = 0; i < params.size(); ++i) layout.push_back({params[i].name, s.bucketing().grad_offset[i], params[i].count(), params[i].layer});
+  return layout;
 }
 
 }  // namespace
@@ -43,6 +30,7 @@ Checkpoint elastic_checkpoint(const std::vector<Checkpoint>& old, const Strategy
   out.tensors["params"] = first.tensor("params", n, "rank 0's checkpoint");
   if (first.tensors.count("buffers")) out.tensors["buffers"] = first.tensors.at("buffers");
   const bool sharded = old_strategy.policy().shards != Shards::None;
+  const std::vector<ParamInfo> layout = layout_of(old_strategy);
   for (int slot = 0; first.tensors.count("optimizer." + std::to_string(slot)); ++slot) {
     const std::string name = "optimizer." + std::to_string(slot);
     if (!sharded) {
@@ -51,14 +39,14 @@ Checkpoint elastic_checkpoint(const std::vector<Checkpoint>& old, const Strategy
     }
     std::vector<float> whole(n, 0.0f);
     for (std::size_t r = 0; r < old.size(); ++r) {
-      const std::vector<float> mine = to_layout(old[r].tensor(name, n, fmt::format("rank {}'s checkpoint", r)), old_strategy);
+      const std::vector<float> mine = from_parameter_order(old[r].tensor(name, n, fmt::format("rank {}'s checkpoint", r)), layout);
       for (const Bucket& b : old_strategy.bucketing().buckets) {
         const Chunk c = old_strategy.shard(b.id, static_cast<int>(r));
         const auto from = static_cast<std::ptrdiff_t>(b.offset + c.offset);
         std::copy(mine.begin() + from, mine.begin() + from + static_cast<std::ptrdiff_t>(c.count), whole.begin() + from);
       }
     }
-    out.tensors[name] = to_parameter_order(whole, old_strategy);
+    out.tensors[name] = to_parameter_order(whole, layout);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "ddplab/strategies/schedule.hpp"
+#include "parameter_order.hpp"
 
 namespace ddplab {
 namespace {
@@ -466,29 +467,6 @@ void PlanExecutor::apply_layout() {
   ops_.synchronize();  // `after` is pageable and goes out of scope
   model_.set_offsets(offsets);
 }
-
-namespace {
-
-// A flat buffer in the model's layout, as one parameter after another (parameter order), and back.
-std::vector<float> to_parameter_order(const std::vector<float>& flat, const std::vector<ParamInfo>& info) {
-  std::vector<float> out;
-  out.reserve(flat.size());
-  for (const ParamInfo& p : info)
-    out.insert(out.end(), flat.begin() + static_cast<std::ptrdiff_t>(p.offset),
-               flat.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
-  return out;
-}
-std::vector<float> from_parameter_order(const std::vector<float>& ordered, const std::vector<ParamInfo>& info) {
-  std::vector<float> flat(ordered.size());
-  std::size_t at = 0;
-  for (const ParamInfo& p : info) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, flat.begin() + static_cast<std::ptrdiff_t>(p.offset));
-    at += p.count;
-  }
-  return flat;
-}
-
-}  // namespace
 
 void PlanExecutor::save(Checkpoint& c) const {
   if (micro_in_window_ != 0)
