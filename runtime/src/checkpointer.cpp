@@ -82,29 +82,29 @@ int Checkpointer::record(std::int64_t steps, bool final, const std::vector<Writt
   return 1;
 }
 
+Checkpoint Checkpointer::read_rank(const std::string& step_folder, int rank, const nlohmann::json& identity) const {
+  const std::string file = rank_checkpoint_file(step_folder, rank);
+  Checkpoint c = read_checkpoint(file);
+  const std::string diff = identity_differences(c.meta.value("identity", nlohmann::json()), identity);
+  if (!diff.empty()) throw CheckpointError(fmt::format("checkpoint {} was written for other settings: {}", file, diff));
+  if (c.meta.value("rank", -1) != rank)
+    throw CheckpointError(fmt::format("checkpoint {} is rank {}'s, not rank {}'s", file, c.meta.value("rank", -1), rank));
+  return c;
+}
+
 std::vector<Checkpoint> Checkpointer::load_world(const std::string& step_folder, int old_world) const {
   nlohmann::json identity = identity_;
   identity["world_size"] = old_world;
   std::vector<Checkpoint> out;
-  for (int r = 0; r < old_world; ++r) {
-    const std::string file = rank_checkpoint_file(step_folder, r);
-    out.push_back(read_checkpoint(file));
-    const std::string diff = identity_differences(out.back().meta.value("identity", nlohmann::json()), identity);
-    if (!diff.empty()) throw CheckpointError(fmt::format("checkpoint {} was written for other settings: {}", file, diff));
-    if (out.back().meta.value("rank", -1) != r)
-      throw CheckpointError(fmt::format("checkpoint {} is rank {}'s, not rank {}'s", file, out.back().meta.value("rank", -1), r));
-  }
+  for (int r = 0; r < old_world; ++r) out.push_back(read_rank(step_folder, r, identity));
   return out;
 }
 
 Checkpoint Checkpointer::load(const std::string& step_folder) const {
-  const std::string file = rank_checkpoint_file(step_folder, comm_.rank());
-  Checkpoint c = read_checkpoint(file);
-  const std::string diff = identity_differences(c.meta.value("identity", nlohmann::json()), identity_);
-  if (!diff.empty()) throw CheckpointError(fmt::format("checkpoint {} was written for other settings: {}", file, diff));
-  if (c.meta.value("rank", -1) != comm_.rank() || c.meta.value("run", std::int64_t{-1}) != run_)
-    throw CheckpointError(fmt::format("checkpoint {} is rank {}'s of run {}, not rank {}'s of run {}", file,
-                                      c.meta.value("rank", -1), c.meta.value("run", std::int64_t{-1}), comm_.rank(), run_));
+  Checkpoint c = read_rank(step_folder, comm_.rank(), identity_);
+  if (c.meta.value("run", std::int64_t{-1}) != run_)
+    throw CheckpointError(fmt::format("checkpoint {} is of run {}, not run {}", rank_checkpoint_file(step_folder, comm_.rank()),
+                                      c.meta.value("run", std::int64_t{-1}), run_));
   return c;
 }
 

@@ -41,6 +41,8 @@ class Checkpointer {
     double bytes = 0, seconds = 0, ok = 1;
   };
   int record(std::int64_t steps, bool final, const std::vector<Written>& all);
+  // A rank's file of the checkpoint in `step_folder`, checked to be that rank's and of `identity`.
+  Checkpoint read_rank(const std::string& step_folder, int rank, const nlohmann::json& identity) const;
   Communicator& comm_;
   Store* store_;
   std::int64_t run_;
