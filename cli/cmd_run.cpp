@@ -148,11 +148,9 @@ int run_scenario(const RunRequest& req) {
     for (const RunRow& r : rec.marked)
       std::fprintf(stderr, "ddplab: run %lld (%s) marked %s\n", static_cast<long long>(r.id), r.info.strategy.c_str(),
                    end.signal ? "interrupted" : "failed");
-    // Runs the ranks stored interrupted themselves, stopping on request.
-    for (const RunRow& r : launch_runs(store, before, launch_id))
-      if (r.status == "interrupted" && std::none_of(rec.marked.begin(), rec.marked.end(), [&](const RunRow& m) { return m.id == r.id; }))
-        std::fprintf(stderr, "ddplab: run %lld (%s) stored interrupted: %s\n", static_cast<long long>(r.id),
-                     r.info.strategy.c_str(), r.reason.c_str());
+    for (const RunRow& r : rec.stopped)
+      std::fprintf(stderr, "ddplab: run %lld (%s) stored interrupted: %s\n", static_cast<long long>(r.id),
+                   r.info.strategy.c_str(), r.reason.c_str());
     if (end.signal)
       std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),
                    req.db.c_str());

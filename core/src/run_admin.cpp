@@ -92,6 +92,8 @@ JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs
     if (r.status == "running" || r.status == "abandoned") {
       store.finish_run(r.id, status, reason);
       out.marked.push_back(r);
+    } else if (r.status == "interrupted") {
+      out.stopped.push_back(r);
     } else if (r.status == "failed" && !outcome.failures.empty()) {
       store.set_run_reason(r.id, reason);
     }

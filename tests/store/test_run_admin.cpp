@@ -201,4 +201,10 @@ TEST(RunAdmin, RecordingABadJobEndMarksItsRunsAndKeepsTheFlightDumps) {
   EXPECT_EQ(r.store.run(stopped)->status, "interrupted");
   EXPECT_EQ(r.store.run(stopped)->reason, "SIGTERM to the launcher");
   EXPECT_EQ(sig.flight_run, 0);
+  EXPECT_TRUE(sig.stopped.empty());
+  // A run its ranks stored interrupted themselves (a stop on request) is left as it is, and said.
+  const JobEndRecord again = record_job_end(r.store, {*r.store.run(stopped)}, {SIGINT, {}, {}});
+  EXPECT_TRUE(again.marked.empty());
+  EXPECT_EQ(ids(again.stopped), (std::vector<std::int64_t>{stopped}));
+  EXPECT_EQ(r.store.run(stopped)->reason, "SIGTERM to the launcher");
 }

@@ -36,6 +36,7 @@ std::string job_failure_reason(const JobOutcome& outcome);
 
 struct JobEndRecord {
   std::vector<RunRow> marked;           // the runs marked interrupted or failed here (as they were before)
+  std::vector<RunRow> stopped;          // the runs its ranks stored interrupted themselves (a stop on request)
   std::int64_t flight_run = 0;          // the run the flight records were stored with (0: none stored)
   std::vector<std::string> unreadable;  // why a dump was left out
 };
