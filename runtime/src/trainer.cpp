@@ -317,7 +317,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   // Where a resumed run stands: its state and counters as its checkpoint holds them.
   std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
   double last_loss = 0, wall_before = 0;
-  ReplicaAgreement agreement;  // followed on every step, checked every train.consistency_every
+  ReplicaAgreement agreement;  // train.consistency_every, and what a checkpoint records
   if (resume) {
     // Every rank loads its state before the stored run is touched, so that a file one rank cannot read leaves
     // the run as it was.
@@ -484,8 +484,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (worker && b > 0) last_loss = m.loss;
     samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
     if (fault.kind == "bitflip" && fault.rank == rank && fault.step == step) flip_a_bit(*ops, model);
-    // Followed on every step: a checkpoint records whether the replicas agree (elastic resume needs them to).
-    agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
+    // Followed for the consistency checks, and for checkpoints, which record whether the replicas agree
+    // (elastic resume needs them to).
+    if (tr.consistency_every > 0 || checkpointer.enabled())
+      agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
     if (tr.consistency_every > 0) {
       if (step + 1 >= next_check && agreement.agree()) {
         if (const std::string bad = check_consistency(comm, *ops, model, strategy, step, tr.consistency_every); !bad.empty())
