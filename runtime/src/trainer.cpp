@@ -360,8 +360,11 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     for (int r = 0; r < world; ++r)
       if (!loaded[static_cast<std::size_t>(r)]) failed.push_back(r);
     if (!failed.empty()) {
-      // An unreadable checkpoint is no resume point: the one before it, if kept, is the next.
+      // An unreadable checkpoint is no resume point: the one before it, if kept, is the next. No rank ends the
+      // job (MPI_Abort) before rank 0 has dropped it.
       if (store) store->delete_checkpoint(resume->run, resume->step);
+      int dropped = 1;
+      comm.broadcast(&dropped, sizeof dropped, 0);
       throw RankError(fmt::format("rank {}: run {}'s checkpoint at step {} could not be loaded on rank {} ({}); it is "
                                   "dropped from the store: --resume again continues from the one before it, if one is kept",
                                   rank, resume->run, resume->step, fmt::join(failed, ", "),
