@@ -12,6 +12,8 @@ PKGS=(
   libcli11-dev libfmt-dev libspdlog-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2 procps
+  clang libclang-rt-14-dev
+  slurm-wlm munge
   sqlite3
 )
 missing=()

@@ -76,19 +76,27 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& path) 
         throw fail(no, fmt::format("column {}: \"{}\" is not a number", column, field));
       return v;
     };
+    // Sizes, counts and #wrong are printed as integers; a fraction or a value past int64 is refused.
+    auto integer = [&](const std::string& field, const std::string& column) {
+      std::int64_t v = 0;
+      const auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+      if (ec != std::errc() || p != field.data() + field.size())
+        throw fail(no, fmt::format("column {}: \"{}\" is not an integer", column, field));
+      return v;
+    };
     for (std::size_t i = 0; i < columns.size(); ++i) {
       const std::string& c = columns[i];
       const std::string& f = w[i];
       NcclTestsTiming& t = timing == 0 ? row.out_of_place : row.in_place;
-      if (c == "size") row.bytes = static_cast<std::int64_t>(number(f, c));
-      else if (c == "count") row.count = static_cast<std::int64_t>(number(f, c));
+      if (c == "size") row.bytes = integer(f, c);
+      else if (c == "count") row.count = integer(f, c);
       else if (c == "type") row.type = f;
       else if (c == "redop") row.redop = f;
       else if (c == "time") t.time_us = number(f, c);
       else if (c == "algbw") t.algbw_gbs = number(f, c);
       else if (c == "busbw") t.busbw_gbs = number(f, c);
       else if (c == "#wrong" || c == "error") {
-        if (c == "#wrong" && f != "N/A") t.wrong = static_cast<std::int64_t>(number(f, c));
+        if (c == "#wrong" && f != "N/A") t.wrong = integer(f, c);
         if (c == "error" && f != "N/A") number(f, c);  // a float difference: checked, not kept
         ++timing;  // the in-place columns follow
       }

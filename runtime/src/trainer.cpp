@@ -589,6 +589,7 @@ void fail_run(Store* store, const Where& where, const std::string& reason) {
 
 int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt) {
   const Fault fault = read_fault();
+  install_stop_signals();  // under srun (no job folder) a rank's SIGTERM is a request to stop
   // Every MPI call of the job is watched: one stuck past train.comm_timeout_s aborts the job, naming it.
   WatchedCommunicator comm(world, sc.train.comm_timeout_s);
   std::unique_ptr<Store> store;
@@ -615,12 +616,15 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
       if (i > (resume ? resume->strategy : 0) && stop_requested_everywhere(comm)) break;
       const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where,
                                                  resume && i == resume->strategy ? &*resume : nullptr);
-      if (out.stopped) break;  // the strategies after it are not started
+      // The strategies after it are not started. A rank stopped by its own signal (srun) exits as the
+      // signal would have had it: 128 + its number.
+      if (out.stopped) return g_stop_signal.load() != 0 ? 128 + g_stop_signal.load() : (failures == 0 ? 0 : 2);
       if (!out.ok) {
         ++failures;
         if (comm.rank() == 0) std::fprintf(stderr, "error: strategy %s: %s\n", st.name.c_str(), out.error.c_str());
       }
     }
+    if (g_stop_signal.load() != 0) return 128 + g_stop_signal.load();  // asked between strategies
     return failures == 0 ? 0 : 2;
   } catch (const RankError& e) {  // names its rank and step itself
     fail(e.what());

@@ -121,7 +121,7 @@ grep -q 'all_reduce over 2 ranks, 1 per node, 1 sizes' "$work/out" || fail "impo
 printf '#       size  count\n 1024 x\n' >"$work/bad.log"
 "$ddplab" import nccl-tests "$work/bad.log" --name bad --db "$work/c.db" >"$work/out" 2>"$work/err" \
   && fail "a malformed nccl-tests log was accepted"
-grep -q "$work/bad.log:2: column count: \"x\" is not a number" "$work/err" || fail "malformed log: no file:line"
+grep -q "$work/bad.log:2: column count: \"x\" is not an integer" "$work/err" || fail "malformed log: no file:line"
 [[ $("$ddplab" bench results --db "$work/c.db" --csv | grep -c ',nccl$') == 2 ]] \
   || fail "the store lost or gained rows on a refused import"
 # predict: a strategy without runs at 3 global batches is refused with what to run (exit 1, the other

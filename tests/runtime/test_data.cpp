@@ -83,6 +83,25 @@ TEST(FashionMnist, TruncatedImageFileGivesAClearError) {
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
 }
 
+// Found by fuzzing (tests/fuzz/regressions/idx): images of 0 pixels were accepted as a dataset of no
+// features, and sizes whose product passes 2^64 wrapped around the truncation check.
+TEST(FashionMnist, ImagesOfNoPixelsOrOfMoreThanTheFileHoldsAreRefused) {
+  TempDir t;
+  write_gz(t.file("lab.gz"), be32(2049) + be32(3) + std::string(3, '\1'));
+  write_gz(t.file("empty.gz"), be32(2051) + be32(3) + be32(0) + be32(28));
+  std::string msg = error_of(t.file("empty.gz"), t.file("lab.gz"));
+  EXPECT_NE(msg.find(t.file("empty.gz") + ": images of 0 x 28 pixels"), std::string::npos) << msg;
+  // 2^8 images of 2^28 x 2^28 pixels: 2^64 bytes, 0 when wrapped.
+  write_gz(t.file("huge.gz"), be32(2051) + be32(256) + be32(1u << 28) + be32(1u << 28));
+  msg = error_of(t.file("huge.gz"), t.file("lab.gz"));
+  EXPECT_NE(msg.find(t.file("huge.gz") + ": images of 268435456 x 268435456 pixels"), std::string::npos) << msg;
+  // Just under 2^31 pixels each is allowed, but 3 such images are not in 10 bytes of pixels.
+  write_gz(t.file("short.gz"), be32(2051) + be32(3) + be32(46341) + be32(46340) + std::string(10, '\1'));
+  msg = error_of(t.file("short.gz"), t.file("lab.gz"));
+  EXPECT_NE(msg.find(t.file("short.gz") + ": truncated: 3 images of 46341 x 46340 pixels need 6442325820 bytes"),
+            std::string::npos) << msg;
+}
+
 TEST(FashionMnist, CorruptGzipStreamGivesAClearError) {
   TempDir t;
   // Take a real gzip stream, cut it in half, and flip bytes in the deflate data.

@@ -97,3 +97,33 @@ TEST(NcclTests, MalformedInputNamesFileAndLine) {
 
 }  // namespace
 }  // namespace ddplab
+
+namespace ddplab {
+namespace {
+
+// Found by fuzzing (tests/fuzz/regressions/nccl_tests): a size past int64 was converted from a double,
+// undefined behaviour. Sizes, counts and #wrong are integers, and anything else is refused with file:line.
+TEST(NcclTests, SizesCountsAndWrongMustBeIntegers) {
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string good = "1024 256 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n";
+  EXPECT_NO_THROW(parse_nccl_tests(header + good, "ok.log"));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"104857888888888888888888888888888 256 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n",
+       "big.log:2: column size: \"104857888888888888888888888888888\" is not an integer"},
+      {"1024 25.6 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n", "frac.log:2: column count: \"25.6\" is not an integer"},
+      {"1024 256 float sum -1 20.00 0.05 0.08 1e30 19.50 0.05 0.08 0\n", "wrong.log:2: column #wrong: \"1e30\" is not an integer"},
+  };
+  for (const auto& [row, want] : bad) {
+    const std::string path = want.substr(0, want.find(':'));
+    try {
+      parse_nccl_tests(header + row, path);
+      ADD_FAILURE() << "accepted " << row;
+    } catch (const NcclTestsError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ddplab

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -75,7 +76,12 @@ inline float bf16_to_float(std::uint16_t b) { return std::bit_cast<float>(static
 // so results are bit-identical either way; picked at run time so the build needs no -mf16c. ----
 #if defined(__x86_64__) && defined(__GNUC__)
 inline bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // F16C from CPUID itself: clang's __builtin_cpu_supports does not know "f16c". "avx" also says the OS
+  // saves the registers.
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0 && __builtin_cpu_supports("avx");
+  }();
   return yes;
 }
 __attribute__((target("avx,f16c"))) inline std::size_t f16c_sum(std::uint16_t* a, const std::uint16_t* b, std::size_t n) {

@@ -1,0 +1,43 @@
+// The scenario reader as `ddplab run` uses it: TOML parsing, every section's checks, the strategies'
+// registries (validate_strategies), then each strategy built on a 4-rank world and its first plans.
+// Documented outcomes: ScenarioError naming the file; a world-dependent refusal from Strategy
+// (std::invalid_argument), which `ddplab run` reports with the world it was given.
+#include <algorithm>
+#include <string>
+
+#include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/strategy.hpp"
+#include "fuzz_check.hpp"
+
+namespace {
+
+// A table named by path would read an arbitrary file (/dev/zero), so only built-in tables are built.
+bool buildable(const ddplab::ModelConfig& m) {
+  return m.type != "table" ||
+         std::find(ddplab::kBuiltinModelTables.begin(), ddplab::kBuiltinModelTables.end(), m.table) !=
+             ddplab::kBuiltinModelTables.end();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string path = "fuzz.toml";
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  ddplab::fuzz::expect_clear_error<ddplab::ScenarioError>(path, [&] {
+    const ddplab::Scenario sc = ddplab::parse_scenario(text, path);
+    ddplab::validate_strategies(sc);
+    if (!buildable(sc.model)) return;
+    const ddplab::ModelSpec model = ddplab::model_spec_for(sc.model);
+    const ddplab::StrategyContext ctx = ddplab::strategy_context(sc, 4, 2);
+    for (const auto& config : sc.strategies) {
+      try {
+        const ddplab::Strategy strategy(config, model, ctx);
+        for (std::int64_t step = 0; step < 2; ++step) (void)strategy.plan(step);
+        (void)strategy.finish_plan(2);
+      } catch (const std::invalid_argument& e) {
+        if (std::string_view(e.what()).empty()) ddplab::fuzz::report("a refusal without a message");
+      }
+    }
+  });
+  return 0;
+}
