@@ -2,25 +2,21 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | resume | interrupt-resume | elastic | perturb | rank-dies | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
+#   (CHECK: identical | resume | interrupt-resume | elastic | perturb | rank-dies | rank-signal | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 db=$work/results.db
 fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
+source "$(dirname "$0")/../long_run.sh"
 # Starts the scenario as a run that would not end by itself ($work/long.toml; extra sed expressions may adjust
 # it), in the background as $launcher, and returns once it has stored a step.
 start_long_run() {
-  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$@" "$scenario" >"$work/long.toml"
+  long_scenario "$scenario" "$work/long.toml" "$@"
   "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
   launcher=$!
-  local steps=0
-  for _ in $(seq 1 600); do
-    steps=$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0)
-    [[ ${steps:-0} -gt 0 ]] && return
-    sleep 0.1
-  done
+  wait_for_steps "$db" && return
   kill -9 $launcher
   fail "no steps stored within 60 s"
 }
@@ -193,6 +189,33 @@ desync)
       fail "the diverged rank was not named at the next check"
   fi
   echo "caught: $reason"
+  ;;
+rank-signal)
+  # Ranks of a hand-run mpirun have no job folder (as under srun): a SIGTERM to one of them, not rank 0,
+  # asks the whole job to stop. Every rank stops after the same step, the run is stored interrupted with
+  # every step up to it, and no process is left.
+  victim=$((np - 1))
+  long_scenario "$scenario" "$work/long.toml"
+  flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
+  [[ $(id -u) == 0 ]] && flags+=(--allow-run-as-root)
+  mpirun -np "$np" "${flags[@]}" "$ddplab" run "$work/long.toml" --db "$db" >"$work/out" 2>&1 &
+  launcher=$!
+  wait_for_steps "$db" || { kill -9 $launcher; fail "no steps stored within 60 s"; }
+  pid=
+  for p in $(pgrep -f "$work/long.toml"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
+  done
+  [[ -n $pid ]] || { kill -9 $launcher; fail "rank $victim not found"; }
+  kill -TERM "$pid"
+  for _ in $(seq 1 200); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $launcher 2>/dev/null; then pkill -9 -f "$work/long.toml"; fail "the job went on 20 s after rank $victim's SIGTERM"; fi
+  sleep 0.5
+  if pgrep -f "$work/long.toml" >/dev/null; then pgrep -af "$work/long.toml"; pkill -9 -f "$work/long.toml"; fail "processes left running"; fi
+  status=$(sqlite3 "$db" "select status || ': ' || reason from runs where id = 1")
+  [[ $status == "interrupted: stopped on request after step "* ]] || fail "run 1 stored as '$status', not interrupted"
+  last=${status##*after step }
+  [[ $(sqlite3 "$db" "select count(*) from steps where run_id = 1") == $((${last%% *} * np)) ]] ||
+    fail "run 1 stopped after step ${last%% *} but has $(sqlite3 "$db" "select count(*) from steps") step rows for $np ranks"
   ;;
 hang)
   # A rank stopped mid-run (SIGSTOP: alive, but it never arrives): the others' watchdogs report it after

@@ -22,6 +22,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+source "$(dirname "$0")/../long_run.sh"
 fail() {
   echo "FAIL: $*"
   for f in "$work"/out "$work"/*.out "$work"/slurmctld.log "$work"/slurmd.log; do
@@ -117,17 +118,11 @@ sbatch)
   ;;
 scancel)
   # A run that would not end by itself, cancelled once it has stored steps.
-  sed -e 's/^epochs = .*/epochs = 1000/' -e 's/^max_steps = .*/max_steps = 0/' "$scenario" >"$work/long.toml"
+  long_scenario "$scenario" "$work/long.toml"
   db=$work/cancel.db
   job=$(DDPLAB=$ddplab sbatch --parsable -n 4 -o "$work/job-%j.out" "$job_script" "$work/long.toml" "$db") ||
     fail "sbatch exited $?"
-  steps=0
-  for _ in $(seq 1 600); do
-    steps=$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null || echo 0)
-    [[ ${steps:-0} -gt 0 ]] && break
-    sleep 0.1
-  done
-  [[ ${steps:-0} -gt 0 ]] || fail "job $job stored no step within 60 s"
+  wait_for_steps "$db" || fail "job $job stored no step within 60 s"
   t0=$(date +%s.%N)
   scancel "$job" || fail "scancel exited $?"
   wait_gone "$job" 30 || fail "job $job still in the queue 30 s after scancel"
