@@ -220,7 +220,7 @@ struct Where {
 struct StrategyOutcome {
   bool ok = true;
   std::string error;
-  bool stopped = false;  // on the launcher's request (stop_check.hpp): stored interrupted, the job ends
+  bool stopped = false;  // on request (stop_check.hpp: the launcher or a signal): stored interrupted, the job ends
 };
 
 // The run a job continues (WorkerOptions::resume_run), as rank 0 found it and broadcast it to every rank.
