@@ -164,7 +164,7 @@ void add_simulate(CLI::App& app) {
       "the calibration it names (when they measured its model), else from the newest measured run of the same\n"
       "scenario, strategy, model and batch that had no more ranks than cores, else from the model's FLOPs and\n"
       "[cluster].device_flops. Each table says which.\n"
-      "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b or a file).\n"
+      "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
       "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"
       "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology). Without\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates ddplab's built-in model tables (strategies/models/*.csv) from the architectures.
 
-Standard library only. Run from anywhere: `python3 strategies/models/gen_models.py` rewrites the four
+Standard library only. Run from anywhere: `python3 strategies/models/gen_models.py` rewrites the five
 tables next to this script and prints each model's totals. The format is described in README.md here.
 
 Conventions (also written into each file's header):
@@ -23,9 +23,12 @@ ACT_BYTES = 4  # fp32 activations
 # FLOPs per output element of element-wise layers (rough, documented; matrix products dominate).
 ELEMENTWISE = {"add": 1, "mul": 1, "relu": 1, "bias": 1, "batchnorm": 2, "layernorm": 5, "rmsnorm": 4,
                "softmax": 5, "gelu": 8, "silu": 4, "tanh": 4, "rotary": 3}
-SEQ = {"bert_large": 512, "gpt2_xl": 1024, "llama2_7b": 4096}
+SEQ = {"bert_large": 512, "gpt2_xl": 1024, "llama2_7b": 4096, "gpt3_175b": 2048}
 PUBLISHED_PARAMS = {"resnet50": 25_557_032, "bert_large": 335_141_888, "gpt2_xl": 1_557_611_200,
                     "llama2_7b": 6_738_415_616}
+# Published only to 0.1 billion: (value, half the last digit). GPT-3 175B as Megatron-LM trains it is 174.6B
+# (Narayanan et al. 2021, arXiv 2104.04473, Table 2 and Eq. 2).
+PUBLISHED_ROUNDED = {"gpt3_175b": (174_600_000_000, 50_000_000)}
 
 
 class Table:
@@ -172,6 +175,37 @@ def gpt2_xl():
     return t
 
 
+# ---- GPT-3 175B as Megatron-LM trains it, 2048 tokens ----
+
+def gpt3_175b():
+    """GPT-3 175B (Brown et al. 2020: 96 layers, d_model 12288, 96 heads, context 2048) in Megatron-LM's GPT
+    (Narayanan et al. 2021, the model of their Table 2): GPT-2's pre-LayerNorm layer with biases, learned
+    positions, output layer tied to the word embedding, vocabulary padded to 51,200. Dense attention: GPT-3's
+    alternating locally banded layers are not modelled, as Megatron does not use them."""
+    s, d, layers, heads, vocab, ctx = SEQ["gpt3_175b"], 12288, 96, 96, 51200, 2048
+    ff = 4 * d
+    t = Table("gpt3_175b", [f"GPT-3 175B in Megatron-LM's GPT model (Narayanan et al. 2021), {s} tokens per sample",
+                            "96 layers, hidden 12288, 96 heads, vocab 51200 (GPT-2's 50257 padded); nn.Linear weights (out, in)",
+                            "the output layer is tied to word_embeddings: counted once, in that row; published 174.6B"])
+    t.layer("embedding.word_embeddings", 0, s * d, [("weight", (vocab, d))])
+    t.elementwise("embedding.position_embeddings", "add", s * d, [("weight", (ctx, d))])
+    for i in range(layers):
+        p = f"decoder.layers.{i}."
+        t.elementwise(p + "input_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
+        t.linear(p + "self_attention.query_key_value", d, 3 * d, s)
+        attention_core(t, p + "self_attention.", s, d, heads)
+        t.linear(p + "self_attention.dense", d, d, s)
+        t.elementwise(p + "residual_attn", "add", s * d)
+        t.elementwise(p + "post_attention_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
+        t.linear(p + "mlp.dense_h_to_4h", d, ff, s)
+        t.elementwise(p + "mlp.gelu", "gelu", s * ff)
+        t.linear(p + "mlp.dense_4h_to_h", ff, d, s)
+        t.elementwise(p + "residual_mlp", "add", s * d)
+    t.elementwise("decoder.final_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
+    t.layer("output_layer", 2 * s * d * vocab, s * vocab)  # tied weight: no parameters of its own
+    return t
+
+
 # ---- Llama-2-7B (Hugging Face LlamaForCausalLM "Llama-2-7b-hf"), 4096 tokens ----
 
 def llama2_7b():
@@ -204,11 +238,16 @@ def llama2_7b():
 def main():
     out_dir = os.path.dirname(os.path.abspath(__file__))
     ok = True
-    for build in (resnet50, bert_large, gpt2_xl, llama2_7b):
+    for build in (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b):
         t = build()
         count = t.param_count()
-        if count != PUBLISHED_PARAMS[t.model]:
-            print(f"{t.model}: {count} parameters, published {PUBLISHED_PARAMS[t.model]}", file=sys.stderr)
+        if t.model in PUBLISHED_ROUNDED:
+            value, tolerance = PUBLISHED_ROUNDED[t.model]
+            matches = abs(count - value) <= tolerance
+        else:
+            value, matches = PUBLISHED_PARAMS[t.model], count == PUBLISHED_PARAMS[t.model]
+        if not matches:
+            print(f"{t.model}: {count} parameters, published {value}", file=sys.stderr)
             ok = False
             continue
         t.write(os.path.join(out_dir, t.model + ".csv"))

@@ -500,14 +500,14 @@ TEST(ScenarioModelTable, PathsResolveAgainstTheScenarioDirectory) {
   EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model(expected)))).model.table, expected);  // absolute: as is
   const std::string path = t.scenario(with_strategy(table_model("mine.csv")));
   EXPECT_EQ(load_error(path), path + ":3:9: model.table must be a built-in table (\"resnet50\", \"bert_large\", "
-                                     "\"gpt2_xl\", \"llama2_7b\") or the path of a table file (no file \"" +
+                                     "\"gpt2_xl\", \"llama2_7b\", \"gpt3_175b\") or the path of a table file (no file \"" +
                                      (t.dir / "mine.csv").string() + "\"), got \"mine.csv\"");
 }
 
 TEST(ScenarioModelTable, Errors) {
   EXPECT_EQ(parse_error("[model]\ntype = \"table\"\n"),
             "fake/inline.toml:2:8: model.table is required when model.type is \"table\": a built-in table "
-            "(\"resnet50\", \"bert_large\", \"gpt2_xl\", \"llama2_7b\") or the path of a table file");
+            "(\"resnet50\", \"bert_large\", \"gpt2_xl\", \"llama2_7b\", \"gpt3_175b\") or the path of a table file");
   EXPECT_EQ(parse_error("[model]\ntable = \"resnet50\"\n"),
             "fake/inline.toml:2:9: model.table applies to model.type \"table\" only (set type = \"table\"), got "
             "\"resnet50\"");

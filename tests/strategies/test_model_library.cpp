@@ -65,6 +65,23 @@ TEST(ModelLibrary, ParameterCountsAreThePublishedOnes) {
   EXPECT_EQ(load_model_table("bert_large").parameter_count(), 335'141'888u);   // bert-large-uncased with pooler
   EXPECT_EQ(load_model_table("gpt2_xl").parameter_count(), 1'557'611'200u);    // lm_head tied to wte
   EXPECT_EQ(load_model_table("llama2_7b").parameter_count(), 6'738'415'616u);  // untied lm_head
+  // GPT-3 175B as Megatron-LM trains it: published as 174.6B (Narayanan et al. 2021); exactly their Eq. 2,
+  // 12Lh^2 + 13Lh + (V + s)h, plus the final LayerNorm's 2h.
+  const std::size_t L = 96, h = 12288, V = 51200, s = 2048;
+  const std::size_t gpt3 = load_model_table("gpt3_175b").parameter_count();
+  EXPECT_EQ(gpt3, 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h);
+  EXPECT_NEAR(static_cast<double>(gpt3), 174.6e9, 0.05e9);
+}
+
+// Model FLOPs of a GPT layer stack, forward and backward per sequence (Korthikanti et al. 2022, Eq. 7):
+// 72 L s h^2 (1 + s/(6h) + V/(12hL)). The table adds its element-wise layers, which the formula leaves out.
+TEST(ModelLibrary, Gpt3FlopsAreThePublishedFormulas) {
+  const ModelSpec m = load_model_table("gpt3_175b");
+  const double L = 96, h = 12288, V = 51200, s = 2048;
+  const double model_flops = 72 * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+  const double table = m.forward_flops() + m.backward_flops();
+  EXPECT_GT(table, model_flops);
+  EXPECT_LT(table, model_flops * 1.001);
 }
 
 TEST(ModelLibrary, EveryTableIsWellFormed) {

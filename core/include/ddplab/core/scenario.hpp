@@ -20,7 +20,8 @@ struct ScenarioError : std::runtime_error {
 };
 
 // The model tables shipped in strategies/models/<name>.csv, named by [model] table (type "table").
-inline constexpr std::array<std::string_view, 4> kBuiltinModelTables{"resnet50", "bert_large", "gpt2_xl", "llama2_7b"};
+inline constexpr std::array<std::string_view, 5> kBuiltinModelTables{"resnet50", "bert_large", "gpt2_xl", "llama2_7b",
+                                                                     "gpt3_175b"};
 
 struct ModelConfig {
   std::string type = "mlp";  // "mlp" | "cnn" (both trained by the runtime) | "table" (simulation only)
