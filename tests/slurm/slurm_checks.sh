@@ -10,6 +10,12 @@ ddplab=$1 scenario=$2 job_script=$3 check=$4
 for tool in munged mungekey slurmctld slurmd srun sbatch scancel squeue sinfo sqlite3; do
   command -v $tool >/dev/null || { echo "SKIP: $tool is missing (scripts/setup.sh installs slurm-wlm and munge)"; exit 77; }
 done
+# slurmd 22.05 cannot start without a cgroup filesystem (v1 under a tmpfs, or v2), whatever its plugins; a
+# chroot that bind-mounts /sys alone has none.
+case $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) in
+tmpfs | cgroup2fs) ;;
+*) echo "SKIP: no cgroup filesystem at /sys/fs/cgroup, which slurmd 22.05 needs to start"; exit 77 ;;
+esac
 work=$(mktemp -d /tmp/ddplab-slurm-XXXXXX)
 chmod 755 "$work"  # munged wants its socket's folder searchable by all
 pids=()
