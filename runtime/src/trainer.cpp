@@ -616,15 +616,14 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
       if (i > (resume ? resume->strategy : 0) && stop_requested_everywhere(comm)) break;
       const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where,
                                                  resume && i == resume->strategy ? &*resume : nullptr);
-      // The strategies after it are not started. A rank stopped by its own signal (srun) exits as the
-      // signal would have had it: 128 + its number.
-      if (out.stopped) return g_stop_signal.load() != 0 ? 128 + g_stop_signal.load() : (failures == 0 ? 0 : 2);
+      if (out.stopped) break;  // the strategies after it are not started
       if (!out.ok) {
         ++failures;
         if (comm.rank() == 0) std::fprintf(stderr, "error: strategy %s: %s\n", st.name.c_str(), out.error.c_str());
       }
     }
-    if (g_stop_signal.load() != 0) return 128 + g_stop_signal.load();  // asked between strategies
+    // A rank stopped by its own signal (srun) exits as the signal would have had it: 128 + its number.
+    if (const int sig = g_stop_signal.load(); sig != 0) return 128 + sig;
     return failures == 0 ? 0 : 2;
   } catch (const RankError& e) {  // names its rank and step itself
     fail(e.what());

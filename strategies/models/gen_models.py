@@ -120,6 +120,25 @@ def attention_core(t, p, seq, d, heads):
     t.layer(p + "context", 2 * seq * seq * d, seq * d)
 
 
+def gpt_layer(t, p, names, seq, d, heads, ff, conv1d):
+    """One GPT-2-style pre-LayerNorm decoder layer with biases and a GELU MLP. `names` maps the parts to the
+    implementation's module names; conv1d: GPT-2's Conv1D weights, stored (in, out)."""
+    def linear(name, fan_in, fan_out):
+        t.linear(p + name, fan_in, fan_out, seq, shape=(fan_in, fan_out) if conv1d else None)
+
+    norm = [("weight", (d,)), ("bias", (d,))]
+    t.elementwise(p + names["ln_1"], "layernorm", seq * d, norm)
+    linear(names["qkv"], d, 3 * d)
+    attention_core(t, p + names["attn"], seq, d, heads)
+    linear(names["proj"], d, d)
+    t.elementwise(p + "residual_attn", "add", seq * d)
+    t.elementwise(p + names["ln_2"], "layernorm", seq * d, norm)
+    linear(names["fc"], d, ff)
+    t.elementwise(p + "mlp.gelu", "gelu", seq * ff)
+    linear(names["fc_out"], ff, d)
+    t.elementwise(p + "residual_mlp", "add", seq * d)
+
+
 # ---- BERT-large (bert-large-uncased BertModel, with pooler), 512 tokens ----
 
 def bert_large():
@@ -158,18 +177,10 @@ def gpt2_xl():
                           "lm_head.weight is tied to transformer.wte.weight: counted once, in the wte row"])
     t.layer("transformer.wte", 0, s * d, [("weight", (vocab, d))])
     t.elementwise("transformer.wpe", "add", s * d, [("weight", (ctx, d))])
+    names = {"ln_1": "ln_1", "qkv": "attn.c_attn", "attn": "attn.", "proj": "attn.c_proj", "ln_2": "ln_2",
+             "fc": "mlp.c_fc", "fc_out": "mlp.c_proj"}
     for i in range(layers):
-        p = f"transformer.h.{i}."
-        t.elementwise(p + "ln_1", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-        t.linear(p + "attn.c_attn", d, 3 * d, s, shape=(d, 3 * d))
-        attention_core(t, p + "attn.", s, d, heads)
-        t.linear(p + "attn.c_proj", d, d, s, shape=(d, d))
-        t.elementwise(p + "residual_attn", "add", s * d)
-        t.elementwise(p + "ln_2", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-        t.linear(p + "mlp.c_fc", d, ff, s, shape=(d, ff))
-        t.elementwise(p + "mlp.gelu", "gelu", s * ff)
-        t.linear(p + "mlp.c_proj", ff, d, s, shape=(ff, d))
-        t.elementwise(p + "residual_mlp", "add", s * d)
+        gpt_layer(t, f"transformer.h.{i}.", names, s, d, heads, ff, conv1d=True)
     t.elementwise("transformer.ln_f", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
     t.layer("lm_head", 2 * s * d * vocab, s * vocab)  # tied weight: no parameters of its own
     return t
@@ -189,18 +200,11 @@ def gpt3_175b():
                             "the output layer is tied to word_embeddings: counted once, in that row; published 174.6B"])
     t.layer("embedding.word_embeddings", 0, s * d, [("weight", (vocab, d))])
     t.elementwise("embedding.position_embeddings", "add", s * d, [("weight", (ctx, d))])
+    names = {"ln_1": "input_layernorm", "qkv": "self_attention.query_key_value", "attn": "self_attention.",
+             "proj": "self_attention.dense", "ln_2": "post_attention_layernorm", "fc": "mlp.dense_h_to_4h",
+             "fc_out": "mlp.dense_4h_to_h"}
     for i in range(layers):
-        p = f"decoder.layers.{i}."
-        t.elementwise(p + "input_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-        t.linear(p + "self_attention.query_key_value", d, 3 * d, s)
-        attention_core(t, p + "self_attention.", s, d, heads)
-        t.linear(p + "self_attention.dense", d, d, s)
-        t.elementwise(p + "residual_attn", "add", s * d)
-        t.elementwise(p + "post_attention_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-        t.linear(p + "mlp.dense_h_to_4h", d, ff, s)
-        t.elementwise(p + "mlp.gelu", "gelu", s * ff)
-        t.linear(p + "mlp.dense_4h_to_h", ff, d, s)
-        t.elementwise(p + "residual_mlp", "add", s * d)
+        gpt_layer(t, f"decoder.layers.{i}.", names, s, d, heads, ff, conv1d=False)
     t.elementwise("decoder.final_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
     t.layer("output_layer", 2 * s * d * vocab, s * vocab)  # tied weight: no parameters of its own
     return t

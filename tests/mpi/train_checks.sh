@@ -12,6 +12,13 @@ fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
 source "$(dirname "$0")/../long_run.sh"
 # Starts the scenario as a run that would not end by itself ($work/long.toml; extra sed expressions may adjust
 # it), in the background as $launcher, and returns once it has stored a step.
+# The pid of rank $1 of the job running $work/long.toml (empty when none).
+rank_pid() {
+  local p
+  for p in $(pgrep -f "$work/long.toml"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
+  done
+}
 start_long_run() {
   long_scenario "$scenario" "$work/long.toml" "$@"
   "$ddplab" run "$work/long.toml" --np "$np" --db "$db" >"$work/out" 2>&1 &
@@ -201,10 +208,7 @@ rank-signal)
   mpirun -np "$np" "${flags[@]}" "$ddplab" run "$work/long.toml" --db "$db" >"$work/out" 2>&1 &
   launcher=$!
   wait_for_steps "$db" || { kill -9 $launcher; fail "no steps stored within 60 s"; }
-  pid=
-  for p in $(pgrep -f "$work/long.toml"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
-  done
+  pid=$(rank_pid "$victim")
   [[ -n $pid ]] || { kill -9 $launcher; fail "rank $victim not found"; }
   kill -TERM "$pid"
   for _ in $(seq 1 200); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
@@ -223,10 +227,7 @@ hang)
   # report as its reason, and no process is left.
   victim=$((np - 1))
   start_long_run -e 's/^\[train\]/[train]\ncomm_timeout_s = 3/'
-  pid=
-  for p in $(pgrep -f "$work/long.toml"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
-  done
+  pid=$(rank_pid "$victim")
   [[ -n $pid ]] || { kill -9 $launcher; fail "rank $victim not found"; }
   start=$(date +%s%N)
   kill -STOP "$pid"
