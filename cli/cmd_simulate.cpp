@@ -89,6 +89,8 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                   p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.result.samples_per_s,
                   p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size).c_str(),
                   static_cast<unsigned long long>(p.result.comms), static_cast<long long>(p.run_id));
+    for (const auto& p : points)  // the device that needs the most, against cluster.device_memory
+      std::printf("  world %d: device memory %s\n", p.world_size, p.memory.describe().c_str());
     for (const auto& p : points)  // what `native` ran as at each size, so that the table explains itself
       if (const std::string c = describe_nccl_choices(sc, st, p.world_size, opt); !c.empty())
         std::printf("  world %d: NCCL's choice for the steady block's collectives: %s\n", p.world_size, c.c_str());

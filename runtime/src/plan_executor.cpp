@@ -17,7 +17,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy& strategy, const OptimizerConfig& opt)
     : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
-      optimizer_(ops, opt, model.num_params()), staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
+      optimizer_(ops, opt, strategy.optimizer_ranges(comm.rank())), staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
     throw std::logic_error("PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
                            "(whose plan then holds the norm's ops), or in neither");
@@ -453,19 +453,23 @@ StepRecord PlanExecutor::execute(StepPlan next) {
 }
 
 void PlanExecutor::apply_layout() {
-  // Move the optimizer state with the parameters: read it in the old layout, write it in the new one.
+  // Move the optimizer state with the parameters: read it in the old layout, write it in the new one. A
+  // sharded state is spread over the ranks, each range kept by one of them: the sum of their full-size
+  // copies (zero outside what each keeps) is all of it, from which each keeps its new ranges.
   const std::vector<ParamInfo> old_info = model_.param_info();
   const auto& offsets = strategy_.bucketing().grad_offset;
-  std::vector<float> before(model_.num_params()), after(model_.num_params());
-  for (DeviceBuffer& state : optimizer_.buffers()) {
-    ops_.to_host(before.data(), state.data(), before.size());
+  const std::size_t n = model_.num_params();
+  std::vector<std::vector<float>> slots;
+  for (std::size_t s = 0; s < optimizer_.slots(); ++s) {
+    std::vector<float> before = optimizer_.full(s, n), after(n);
+    if (strategy_.policy().shards != Shards::None) comm_.allreduce_sum(before.data(), n);
     for (std::size_t i = 0; i < old_info.size(); ++i)
       std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,
                   after.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
-    ops_.to_device(state.data(), after.data(), after.size());
+    slots.push_back(std::move(after));
   }
-  ops_.synchronize();  // `after` is pageable and goes out of scope
   model_.set_offsets(offsets);
+  optimizer_.reshard(strategy_.optimizer_ranges(comm_.rank()), slots);
 }
 
 void PlanExecutor::save(Checkpoint& c) const {
@@ -476,10 +480,8 @@ void PlanExecutor::save(Checkpoint& c) const {
   std::vector<float> flat(model_.num_params());
   ops_.to_host(flat.data(), model_.params(), flat.size());
   c.tensors["params"] = to_parameter_order(flat, info);
-  for (std::size_t i = 0; i < optimizer_.buffers().size(); ++i) {
-    ops_.to_host(flat.data(), optimizer_.buffers()[i].data(), flat.size());
-    c.tensors["optimizer." + std::to_string(i)] = to_parameter_order(flat, info);
-  }
+  for (std::size_t i = 0; i < optimizer_.slots(); ++i)  // zero outside what this rank keeps
+    c.tensors["optimizer." + std::to_string(i)] = to_parameter_order(optimizer_.full(i, flat.size()), info);
   if (model_.num_buffers() > 0) {
     std::vector<float> buffers(model_.num_buffers());
     ops_.to_host(buffers.data(), model_.buffers(), buffers.size());
@@ -507,11 +509,11 @@ void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
   std::vector<std::vector<float>> host;  // kept until the copies are done
   host.push_back(from_parameter_order(c.tensor("params", n, what), info));
   ops_.to_device(model_.params(), host.back().data(), n);
-  const std::size_t slots = optimizer_.buffers().size();
-  for (std::size_t i = 0; i < slots; ++i) {
-    host.push_back(from_parameter_order(c.tensor("optimizer." + std::to_string(i), n, what), info));
-    ops_.to_device(optimizer_.buffers()[i].data(), host.back().data(), n);
-  }
+  const std::size_t slots = optimizer_.slots();
+  std::vector<std::vector<float>> state;
+  for (std::size_t i = 0; i < slots; ++i)
+    state.push_back(from_parameter_order(c.tensor("optimizer." + std::to_string(i), n, what), info));
+  optimizer_.reshard(strategy_.optimizer_ranges(comm_.rank()), state);  // the ranges of the layout just loaded
   if (c.tensors.count("optimizer." + std::to_string(slots)))
     throw CheckpointError(what + ": holds more optimizer state than train.optimizer keeps (another optimizer?)");
   if (model_.num_buffers() > 0) ops_.to_device(model_.buffers(), c.tensor("buffers", model_.num_buffers(), what).data(), model_.num_buffers());

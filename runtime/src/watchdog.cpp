@@ -19,6 +19,9 @@ namespace {
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 std::atomic<int> g_usr1{0};  // SIGUSR1s received: each asks every recorder of this process for a dump
 void on_usr1(int) { g_usr1.fetch_add(1); }
 }  // namespace
@@ -94,6 +97,9 @@ void WatchedCommunicator::start() {
   act.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &act, nullptr);
   const int usr1 = g_usr1.load();  // SIGUSR1s from now on: read here, before the monitor runs
+  // The first heartbeat at once, not a tick later: a rank stopped within its first steps is then reported
+  // as silent, not as one that never left a heartbeat.
+  heartbeat({step_.load(), 0, wall_ms()});
   monitor_ = std::thread([this, usr1] { monitor(usr1); });
 }
 
@@ -126,9 +132,6 @@ void WatchedCommunicator::abort(int code) {
 
 namespace {
 constexpr double kHeartbeatS = 0.2;  // how often a rank's monitor says it is alive
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 }  // namespace
 
 void WatchedCommunicator::heartbeat(const Beat& b) const {

@@ -72,6 +72,7 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
   const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
   p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
+  p.memory = check_memory(scenario, strategy, n, scenario.cluster.devices_per_node);
   return p;
 }
 
@@ -119,6 +120,10 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"mode", simulation_mode(options, n)},
         {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
+    nlohmann::json memory = {{"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};
+    for (const auto& [part, bytes] : p.memory.memory.parts()) memory[part + "_bytes"] = bytes;
+    if (p.memory.capacity) memory["capacity_bytes"] = *p.memory.capacity;
+    config["simulation"]["device_memory"] = std::move(memory);
     if (options.calibration) {
       config["simulation"]["calibration"] = options.calibration->name;
       config["simulation"]["compute_split"] =

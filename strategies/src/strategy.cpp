@@ -63,6 +63,15 @@ Chunk Strategy::shard(int bucket, int rank) const {
   return Chunk{0, 0};
 }
 
+std::vector<Chunk> Strategy::optimizer_ranges(int rank) const {
+  if (policy_->shards == Shards::None) return {Chunk{0, model_.parameter_count()}};
+  std::vector<Chunk> out;
+  for (const Bucket& b : bucketing_.buckets)
+    if (const Chunk c = shard(b.id, rank); c.count > 0) out.push_back({b.offset + c.offset, c.count});
+  std::sort(out.begin(), out.end(), [](const Chunk& a, const Chunk& b) { return a.offset < b.offset; });
+  return out;
+}
+
 Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as,
                                 const NcclFabric* nccl) const {
   return schedule_for_call(

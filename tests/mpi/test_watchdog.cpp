@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "ddplab/core/job_notes.hpp"
 #include "ddplab/runtime/watchdog.hpp"
 #include "mpi_test_main.hpp"
 
@@ -145,6 +146,20 @@ TEST(Watchdog, HeartbeatsInTheJobFolderNameTheRankThatDidNotArrive) {
       EXPECT_EQ(seen[0].find("rank 2 ("), std::string::npos) << seen[0];  // it did arrive
     }
   }
+}
+
+// The first heartbeat is left as the rank is watched, not a tick later: a rank stopped within its first
+// steps is then reported as silent, not as one that never left a heartbeat.
+TEST(Watchdog, ARankLeavesItsFirstHeartbeatAsItIsWatched) {
+  if (g_comm->size() < 2) GTEST_SKIP() << "heartbeats are left by ranks of a job of two or more";
+  const SharedJobDir dir;
+  ASSERT_TRUE(dir.ok());
+  Reports reports;
+  WatchedCommunicator comm(*g_comm, 30, reports.sink());  // ticks every 0.2 s
+  const std::string name = "heartbeat-rank-" + std::to_string(g_comm->rank());
+  const auto notes = read_job_notes(dir.path(), name);
+  ASSERT_FALSE(notes.empty()) << "no " << name << " right after the watchdog started";
+  EXPECT_EQ(notes.front().name, name);
 }
 
 TEST(Watchdog, CallsThatCompleteInTimeReportNothing) {

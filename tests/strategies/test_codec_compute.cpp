@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <random>
+#include <map>
 #include <set>
 
 #include "../../strategies/src/codecs/codec_impl.hpp"
@@ -19,7 +20,7 @@ class CountingCompute final : public CodecCompute {
   std::string name() const override { return "counting"; }
   void* alloc(std::size_t bytes) override {
     void* p = h().alloc(bytes);
-    live.insert(p);
+    live[p] = bytes;
     ++allocs;
     return p;
   }
@@ -28,6 +29,11 @@ class CountingCompute final : public CodecCompute {
       EXPECT_EQ(live.erase(p), 1u) << "freed a buffer this compute did not make";
     }
     h().free(p);
+  }
+  std::size_t live_bytes() const {
+    std::size_t sum = 0;
+    for (const auto& [p, bytes] : live) sum += bytes;
+    return sum;
   }
   void upload(void* d, const void* s, std::size_t b) override { h().upload(d, s, b); }
   void download(void* d, const void* s, std::size_t b) override { h().download(d, s, b); }
@@ -61,7 +67,7 @@ class CountingCompute final : public CodecCompute {
   }
   void orthogonalize(float* a, std::size_t n, std::size_t k, float eps) override { h().orthogonalize(a, n, k, eps); }
 
-  std::set<void*> live;
+  std::map<void*, std::size_t> live;  // pointer -> bytes
   std::size_t allocs = 0;
 
  private:
@@ -155,6 +161,33 @@ TEST(CodecCompute, StateMadeByOneComputeMovesToAnother) {
       }
     }
   }
+}
+
+// What a codec keeps between steps is what state_bytes() announces, to the byte: the per-device memory
+// model counts it. Every registered codec has a configuration above.
+TEST(CodecCompute, StateBytesAreTheBytesACodecKeepsBetweenSteps) {
+  for (const CodecInfo& info : codecs()) {
+    bool seen = false;
+    for (const auto& [name, options] : configs()) {
+      if (name != info.name) continue;
+      seen = true;
+      CountingCompute counting;
+      auto codec = make_codec(name, options, 3);
+      for (std::int64_t s = 0; s < 3; ++s) {
+        std::vector<float> g = grads(static_cast<std::uint32_t>(s));
+        step(*codec, g, s, &counting);
+        EXPECT_EQ(counting.live_bytes(), codec->state_bytes(bucket(), 1, s)) << name << " step " << s;
+      }
+    }
+    EXPECT_TRUE(seen) << "codec " << info.name << " has no configuration in configs()";
+  }
+  // With error feedback off, top-k keeps nothing.
+  CountingCompute counting;
+  auto plain = make_codec("topk", {{"ratio", "0.1"}, {"error_feedback", "false"}}, 3);
+  std::vector<float> g = grads(1);
+  step(*plain, g, 0, &counting);
+  EXPECT_EQ(counting.live_bytes(), 0u);
+  EXPECT_EQ(plain->state_bytes(bucket(), 1, 0), 0u);
 }
 
 TEST(CodecCompute, HostComputeRejectsCastsToOtherTypes) {

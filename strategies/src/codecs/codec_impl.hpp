@@ -73,6 +73,7 @@ class TopkCodec final : public Codec {
   const std::vector<float>* residual(int bucket_id) const;
   State state() const override;
   void restore(const State& state) override;
+  std::size_t state_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const override;
 
  private:
   double ratio_;
@@ -113,6 +114,7 @@ class PowerSgdCodec final : public Codec {
   const std::vector<float>* q_memory(int bucket_id) const;
   State state() const override;
   void restore(const State& state) override;
+  std::size_t state_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const override;
 
  private:
   struct BucketState {

@@ -201,6 +201,14 @@ Codec::State PowerSgdCodec::state() const {
   return out;
 }
 
+std::size_t PowerSgdCodec::state_bytes(const BucketLayout& bucket, int, std::int64_t step) const {
+  if (bucket.count == 0 || step < o_.start_iter) return 0;  // plain allreduce so far: nothing kept
+  const Split s = split(bucket);
+  std::size_t floats = o_.error_feedback ? 2 * bucket.count : 0;  // the residual, and the input kept as scratch
+  if (o_.warm_start && !s.compressed.empty()) floats += s.q_count;
+  return floats * sizeof(float);
+}
+
 void PowerSgdCodec::restore(const State& state) {
   std::map<int, BucketState> built;  // checked whole before any state is replaced
   for (const auto& [key, values] : state) {

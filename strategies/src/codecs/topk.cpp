@@ -136,6 +136,10 @@ Codec::State TopkCodec::state() const {
   return out;
 }
 
+std::size_t TopkCodec::state_bytes(const BucketLayout& bucket, int, std::int64_t) const {
+  return error_feedback_ && bucket.count > 0 ? bucket.count * sizeof(float) : 0;  // the residual
+}
+
 void TopkCodec::restore(const State& state) {
   std::map<int, CodecBuffer> next;  // checked whole before any state is replaced
   for (const auto& [key, values] : state) {

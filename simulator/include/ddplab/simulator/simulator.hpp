@@ -21,6 +21,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/simulator/compute_source.hpp"
+#include "ddplab/strategies/memory.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -207,6 +208,7 @@ struct SweepPoint {
   double efficiency = 0;     // samples_per_s / (workers * batch / (compute_s + optimizer_s / accumulate_steps)): against
                              // the same micro-steps with no communication
   std::int64_t run_id = 0;   // the simulated run written to the store
+  MemoryCheck memory;        // the device that needs the most, against cluster.device_memory (memory.hpp)
 };
 
 // Runs simulate_pattern for each world size and writes each as a completed run (source "simulated",

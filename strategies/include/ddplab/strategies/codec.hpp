@@ -118,6 +118,10 @@ class Codec {
   using State = std::map<std::string, std::vector<float>>;
   virtual State state() const { return {}; }
   virtual void restore(const State& state);
+  // Bytes of the codec's memory it keeps for this bucket from one step to the next once it has run `step`
+  // (error feedback, a warm-start Q, scratch it keeps so as not to allocate it every step): the per-device
+  // memory model counts them. Buffers a step allocates and frees are not counted. Default: none.
+  virtual std::size_t state_bytes(const BucketLayout&, int /*world_size*/, std::int64_t /*step*/) const { return 0; }
   // Bytes this rank puts on the wire per element of its own payload is plan()'s business; this is the
   // total payload per rank for one bucket (sum over calls of count * elem_bytes), for reports.
   std::size_t wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const;

@@ -116,6 +116,10 @@ class Strategy {
   // The part of bucket b whose optimizer update `rank` runs in a ShardOptimizer op: chunk r of n (ZeRO-1),
   // the shard it serves (ps), or an empty chunk.
   Chunk shard(int bucket, int rank) const;
+  // The parameter ranges (offsets into the bucketed parameter buffer, ascending, disjoint) whose optimizer
+  // state `rank` keeps: all of them when no one shards the update; its chunk of every bucket under ZeRO-1;
+  // the shards it serves under a parameter server (none on a worker beside dedicated servers).
+  std::vector<Chunk> optimizer_ranges(int rank) const;
   // The Schedule a collective call of this strategy's plan runs on, in both executors ("native" replays
   // as native_as).
   Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring",

@@ -1,0 +1,80 @@
+// See memory.hpp.
+#include "ddplab/strategies/memory.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "ddplab/core/units.hpp"
+#include "ddplab/strategies/model_library.hpp"
+
+namespace ddplab {
+
+std::vector<std::pair<std::string, double>> DeviceMemory::parts() const {
+  return {{"parameters", parameters}, {"gradients", gradients}, {"optimizer", optimizer}, {"codec", codec},
+          {"activations", activations}};
+}
+
+namespace {
+constexpr double kFloat = sizeof(float);
+
+// The parts that differ between ranks: the optimizer state of what a rank updates, and a worker's activations.
+void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, DeviceMemory& m) {
+  double updated = 0;
+  for (const Chunk& c : strategy.optimizer_ranges(rank)) updated += static_cast<double>(c.count);
+  m.optimizer = kFloat * updated * (optimizer.state_slots + (optimizer.scratch ? 1 : 0));
+  m.activations = 0;
+  if (strategy.is_worker(rank))
+    for (const LayerSpec& l : strategy.model().layers) m.activations += l.activation_bytes * strategy.context().batch_size;
+}
+}  // namespace
+
+DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step) {
+  DeviceMemory m;
+  m.parameters = kFloat * static_cast<double>(strategy.model().parameter_count());
+  m.gradients = m.parameters;
+  for (const Bucket& b : strategy.bucketing().buckets)
+    m.codec += static_cast<double>(strategy.codec().state_bytes(b.layout, strategy.context().world_size, step));
+  rank_parts(strategy, rank, optimizer, m);
+  return m;
+}
+
+std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer, std::int64_t step) {
+  std::pair<int, DeviceMemory> best{0, device_memory(strategy, 0, optimizer, step)};
+  if (strategy.policy().shards == Shards::None) return best;  // every rank alike
+  DeviceMemory m = best.second;
+  for (int r = 1; r < strategy.context().world_size; ++r) {
+    rank_parts(strategy, r, optimizer, m);
+    if (m.total() > best.second.total()) best = {r, m};
+  }
+  return best;
+}
+
+std::string describe_memory(const DeviceMemory& m) {
+  std::string parts;
+  for (const auto& [name, bytes] : m.parts())
+    if (bytes > 0) parts += (parts.empty() ? "" : ", ") + name + " " + format_bytes(bytes);
+  return format_bytes(m.total()) + (parts.empty() ? "" : " (" + parts + ")");
+}
+
+std::string MemoryCheck::describe() const {
+  if (!capacity) return fmt::format("{} on rank {}; no cluster.device_memory to check it against", describe_memory(memory), rank);
+  if (fits()) return fmt::format("{} on rank {}, fits in the {} of cluster.device_memory", describe_memory(memory), rank,
+                                 format_bytes(*capacity));
+  return fmt::format("OUT OF MEMORY: rank {} needs {}, more than the {} of cluster.device_memory", rank, describe_memory(memory),
+                     format_bytes(*capacity));
+}
+
+MemoryCheck check_memory(const Scenario& scenario, const StrategyConfig& config, int world, int ranks_per_node) {
+  const Strategy strategy(config, model_spec_for(scenario.model), strategy_context(scenario, world, ranks_per_node));
+  const OptimizerInfo* optimizer = find_optimizer(scenario.train.optimizer);
+  if (!optimizer) throw std::invalid_argument("unknown optimizer \"" + scenario.train.optimizer + "\"");
+  MemoryCheck c;
+  std::tie(c.rank, c.memory) = largest_device_memory(strategy, *optimizer, std::numeric_limits<std::int64_t>::max());
+  c.capacity = scenario.cluster.device_memory;
+  return c;
+}
+
+}  // namespace ddplab
