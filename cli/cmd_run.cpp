@@ -17,6 +17,7 @@
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -87,6 +88,8 @@ int run_scenario(const RunRequest& req) {
     np = resume->world;
   }
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
+  scenario_layout(sc, np, fmt::format("{} ranks", np));
+  require_data_parallel_only(sc);
   // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
   // not after mpirun started and the strategies before this one trained.
   for (const auto& st : sc.strategies) {

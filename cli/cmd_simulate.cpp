@@ -17,6 +17,7 @@
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/partition.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -29,8 +30,11 @@ namespace {
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
-  for (int w : worlds)
+  for (int w : worlds) {
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
+    scenario_layout(sc, w, fmt::format("--world {}", w));
+  }
+  require_data_parallel_only(sc);
   if (!trace_path.empty()) {
     if (worlds.size() != 1)
       throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",

@@ -465,7 +465,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     r.fail(e.source(), message);
   }
 
-  const Choices sections = {"name", "model", "data", "train", "cluster", "strategy"};
+  const Choices sections = {"name", "model", "data", "train", "cluster", "parallel", "strategy"};
   // Unknown top-level names: tables read as "[section]", the rest as keys.
   const toml::key* first = nullptr;
   for (auto&& [key, value] : root)
@@ -495,6 +495,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   if (auto t = r.section(root, "data")) read_data(r, *t, sc.data);
   if (auto t = r.section(root, "train")) read_train(r, *t, sc.train);
   if (auto t = r.section(root, "cluster")) read_cluster(r, *t, sc.cluster);
+  if (auto t = r.section(root, "parallel")) read_parallel(r, *t, sc.parallel);
   // [[strategy]] is the one required section: a scenario exists to compare strategies, and a file that names
   // none (an empty one, a typo in a path) must not train a default job and exit 0.
   if (const toml::node* n = root.get("strategy")) read_strategies(r, *n, sc.strategies);
@@ -529,7 +530,7 @@ nlohmann::json Scenario::to_json() const {
   json strategies_json = json::array();
   for (const StrategyConfig& s : strategies)
     strategies_json.push_back(s.to_json());
-  return {
+  nlohmann::json out = {
       {"name", name},
       {"model", model.to_json()},
       {"data",
@@ -604,6 +605,9 @@ nlohmann::json Scenario::to_json() const {
         {"calibration", cluster.calibration.empty() ? nlohmann::json(nullptr) : nlohmann::json(cluster.calibration)}}},
       {"strategies", strategies_json},
   };
+  // Only when set: a pure data-parallel scenario keeps the configuration (and checkpoint identity) it had.
+  if (!parallel.is_default()) out["parallel"] = parallel.to_json();
+  return out;
 }
 
 }  // namespace ddplab

@@ -270,4 +270,7 @@ class Reader {
   std::string path_;
 };
 
+// The sections read in files of their own.
+void read_parallel(const Reader& r, const toml::table& t, ParallelConfig& p);  // scenario_parallel.cpp
+
 }  // namespace ddplab::scenario_detail

@@ -13,6 +13,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
 
@@ -45,6 +46,7 @@ SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions&
 }  // namespace
 
 SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store, const SimOptions& given) {
+  require_data_parallel_only(scenario);  // the plan replay runs data parallelism only, so far
   SweepSetup setup;
   setup.compute = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
   setup.options = with_scenario_calibration(scenario, given, store);
@@ -59,6 +61,7 @@ SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy,
 
 SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strategy, int n, const SweepSetup& setup) {
   if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
+  scenario_layout(scenario, n, fmt::format("a world of {} ranks", n));
   const ComputeSource& src = setup.compute;
   SweepPoint p;
   p.world_size = n;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -158,6 +159,7 @@ Scenario load_validated_scenario(const std::string& path) {
   Scenario sc = load_scenario(path);
   validate_strategies(sc);
   validate_train(sc);
+  validate_parallel(sc);
   return sc;
 }
 

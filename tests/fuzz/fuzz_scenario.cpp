@@ -1,10 +1,11 @@
 // The scenario reader as `ddplab run` uses it: TOML parsing, every section's checks, the strategies'
-// registries (validate_strategies), then each strategy built on a 4-rank world and its first plans.
+// registries (validate_strategies), [parallel] at 4 ranks (layout.hpp), then each strategy built on a 4-rank world and its first plans.
 // Documented outcomes: ScenarioError naming the file; a world-dependent refusal from Strategy
 // (std::invalid_argument), which `ddplab run` reports with the world it was given.
 #include <algorithm>
 #include <string>
 
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "fuzz_check.hpp"
@@ -26,6 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ddplab::fuzz::expect_clear_error<ddplab::ScenarioError>(path, [&] {
     const ddplab::Scenario sc = ddplab::parse_scenario(text, path);
     ddplab::validate_strategies(sc);
+    ddplab::validate_parallel(sc);
+    (void)ddplab::scenario_layout(sc, 4, "4 ranks");
     if (!buildable(sc.model)) return;
     const ddplab::ModelSpec model = ddplab::model_spec_for(sc.model);
     const ddplab::StrategyContext ctx = ddplab::strategy_context(sc, 4, 2);

@@ -192,6 +192,24 @@ struct StrategyConfig {
   nlohmann::json to_json() const;                        // every field but `where`
 };
 
+// [parallel]: how each model replica is split over ranks before data parallelism (docs/model-parallel.md).
+// dp = world / (tp x pp). Ranks are numbered by `placement`, innermost first: "tp-dp-pp" (Megatron-LM's:
+// a TP group is adjacent ranks, so inside a node; pipeline stages outermost) or "tp-pp-dp" (stages of one
+// replica adjacent). The schedule's name and the checks needing the rest of the scenario are strategies/'s
+// (validate_parallel, layout.hpp).
+struct ParallelConfig {
+  int tp = 1, pp = 1;
+  std::optional<int> dp;                   // when given, tp x pp x dp must be every world the scenario runs at
+  int microbatches = 1;                    // the per-rank batch is cut into this many for the pipeline
+  std::string pipeline_schedule = "1f1b";  // "gpipe" | "1f1b" | "interleaved"
+  int virtual_stages = 1;                  // model chunks per rank (interleaved only: Megatron's virtual pipeline size)
+  std::string placement = "tp-dp-pp";
+  std::map<std::string, std::string> where;  // field -> "path:line:col" of its value, for later errors
+  bool model_parallel() const { return tp > 1 || pp > 1; }
+  bool is_default() const;  // nothing set: pure data parallelism, as before [parallel] existed
+  nlohmann::json to_json() const;
+};
+
 struct Scenario {
   std::string path;        // as given ("<string>" when parsed from text)
   std::string name;        // file stem, or [scenario].name? -> file stem
@@ -200,6 +218,7 @@ struct Scenario {
   DataConfig data;
   TrainConfig train;
   ClusterConfig cluster;
+  ParallelConfig parallel;
   std::vector<StrategyConfig> strategies;  // at least one: [[strategy]] is the one required section
 
   nlohmann::json to_json() const;          // the full resolved config
