@@ -17,7 +17,7 @@ std::vector<std::string> pipeline_schedule_names() {
   return names;
 }
 
-Layout::Layout(const ParallelConfig& p, int world) : tp_(p.tp), pp_(p.pp), dp_inside_(p.placement == "tp-dp-pp") {
+ParallelLayout::ParallelLayout(const ParallelConfig& p, int world) : tp_(p.tp), pp_(p.pp), dp_inside_(p.placement == "tp-dp-pp") {
   if (p.placement != "tp-dp-pp" && p.placement != "tp-pp-dp")
     throw std::invalid_argument(fmt::format("placement must be \"tp-dp-pp\" or \"tp-pp-dp\", got \"{}\"", p.placement));
   if (tp_ < 1 || pp_ < 1 || world < 1 || world % (tp_ * pp_) != 0)
@@ -29,7 +29,7 @@ Layout::Layout(const ParallelConfig& p, int world) : tp_(p.tp), pp_(p.pp), dp_in
                                             *p.dp, tp_ * pp_ * *p.dp, world));
 }
 
-RankCoord Layout::coord(int rank) const {
+RankCoord ParallelLayout::coord(int rank) const {
   if (rank < 0 || rank >= world())
     throw std::out_of_range(fmt::format("rank {} outside a layout of {} ranks", rank, world()));
   RankCoord c;
@@ -45,34 +45,34 @@ RankCoord Layout::coord(int rank) const {
   return c;
 }
 
-int Layout::rank(const RankCoord& c) const {
+int ParallelLayout::rank(const RankCoord& c) const {
   if (c.tp < 0 || c.tp >= tp_ || c.pp < 0 || c.pp >= pp_ || c.dp < 0 || c.dp >= dp_)
     throw std::out_of_range(fmt::format("coordinates (tp {}, pp {}, dp {}) outside {}", c.tp, c.pp, c.dp, describe()));
   return c.tp + tp_ * (dp_inside_ ? c.dp + dp_ * c.pp : c.pp + pp_ * c.dp);
 }
 
-std::vector<int> Layout::tp_group(int r) const {
+std::vector<int> ParallelLayout::tp_group(int r) const {
   RankCoord c = coord(r);
   std::vector<int> out;
   for (c.tp = 0; c.tp < tp_; ++c.tp) out.push_back(rank(c));
   return out;
 }
 
-std::vector<int> Layout::pp_group(int r) const {
+std::vector<int> ParallelLayout::pp_group(int r) const {
   RankCoord c = coord(r);
   std::vector<int> out;
   for (c.pp = 0; c.pp < pp_; ++c.pp) out.push_back(rank(c));
   return out;
 }
 
-std::vector<int> Layout::dp_group(int r) const {
+std::vector<int> ParallelLayout::dp_group(int r) const {
   RankCoord c = coord(r);
   std::vector<int> out;
   for (c.dp = 0; c.dp < dp_; ++c.dp) out.push_back(rank(c));
   return out;
 }
 
-std::string Layout::describe() const {
+std::string ParallelLayout::describe() const {
   return fmt::format("TP {} x PP {} x DP {} (placement {})", tp_, pp_, dp_, dp_inside_ ? "tp-dp-pp" : "tp-pp-dp");
 }
 
@@ -125,9 +125,9 @@ void validate_parallel(const Scenario& sc) {
                          "models' shards", i, sc.strategies[i].name));
 }
 
-Layout scenario_layout(const Scenario& sc, int world, const std::string& what) {
+ParallelLayout scenario_layout(const Scenario& sc, int world, const std::string& what) {
   try {
-    return Layout(sc.parallel, world);
+    return ParallelLayout(sc.parallel, world);
   } catch (const std::invalid_argument& e) {
     throw ScenarioError(fmt::format("{}: [parallel] does not fit {}: {}", at(sc, sc.parallel.dp ? "dp" : "tp"), what, e.what()));
   }

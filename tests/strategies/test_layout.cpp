@@ -26,7 +26,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(Layout, MegatronPlacesTensorGroupsInnermostAndStagesOutermost) {
-  const Layout l(parse("tp = 2\npp = 4\n").parallel, 16);
+  const ParallelLayout l(parse("tp = 2\npp = 4\n").parallel, 16);
   EXPECT_EQ(l.dp(), 2);
   // Megatron-LM's 8 DP groups [g0, g2], [g1, g3], [g4, g6], ..., 8 TP groups [g0, g1], [g2, g3], ... and 4
   // pipelines [g0, g4, g8, g12], [g1, g5, g9, g13], [g2, g6, g10, g14], [g3, g7, g11, g15].
@@ -42,7 +42,7 @@ TEST(Layout, MegatronPlacesTensorGroupsInnermostAndStagesOutermost) {
 }
 
 TEST(Layout, StagesOfAReplicaAdjacentWithTheOtherPlacement) {
-  const Layout l(parse("tp = 2\npp = 2\nplacement = \"tp-pp-dp\"\n").parallel, 8);
+  const ParallelLayout l(parse("tp = 2\npp = 2\nplacement = \"tp-pp-dp\"\n").parallel, 8);
   // rank = tp + 2 (pp + 2 dp): replica 0 is ranks 0-3, its stages {0,1} and {2,3}.
   EXPECT_EQ(l.pp_group(1), (std::vector<int>{1, 3}));
   EXPECT_EQ(l.dp_group(1), (std::vector<int>{1, 5}));
@@ -54,7 +54,7 @@ TEST(Layout, StagesOfAReplicaAdjacentWithTheOtherPlacement) {
 TEST(Layout, PureDataParallelIsOneGroupOfEveryRank) {
   const Scenario sc = parse_scenario(kStrategy, "p.toml");
   EXPECT_TRUE(sc.parallel.is_default());
-  const Layout l(sc.parallel, 4);
+  const ParallelLayout l(sc.parallel, 4);
   EXPECT_EQ(l.dp_group(2), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(l.tp_group(2), (std::vector<int>{2}));
   EXPECT_NO_THROW(require_data_parallel_only(sc));

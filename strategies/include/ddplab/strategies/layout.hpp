@@ -24,11 +24,11 @@ struct RankCoord {
   bool operator==(const RankCoord&) const = default;
 };
 
-class Layout {
+class ParallelLayout {
  public:
   // Throws std::invalid_argument when tp x pp does not divide `world`, or dp is given and tp x pp x dp is
   // not `world`.
-  Layout(const ParallelConfig& parallel, int world);
+  ParallelLayout(const ParallelConfig& parallel, int world);
 
   int tp() const { return tp_; }
   int pp() const { return pp_; }
@@ -56,7 +56,7 @@ class Layout {
 void validate_parallel(const Scenario& scenario);
 // The layout of the scenario at `world` ranks, or ScenarioError at [parallel]'s position when it does not
 // fit (`what` names the command's world: "--np 6", "--world 12").
-Layout scenario_layout(const Scenario& scenario, int world, const std::string& what);
+ParallelLayout scenario_layout(const Scenario& scenario, int world, const std::string& what);
 // What `run` and `simulate` need until their executors run tensor and pipeline parallelism: throws
 // ScenarioError at parallel.tp (or pp) saying so when the layout has tp > 1 or pp > 1.
 void require_data_parallel_only(const Scenario& scenario);

@@ -4,9 +4,11 @@
 // built from the registries: the optimizer's state slots, the policy's shards (Strategy::optimizer_ranges)
 // and the codec's state_bytes.
 //
-// Left out: buffers a step allocates and frees (a codec's wire buffers), the communicator's own buffers
-// (NCCL's, MPI's), and the backend's workspace (cuBLAS). The runtime sizes its activation buffers for the
-// larger of the training batch and its evaluation batch; the model counts the training batch.
+// Left out: buffers a step allocates and frees (a codec's wire buffers), a model's backward scratch (the
+// MLP's two layer-wide buffers), the input batches, the communicator's own buffers (NCCL's, MPI's) and the
+// backend's workspace (cuBLAS). The runtime sizes its activation buffers for the larger of the training
+// batch and its evaluation batch, and a dedicated parameter server allocates them too; the model counts the
+// training batch, on workers.
 #pragma once
 #include <cstdint>
 #include <optional>
