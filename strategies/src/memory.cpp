@@ -22,13 +22,8 @@ constexpr double kFloat = sizeof(float);
 
 // The parts that differ between ranks: the optimizer state of what a rank updates, and a worker's activations.
 void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, DeviceMemory& m) {
-  // optimizer_ranges' elements, counted without building the ranges (a rank of thousands, each with
-  // thousands of buckets, is counted for every rank of a sweep's world).
-  double updated = static_cast<double>(strategy.model().parameter_count());
-  if (strategy.policy().shards != Shards::None) {
-    updated = 0;
-    for (const Bucket& b : strategy.bucketing().buckets) updated += static_cast<double>(strategy.shard(b.id, rank).count);
-  }
+  double updated = 0;  // what the runtime's OptimizerState holds for this rank
+  for (const Chunk& c : strategy.optimizer_ranges(rank)) updated += static_cast<double>(c.count);
   m.optimizer = kFloat * updated * (optimizer.state_slots + (optimizer.scratch ? 1 : 0));
   m.activations = 0;
   if (strategy.is_worker(rank))
