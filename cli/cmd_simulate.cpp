@@ -19,6 +19,7 @@
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab::cli {
@@ -30,11 +31,12 @@ namespace {
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
-  for (int w : worlds) {
+  require_no_tensor_parallel(sc);
+  const ModelSpec model = model_spec_for(sc.model);
+  for (int w : worlds) {  // every world fits the layout, and the model its stages, before anything is looked up
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
-    scenario_layout(sc, w, fmt::format("--world {}", w));
+    (void)stage_specs(sc, model, scenario_layout(sc, w, fmt::format("--world {}", w)), sc.cluster.devices_per_node);
   }
-  require_data_parallel_only(sc);
   if (!trace_path.empty()) {
     if (worlds.size() != 1)
       throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",
@@ -64,12 +66,16 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     if (!req.strategy.empty() && st.name != req.strategy) continue;
     found = true;
     const ComputeSource src = compute_source(sc, st, store, opt.compute, opt.allow_oversubscribed);
-    const std::size_t grad_bytes = model_spec_for(sc.model).parameter_count() * kGradientElemBytes;
+    // Under a pipeline, each stage's DP group syncs that stage's parameters: the largest stage's are shown.
+    const ParallelLayout layout = scenario_layout(sc, worlds.empty() ? 1 : worlds.front(), "--world");
+    const auto stages = stage_specs(sc, model, layout, sc.cluster.devices_per_node);
+    const std::size_t grad_bytes = largest_stage_parameters(stages) * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))
-                          : fmt::format("allreduce of {} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
+                          : fmt::format("allreduce of {}{} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
+                                        layout.pp() > 1 ? " (the largest stage's)" : "",
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
                                                                                 : "native: NCCL's choice by size and scale");
@@ -78,6 +84,10 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                 sync.c_str());
     std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
+    if (layout.pp() > 1)
+      std::printf("pipeline: %s (at world %d). compute_ms is a stage's share; comm_ms includes its receives from the "
+                  "neighbouring stages, which wait for their compute (the bubble)\n",
+                  describe_stages(sc, layout, stages).c_str(), layout.world());
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
     };
@@ -91,7 +101,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     for (const auto& p : points)
       std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %11.3f %10.2f %10s %11llu %8lld\n", p.world_size,
                   p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.result.samples_per_s,
-                  p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size).c_str(),
+                  p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size, layout.pp() > 1).c_str(),
                   static_cast<unsigned long long>(p.result.comms), static_cast<long long>(p.run_id));
     for (const auto& p : points)  // the device that needs the most, against cluster.device_memory
       std::printf("  world %d: device memory %s\n", p.world_size, p.memory.describe().c_str());

@@ -130,6 +130,8 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 }
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
+  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv)  // `ddplab run` refuses [parallel] pp > 1 before
+    throw std::logic_error("PlanExecutor: the runtime does not run pipeline stages yet");
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
     float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
     const std::size_t n = op.calls.at(0).count;

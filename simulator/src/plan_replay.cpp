@@ -43,18 +43,19 @@ void work_for(double seconds) {
 // Actors run one at a time, so no locks.
 class ScheduleCache {
  public:
-  ScheduleCache(int world, std::string native_as, const NcclFabric* nccl)
-      : world_(world), native_as_(std::move(native_as)), nccl_(nccl) {}
-  const Schedule& acquire(const PlannedStep& step, std::size_t plan, const PlanOp& op, std::size_t call) {
-    Entry& e = entries_[{plan, op.id, call}];
+  // users: the ranks that replay the chain's plans (every rank, or a pipeline stage's).
+  ScheduleCache(std::vector<int> users, std::string native_as, const NcclFabric* nccl)
+      : users_(std::move(users)), native_as_(std::move(native_as)), nccl_(nccl) {}
+  const Schedule& acquire(const PlannedStep& step, std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
+    Entry& e = entries_[{chain, plan, op.id, call}];
     if (!e.schedule) {
       e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, native_as_, nccl_));
-      e.users_left = world_;
+      e.users_left = users_.at(chain);
     }
     return *e.schedule;
   }
-  void release(std::size_t plan, const PlanOp& op, std::size_t call) {
-    auto it = entries_.find({plan, op.id, call});
+  void release(std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
+    auto it = entries_.find({chain, plan, op.id, call});
     if (--it->second.users_left == 0) it->second.schedule.reset();
   }
 
@@ -63,10 +64,10 @@ class ScheduleCache {
     std::unique_ptr<Schedule> schedule;
     int users_left = 0;
   };
-  int world_;
+  std::vector<int> users_;  // by chain
   std::string native_as_;  // what `native` replays as
   const NcclFabric* nccl_;  // the fabric NCCL's choice depends on (native_as "nccl")
-  std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
+  std::map<std::tuple<std::size_t, std::size_t, int, std::size_t>, Entry> entries_;
 };
 
 // One rank's state, shared by its two actors: which ops of which micro-step are done, and the times they
@@ -146,21 +147,30 @@ ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
   return groups;
 }
 
+// Where a rank stands in a layout: the chain it runs (its pipeline stage's), its place in its DP group
+// (the ranks its plans' collectives run on; empty: every rank, in order) and its pipeline group by stage.
+struct RankPlace {
+  std::size_t chain = 0;
+  int local = 0;  // its rank in the plans' collectives
+  std::vector<int> group, pipeline;
+};
+
 // What each micro-step of the chain needs on every rank: op costs and compute groups.
 struct StepWork {
   OpCosts costs;
   ComputeGroups groups;
   WorkModel codec;  // the codecs' local work around each collective call
   std::uint64_t native_serialize_from = 0;  // native calls' exchanges take turns from this size (replay.hpp)
+  double optimizer_s = 0;  // the update of the plan's parameters (a stage's share of the model's)
 };
 
 // The compute stream: per micro-step, compute ops in plan order, each after its deps (the comm ops it
 // needs), then a wait for comm still in flight, as the runtime's run_step does. That waiting is the
 // exposed comm. Ops run by groups (compute_groups); a group's ops get consecutive slices of its span, by cost.
-void compute_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank, RankState& st) {
+void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, int rank, RankState& st) {
   std::vector<double> seconds;
-  for (std::size_t k = 0; k < job.steps.size(); ++k) {
-    const PlannedStep& ps = job.steps[k];
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    const PlannedStep& ps = chain[k];
     const StepPlan& plan = ps.plan;
     StepState& step = st.steps[k];
     {
@@ -176,7 +186,7 @@ void compute_stream(const PlanJob& job, const std::vector<StepWork>& work, int r
       double total = 0;
       for (int id : group) {
         seconds.push_back(
-            work[k].costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *ps.strategy, rank, job.optimizer_s));
+            work[k].costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *ps.strategy, rank, work[k].optimizer_s));
         total += seconds.back();
       }
       const double start = sg4::Engine::get_clock();
@@ -210,11 +220,36 @@ struct Aggregated {
   PhaseCache phases;
   Routes routes;
 };
-void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank, RankState& st, ScheduleCache& cache,
-                 Aggregated* agg) {
+// A pipeline's point-to-point op: a send starts and is waited for at the end of the micro-step (the sender
+// goes on, as with MPI_Isend), a receive waits for its data. Each direction and chunk boundary has its own
+// mailbox (a tag): a stage runs a chunk's microbatches in order, forward and backward, so the k-th send
+// through one meets the k-th receive, however the schedule interleaves chunks and directions.
+std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& tally, std::vector<sg4::CommPtr>& sends) {
+  const int me = place.pipeline.at(static_cast<std::size_t>(place.chain));
+  const int peer = place.pipeline.at(static_cast<std::size_t>(op.peer));
+  const int at = op.chunk * static_cast<int>(place.pipeline.size()) + static_cast<int>(place.chain);  // its place
+  const bool send = op.kind == OpKind::PpSend;
+  const int from = send ? at : op.gradient ? at + 1 : at - 1;  // the place whose pass produced the data
+  auto* box = sg4::Mailbox::by_name(
+      fmt::format("pp r{}->r{} {}{}", send ? me : peer, send ? peer : me, op.gradient ? "grad" : "act", from));
+  if (!send) {
+    box->get<int>();
+    return 0;
+  }
+  static int payload = 0;  // messages carry a simulated size only
+  sends.push_back(box->put_async(&payload, op.p2p_bytes));
+  tally.to_peer[peer] += op.p2p_bytes;
+  ++tally.messages;
+  tally.bytes += op.p2p_bytes;
+  return op.p2p_bytes;
+}
+
+void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, int rank,
+                 const RankPlace& place, RankState& st, ScheduleCache& cache, Aggregated* agg) {
   RankMailboxes boxes(rank);
-  for (std::size_t k = 0; k < job.steps.size(); ++k) {
-    const PlannedStep& ps = job.steps[k];
+  std::vector<sg4::CommPtr> sends;
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    const PlannedStep& ps = chain[k];
     StepState& step = st.steps[k];
     wait_until(st, [&] { return st.compute_at >= k; });
     for (const PlanOp& op : ps.plan.ops) {
@@ -222,6 +257,8 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
       wait_for(st, k, op.deps);
       const double start = sg4::Engine::get_clock();
       std::uint64_t bytes = 0;
+      if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) bytes = pipeline_p2p(op, place, step.tally, sends);
+      boxes.use_group(place.group.empty() ? nullptr : &place.group);
       for (std::size_t c = 0; c < op.calls.size(); ++c) {
         const CollectiveCall& call = op.calls[c];
         work_for(work[k].codec.seconds(call.before));
@@ -230,9 +267,9 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
                                  agg->routes);
           agg->phases.release(k, op, c);
         } else {
-          bytes += replay_schedule(cache.acquire(ps, k, op, c), rank, elem_bytes(call.type), boxes, step.tally,
-                                 op.schedule == "native" ? work[k].native_serialize_from : 0);
-          cache.release(k, op, c);
+          bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), place.local, elem_bytes(call.type), boxes,
+                                   step.tally, op.schedule == "native" ? work[k].native_serialize_from : 0);
+          cache.release(place.chain, k, op, c);
         }
         work_for(work[k].codec.seconds(call.after));
       }
@@ -246,6 +283,8 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
       }
       mark_done(st, k, std::initializer_list<int>{op.id});
     }
+    if (!sends.empty()) sg4::Comm::wait_all(sends);
+    sends.clear();
     std::unique_lock<sg4::Mutex> lock(*st.mu);
     step.comm_finished = true;
     st.cv->notify_all();
@@ -254,13 +293,14 @@ void comm_stream(const PlanJob& job, const std::vector<StepWork>& work, int rank
 
 }  // namespace
 
-OpCosts op_costs(const StepPlan& plan, double compute_s) {
+OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops) {
   OpCosts c;
   for (const PlanOp& op : plan.ops) {
     if (is_compute_work(op.kind)) c.fb_flops += op.flops;
     if (op.kind == OpKind::Forward) c.forward_flops += op.flops;
   }
-  c.seconds_per_flop = c.fb_flops > 0 ? compute_s / c.fb_flops : 0.0;
+  const double flops = model_fb_flops > 0 ? model_fb_flops : c.fb_flops;
+  c.seconds_per_flop = flops > 0 ? compute_s / flops : 0.0;
   return c;
 }
 
@@ -286,25 +326,60 @@ double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, d
   return optimizer_s * static_cast<double>(count) / static_cast<double>(total);
 }
 
+namespace {
+
+// Every rank's place: with stages, its stage's chain, its DP group and its pipeline; else every rank runs
+// job.steps over the whole world.
+std::vector<RankPlace> rank_places(const PlanJob& job, int n) {
+  std::vector<RankPlace> places(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    RankPlace& p = places[static_cast<std::size_t>(r)];
+    p.local = r;
+    if (job.stages.empty()) continue;
+    const RankCoord c = job.layout->coord(r);
+    p.chain = static_cast<std::size_t>(c.pp);
+    p.local = c.dp;
+    p.group = job.layout->dp_group(r);
+    p.pipeline = job.layout->pp_group(r);
+  }
+  return places;
+}
+
+}  // namespace
+
 std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
-  if (job.steps.empty()) throw std::invalid_argument("simulator: no micro-step to simulate");
-  const Strategy& first = *job.steps.front().strategy;
-  const int n = first.context().world_size;
+  std::vector<const std::vector<PlannedStep>*> chains;
+  if (job.stages.empty()) chains.push_back(&job.steps);
+  for (const auto& c : job.stages) chains.push_back(&c);
+  if (!job.stages.empty() && (!job.layout || job.layout->pp() != static_cast<int>(job.stages.size())))
+    throw std::invalid_argument("simulator: a chain per pipeline stage needs the layout they are the stages of");
+  for (const auto* c : chains)
+    if (c->empty() || c->size() != chains.front()->size())
+      throw std::invalid_argument("simulator: no micro-step to simulate, or stages with chains of different lengths");
+  const Strategy& first = *chains.front()->front().strategy;
+  const int n = job.stages.empty() ? first.context().world_size : job.layout->world();
+  const std::size_t length = chains.front()->size();
+  const bool aggregated = simulation_mode(job.options, n, !job.stages.empty()) == "aggregated";
+  const std::vector<RankPlace> places = rank_places(job, n);
   // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
   // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
-  std::vector<StepWork> work;
-  for (const PlannedStep& ps : job.steps) {
-    StepWork& w = work.emplace_back();
-    w.costs = op_costs(ps.plan, job.compute_s);
-    apply_calibrated_compute(w.costs, ps.plan, job.options);
-    w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
-    if (job.options.calibration && job.options.native == "mpi")
-      w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
-    bool codec_work = false;
-    for (const PlanOp& op : ps.plan.ops)
-      for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();
-    w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
-  }
+  std::vector<std::vector<StepWork>> work(chains.size());
+  for (std::size_t c = 0; c < chains.size(); ++c)
+    for (const PlannedStep& ps : *chains[c]) {
+      StepWork& w = work[c].emplace_back();
+      w.costs = op_costs(ps.plan, job.compute_s, job.stages.empty() ? 0.0 : job.fb_flops);
+      if (job.stages.empty()) apply_calibrated_compute(w.costs, ps.plan, job.options);
+      w.optimizer_s = job.optimizer_s;
+      if (!job.stages.empty() && job.parameters > 0)
+        w.optimizer_s *= static_cast<double>(ps.strategy->model().parameter_count()) / static_cast<double>(job.parameters);
+      w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
+      if (job.options.calibration && job.options.native == "mpi")
+        w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
+      bool codec_work = false;
+      for (const PlanOp& op : ps.plan.ops)
+        for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();
+      w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
+    }
   auto* engine = make_engine(job.cluster, job.options);
   // Each actor's stack gets a guard page, which splits its mapping in two: 2 actors x 16384 ranks reach
   // Linux's default vm.max_map_count (65536) and SimGrid aborts ("Failed to protect stack"). Large worlds
@@ -313,9 +388,11 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   const auto hosts = build_platform(job.cluster, n);
 
   const NcclFabric fabric = nccl_fabric(job.cluster);
-  ScheduleCache cache(n, job.options.native, &fabric);
+  std::vector<int> users(chains.size(), 0);
+  for (const RankPlace& p : places) ++users[p.chain];
+  ScheduleCache cache(users, job.options.native, &fabric);
   std::unique_ptr<Aggregated> agg;
-  if (use_aggregated(job.options, n)) {
+  if (aggregated) {
     const auto& ctx = first.context();
     agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers, &fabric}, job.options.native),
                              Routes(hosts)});
@@ -323,9 +400,12 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   std::vector<RankState> states(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankState& st = states[static_cast<std::size_t>(r)];
-    st.steps.resize(job.steps.size());
-    for (std::size_t k = 0; k < job.steps.size(); ++k) {
-      const StepPlan& plan = job.steps[k].plan;
+    const RankPlace& place = places[static_cast<std::size_t>(r)];
+    const std::vector<PlannedStep>& chain = *chains[place.chain];
+    const std::vector<StepWork>& w = work[place.chain];
+    st.steps.resize(length);
+    for (std::size_t k = 0; k < length; ++k) {
+      const StepPlan& plan = chain[k].plan;
       StepState& step = st.steps[k];
       step.done.assign(plan.ops.size(), 0);
       if (!job.options.keep_trace) continue;
@@ -334,17 +414,19 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
         step.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
-    sg4::Actor::create(fmt::format("compute{}", r), host, [&job, &work, &st, r] { compute_stream(job, work, r, st); });
-    sg4::Actor::create(fmt::format("comm{}", r), host,
-                       [&job, &work, &st, &cache, &agg, r] { comm_stream(job, work, r, st, cache, agg.get()); });
+    sg4::Actor::create(fmt::format("compute{}", r), host,
+                       [&chain, &w, &st, &place] { compute_stream(chain, w, place.local, st); });
+    sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &cache, &agg, &place, r] {
+      comm_stream(chain, w, r, place, st, cache, agg.get());
+    });
   }
   engine->run();
 
-  std::vector<SimStepResult> out(job.steps.size());
-  for (std::size_t k = 0; k < job.steps.size(); ++k) {
+  std::vector<SimStepResult> out(length);
+  for (std::size_t k = 0; k < length; ++k) {
     SimStepResult& res = out[k];
     res.world_size = n;
-    res.step = job.steps[k].plan.step;
+    res.step = (*chains.front())[k].plan.step;
     res.bytes_sent.resize(static_cast<std::size_t>(n));
     res.ranks.resize(static_cast<std::size_t>(n));
     int slowest = 0;

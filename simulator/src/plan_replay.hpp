@@ -2,7 +2,10 @@
 // executors". The runtime's PlanExecutor runs compute ops on the main thread and comm ops in order on a
 // comm thread; here each rank gets a compute actor and a comm actor on its host that do the same.
 #pragma once
+#include <optional>
+
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab::sim {
@@ -21,6 +24,15 @@ struct PlanJob {
   SimOptions options;
   std::vector<PlannedStep> steps;
   double compute_s = 0, optimizer_s = 0;  // measured per (micro-)step, the whole model
+  // [parallel] pp > 1: each pipeline stage's chain, in place of `steps` (same length). Rank r runs the chain
+  // of its stage, its collectives over its DP group (the plan's ranks are the group's) and its PpSend /
+  // PpRecv with the stages of its pipeline group. The compute ops share compute_s by FLOPs of the whole
+  // model's fb_flops (a calibration's per-layer times are not used), the updates optimizer_s by parameters. Waits for a neighbouring stage count as
+  // exposed comm: the pipeline's bubble is in it.
+  std::optional<ParallelLayout> layout;
+  std::vector<std::vector<PlannedStep>> stages;
+  double fb_flops = 0;          // forward + backward FLOPs of the whole model's micro-step (with stages)
+  std::size_t parameters = 0;   // the whole model's, whose update takes optimizer_s (with stages)
 };
 
 // How long each op lasts on an idle host, from the measured times (see simulator.hpp).
@@ -33,7 +45,8 @@ struct OpCosts {
   std::vector<double> backward_s;
   double compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const;
 };
-OpCosts op_costs(const StepPlan& plan, double compute_s);
+// model_fb_flops > 0: the plan is part of a model whose micro-step of that many FLOPs takes compute_s.
+OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops = 0);
 
 // Builds the engine and platform, runs the chain of plans on every rank and collects one result per
 // micro-step (wall_s left 0). Creates SimGrid's engine: call it at most once per process, i.e. inside

@@ -29,11 +29,17 @@ sg4::Mailbox* lookup(std::unordered_map<int, sg4::Mailbox*>& cache, int peer, in
 
 }  // namespace
 
-sg4::Mailbox* RankMailboxes::to(int dst) { return lookup(out_, dst, rank_, dst); }
-sg4::Mailbox* RankMailboxes::from(int src) { return lookup(in_, src, src, rank_); }
+sg4::Mailbox* RankMailboxes::to(int dst) {
+  const int g = global(dst);
+  return lookup(out_, g, rank_, g);
+}
+sg4::Mailbox* RankMailboxes::from(int src) {
+  const int g = global(src);
+  return lookup(in_, g, g, rank_);
+}
 
 sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor) {
-  tally.to_peer[dst] += bytes;
+  tally.to_peer[global(dst)] += bytes;
   ++tally.messages;
   const auto wire = wire_factor == 1 ? bytes : static_cast<std::uint64_t>(std::llround(static_cast<double>(bytes) * wire_factor));
   return to(dst)->put_async(&g_payload, wire);

@@ -31,8 +31,13 @@ class RankMailboxes {
   // Starts a message of `bytes` (a simulated size, no data) to `dst` and counts it in tally.to_peer and
   // tally.messages; tally.bytes is the caller's to add. wire_factor: bytes on the wire per byte counted.
   simgrid::s4u::CommPtr send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor = 1);
+  // Peers of to, from and send are indices into `ranks` until the next call (a collective over a group:
+  // its schedule's ranks are the group's); nullptr: ranks themselves.
+  void use_group(const std::vector<int>* ranks) { group_ = ranks; }
 
  private:
+  int global(int peer) const { return group_ ? group_->at(static_cast<std::size_t>(peer)) : peer; }
+  const std::vector<int>* group_ = nullptr;
   int rank_;
   std::unordered_map<int, simgrid::s4u::Mailbox*> out_, in_;
 };

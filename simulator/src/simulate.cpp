@@ -15,6 +15,7 @@
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
+#include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "isolate.hpp"
 #include "plan_replay.hpp"
@@ -55,7 +56,12 @@ bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
 
 std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, int world, const SimOptions& options) {
   if (native_transport(sc, options) != "nccl" || world < 2) return "";
-  const Strategy strategy(st, model_spec_for(sc.model), strategy_context(sc, world, sc.cluster.devices_per_node));
+  // Under a pipeline, the first stage's collectives over its DP group.
+  const ParallelLayout layout = scenario_layout(sc, world, fmt::format("a world of {} ranks", world));
+  const StageSpec first = stage_specs(sc, model_spec_for(sc.model), layout, sc.cluster.devices_per_node).front();
+  world = first.context.world_size;
+  if (world < 2) return "";
+  const Strategy strategy(st, first.model, first.context);
   const StepPattern pattern = strategy.pattern();
   const NcclFabric fabric = sim::nccl_fabric(sc.cluster);
   std::map<std::string, int> seen;
@@ -91,9 +97,11 @@ SimStepResult run_isolated(int world_size, const SimOptions& options, const std:
 
 }  // namespace
 
-std::string simulation_mode(const SimOptions& options, int world_size) {
+std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline) {
+  if (pipeline && options.mode == "aggregated")
+    throw std::invalid_argument("simulator: the aggregated mode does not replay pipeline stages yet (mode exact or auto)");
   if (options.mode == "exact" || options.mode == "aggregated") return options.mode;
-  if (options.mode == "auto") return world_size > kExactMaxWorld ? "aggregated" : "exact";
+  if (options.mode == "auto") return world_size > kExactMaxWorld && !pipeline ? "aggregated" : "exact";
   throw std::invalid_argument(
       fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated)", options.mode));
 }
@@ -125,19 +133,35 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   // policies and codecs throw std::invalid_argument here, in the caller's process. The runtime rebuilds
   // buckets after its first sync step (micro-step accumulate_steps - 1) from the gradient-ready order it
   // observed, which for the MLP is the expected one.
+  // Under [parallel] pp > 1, one Strategy per pipeline stage, over its layers and its DP group.
   const ModelSpec model = model_spec_for(scenario.model);  // the MLP, or a model table (ModelTableError)
-  const StrategyContext ctx = strategy_context(scenario, world_size, ranks_per_node);
-  Strategy initial(config, model, ctx), rebuilt(config, model, ctx);
-  rebuilt.observe_ready_order(model.expected_ready_order());
+  const ParallelLayout layout = scenario_layout(scenario, world_size, fmt::format("a world of {} ranks", world_size));
+  std::vector<std::unique_ptr<Strategy>> initial, rebuilt;
+  for (const StageSpec& spec : stage_specs(scenario, model, layout, ranks_per_node)) {
+    initial.push_back(std::make_unique<Strategy>(config, spec.model, spec.context));
+    rebuilt.push_back(std::make_unique<Strategy>(config, spec.model, spec.context));
+    rebuilt.back()->observe_ready_order(spec.model.expected_ready_order());
+  }
   SimOptions resolved = options;
   resolved.native = native_transport(scenario, options);
-  sim::PlanJob job{calibrated_cluster(scenario.cluster, options), resolved, {}, compute_s, optimizer_s};
-  for (std::int64_t step : steps) {
-    const Strategy& s = step >= config.accumulate_steps ? rebuilt : initial;
-    job.steps.push_back({&s, s.plan(step)});
-    for (const PlanOp& op : job.steps.back().plan.ops)
-      for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, resolved.native);  // names check
+  sim::PlanJob job;
+  job.cluster = calibrated_cluster(scenario.cluster, options);
+  job.options = resolved;
+  job.compute_s = compute_s, job.optimizer_s = optimizer_s;
+  if (layout.pp() > 1) {
+    job.layout = layout;
+    job.stages.resize(initial.size());
+    job.fb_flops = scenario.train.batch_size * (model.forward_flops() + model.backward_flops());
+    job.parameters = model.parameter_count();
   }
+  for (std::size_t st = 0; st < initial.size(); ++st)
+    for (std::int64_t step : steps) {
+      const Strategy& s = step >= config.accumulate_steps ? *rebuilt[st] : *initial[st];
+      auto& chain = job.stages.empty() ? job.steps : job.stages[st];
+      chain.push_back({&s, s.plan(step)});
+      for (const PlanOp& op : chain.back().plan.ops)
+        for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, resolved.native);  // names check
+    }
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
   const auto t0 = std::chrono::steady_clock::now();
@@ -210,11 +234,14 @@ void expand_join(const Scenario& sc, int world_size, const SimOptions& options, 
 
 SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                   double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
-  const ModelSpec model = model_spec_for(scenario.model);
-  const Strategy strategy(config, model, strategy_context(scenario, world_size, ranks_per_node));
+  // Under a pipeline, its first stage's pattern (every stage's plans change at the same steps).
+  const ParallelLayout layout = scenario_layout(scenario, world_size, fmt::format("a world of {} ranks", world_size));
+  const StageSpec first = stage_specs(scenario, model_spec_for(scenario.model), layout, ranks_per_node).front();
+  const Strategy strategy(config, first.model, first.context);
   SimPatternResult out;
   out.pattern = strategy.pattern();
-  out.layout = strategy.ps_layout();
+  out.layout = layout.pp() > 1 ? PsLayout{world_size, 0} : strategy.ps_layout();
+  if (layout.pp() > 1) out.parallel = layout;
   out.batch_per_rank = scenario.train.batch_size;
   std::vector<std::int64_t> steps;
   for (const StepSegment& seg : out.pattern.segments)
@@ -247,7 +274,8 @@ std::vector<StepMetrics> step_rows(const SimPatternResult& r) {
       m.rank = static_cast<int>(rank);
       m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
       m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
-      m.samples = !r.layout.is_worker(static_cast<int>(rank)) ? 0
+      const bool last_stage = !r.parallel || r.parallel->coord(static_cast<int>(rank)).pp + 1 == r.parallel->pp();
+      m.samples = !r.layout.is_worker(static_cast<int>(rank)) || !last_stage ? 0
                   : r.join ? r.join->samples_of(static_cast<int>(rank), s.step % r.join->per_epoch())
                            : r.batch_per_rank;
       m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(rank));

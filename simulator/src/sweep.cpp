@@ -46,7 +46,7 @@ SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions&
 }  // namespace
 
 SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store, const SimOptions& given) {
-  require_data_parallel_only(scenario);  // the plan replay runs data parallelism only, so far
+  require_no_tensor_parallel(scenario);  // the plan replay runs pipelines and data parallelism, so far
   SweepSetup setup;
   setup.compute = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
   setup.options = with_scenario_calibration(scenario, given, store);
@@ -120,7 +120,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"schedule_replayed", r.schedule},
         {"wall_s", r.wall_s},
         {"comms", r.comms},
-        {"mode", simulation_mode(options, n)},
+        {"mode", simulation_mode(options, n, scenario.parallel.pp > 1)},
         {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
     nlohmann::json memory = {{"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};

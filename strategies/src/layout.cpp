@@ -94,6 +94,8 @@ std::string at(const Scenario& sc, const std::string& key, const std::string& fa
 
 }  // namespace
 
+std::string parallel_position(const Scenario& sc, const std::string& key) { return at(sc, key); }
+
 void validate_parallel(const Scenario& sc) {
   const ParallelConfig& p = sc.parallel;
   const PipelineInfo* schedule = find_pipeline_schedule(p.pipeline_schedule);
@@ -137,9 +139,18 @@ void require_data_parallel_only(const Scenario& sc) {
   const ParallelConfig& p = sc.parallel;
   if (!p.model_parallel()) return;
   fail(sc, p.tp > 1 ? "tp" : "pp",
-       fmt::format("= {}: tensor and pipeline parallelism are parsed and placed (ranks, groups) but neither the runtime "
-                   "nor the simulator executes them yet (docs/model-parallel.md); only tp = pp = 1 runs",
+       fmt::format("= {}: the runtime does not run tensor or pipeline parallelism yet (docs/model-parallel.md; "
+                   "`ddplab simulate` replays pipelines); only tp = pp = 1 runs",
                    p.tp > 1 ? p.tp : p.pp));
+}
+
+void require_no_tensor_parallel(const Scenario& sc) {
+  const ParallelConfig& p = sc.parallel;
+  if (p.tp <= 1) return;
+  fail(sc, "tp",
+       fmt::format("= {}: tensor parallelism is parsed and placed (ranks, groups) but the simulator does not replay it "
+                   "yet (docs/model-parallel.md); pipelines (pp) and data parallelism run",
+                   p.tp));
 }
 
 }  // namespace ddplab

@@ -1,6 +1,7 @@
 // See memory.hpp.
 #include "ddplab/strategies/memory.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -9,6 +10,7 @@
 
 #include "ddplab/core/units.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/stages.hpp"
 
 namespace ddplab {
 
@@ -26,8 +28,22 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
   for (const Chunk& c : strategy.optimizer_ranges(rank)) updated += static_cast<double>(c.count);
   m.optimizer = kFloat * updated * (optimizer.state_slots + (optimizer.scratch ? 1 : 0));
   m.activations = 0;
-  if (strategy.is_worker(rank))
+  if (!strategy.is_worker(rank)) return;
+  const PipelineStage& pipe = strategy.context().pipeline;
+  if (!pipe.schedule) {
     for (const LayerSpec& l : strategy.model().layers) m.activations += l.activation_bytes * strategy.context().batch_size;
+    return;
+  }
+  // A pipeline stage holds the activations of the microbatch-chunks whose forward has run and whose
+  // backward has not, at most peak_in_flight of them at once; they are counted at its largest chunk's size.
+  double chunk = 0;
+  for (const StageChunk& c : pipe.chunks) {
+    double bytes = 0;
+    for (int l = c.first; l < c.end; ++l) bytes += strategy.model().layers[static_cast<std::size_t>(l)].activation_bytes;
+    chunk = std::max(chunk, bytes);
+  }
+  const int micro = strategy.context().batch_size / pipe.shape.microbatches;
+  m.activations = chunk * micro * peak_in_flight(pipe.schedule->order(pipe.shape, pipe.stage));
 }
 }  // namespace
 
@@ -68,11 +84,17 @@ std::string MemoryCheck::describe() const {
 }
 
 MemoryCheck check_memory(const Scenario& scenario, const StrategyConfig& config, int world, int ranks_per_node) {
-  const Strategy strategy(config, model_spec_for(scenario.model), strategy_context(scenario, world, ranks_per_node));
   const OptimizerInfo* optimizer = find_optimizer(scenario.train.optimizer);
   if (!optimizer) throw std::invalid_argument("unknown optimizer \"" + scenario.train.optimizer + "\"");
+  const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
   MemoryCheck c;
-  std::tie(c.rank, c.memory) = largest_device_memory(strategy, *optimizer, std::numeric_limits<std::int64_t>::max());
+  const auto stages = stage_specs(scenario, model_spec_for(scenario.model), layout, ranks_per_node);
+  for (std::size_t s = 0; s < stages.size(); ++s) {  // each stage's most loaded rank of its DP group
+    const Strategy strategy(config, stages[s].model, stages[s].context);
+    const auto [local, memory] = largest_device_memory(strategy, *optimizer, std::numeric_limits<std::int64_t>::max());
+    if (s == 0 || memory.total() > c.memory.total())
+      c.rank = layout.rank({0, static_cast<int>(s), local}), c.memory = memory;
+  }
   c.capacity = scenario.cluster.device_memory;
   return c;
 }

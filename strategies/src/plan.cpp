@@ -24,6 +24,8 @@ const char* op_name(OpKind k) {
     case OpKind::NormSync: return "norm_sync";
     case OpKind::SyncBnStats: return "sync_bn_stats";
     case OpKind::SyncBnGrads: return "sync_bn_grads";
+    case OpKind::PpSend: return "pp_send";
+    case OpKind::PpRecv: return "pp_recv";
   }
   return "?";
 }
@@ -31,7 +33,7 @@ const char* op_name(OpKind k) {
 bool is_comm(OpKind k) {
   return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather ||
          k == OpKind::Push || k == OpKind::Pull || k == OpKind::NormSync || k == OpKind::SyncBnStats ||
-         k == OpKind::SyncBnGrads;
+         k == OpKind::SyncBnGrads || k == OpKind::PpSend || k == OpKind::PpRecv;
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
@@ -75,6 +77,8 @@ nlohmann::json StepPlan::to_json() const {
     nlohmann::json o = {{"id", op.id}, {"kind", op_name(op.kind)}, {"index", op.index}, {"deps", op.deps},
                         {"stream", is_comm(op.kind) ? "comm" : "compute"}};
     if (op.flops > 0) o["flops"] = op.flops;
+    if (op.microbatch >= 0) o["microbatch"] = op.microbatch, o["chunk"] = op.chunk;
+    if (op.peer >= 0) o["peer"] = op.peer, o["bytes"] = op.p2p_bytes, o["gradient"] = op.gradient;
     if (is_comm(op.kind)) {
       o["schedule"] = op.schedule;
       o["calls"] = nlohmann::json::array();

@@ -29,7 +29,7 @@ std::size_t Strategy::largest_shard(const Bucket& b) const {
 }
 
 StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
-  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0};
+  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}};
 }
 
 void Strategy::bucketize(const std::vector<int>& order) {
@@ -81,6 +81,7 @@ Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& s
 bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % config_.accumulate_steps == 0; }
 
 std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const {
+  if (ctx_.pipeline.schedule) return add_pipeline_pass(plan);
   // SyncBatchNorm splits forward at each synced layer: a segment ends with the layer's moments, which are
   // summed over the ranks before the next segment normalises with them.
   const std::vector<int> sync = model_.sync_layers();
@@ -119,7 +120,7 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   const double batch = ctx_.batch_size;
   const int n = ctx_.world_size;
   const bool on_bucket = kind != OpKind::Forward && kind != OpKind::Backward && kind != OpKind::SyncBnStats &&
-                         kind != OpKind::SyncBnGrads;
+                         kind != OpKind::SyncBnGrads && kind != OpKind::PpSend && kind != OpKind::PpRecv;
   const Bucket* bucket = index >= 0 && on_bucket ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
@@ -171,9 +172,13 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
                                               : CollectiveCall{"allreduce", ElemType::F32, 2 * channels, "bn_grads"}};
       break;
     }
+    case OpKind::PpSend:  // point to point: add_pipeline_pass sets the peer and bytes
+    case OpKind::PpRecv:
+      break;
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
-  if (is_comm(kind)) op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
+  if (is_comm(kind) && kind != OpKind::PpSend && kind != OpKind::PpRecv)
+    op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
   plan.ops.push_back(std::move(op));
   return plan.ops.back().id;
 }

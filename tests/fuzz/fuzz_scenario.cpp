@@ -1,5 +1,6 @@
 // The scenario reader as `ddplab run` uses it: TOML parsing, every section's checks, the strategies'
-// registries (validate_strategies), [parallel] at 4 ranks (layout.hpp), then each strategy built on a 4-rank world and its first plans.
+// registries (validate_strategies), [parallel] at 4 ranks (layout.hpp), then each strategy built on a 4-rank world
+// (on each pipeline stage when pp > 1: stages.hpp) and its first plans.
 // Documented outcomes: ScenarioError naming the file; a world-dependent refusal from Strategy
 // (std::invalid_argument), which `ddplab run` reports with the world it was given.
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "fuzz_check.hpp"
 
@@ -28,19 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const ddplab::Scenario sc = ddplab::parse_scenario(text, path);
     ddplab::validate_strategies(sc);
     ddplab::validate_parallel(sc);
-    (void)ddplab::scenario_layout(sc, 4, "4 ranks");
-    if (!buildable(sc.model)) return;
+    const ddplab::ParallelLayout layout = ddplab::scenario_layout(sc, 4, "4 ranks");
+    if (!buildable(sc.model) || layout.tp() > 1) return;
     const ddplab::ModelSpec model = ddplab::model_spec_for(sc.model);
-    const ddplab::StrategyContext ctx = ddplab::strategy_context(sc, 4, 2);
-    for (const auto& config : sc.strategies) {
-      try {
-        const ddplab::Strategy strategy(config, model, ctx);
-        for (std::int64_t step = 0; step < 2; ++step) (void)strategy.plan(step);
-        (void)strategy.finish_plan(2);
-      } catch (const std::invalid_argument& e) {
-        if (std::string_view(e.what()).empty()) ddplab::fuzz::report("a refusal without a message");
+    // One Strategy per pipeline stage (the whole model when pp = 1), as `simulate` builds them.
+    for (const ddplab::StageSpec& stage : ddplab::stage_specs(sc, model, layout, 2))
+      for (const auto& config : sc.strategies) {
+        try {
+          const ddplab::Strategy strategy(config, stage.model, stage.context);
+          for (std::int64_t step = 0; step < 2; ++step) (void)strategy.plan(step);
+          (void)strategy.finish_plan(2);
+        } catch (const std::invalid_argument& e) {
+          if (std::string_view(e.what()).empty()) ddplab::fuzz::report("a refusal without a message");
+        }
       }
-    }
   });
   return 0;
 }

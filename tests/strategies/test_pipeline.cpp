@@ -42,7 +42,9 @@ TEST(Pipeline, EverySchedulePassesEachMicrobatchOnceForwardThenBackward) {
         std::set<std::tuple<bool, int, int>> seen;
         for (const PipeOp& op : info.order(sh, s)) {
           EXPECT_TRUE(seen.insert({op.forward, op.microbatch, op.chunk}).second) << "a pass twice";
-          if (!op.forward) EXPECT_TRUE(seen.count({true, op.microbatch, op.chunk})) << "a backward before its forward";
+          if (!op.forward) {
+            EXPECT_TRUE(seen.count({true, op.microbatch, op.chunk})) << "a backward before its forward";
+          }
           EXPECT_GE(op.chunk, 0);
           EXPECT_LT(op.chunk, sh.chunks);
         }

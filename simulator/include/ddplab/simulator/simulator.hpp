@@ -21,6 +21,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
 #include "ddplab/simulator/compute_source.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/memory.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -89,8 +90,9 @@ std::string describe_nccl_choices(const Scenario& scenario, const StrategyConfig
 inline constexpr int kExactMaxWorld = 256;
 
 // The mode a simulation of this world size runs in: "exact" or "aggregated" (options.mode resolved).
-// Throws std::invalid_argument for an unknown mode.
-std::string simulation_mode(const SimOptions& options, int world_size);
+// pipeline: a layout with pp > 1, which runs exact (auto) and is refused aggregated. Throws
+// std::invalid_argument for an unknown mode.
+std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
 
 // One op of the plan as one rank ran it, in simulated seconds since the step began.
 struct SimOpRecord {
@@ -164,6 +166,8 @@ struct SimPatternResult {
   std::vector<SimStepResult> steps;  // every micro-step simulated, in chain order
   PsLayout layout;                   // who trains: dedicated parameter servers take no batch
   int batch_per_rank = 0;            // samples per worker and micro-step
+  // [parallel] pp > 1: a replica's samples are counted once, on its last stage's rank (step_rows).
+  std::optional<ParallelLayout> parallel;
   // Steady state, per micro-step: the mean of the slowest rank's step_s, and means over the block's steps
   // and ranks of the parts (run_windows over step_rows: the store's summary of the run gives the same).
   double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;

@@ -57,8 +57,13 @@ void validate_parallel(const Scenario& scenario);
 // The layout of the scenario at `world` ranks, or ScenarioError at [parallel]'s position when it does not
 // fit (`what` names the command's world: "--np 6", "--world 12").
 ParallelLayout scenario_layout(const Scenario& scenario, int world, const std::string& what);
-// What `run` and `simulate` need until their executors run tensor and pipeline parallelism: throws
-// ScenarioError at parallel.tp (or pp) saying so when the layout has tp > 1 or pp > 1.
+// "path:line:col" of parallel.<key> in the scenario (of another [parallel] key, or the file, when unset).
+std::string parallel_position(const Scenario& scenario, const std::string& key);
+
+// What `run` needs until the runtime runs tensor and pipeline parallelism: throws ScenarioError at
+// parallel.tp (or pp) saying so when the layout has tp > 1 or pp > 1.
 void require_data_parallel_only(const Scenario& scenario);
+// What `simulate` needs until the simulator replays tensor parallelism: ScenarioError at parallel.tp > 1.
+void require_no_tensor_parallel(const Scenario& scenario);
 
 }  // namespace ddplab

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/strategies/model_spec.hpp"
+
 namespace ddplab {
 
 struct PipelineShape {
@@ -43,5 +45,32 @@ int peak_in_flight(const std::vector<PipeOp>& order);
 // previous one in forward, the next one in backward). Throws std::logic_error when the orders deadlock or
 // omit a pass.
 double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shape, double forward_s, double backward_s);
+
+// One rank's stage of a pipeline, as the Strategy that plans it sees it (StrategyContext::pipeline).
+struct StageChunk {
+  int first = 0, end = 0;   // its layers in the stage's ModelSpec, [first, end)
+  double input_bytes = 0;   // per sample, from the previous chunk of the pipeline (0 on the first)
+  double output_bytes = 0;  // per sample, to the next chunk (0 on the last)
+};
+struct PipelineStage {
+  const PipelineInfo* schedule = nullptr;  // nullptr: no pipeline (the plan's compute pass is the whole model's)
+  PipelineShape shape;
+  int stage = 0;
+  std::vector<StageChunk> chunks;  // this rank's, by chunk
+};
+
+// Stage `stage` of `model` cut into C = shape.stages x shape.chunks pipeline chunks (the rank holds chunks
+// stage, stage + stages, ...). Chunks share the model's numbered blocks (from the layers' names:
+// "transformer.h.12.*", "layer3.1.*", "layers.2") by count, as Megatron-LM shares transformer layers, the
+// layers before the first block going with chunk 0 (embeddings) and after the last with chunk C - 1 (the
+// head); a model without numbered blocks is cut by layer count. The model keeps the stage's layers,
+// renumbered from 0, and their parameters; the activations between chunks are the last layer's
+// activation_bytes. Throws std::invalid_argument when the model has fewer blocks than chunks, a layer between
+// chunks has no activation size, or it has SyncBatchNorm layers (their statistics would span stages).
+struct StageModel {
+  ModelSpec model;
+  PipelineStage stage;
+};
+StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, const PipelineShape& shape, int stage);
 
 }  // namespace ddplab

@@ -37,6 +37,11 @@ enum class OpKind {
                    // (2 channels + 1 floats), between the forward segment that took them and the next
   SyncBnGrads,     // comm: layer `index`'s per-channel gradient sums summed over ranks (2 channels floats),
                    // between its backward and the backward of the layer below, which needs them
+  // Pipeline parallelism ([parallel] pp > 1): a stage's plan holds every microbatch's passes in its pipeline
+  // schedule's order (pipeline.hpp); the activations of a microbatch, and in backward their gradients,
+  // move point to point between neighbouring stages of the rank's pipeline:
+  PpSend,          // comm: microbatch `microbatch`'s activations (or gradients) of chunk `chunk` to stage `peer`
+  PpRecv,          // comm: the same from stage `peer`; the pass that needs them waits for it
 };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
@@ -49,6 +54,15 @@ struct PlanOp {
   double flops = 0;                    // compute ops: work estimate for the whole micro-batch
   std::vector<CollectiveCall> calls;   // comm ops: what goes on the wire, in order
   std::string schedule;                // comm ops: the schedule each call runs on ("native" = the backend's)
+  // Pipeline plans: the microbatch of a Forward, Backward, PpSend or PpRecv (-1: the whole micro-step), and
+  // which of the rank's model chunks it belongs to (interleaved schedules; 0 otherwise).
+  int microbatch = -1;
+  int chunk = 0;
+  // PpSend, PpRecv: the pipeline stage on the other side (an index into the rank's pipeline group, which
+  // the executor maps to a rank), the bytes moved, and whether they are activation gradients (backward).
+  int peer = -1;
+  std::uint64_t p2p_bytes = 0;
+  bool gradient = false;
 };
 
 // The collective and element count a call's Schedule is built for: "allreduce", "reduce_scatter" or

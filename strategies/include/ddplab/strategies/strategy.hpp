@@ -12,6 +12,7 @@
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/model_spec.hpp"
 #include "ddplab/strategies/options.hpp"
+#include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/plan.hpp"
 
 namespace ddplab {
@@ -22,6 +23,9 @@ struct StrategyContext {
   int batch_size = 1;       // per rank per micro-step, for the compute estimates
   std::uint64_t seed = 1;   // codec randomness (PowerSGD's initial Q), identical on every rank
   bool clip_grad_norm = false;  // updates wait for the global gradient norm (GradNorm, NormSync ops)
+  // [parallel] pp > 1: the model is this stage's (pipeline_stage), world_size and ranks_per_node are its DP
+  // group's, and the compute pass runs the stage's microbatches in the schedule's order.
+  PipelineStage pipeline{};
 };
 // The context of a scenario's run on world_size ranks, ranks_per_node to a node.
 StrategyContext strategy_context(const Scenario& scenario, int world_size, int ranks_per_node);
@@ -128,6 +132,8 @@ class Strategy {
   // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
   // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids
   // indexed by layer.
+  // Under a pipeline it adds the stage's passes of every microbatch instead (pipeline_plan.cpp), and the
+  // ids are the last microbatch's backward of each layer, after which its gradients are complete.
   std::vector<int> add_compute_pass(StepPlan& plan, std::int64_t step) const;
   int add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> deps) const;
   // The Backward op after which every gradient of bucket b is ready.
@@ -144,6 +150,7 @@ class Strategy {
   bool rebuilt_ = false;
   void bucketize(const std::vector<int>& order);
   void add_grad_norm(StepPlan& plan) const;
+  std::vector<int> add_pipeline_pass(StepPlan& plan) const;
   std::size_t largest_shard(const Bucket& b) const;  // of a sharding policy: chunk 0, which sets the pace
 };
 

@@ -1,0 +1,71 @@
+// See stages.hpp.
+#include "ddplab/strategies/stages.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ddplab/strategies/pipeline.hpp"
+
+namespace ddplab {
+
+int group_ranks_per_node(const std::vector<int>& group, int ranks_per_node) {
+  if (group.empty() || ranks_per_node < 1) return 1;
+  int n = 0;
+  for (int r : group) n += r / ranks_per_node == group.front() / ranks_per_node;
+  return n;
+}
+
+std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& model, const ParallelLayout& layout,
+                                   int ranks_per_node) {
+  if (layout.tp() > 1)
+    throw std::invalid_argument(fmt::format("{}: tensor parallelism is not planned yet", layout.describe()));
+  const int P = layout.pp();
+  if (P == 1) return {{model, strategy_context(scenario, layout.world(), ranks_per_node)}};
+  const ParallelConfig& par = scenario.parallel;
+  const PipelineInfo* schedule = find_pipeline_schedule(par.pipeline_schedule);
+  if (!schedule) throw std::invalid_argument("unknown pipeline schedule \"" + par.pipeline_schedule + "\"");
+  const PipelineShape shape{P, par.microbatches, par.virtual_stages};
+  std::vector<StageSpec> out;
+  for (int s = 0; s < P; ++s) {
+    StageModel stage = [&] {
+      try {
+        return pipeline_stage(model, *schedule, shape, s);
+      } catch (const std::invalid_argument& e) {  // the model does not split this way: say where the split is asked
+        throw ScenarioError(fmt::format("{}: parallel.pp = {}: {}", parallel_position(scenario, "pp"), P, e.what()));
+      }
+    }();
+    const std::vector<int> group = layout.dp_group(layout.rank({0, s, 0}));
+    StrategyContext ctx = strategy_context(scenario, layout.dp(), group_ranks_per_node(group, ranks_per_node));
+    ctx.pipeline = std::move(stage.stage);
+    out.push_back({std::move(stage.model), std::move(ctx)});
+  }
+  return out;
+}
+
+std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages) {
+  std::size_t most = 0;
+  for (const StageSpec& s : stages) most = std::max(most, s.model.parameter_count());
+  return most;
+}
+
+std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout, const std::vector<StageSpec>& stages) {
+  if (layout.pp() == 1 || stages.empty()) return "";
+  const PipelineStage& first = stages.front().context.pipeline;
+  const PipelineShape& sh = first.shape;
+  std::string params;
+  for (const StageSpec& s : stages)
+    params += fmt::format("{}{:.1f}M", params.empty() ? "" : " / ", static_cast<double>(s.model.parameter_count()) / 1e6);
+  // Per chunk and microbatch a forward of 1 and a backward of 2: the stage's own work is M v 3.
+  const double makespan = pipeline_makespan(*first.schedule, sh, 1.0 / sh.chunks, 2.0 / sh.chunks);
+  const double bubble = 1 - sh.microbatches * 3.0 / makespan;
+  const int micro = scenario.train.batch_size / sh.microbatches;
+  return fmt::format("{}, {}{}, {} microbatches of {} sample{}, stage parameters {}; bubble {:.1f}% of the step at "
+                     "equal pass times",
+                     layout.describe(), first.schedule->name,
+                     sh.chunks > 1 ? fmt::format(" ({} chunks per rank)", sh.chunks) : "", sh.microbatches, micro,
+                     micro == 1 ? "" : "s", params, 100 * bubble);
+}
+
+}  // namespace ddplab
