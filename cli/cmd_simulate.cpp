@@ -31,7 +31,6 @@ namespace {
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
-  require_no_tensor_parallel(sc);
   const ModelSpec model = model_spec_for(sc.model);
   for (int w : worlds) {  // every world fits the layout, and the model its stages, before anything is looked up
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
@@ -75,7 +74,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))
                           : fmt::format("allreduce of {}{} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
-                                        layout.pp() > 1 ? " (the largest stage's)" : "",
+                                        sc.parallel.model_parallel() ? " (the largest stage's share)" : "",
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
                                                                                 : "native: NCCL's choice by size and scale");
@@ -85,8 +84,12 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
     if (layout.pp() > 1)
-      std::printf("pipeline: %s (at world %d). compute_ms is a stage's share; comm_ms includes its receives from the "
-                  "neighbouring stages, which wait for their compute (the bubble)\n",
+      std::printf("layout: %s (at world %d). compute_ms is a stage's share; comm_ms includes its receives from the "
+                  "neighbouring stages, which wait for their compute (the bubble)%s\n",
+                  describe_stages(sc, layout, stages).c_str(), layout.world(),
+                  layout.tp() > 1 ? ", and its TP allreduces" : "");
+    else if (layout.tp() > 1)
+      std::printf("layout: %s (at world %d). compute_ms is a TP rank's share; comm_ms includes its TP allreduces\n",
                   describe_stages(sc, layout, stages).c_str(), layout.world());
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
@@ -101,10 +104,12 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     for (const auto& p : points)
       std::printf("%7d %10.2f %10.2f %10.2f %12.0f %9.1f%% %11.3f %10.2f %10s %11llu %8lld\n", p.world_size,
                   p.result.step_s * 1e3, p.result.compute_s * 1e3, p.result.comm_s * 1e3, p.result.samples_per_s,
-                  p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size, layout.pp() > 1).c_str(),
+                  p.efficiency * 100, p.result.warmup_s, p.result.wall_s, simulation_mode(opt, p.world_size, sc.parallel.model_parallel()).c_str(),
                   static_cast<unsigned long long>(p.result.comms), static_cast<long long>(p.run_id));
     for (const auto& p : points)  // the device that needs the most, against cluster.device_memory
       std::printf("  world %d: device memory %s\n", p.world_size, p.memory.describe().c_str());
+    for (const auto& p : points)
+      if (const std::string m = describe_mfu(sc, p, src); !m.empty()) std::printf("  world %d: %s\n", p.world_size, m.c_str());
     for (const auto& p : points)  // what `native` ran as at each size, so that the table explains itself
       if (const std::string c = describe_nccl_choices(sc, st, p.world_size, opt); !c.empty())
         std::printf("  world %d: NCCL's choice for the steady block's collectives: %s\n", p.world_size, c.c_str());

@@ -130,8 +130,9 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 }
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
-  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv)  // `ddplab run` refuses [parallel] pp > 1 before
-    throw std::logic_error("PlanExecutor: the runtime does not run pipeline stages yet");
+  // `ddplab run` refuses [parallel] tp or pp > 1 before it gets here.
+  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv || op.kind == OpKind::TpSync)
+    throw std::logic_error("PlanExecutor: the runtime does not run pipeline stages or tensor parallelism yet");
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
     float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
     const std::size_t n = op.calls.at(0).count;

@@ -49,7 +49,8 @@ class ScheduleCache {
   const Schedule& acquire(const PlannedStep& step, std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
     Entry& e = entries_[{chain, plan, op.id, call}];
     if (!e.schedule) {
-      e.schedule = std::make_unique<Schedule>(step.strategy->schedule_for(op.calls[call], op.schedule, native_as_, nccl_));
+      e.schedule = std::make_unique<Schedule>(
+          step.strategy->schedule_for(op.calls[call], op.schedule, native_as_, nccl_, op.group));
       e.users_left = users_.at(chain);
     }
     return *e.schedule;
@@ -153,6 +154,8 @@ struct RankPlace {
   std::size_t chain = 0;
   int local = 0;  // its rank in the plans' collectives
   std::vector<int> group, pipeline;
+  int tp_local = 0;  // its rank in its TP group (CommGroup::Tensor ops)
+  std::vector<int> tp_group;
 };
 
 // What each micro-step of the chain needs on every rank: op costs and compute groups.
@@ -258,7 +261,8 @@ void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWo
       const double start = sg4::Engine::get_clock();
       std::uint64_t bytes = 0;
       if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) bytes = pipeline_p2p(op, place, step.tally, sends);
-      boxes.use_group(place.group.empty() ? nullptr : &place.group);
+      const bool tensor = op.group == CommGroup::Tensor;
+      boxes.use_group(tensor ? &place.tp_group : place.group.empty() ? nullptr : &place.group);
       for (std::size_t c = 0; c < op.calls.size(); ++c) {
         const CollectiveCall& call = op.calls[c];
         work_for(work[k].codec.seconds(call.before));
@@ -267,8 +271,9 @@ void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWo
                                  agg->routes);
           agg->phases.release(k, op, c);
         } else {
-          bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), place.local, elem_bytes(call.type), boxes,
-                                   step.tally, op.schedule == "native" ? work[k].native_serialize_from : 0);
+          bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), tensor ? place.tp_local : place.local,
+                                   elem_bytes(call.type), boxes, step.tally,
+                                   op.schedule == "native" ? work[k].native_serialize_from : 0);
           cache.release(place.chain, k, op, c);
         }
         work_for(work[k].codec.seconds(call.after));
@@ -341,6 +346,8 @@ std::vector<RankPlace> rank_places(const PlanJob& job, int n) {
     p.local = c.dp;
     p.group = job.layout->dp_group(r);
     p.pipeline = job.layout->pp_group(r);
+    p.tp_local = c.tp;
+    p.tp_group = job.layout->tp_group(r);
   }
   return places;
 }

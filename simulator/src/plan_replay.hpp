@@ -24,9 +24,9 @@ struct PlanJob {
   SimOptions options;
   std::vector<PlannedStep> steps;
   double compute_s = 0, optimizer_s = 0;  // measured per (micro-)step, the whole model
-  // [parallel] pp > 1: each pipeline stage's chain, in place of `steps` (same length). Rank r runs the chain
-  // of its stage, its collectives over its DP group (the plan's ranks are the group's) and its PpSend /
-  // PpRecv with the stages of its pipeline group. The compute ops share compute_s by FLOPs of the whole
+  // [parallel] pp > 1 or tp > 1: each pipeline stage's chain, in place of `steps` (same length). Rank r runs
+  // the chain of its stage, its collectives over its DP group or, for CommGroup::Tensor ops, its TP group
+  // (the plan's ranks are the group's) and its PpSend / PpRecv with the stages of its pipeline group. The compute ops share compute_s by FLOPs of the whole
   // model's fb_flops (a calibration's per-layer times are not used), the updates optimizer_s by parameters. Waits for a neighbouring stage count as
   // exposed comm: the pipeline's bubble is in it.
   std::optional<ParallelLayout> layout;

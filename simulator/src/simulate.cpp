@@ -148,7 +148,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   job.cluster = calibrated_cluster(scenario.cluster, options);
   job.options = resolved;
   job.compute_s = compute_s, job.optimizer_s = optimizer_s;
-  if (layout.pp() > 1) {
+  if (layout.pp() > 1 || layout.tp() > 1) {
     job.layout = layout;
     job.stages.resize(initial.size());
     job.fb_flops = scenario.train.batch_size * (model.forward_flops() + model.backward_flops());
@@ -240,8 +240,9 @@ SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig
   const Strategy strategy(config, first.model, first.context);
   SimPatternResult out;
   out.pattern = strategy.pattern();
-  out.layout = layout.pp() > 1 ? PsLayout{world_size, 0} : strategy.ps_layout();
-  if (layout.pp() > 1) out.parallel = layout;
+  const bool split = layout.pp() > 1 || layout.tp() > 1;
+  out.layout = split ? PsLayout{world_size, 0} : strategy.ps_layout();
+  if (split) out.parallel = layout;
   out.batch_per_rank = scenario.train.batch_size;
   std::vector<std::int64_t> steps;
   for (const StepSegment& seg : out.pattern.segments)
@@ -274,8 +275,10 @@ std::vector<StepMetrics> step_rows(const SimPatternResult& r) {
       m.rank = static_cast<int>(rank);
       m.compute_s = t.compute_s, m.comm_s = t.comm_s, m.exposed_comm_s = t.exposed_comm_s;
       m.optimizer_s = t.optimizer_s, m.step_s = t.step_s;
-      const bool last_stage = !r.parallel || r.parallel->coord(static_cast<int>(rank)).pp + 1 == r.parallel->pp();
-      m.samples = !r.layout.is_worker(static_cast<int>(rank)) || !last_stage ? 0
+      // A replica's samples once: on the first rank of its TP group in its last stage.
+      const RankCoord at = r.parallel ? r.parallel->coord(static_cast<int>(rank)) : RankCoord{};
+      const bool counts = !r.parallel || (at.pp + 1 == r.parallel->pp() && at.tp == 0);
+      m.samples = !r.layout.is_worker(static_cast<int>(rank)) || !counts ? 0
                   : r.join ? r.join->samples_of(static_cast<int>(rank), s.step % r.join->per_epoch())
                            : r.batch_per_rank;
       m.bytes_sent = static_cast<std::int64_t>(s.bytes_sent.at(rank));

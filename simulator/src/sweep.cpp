@@ -13,6 +13,7 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
@@ -46,7 +47,6 @@ SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions&
 }  // namespace
 
 SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store, const SimOptions& given) {
-  require_no_tensor_parallel(scenario);  // the plan replay runs pipelines and data parallelism, so far
   SweepSetup setup;
   setup.compute = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
   setup.options = with_scenario_calibration(scenario, given, store);
@@ -76,7 +76,21 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
   p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
   p.memory = check_memory(scenario, strategy, n, scenario.cluster.devices_per_node);
+  if (const auto& peak = scenario.cluster.device_flops; peak && *peak > 0) {
+    const ModelSpec model = model_spec_for(scenario.model);
+    p.mfu = r.samples_per_s * (model.forward_flops() + model.backward_flops()) / (n * *peak);
+  }
   return p;
+}
+
+std::string describe_mfu(const Scenario& scenario, const SweepPoint& p, const ComputeSource& compute) {
+  if (!p.mfu) return "";
+  const bool derived = compute.kind == "flops";  // compute_s itself from device_flops x compute_efficiency
+  return fmt::format("MFU {:.1f}% (the model's forward and backward FLOPs x samples/s over {} x cluster.device_flops{})",
+                     100 * *p.mfu, p.world_size,
+                     derived ? fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, the "
+                                           "most MFU can reach", scenario.cluster.compute_efficiency)
+                             : "");
 }
 
 std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyConfig& strategy,
@@ -120,13 +134,14 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"schedule_replayed", r.schedule},
         {"wall_s", r.wall_s},
         {"comms", r.comms},
-        {"mode", simulation_mode(options, n, scenario.parallel.pp > 1)},
+        {"mode", simulation_mode(options, n, scenario.parallel.model_parallel())},
         {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
     };
     nlohmann::json memory = {{"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};
     for (const auto& [part, bytes] : p.memory.memory.parts()) memory[part + "_bytes"] = bytes;
     if (p.memory.capacity) memory["capacity_bytes"] = *p.memory.capacity;
     config["simulation"]["device_memory"] = std::move(memory);
+    if (p.mfu) config["simulation"]["mfu"] = *p.mfu;
     if (options.calibration) {
       config["simulation"]["calibration"] = options.calibration->name;
       config["simulation"]["compute_split"] =

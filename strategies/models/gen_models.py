@@ -18,7 +18,7 @@ import math
 import os
 import sys
 
-HEADER = "name,params,forward_flops,backward_flops,activation_bytes"
+HEADER = "name,params,forward_flops,backward_flops,activation_bytes,tp"
 ACT_BYTES = 4  # fp32 activations
 # FLOPs per output element of element-wise layers (rough, documented; matrix products dominate).
 ELEMENTWISE = {"add": 1, "mul": 1, "relu": 1, "bias": 1, "batchnorm": 2, "layernorm": 5, "rmsnorm": 4,
@@ -35,17 +35,19 @@ class Table:
     def __init__(self, model, lines):
         self.model, self.lines, self.rows = model, lines, []
 
-    def layer(self, name, fwd, out_elems, params=()):
-        self.rows.append((name, list(params), int(fwd), 2 * int(fwd), int(out_elems) * ACT_BYTES))
+    # tp: how Megatron-LM's tensor parallelism splits the layer: "column" (outputs split), "row" (inputs
+    # split, output allreduced), "split" (parameterless work on split data) or "" (replicated).
+    def layer(self, name, fwd, out_elems, params=(), tp=""):
+        self.rows.append((name, list(params), int(fwd), 2 * int(fwd), int(out_elems) * ACT_BYTES, tp))
 
-    def elementwise(self, name, kind, elems, params=()):
-        self.layer(name, ELEMENTWISE[kind] * elems, elems, params)
+    def elementwise(self, name, kind, elems, params=(), tp=""):
+        self.layer(name, ELEMENTWISE[kind] * elems, elems, params, tp)
 
-    def linear(self, name, fan_in, fan_out, tokens, bias=True, shape=None):
+    def linear(self, name, fan_in, fan_out, tokens, bias=True, shape=None, tp=""):
         # nn.Linear weight is (out, in); GPT-2's Conv1D passes its own (in, out) shape.
         params = [("weight", shape or (fan_out, fan_in))] + ([("bias", (fan_out,))] if bias else [])
         fwd = 2 * tokens * fan_in * fan_out + (tokens * fan_out if bias else 0)
-        self.layer(name, fwd, tokens * fan_out, params)
+        self.layer(name, fwd, tokens * fan_out, params, tp)
 
     def param_count(self):
         return sum(math.prod(shape) for _, params, *_ in self.rows for _, shape in params)
@@ -62,9 +64,9 @@ class Table:
             f.write("# FLOPs: 2 x multiply-accumulates (+ small element-wise costs); backward = 2 x forward\n")
             f.write("# activation_bytes: the layer's output per sample in fp32\n")
             f.write(HEADER + "\n")
-            for name, params, fwd, bwd, act in self.rows:
+            for name, params, fwd, bwd, act, tp in self.rows:
                 cell = ";".join(f"{t}:{'x'.join(str(d) for d in shape)}" for t, shape in params)
-                f.write(f"{name},{cell},{fwd},{bwd},{act}\n")
+                f.write(f"{name},{cell},{fwd},{bwd},{act},{tp}\n")
 
 
 # ---- ResNet-50 (torchvision, v1.5: stride on the 3x3 conv), 224x224 input ----
@@ -115,27 +117,27 @@ def resnet50():
 
 def attention_core(t, p, seq, d, heads):
     """Scores (Q K^T), softmax (with scale and mask) and context (softmax V); no parameters."""
-    t.layer(p + "scores", 2 * seq * seq * d, heads * seq * seq)
-    t.elementwise(p + "softmax", "softmax", heads * seq * seq)
-    t.layer(p + "context", 2 * seq * seq * d, seq * d)
+    t.layer(p + "scores", 2 * seq * seq * d, heads * seq * seq, tp="split")
+    t.elementwise(p + "softmax", "softmax", heads * seq * seq, tp="split")
+    t.layer(p + "context", 2 * seq * seq * d, seq * d, tp="split")
 
 
 def gpt_layer(t, p, names, seq, d, heads, ff, conv1d):
     """One GPT-2-style pre-LayerNorm decoder layer with biases and a GELU MLP. `names` maps the parts to the
     implementation's module names; conv1d: GPT-2's Conv1D weights, stored (in, out)."""
-    def linear(name, fan_in, fan_out):
-        t.linear(p + name, fan_in, fan_out, seq, shape=(fan_in, fan_out) if conv1d else None)
+    def linear(name, fan_in, fan_out, tp):
+        t.linear(p + name, fan_in, fan_out, seq, shape=(fan_in, fan_out) if conv1d else None, tp=tp)
 
     norm = [("weight", (d,)), ("bias", (d,))]
     t.elementwise(p + names["ln_1"], "layernorm", seq * d, norm)
-    linear(names["qkv"], d, 3 * d)
+    linear(names["qkv"], d, 3 * d, "column")
     attention_core(t, p + names["attn"], seq, d, heads)
-    linear(names["proj"], d, d)
+    linear(names["proj"], d, d, "row")
     t.elementwise(p + "residual_attn", "add", seq * d)
     t.elementwise(p + names["ln_2"], "layernorm", seq * d, norm)
-    linear(names["fc"], d, ff)
-    t.elementwise(p + "mlp.gelu", "gelu", seq * ff)
-    linear(names["fc_out"], ff, d)
+    linear(names["fc"], d, ff, "column")
+    t.elementwise(p + "mlp.gelu", "gelu", seq * ff, tp="split")
+    linear(names["fc_out"], ff, d, "row")
     t.elementwise(p + "residual_mlp", "add", seq * d)
 
 
@@ -145,21 +147,21 @@ def bert_large():
     s, d, layers, heads, ff, vocab, pos = SEQ["bert_large"], 1024, 24, 16, 4096, 30522, 512
     t = Table("bert_large", [f"Hugging Face BertModel (bert-large-uncased, with pooler), {s} tokens per sample",
                              "24 layers, hidden 1024, 16 heads, intermediate 4096, vocab 30522"])
-    t.layer("embeddings.word_embeddings", 0, s * d, [("weight", (vocab, d))])  # a lookup: no FLOPs
+    t.layer("embeddings.word_embeddings", 0, s * d, [("weight", (vocab, d))], tp="row")  # a lookup: no FLOPs
     t.elementwise("embeddings.position_embeddings", "add", s * d, [("weight", (pos, d))])
     t.elementwise("embeddings.token_type_embeddings", "add", s * d, [("weight", (2, d))])
     t.elementwise("embeddings.LayerNorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
     for i in range(layers):
         p = f"encoder.layer.{i}."
         for proj in ("query", "key", "value"):
-            t.linear(p + "attention.self." + proj, d, d, s)
+            t.linear(p + "attention.self." + proj, d, d, s, tp="column")
         attention_core(t, p + "attention.self.", s, d, heads)
-        t.linear(p + "attention.output.dense", d, d, s)
+        t.linear(p + "attention.output.dense", d, d, s, tp="row")
         t.elementwise(p + "attention.output.add", "add", s * d)
         t.elementwise(p + "attention.output.LayerNorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-        t.linear(p + "intermediate.dense", d, ff, s)
-        t.elementwise(p + "intermediate.gelu", "gelu", s * ff)
-        t.linear(p + "output.dense", ff, d, s)
+        t.linear(p + "intermediate.dense", d, ff, s, tp="column")
+        t.elementwise(p + "intermediate.gelu", "gelu", s * ff, tp="split")
+        t.linear(p + "output.dense", ff, d, s, tp="row")
         t.elementwise(p + "output.add", "add", s * d)
         t.elementwise(p + "output.LayerNorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
     t.linear("pooler.dense", d, d, 1)  # the first ([CLS]) token only
@@ -175,14 +177,14 @@ def gpt2_xl():
     t = Table("gpt2_xl", [f"Hugging Face GPT2LMHeadModel (gpt2-xl), {s} tokens per sample",
                           "48 layers, hidden 1600, 25 heads, vocab 50257; Conv1D weights are (in, out)",
                           "lm_head.weight is tied to transformer.wte.weight: counted once, in the wte row"])
-    t.layer("transformer.wte", 0, s * d, [("weight", (vocab, d))])
+    t.layer("transformer.wte", 0, s * d, [("weight", (vocab, d))], tp="row")  # vocabulary-parallel
     t.elementwise("transformer.wpe", "add", s * d, [("weight", (ctx, d))])
     names = {"ln_1": "ln_1", "qkv": "attn.c_attn", "attn": "attn.", "proj": "attn.c_proj", "ln_2": "ln_2",
              "fc": "mlp.c_fc", "fc_out": "mlp.c_proj"}
     for i in range(layers):
         gpt_layer(t, f"transformer.h.{i}.", names, s, d, heads, ff, conv1d=True)
     t.elementwise("transformer.ln_f", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-    t.layer("lm_head", 2 * s * d * vocab, s * vocab)  # tied weight: no parameters of its own
+    t.layer("lm_head", 2 * s * d * vocab, s * vocab, tp="column")  # tied weight: no parameters of its own
     return t
 
 
@@ -198,7 +200,7 @@ def gpt3_175b():
     t = Table("gpt3_175b", [f"GPT-3 175B in Megatron-LM's GPT model (Narayanan et al. 2021), {s} tokens per sample",
                             "96 layers, hidden 12288, 96 heads, vocab 51200 (GPT-2's 50257 padded); nn.Linear weights (out, in)",
                             "the output layer is tied to word_embeddings: counted once, in that row; published 174.6B"])
-    t.layer("embedding.word_embeddings", 0, s * d, [("weight", (vocab, d))])
+    t.layer("embedding.word_embeddings", 0, s * d, [("weight", (vocab, d))], tp="row")
     t.elementwise("embedding.position_embeddings", "add", s * d, [("weight", (ctx, d))])
     names = {"ln_1": "input_layernorm", "qkv": "self_attention.query_key_value", "attn": "self_attention.",
              "proj": "self_attention.dense", "ln_2": "post_attention_layernorm", "fc": "mlp.dense_h_to_4h",
@@ -206,7 +208,7 @@ def gpt3_175b():
     for i in range(layers):
         gpt_layer(t, f"decoder.layers.{i}.", names, s, d, heads, ff, conv1d=False)
     t.elementwise("decoder.final_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
-    t.layer("output_layer", 2 * s * d * vocab, s * vocab)  # tied weight: no parameters of its own
+    t.layer("output_layer", 2 * s * d * vocab, s * vocab, tp="column")  # tied weight: no parameters of its own
     return t
 
 
@@ -217,25 +219,25 @@ def llama2_7b():
     t = Table("llama2_7b", [f"Hugging Face LlamaForCausalLM (Llama-2-7b-hf), {s} tokens per sample",
                             "32 layers, hidden 4096, 32 heads, SwiGLU 11008, vocab 32000, no biases, untied lm_head",
                             "rows are in execution order; PyTorch registers each layer's two norms after its MLP"])
-    t.layer("model.embed_tokens", 0, s * d, [("weight", (vocab, d))])
+    t.layer("model.embed_tokens", 0, s * d, [("weight", (vocab, d))], tp="row")
     for i in range(layers):
         p = f"model.layers.{i}."
         t.elementwise(p + "input_layernorm", "rmsnorm", s * d, [("weight", (d,))])
         for proj in ("q_proj", "k_proj", "v_proj"):
-            t.linear(p + "self_attn." + proj, d, d, s, bias=False)
-        t.elementwise(p + "self_attn.rotary", "rotary", 2 * s * d)  # on queries and keys
+            t.linear(p + "self_attn." + proj, d, d, s, bias=False, tp="column")
+        t.elementwise(p + "self_attn.rotary", "rotary", 2 * s * d, tp="split")  # on queries and keys
         attention_core(t, p + "self_attn.", s, d, heads)
-        t.linear(p + "self_attn.o_proj", d, d, s, bias=False)
+        t.linear(p + "self_attn.o_proj", d, d, s, bias=False, tp="row")
         t.elementwise(p + "residual_attn", "add", s * d)
         t.elementwise(p + "post_attention_layernorm", "rmsnorm", s * d, [("weight", (d,))])
-        t.linear(p + "mlp.gate_proj", d, ff, s, bias=False)
-        t.elementwise(p + "mlp.act", "silu", s * ff)
-        t.linear(p + "mlp.up_proj", d, ff, s, bias=False)
-        t.elementwise(p + "mlp.mul", "mul", s * ff)
-        t.linear(p + "mlp.down_proj", ff, d, s, bias=False)
+        t.linear(p + "mlp.gate_proj", d, ff, s, bias=False, tp="column")
+        t.elementwise(p + "mlp.act", "silu", s * ff, tp="split")
+        t.linear(p + "mlp.up_proj", d, ff, s, bias=False, tp="column")
+        t.elementwise(p + "mlp.mul", "mul", s * ff, tp="split")
+        t.linear(p + "mlp.down_proj", ff, d, s, bias=False, tp="row")
         t.elementwise(p + "residual_mlp", "add", s * d)
     t.elementwise("model.norm", "rmsnorm", s * d, [("weight", (d,))])
-    t.linear("lm_head", d, vocab, s, bias=False)
+    t.linear("lm_head", d, vocab, s, bias=False, tp="column")
     return t
 
 

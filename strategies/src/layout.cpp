@@ -140,17 +140,8 @@ void require_data_parallel_only(const Scenario& sc) {
   if (!p.model_parallel()) return;
   fail(sc, p.tp > 1 ? "tp" : "pp",
        fmt::format("= {}: the runtime does not run tensor or pipeline parallelism yet (docs/model-parallel.md; "
-                   "`ddplab simulate` replays pipelines); only tp = pp = 1 runs",
+                   "`ddplab simulate` replays them); only tp = pp = 1 runs",
                    p.tp > 1 ? p.tp : p.pp));
-}
-
-void require_no_tensor_parallel(const Scenario& sc) {
-  const ParallelConfig& p = sc.parallel;
-  if (p.tp <= 1) return;
-  fail(sc, "tp",
-       fmt::format("= {}: tensor parallelism is parsed and placed (ranks, groups) but the simulator does not replay it "
-                   "yet (docs/model-parallel.md); pipelines (pp) and data parallelism run",
-                   p.tp));
 }
 
 }  // namespace ddplab

@@ -86,9 +86,11 @@ class TableParser {
       const std::string_view s = trim(raw, col);
       if (s.empty() || s.front() == '#') continue;
       if (!header) {
-        if (s != kModelTableHeader)
-          fail(line, col, fmt::format("the header must be {}, got {}", quote(kModelTableHeader), quote(s)));
+        if (s != kModelTableHeader && s != kModelTableHeaderTp)
+          fail(line, col, fmt::format("the header must be {} or {}, got {}", quote(kModelTableHeader),
+                                      quote(kModelTableHeaderTp), quote(s)));
         header = true;
+        fields_ = s == kModelTableHeader ? 5 : 6;
         continue;
       }
       row(m, s, line, col);
@@ -102,8 +104,9 @@ class TableParser {
  private:
   void row(ModelSpec& m, std::string_view s, std::size_t line, std::size_t col0) {
     const std::vector<Cell> cells = split(s, ',', col0);
-    if (cells.size() != 5)
-      fail(line, col0, fmt::format("a row has 5 fields ({}), this one has {}", kModelTableHeader, cells.size()));
+    if (cells.size() != fields_)
+      fail(line, col0, fmt::format("a row has {} fields ({}), this one has {}", fields_,
+                                   fields_ == 5 ? kModelTableHeader : kModelTableHeaderTp, cells.size()));
     const int layer = static_cast<int>(m.layers.size());
     LayerSpec l;
     const Cell& name = cells[0];
@@ -116,9 +119,16 @@ class TableParser {
     l.forward_flops = number(cells[2], "forward_flops", line);
     l.backward_flops = number(cells[3], "backward_flops", line);
     l.activation_bytes = number(cells[4], "activation_bytes", line);
+    if (fields_ == 6) l.tp = split_kind(cells[5], line);
     if (!cells[1].text.empty())
       for (const Cell& t : split(cells[1].text, ';', cells[1].col)) m.params.push_back(tensor(t, l.name, layer, line));
     m.layers.push_back(std::move(l));
+  }
+
+  TpSplit split_kind(const Cell& c, std::size_t line) const {
+    for (TpSplit k : {TpSplit::None, TpSplit::Column, TpSplit::Row, TpSplit::Split})
+      if (c.text == tp_split_name(k)) return k;
+    fail(line, c.col, fmt::format("tp must be \"column\", \"row\", \"split\" or empty (replicated), got {}", quote(c.text)));
   }
 
   double number(const Cell& c, const char* field, std::size_t line) const {
@@ -161,6 +171,7 @@ class TableParser {
   }
 
   std::string path_;
+  std::size_t fields_ = 5;  // 6 with the tp column
   std::map<std::string, std::size_t> layer_line_, param_line_;  // name -> line that defined it
 };
 

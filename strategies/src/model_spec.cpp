@@ -46,6 +46,16 @@ std::pair<int, int> ModelSpec::forward_segment(int s) const {
   return {first, end};
 }
 
+const char* tp_split_name(TpSplit s) {
+  switch (s) {
+    case TpSplit::None: return "";
+    case TpSplit::Column: return "column";
+    case TpSplit::Row: return "row";
+    case TpSplit::Split: return "split";
+  }
+  return "?";
+}
+
 ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
   if (widths.size() < 2) throw std::invalid_argument("an MLP needs at least an input and an output width");
   ModelSpec m;
@@ -62,6 +72,9 @@ ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
     m.layers.push_back({gemm + 2.0 * static_cast<double>(out), (l == 0 ? 1.0 : 2.0) * gemm + static_cast<double>(out),
                         4.0 * static_cast<double>(out), name});  // fp32 output per sample
   }
+  // Tensor parallelism as Megatron-LM's MLP: each pair of layers column- then row-parallel; an unpaired
+  // last layer (the classifier of an odd count) replicated.
+  for (std::size_t l = 0; l + 1 < m.layers.size(); l += 2) m.layers[l].tp = TpSplit::Column, m.layers[l + 1].tp = TpSplit::Row;
   return m;
 }
 

@@ -125,8 +125,17 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.flops = flops * micro;
     return id;
   };
+  auto tp_sync = [&](const LayerSpec& layer, TpSplit kind) { return ctx_.tp > 1 && layer.tp == kind && layer.tp_sync_bytes > 0; };
+  auto tp = [&](int layer, const PipeOp& p, const LayerSpec& spec, bool gradient, int after) {
+    const int id = add_op(plan, OpKind::TpSync, layer, {after});
+    PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
+    op.microbatch = p.microbatch, op.chunk = p.chunk, op.gradient = gradient;
+    op.calls = {{"allreduce", ElemType::F32, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
+                 gradient ? "tp_grads" : "tp_activations"}};
+    return id;
+  };
   std::vector<int> backward(model_.layers.size(), -1);
-  std::map<std::pair<int, int>, int> forward_of;  // (microbatch, chunk) -> its Forward op
+  std::map<std::pair<int, int>, int> forward_of;  // (microbatch, chunk) -> what its backward and send wait for
   for (const PipeOp& p : pipe.schedule->order(pipe.shape, pipe.stage)) {
     const StageChunk& ch = pipe.chunks.at(static_cast<std::size_t>(p.chunk));
     const int place = p.chunk * P + pipe.stage;
@@ -134,18 +143,30 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     if (p.forward) {
       std::vector<int> deps;
       if (!first) deps.push_back(p2p(OpKind::PpRecv, p, prev_stage, ch.input_bytes, {}));
+      // Forward runs in segments that end at each row-parallel layer's allreduce (one segment without TP).
       double flops = 0;
-      for (int l = ch.first; l < ch.end; ++l) flops += model_.layers[static_cast<std::size_t>(l)].forward_flops;
-      const int f = forward_of[{p.microbatch, p.chunk}] = pass(OpKind::Forward, -1, p, flops, std::move(deps));
-      if (!last) p2p(OpKind::PpSend, p, next_stage, ch.output_bytes, {f});
+      int f = -1;
+      for (int l = ch.first; l < ch.end; ++l) {
+        const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
+        flops += layer.forward_flops;
+        const bool syncs = tp_sync(layer, TpSplit::Row);
+        if (!syncs && l + 1 < ch.end) continue;
+        f = pass(OpKind::Forward, -1, p, flops, std::move(deps));
+        flops = 0;
+        deps = {syncs ? tp(l, p, layer, false, f) : f};
+      }
+      forward_of[{p.microbatch, p.chunk}] = deps.front();
+      if (!last) p2p(OpKind::PpSend, p, next_stage, ch.output_bytes, {deps.front()});
     } else {
       std::vector<int> deps{forward_of.at({p.microbatch, p.chunk})};
       if (!last) deps.push_back(p2p(OpKind::PpRecv, p, next_stage, ch.output_bytes, {}));
       int prev = -1;
       for (int l = ch.end - 1; l >= ch.first; --l) {
-        prev = pass(OpKind::Backward, l, p, model_.layers[static_cast<std::size_t>(l)].backward_flops,
-                    prev < 0 ? std::move(deps) : std::vector<int>{prev});
+        const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
+        prev = pass(OpKind::Backward, l, p, layer.backward_flops, prev < 0 ? std::move(deps) : std::vector<int>{prev});
         backward[static_cast<std::size_t>(l)] = prev;  // the schedule's last microbatch of the layer wins
+        // A column-parallel layer's input gradient is whole only once the TP group has summed it.
+        if (tp_sync(layer, TpSplit::Column)) prev = tp(l, p, layer, true, prev);
       }
       if (!first) p2p(OpKind::PpSend, p, prev_stage, ch.input_bytes, {prev});
     }

@@ -26,6 +26,7 @@ const char* op_name(OpKind k) {
     case OpKind::SyncBnGrads: return "sync_bn_grads";
     case OpKind::PpSend: return "pp_send";
     case OpKind::PpRecv: return "pp_recv";
+    case OpKind::TpSync: return "tp_sync";
   }
   return "?";
 }
@@ -33,7 +34,7 @@ const char* op_name(OpKind k) {
 bool is_comm(OpKind k) {
   return k == OpKind::SyncGrads || k == OpKind::SyncParams || k == OpKind::ReduceScatter || k == OpKind::AllGather ||
          k == OpKind::Push || k == OpKind::Pull || k == OpKind::NormSync || k == OpKind::SyncBnStats ||
-         k == OpKind::SyncBnGrads || k == OpKind::PpSend || k == OpKind::PpRecv;
+         k == OpKind::SyncBnGrads || k == OpKind::PpSend || k == OpKind::PpRecv || k == OpKind::TpSync;
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
@@ -79,6 +80,7 @@ nlohmann::json StepPlan::to_json() const {
     if (op.flops > 0) o["flops"] = op.flops;
     if (op.microbatch >= 0) o["microbatch"] = op.microbatch, o["chunk"] = op.chunk;
     if (op.peer >= 0) o["peer"] = op.peer, o["bytes"] = op.p2p_bytes, o["gradient"] = op.gradient;
+    if (op.group == CommGroup::Tensor) o["group"] = "tensor", o["gradient"] = op.gradient;
     if (is_comm(op.kind)) {
       o["schedule"] = op.schedule;
       o["calls"] = nlohmann::json::array();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ddplab/strategies/pipeline.hpp"
+#include "ddplab/strategies/tensor_parallel.hpp"
 
 namespace ddplab {
 
@@ -19,26 +20,37 @@ int group_ranks_per_node(const std::vector<int>& group, int ranks_per_node) {
 
 std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& model, const ParallelLayout& layout,
                                    int ranks_per_node) {
-  if (layout.tp() > 1)
-    throw std::invalid_argument(fmt::format("{}: tensor parallelism is not planned yet", layout.describe()));
-  const int P = layout.pp();
-  if (P == 1) return {{model, strategy_context(scenario, layout.world(), ranks_per_node)}};
+  const int P = layout.pp(), T = layout.tp();
+  if (P == 1 && T == 1) return {{model, strategy_context(scenario, layout.world(), ranks_per_node)}};
+  // Where the split is asked, when the model does not split that way.
+  auto refused = [&](const char* key, int value, const std::exception& e) {
+    return ScenarioError(fmt::format("{}: parallel.{} = {}: {}", parallel_position(scenario, key), key, value, e.what()));
+  };
+  ModelSpec share;
+  try {
+    share = tensor_parallel_shard(model, T);
+  } catch (const std::invalid_argument& e) {
+    throw refused("tp", T, e);
+  }
   const ParallelConfig& par = scenario.parallel;
-  const PipelineInfo* schedule = find_pipeline_schedule(par.pipeline_schedule);
+  // Without pipeline stages the pass is a one-stage pipeline: the microbatches run one after the other.
+  const PipelineInfo* schedule = find_pipeline_schedule(P == 1 ? "gpipe" : par.pipeline_schedule);
   if (!schedule) throw std::invalid_argument("unknown pipeline schedule \"" + par.pipeline_schedule + "\"");
-  const PipelineShape shape{P, par.microbatches, par.virtual_stages};
+  const PipelineShape shape{P, par.microbatches, P == 1 ? 1 : par.virtual_stages};
   std::vector<StageSpec> out;
   for (int s = 0; s < P; ++s) {
     StageModel stage = [&] {
       try {
-        return pipeline_stage(model, *schedule, shape, s);
-      } catch (const std::invalid_argument& e) {  // the model does not split this way: say where the split is asked
-        throw ScenarioError(fmt::format("{}: parallel.pp = {}: {}", parallel_position(scenario, "pp"), P, e.what()));
+        return pipeline_stage(share, *schedule, shape, s);
+      } catch (const std::invalid_argument& e) {
+        throw refused("pp", P, e);
       }
     }();
-    const std::vector<int> group = layout.dp_group(layout.rank({0, s, 0}));
-    StrategyContext ctx = strategy_context(scenario, layout.dp(), group_ranks_per_node(group, ranks_per_node));
+    const int first = layout.rank({0, s, 0});
+    StrategyContext ctx = strategy_context(scenario, layout.dp(), group_ranks_per_node(layout.dp_group(first), ranks_per_node));
     ctx.pipeline = std::move(stage.stage);
+    ctx.tp = T;
+    ctx.tp_ranks_per_node = group_ranks_per_node(layout.tp_group(first), ranks_per_node);
     out.push_back({std::move(stage.model), std::move(ctx)});
   }
   return out;
@@ -51,21 +63,23 @@ std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages) {
 }
 
 std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout, const std::vector<StageSpec>& stages) {
-  if (layout.pp() == 1 || stages.empty()) return "";
+  if ((layout.pp() == 1 && layout.tp() == 1) || stages.empty()) return "";
   const PipelineStage& first = stages.front().context.pipeline;
   const PipelineShape& sh = first.shape;
   std::string params;
   for (const StageSpec& s : stages)
     params += fmt::format("{}{:.1f}M", params.empty() ? "" : " / ", static_cast<double>(s.model.parameter_count()) / 1e6);
+  const int micro = scenario.train.batch_size / sh.microbatches;
+  const std::string micros = fmt::format("{} microbatch{} of {} sample{}", sh.microbatches, sh.microbatches == 1 ? "" : "es",
+                                         micro, micro == 1 ? "" : "s");
+  const std::string held = fmt::format("parameters per device {}{}", params, stages.size() > 1 ? " (by stage)" : "");
+  if (layout.pp() == 1) return fmt::format("{}, {} one after the other, {}", layout.describe(), micros, held);
   // Per chunk and microbatch a forward of 1 and a backward of 2: the stage's own work is M v 3.
   const double makespan = pipeline_makespan(*first.schedule, sh, 1.0 / sh.chunks, 2.0 / sh.chunks);
   const double bubble = 1 - sh.microbatches * 3.0 / makespan;
-  const int micro = scenario.train.batch_size / sh.microbatches;
-  return fmt::format("{}, {}{}, {} microbatches of {} sample{}, stage parameters {}; bubble {:.1f}% of the step at "
-                     "equal pass times",
-                     layout.describe(), first.schedule->name,
-                     sh.chunks > 1 ? fmt::format(" ({} chunks per rank)", sh.chunks) : "", sh.microbatches, micro,
-                     micro == 1 ? "" : "s", params, 100 * bubble);
+  return fmt::format("{}, {}{}, {}, {}; bubble {:.1f}% of the step at equal pass times", layout.describe(),
+                     first.schedule->name, sh.chunks > 1 ? fmt::format(" ({} chunks per rank)", sh.chunks) : "", micros,
+                     held, 100 * bubble);
 }
 
 }  // namespace ddplab

@@ -29,7 +29,7 @@ std::size_t Strategy::largest_shard(const Bucket& b) const {
 }
 
 StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
-  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}};
+  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
 }
 
 void Strategy::bucketize(const std::vector<int>& order) {
@@ -73,7 +73,9 @@ std::vector<Chunk> Strategy::optimizer_ranges(int rank) const {
 }
 
 Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as,
-                                const NcclFabric* nccl) const {
+                                const NcclFabric* nccl, CommGroup group) const {
+  if (group == CommGroup::Tensor)
+    return schedule_for_call(call, schedule, ScheduleParams{ctx_.tp, 0, ctx_.tp_ranks_per_node, 0, nccl}, native_as);
   return schedule_for_call(
       call, schedule, ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers, nccl}, native_as);
 }
@@ -120,7 +122,8 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   const double batch = ctx_.batch_size;
   const int n = ctx_.world_size;
   const bool on_bucket = kind != OpKind::Forward && kind != OpKind::Backward && kind != OpKind::SyncBnStats &&
-                         kind != OpKind::SyncBnGrads && kind != OpKind::PpSend && kind != OpKind::PpRecv;
+                         kind != OpKind::SyncBnGrads && kind != OpKind::PpSend && kind != OpKind::PpRecv &&
+                         kind != OpKind::TpSync;
   const Bucket* bucket = index >= 0 && on_bucket ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
@@ -174,10 +177,13 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     }
     case OpKind::PpSend:  // point to point: add_pipeline_pass sets the peer and bytes
     case OpKind::PpRecv:
+    case OpKind::TpSync:  // add_pipeline_pass sets its call
       break;
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
-  if (is_comm(kind) && kind != OpKind::PpSend && kind != OpKind::PpRecv)
+  // TP allreduces run on the backend's own collective, whatever the strategy's (DP) schedule.
+  if (kind == OpKind::TpSync) op.schedule = "native", op.group = CommGroup::Tensor;
+  else if (is_comm(kind) && kind != OpKind::PpSend && kind != OpKind::PpRecv)
     op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
   plan.ops.push_back(std::move(op));
   return plan.ops.back().id;

@@ -163,9 +163,9 @@ grep -q 'no strategy named "nope"' "$work/err" || fail "predict --strategy nope 
 # runtime refuses it; a model too small for the stages is refused at parallel.pp.
 "$ddplab" simulate "$scenarios/gpt2-xl-pipeline.toml" --strategy ddp --world 8 --db "$work/pp.db" >"$work/out" 2>"$work/err" \
   || fail "simulate of a pipeline layout exited $?: $(cat "$work/err")"
-grep -q "^pipeline: TP 1 x PP 4 x DP 2 (placement tp-dp-pp), 1f1b, 8 microbatches of 1 sample" "$work/out" \
+grep -q "^layout: TP 1 x PP 4 x DP 2 (placement tp-dp-pp), 1f1b, 8 microbatches of 1 sample" "$work/out" \
   || fail "simulate does not describe the pipeline"
-grep -q "allreduce of 1.7 GiB (the largest stage's) per sync" "$work/out" || fail "the DP sync is not the stage's"
+grep -q "allreduce of 1.7 GiB (the largest stage's share) per sync" "$work/out" || fail "the DP sync is not the stage's"
 grep -q "world 8: device memory .* fits in" "$work/out" || fail "a pipeline stage's memory was not checked"
 printf '[model]\nlayers = [784, 64, 10]\n[parallel]\npp = 4\n[[strategy]]\nname = "a"\npolicy = "overlap"\nschedule = "ring"\n' \
   >"$work/pp_small.toml"

@@ -31,9 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ddplab::validate_strategies(sc);
     ddplab::validate_parallel(sc);
     const ddplab::ParallelLayout layout = ddplab::scenario_layout(sc, 4, "4 ranks");
-    if (!buildable(sc.model) || layout.tp() > 1) return;
+    if (!buildable(sc.model)) return;
     const ddplab::ModelSpec model = ddplab::model_spec_for(sc.model);
-    // One Strategy per pipeline stage (the whole model when pp = 1), as `simulate` builds them.
+    // One Strategy per pipeline stage, of a TP rank's share (the whole model without [parallel]), as
+    // `simulate` builds them.
     for (const ddplab::StageSpec& stage : ddplab::stage_specs(sc, model, layout, 2))
       for (const auto& config : sc.strategies) {
         try {

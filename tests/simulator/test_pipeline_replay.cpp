@@ -102,5 +102,35 @@ TEST(SimulatorPipeline, PatternCountsAReplicasSamplesOnceAndChecksMemoryPerStage
   EXPECT_DOUBLE_EQ(m.memory.parameters, 4.0 * 2 * 1000);
 }
 
+// TP 2 x DP 2 on 4 ranks (TP groups {0, 1}, {2, 3}; DP groups {0, 2}, {1, 3}): the TP allreduces stay
+// inside a TP pair, the gradient sync of each rank's share inside its DP pair, and on a free network the
+// step is the rank's share of the compute.
+TEST(SimulatorPipeline, TensorParallelAllreducesStayInTheirGroups) {
+  Scenario sc = test::small_mlp_scenario("tp");
+  sc.model.layers = {784, 256, 128, 10};  // column, row, classifier replicated
+  sc.parallel.tp = 2;
+  sc.cluster.link_bandwidth = 1e15;
+  sc.cluster.link_latency = 1e-12;
+  const auto steps = simulate_steps(sc, overlap_ring(), 4, 1.0, 0.0, {3}, test::alpha_beta(), 1);
+  const auto& between = steps.front().bytes_between;
+  auto bytes = [&](int a, int b) {
+    const auto it = between.find({a, b});
+    return it == between.end() ? 0u : it->second;
+  };
+  // Layer 1's output, 32 samples x 128 floats, a ring allreduce of 2 ranks: each sends it once.
+  EXPECT_EQ(bytes(0, 1), 32u * 128 * 4);
+  EXPECT_EQ(bytes(2, 3), 32u * 128 * 4);
+  // A rank's share: 784 x 128 + 128, 256 / 2 x 128 + 128, 128 x 10 + 10, allreduced once with its replica.
+  EXPECT_EQ(bytes(0, 2), (784u * 128 + 128 + 128 * 128 + 128 + 128 * 10 + 10) * 4);
+  EXPECT_EQ(bytes(0, 3), 0u);
+  const ModelSpec m = ModelSpec::mlp(sc.model.layers);
+  const double share = (m.layers[0].forward_flops + m.layers[0].backward_flops + m.layers[1].forward_flops +
+                        m.layers[1].backward_flops) / 2 + m.layers[2].forward_flops + m.layers[2].backward_flops;
+  const double expected = share / (m.forward_flops() + m.backward_flops());
+  EXPECT_NEAR(steps.front().ranks[1].compute_s, expected, 1e-9);
+  // The rest of the step is the DP sync's local work (its averaging, at this slow compute's FLOP rate).
+  EXPECT_LT(steps.front().step_s - expected, 0.01 * expected);
+}
+
 }  // namespace
 }  // namespace ddplab

@@ -330,3 +330,33 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
 
 }  // namespace
 }  // namespace ddplab
+
+namespace ddplab {
+namespace {
+
+// MFU: the model's FLOPs per second over the world's peak. With compute from device_flops x
+// compute_efficiency, it is the sweep's efficiency x compute_efficiency x the compute's share of compute
+// plus optimizer; without device_flops there is none.
+TEST(SimulatorSweep, MfuIsTheModelsFlopsOverTheWorldsPeak) {
+  const test::TempDir tmp("ddplab-sim");
+  Store store(tmp.file("results.db"));
+  Scenario sc = test::small_mlp_scenario("mfu");
+  StrategyConfig st;
+  st.name = st.policy = "overlap";
+  st.schedule = "ring";
+  sc.strategies = {st};
+  sc.cluster.device_flops = 1e12;
+  sc.cluster.compute_efficiency = 0.4;
+  sc.cluster.optimizer_s = 0.0;
+  const auto points = simulate_sweep(sc, st, {4}, store);
+  ASSERT_TRUE(points.front().mfu);
+  EXPECT_NEAR(*points.front().mfu, points.front().efficiency * 0.4, 1e-9);
+  const ComputeSource src = compute_source(sc, st, store);
+  EXPECT_NE(describe_mfu(sc, points.front(), src).find("compute_efficiency = 0.40"), std::string::npos);
+  sc.cluster.device_flops.reset();
+  sc.cluster.compute_s = 0.01;
+  EXPECT_FALSE(simulate_sweep(sc, st, {4}, store).front().mfu);
+}
+
+}  // namespace
+}  // namespace ddplab

@@ -71,10 +71,7 @@ TEST(Layout, AWorldTheLayoutDoesNotFitIsRefusedAtItsPosition) {
             "p.toml:4:6: [parallel] does not fit 16 ranks: tp x pp x dp = 2 x 2 x 2 = 8 is not the world of 16 ranks");
   EXPECT_EQ(error_of([&] { require_data_parallel_only(sc); }).rfind("p.toml:2:6: parallel.tp = 2: the runtime does not "
                                                                      "run tensor or pipeline parallelism yet", 0), 0u);
-  EXPECT_EQ(error_of([&] { require_no_tensor_parallel(sc); }).rfind("p.toml:2:6: parallel.tp = 2: tensor parallelism is "
-                                                                     "parsed and placed", 0), 0u);
   const Scenario pipeline = parse("pp = 2\n");
-  EXPECT_NO_THROW(require_no_tensor_parallel(pipeline)) << "the simulator replays pipelines";
   EXPECT_EQ(error_of([&] { require_data_parallel_only(pipeline); }).rfind("p.toml:2:6: parallel.pp = 2: the runtime", 0), 0u);
 }
 

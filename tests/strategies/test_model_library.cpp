@@ -260,8 +260,23 @@ TEST(ModelLibrary, MalformedTablesNameFileLineAndField) {
   }
   const std::string no_header = dir.write("noheader.csv", "# only a comment\nname,params,flops\n");
   EXPECT_EQ(load_error(no_header),
-            no_header + ":2:1: the header must be \"name,params,forward_flops,backward_flops,activation_bytes\", "
-                        "got \"name,params,flops\"");
+            no_header + ":2:1: the header must be \"name,params,forward_flops,backward_flops,activation_bytes\" or "
+                        "\"name,params,forward_flops,backward_flops,activation_bytes,tp\", got \"name,params,flops\"");
+  // With the tp column: each row has six fields, and tp is one of the splits.
+  const std::string tp_header = std::string(kModelTableHeaderTp) + "\n";
+  const std::string tp_bad = dir.write("tpbad.csv", tp_header + "fc1,weight:4x4,32,64,16,diagonal\n");
+  EXPECT_EQ(load_error(tp_bad), tp_bad + ":2:25: tp must be \"column\", \"row\", \"split\" or empty (replicated), got "
+                                         "\"diagonal\"");
+  const std::string tp_short = dir.write("tpshort.csv", tp_header + "fc1,weight:4x4,32,64,16\n");
+  EXPECT_EQ(load_error(tp_short), tp_short + ":2:1: a row has 6 fields (" + std::string(kModelTableHeaderTp) +
+                                      "), this one has 5");
+  const std::string tp_ok = dir.write("tpok.csv", tp_header + "fc1,weight:4x4,32,64,16,column\nact,,4,8,16,split\n"
+                                                  "fc2,weight:4x4,32,64,16,row\nnorm,weight:4,4,8,16,\n");
+  const ModelSpec m = load_model_table(tp_ok);
+  EXPECT_EQ(m.layers[0].tp, TpSplit::Column);
+  EXPECT_EQ(m.layers[1].tp, TpSplit::Split);
+  EXPECT_EQ(m.layers[2].tp, TpSplit::Row);
+  EXPECT_EQ(m.layers[3].tp, TpSplit::None);
   const std::string empty = dir.write("empty.csv", "");
   EXPECT_EQ(load_error(empty),
             empty + ":1:1: no header row \"name,params,forward_flops,backward_flops,activation_bytes\"");

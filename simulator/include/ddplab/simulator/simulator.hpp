@@ -90,7 +90,7 @@ std::string describe_nccl_choices(const Scenario& scenario, const StrategyConfig
 inline constexpr int kExactMaxWorld = 256;
 
 // The mode a simulation of this world size runs in: "exact" or "aggregated" (options.mode resolved).
-// pipeline: a layout with pp > 1, which runs exact (auto) and is refused aggregated. Throws
+// pipeline: a layout with pp > 1 or tp > 1, which runs exact (auto) and is refused aggregated. Throws
 // std::invalid_argument for an unknown mode.
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
 
@@ -166,7 +166,8 @@ struct SimPatternResult {
   std::vector<SimStepResult> steps;  // every micro-step simulated, in chain order
   PsLayout layout;                   // who trains: dedicated parameter servers take no batch
   int batch_per_rank = 0;            // samples per worker and micro-step
-  // [parallel] pp > 1: a replica's samples are counted once, on its last stage's rank (step_rows).
+  // [parallel] pp > 1 or tp > 1: a replica's samples are counted once, on its last stage's first TP rank
+  // (step_rows).
   std::optional<ParallelLayout> parallel;
   // Steady state, per micro-step: the mean of the slowest rank's step_s, and means over the block's steps
   // and ranks of the parts (run_windows over step_rows: the store's summary of the run gives the same).
@@ -213,7 +214,12 @@ struct SweepPoint {
                              // the same micro-steps with no communication
   std::int64_t run_id = 0;   // the simulated run written to the store
   MemoryCheck memory;        // the device that needs the most, against cluster.device_memory (memory.hpp)
+  // Model FLOPs utilisation: the model's forward and backward FLOPs (its table's, per sample) x samples_per_s,
+  // over world x cluster.device_flops; none without device_flops.
+  std::optional<double> mfu;
 };
+// "MFU 41.3% (...)": how the point's MFU is counted and what bounds it; "" without one.
+std::string describe_mfu(const Scenario& scenario, const SweepPoint& point, const ComputeSource& compute);
 
 // Runs simulate_pattern for each world size and writes each as a completed run (source "simulated",
 // backend "simgrid", one step row per rank and simulated micro-step, numbered as in the run; config_json

@@ -63,7 +63,5 @@ std::string parallel_position(const Scenario& scenario, const std::string& key);
 // What `run` needs until the runtime runs tensor and pipeline parallelism: throws ScenarioError at
 // parallel.tp (or pp) saying so when the layout has tp > 1 or pp > 1.
 void require_data_parallel_only(const Scenario& scenario);
-// What `simulate` needs until the simulator replays tensor parallelism: ScenarioError at parallel.tp > 1.
-void require_no_tensor_parallel(const Scenario& scenario);
 
 }  // namespace ddplab

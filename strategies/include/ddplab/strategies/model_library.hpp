@@ -9,7 +9,9 @@
 //   relu,,802816,1605632,3211264
 //
 // One row per layer in execution order. params: ";"-separated "tensor:d0xd1x..." (empty for none); the
-// parameter is named "<layer>.<tensor>". FLOPs and bytes are per sample, non-negative numbers.
+// parameter is named "<layer>.<tensor>". FLOPs and bytes are per sample, non-negative numbers. A sixth
+// column, `tp` (header kModelTableHeaderTp), says how tensor parallelism splits the layer: "column", "row",
+// "split" or empty (replicated; TpSplit in model_spec.hpp).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,7 @@ struct ModelTableError : std::runtime_error {
 
 // The header row every table starts with.
 inline constexpr const char* kModelTableHeader = "name,params,forward_flops,backward_flops,activation_bytes";
+inline constexpr const char* kModelTableHeaderTp = "name,params,forward_flops,backward_flops,activation_bytes,tp";
 
 // A built-in name ("resnet50", ... see kBuiltinModelTables) -> its shipped file; any other value unchanged.
 std::string model_table_path(const std::string& name_or_path);

@@ -17,6 +17,18 @@ struct ParamSpec {
   std::size_t count() const { return rows * cols; }
 };
 
+// How Megatron-LM's tensor parallelism splits a layer over a TP group of T ranks (Shoeybi et al. 2019):
+// each rank holds 1/T of its parameters and does 1/T of its work.
+enum class TpSplit {
+  None,    // replicated: every rank holds and runs all of it (norms, residual adds, the MLP without [parallel] tp)
+  Column,  // a linear layer whose outputs are split (QKV, the MLP's first, the vocabulary-parallel output
+           // layer): its input gradient is a partial sum, allreduced over the TP group in backward
+  Row,     // a linear layer whose inputs are split (attention's and the MLP's output projections, the
+           // vocabulary-parallel embedding): its output is a partial sum, allreduced in forward
+  Split,   // no parameters, on split data (attention's scores, softmax and context by heads, GELU)
+};
+const char* tp_split_name(TpSplit s);  // "", "column", "row", "split"
+
 struct LayerSpec {
   double forward_flops = 0;     // per sample
   double backward_flops = 0;    // per sample
@@ -26,6 +38,10 @@ struct LayerSpec {
   // Its forward waits for the ranks' per-channel moments, and the layer below it in backward for their
   // gradient sums (OpKind::SyncBnStats, SyncBnGrads).
   int sync_channels = 0;
+  TpSplit tp = TpSplit::None;
+  // Per sample, the bytes its TP allreduce carries (Row: its output in forward; Column: its input
+  // gradient in backward); set by tensor_parallel_shard, 0 otherwise.
+  double tp_sync_bytes = 0;
 };
 
 struct ModelSpec {

@@ -42,7 +42,14 @@ enum class OpKind {
   // move point to point between neighbouring stages of the rank's pipeline:
   PpSend,          // comm: microbatch `microbatch`'s activations (or gradients) of chunk `chunk` to stage `peer`
   PpRecv,          // comm: the same from stage `peer`; the pass that needs them waits for it
+  // Tensor parallelism ([parallel] tp > 1), on the critical path, over the rank's TP group:
+  TpSync,          // comm: layer `index`'s allreduce for microbatch `microbatch`: a row-parallel layer's output
+                   // in forward, a column-parallel layer's input gradient in backward (`gradient`)
 };
+
+// The ranks a comm op's collectives run over: the rank's DP group (every rank without [parallel]) or its
+// TP group (layout.hpp); the plan's ranks are the group's.
+enum class CommGroup { Data, Tensor };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
 
@@ -63,6 +70,7 @@ struct PlanOp {
   int peer = -1;
   std::uint64_t p2p_bytes = 0;
   bool gradient = false;
+  CommGroup group = CommGroup::Data;  // comm ops with calls
 };
 
 // The collective and element count a call's Schedule is built for: "allreduce", "reduce_scatter" or

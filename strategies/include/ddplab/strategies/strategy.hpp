@@ -26,6 +26,11 @@ struct StrategyContext {
   // [parallel] pp > 1: the model is this stage's (pipeline_stage), world_size and ranks_per_node are its DP
   // group's, and the compute pass runs the stage's microbatches in the schedule's order.
   PipelineStage pipeline{};
+  // [parallel] tp > 1: the model is one rank's share (tensor_parallel.hpp), TpSync ops run over a TP group
+  // of `tp` ranks, tp_ranks_per_node of them on a node. The pass is then always the pipeline's (one stage
+  // when pp = 1).
+  int tp = 1;
+  int tp_ranks_per_node = 1;
 };
 // The context of a scenario's run on world_size ranks, ranks_per_node to a node.
 StrategyContext strategy_context(const Scenario& scenario, int world_size, int ranks_per_node);
@@ -127,7 +132,7 @@ class Strategy {
   // The Schedule a collective call of this strategy's plan runs on, in both executors ("native" replays
   // as native_as).
   Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring",
-                        const NcclFabric* nccl = nullptr) const;
+                        const NcclFabric* nccl = nullptr, CommGroup group = CommGroup::Data) const;
 
   // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
   // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids
