@@ -16,6 +16,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/runtime/data.hpp"
 #include "ddplab/runtime/partition.hpp"
+#include "ddplab/simulator/layout_search.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
@@ -25,6 +26,49 @@
 namespace ddplab::cli {
 
 namespace {
+
+// --search: every layout of the one world size, per strategy, fastest first.
+int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int>& worlds, Store& store,
+           const SimOptions& opt, bool tty) {
+  if (worlds.size() != 1)
+    throw std::invalid_argument(fmt::format("--search ranks the layouts of one world size: give a single --world N (got {})",
+                                            worlds.size()));
+  bool found = false;
+  for (const auto& st : sc.strategies) {
+    if (!req.strategy.empty() && st.name != req.strategy) continue;
+    found = true;
+    const SweepSetup setup = sweep_setup(sc, st, store, opt);
+    const LayoutSearch s = search_layouts(sc, st, worlds.front(), setup, [tty](int done, int total) {
+      if (tty) std::fprintf(stderr, "\r\033[Ksimulating layout %d/%d", done, total);
+    });
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    const auto refused = std::count_if(s.candidates.begin(), s.candidates.end(), [](const auto& c) { return !c.point; });
+    std::printf("%s / %s: %zu layouts of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
+                sc.name.c_str(), st.name.c_str(), s.candidates.size(), worlds.front(), static_cast<long>(refused), s.wall_s,
+                format_duration(setup.compute.compute_s).c_str(), setup.compute.origin.c_str());
+    std::printf("%5s %4s %4s %5s %6s %10s %11s %7s %11s %s\n", "rank", "tp", "pp", "dp", "micro", "step_ms", "samples/s",
+                "MFU", "memory", "fits");
+    int rank = 0;
+    for (const LayoutCandidate& c : s.candidates) {
+      const ParallelConfig& p = c.parallel;
+      if (!c.point) {
+        std::printf("%5s %4d %4d %5d %6d  refused: %s\n", "-", p.tp, p.pp, *p.dp, p.microbatches, c.refused.c_str());
+        continue;
+      }
+      const SweepPoint& pt = *c.point;
+      std::printf("%5d %4d %4d %5d %6d %10.2f %11.0f %6s %11s %s\n", ++rank, p.tp, p.pp, *p.dp, p.microbatches,
+                  pt.result.step_s * 1e3, pt.result.samples_per_s,
+                  pt.mfu ? fmt::format("{:.1f}%", 100 * *pt.mfu).c_str() : "-",
+                  format_bytes(pt.memory.memory.total()).c_str(),
+                  !pt.memory.capacity ? "-" : pt.memory.fits() ? "yes" : "OUT OF MEMORY");
+    }
+    std::printf("(pipelines: %s schedule; microbatch sizes 1, 2, 4, ... of the batch of %d; memory: the device that "
+                "needs the most, fp32, against cluster.device_memory)\n",
+                sc.parallel.pipeline_schedule.c_str(), sc.train.batch_size);
+  }
+  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  return 0;
+}
 
 // With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
 // mode: SimOptions::mode ("auto", "exact" or "aggregated").
@@ -60,6 +104,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     for (int w : worlds) opt.join[w] = join_schedule(train, sc.data, w, sc.train.seed, sc.train.batch_size);
   }
   const bool tty = isatty(STDERR_FILENO);
+  if (req.search) return search(req, sc, worlds, store, opt, tty);
   bool found = false;
   for (const auto& st : sc.strategies) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
@@ -173,6 +218,9 @@ void add_simulate(CLI::App& app) {
   cmd->add_option("--trace", *trace,
                   "Write the simulated step's timeline (Chrome trace JSON, opens in Perfetto) to FILE; needs one --world N")
       ->option_text("FILE");
+  cmd->add_flag("--search", req->search,
+                "Simulate every [parallel] layout of the one --world N (TP inside a node x PP x DP, microbatches) and "
+                "rank them by samples/s, with MFU and device memory");
   auto* exact = cmd->add_flag_callback(
       "--exact", [mode] { *mode = "exact"; },
       fmt::format("Replay every message of every schedule (the reference; default up to {} ranks)", kExactMaxWorld));

@@ -61,6 +61,7 @@ struct SimulateRequest {
   std::string network_model = "auto";
   std::string compute = "auto";  // compute_source.hpp
   bool allow_oversubscribed = false;
+  bool search = false;  // every [parallel] layout of the one world size, ranked (layout_search.hpp)
 };
 int simulate_scenario(const SimulateRequest& req);
 

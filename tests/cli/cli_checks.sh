@@ -175,4 +175,15 @@ grep -q "pp_small.toml:4:6: parallel.pp = 4: the runtime does not run tensor or 
 "$ddplab" simulate "$work/pp_small.toml" --world 4 --db "$work/pp.db" >"$work/out" 2>"$work/err" && fail "4 stages of 2 layers"
 grep -q "pp_small.toml:4:6: parallel.pp = 4: pipeline: mlp has 2 layers, fewer than the 4 pipeline chunks" "$work/err" \
   || fail "a model too small for its stages not explained: $(cat "$work/err")"
+# simulate --search: every layout of one world, ranked, the refused with their reason.
+printf '[model]\nlayers = [784, 66, 10]\n[train]\nbatch_size = 8\n[cluster]\ndevices_per_node = 4\ncompute_s = 0.01\n[[strategy]]\nname = "a"\npolicy = "overlap"\nschedule = "ring"\n' \
+  >"$work/search.toml"
+"$ddplab" simulate "$work/search.toml" --search --world 4 --db "$work/s.db" >"$work/out" 2>"$work/err" \
+  || fail "simulate --search exited $?: $(cat "$work/err")"
+grep -q "^search / a: 11 layouts of 4 ranks (3 refused)" "$work/out" || fail "--search does not count its layouts: $(cat "$work/out")"
+[[ $(grep -cE '^ +[0-9]+ +[124] +[124] +[124] +[1248] ' "$work/out") == 8 ]] || fail "--search: expected 8 ranked layouts"
+grep -q "refused: .*parallel.tp = 4: tensor parallelism: tp = 4 does not divide the output of layers.0" "$work/out" \
+  || fail "--search: a refused layout without its reason"
+"$ddplab" simulate "$work/search.toml" --search --world 4,8 --db "$work/s.db" >"$work/out" 2>"$work/err" && fail "--search over 2 worlds"
+grep -q -- "--search ranks the layouts of one world size" "$work/err" || fail "--search over 2 worlds not explained"
 echo "cli_checks: ok"

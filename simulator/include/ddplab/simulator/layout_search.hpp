@@ -1,0 +1,33 @@
+// `ddplab simulate --search`: every [parallel] layout of a world size for a scenario's model and strategy,
+// simulated and ranked by throughput, with the device memory each needs (issue 18, section 3).
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/simulator/simulator.hpp"
+
+namespace ddplab {
+
+struct LayoutCandidate {
+  ParallelConfig parallel;          // tp, pp, dp, microbatches, the scenario's schedule
+  std::optional<SweepPoint> point;  // its simulation; none when refused
+  std::string refused;              // why the model or the strategy does not take this layout
+};
+
+struct LayoutSearch {
+  std::vector<LayoutCandidate> candidates;  // simulated ones by samples/s, fastest first; then the refused
+  double wall_s = 0;
+};
+
+// The layouts of `world` ranks: tp dividing cluster.devices_per_node (a TP group inside a node), pp
+// dividing world / tp, dp the rest; under pp > 1 the scenario's pipeline schedule (an interleaved one where
+// its conditions hold, else skipped) over M = batch / b microbatches for microbatch sizes b = 1, 2, 4, ...
+// with M >= pp, and one microbatch without a pipeline. Each is simulated as simulate_point does, on the
+// scenario's placement. progress(done, total) after each.
+LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
+                            const std::function<void(int, int)>& progress = {});
+
+}  // namespace ddplab

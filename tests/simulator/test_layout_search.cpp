@@ -1,0 +1,70 @@
+// simulate --search: every layout of a world size, simulated and ranked, refusals kept with their reason.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+
+#include "ddplab/core/store.hpp"
+#include "ddplab/simulator/layout_search.hpp"
+#include "sim_test_util.hpp"
+#include "temp_dir.hpp"
+
+namespace ddplab {
+namespace {
+
+Scenario mlp_scenario() {
+  Scenario sc = test::small_mlp_scenario("search");
+  sc.model.layers = {784, 64, 64, 64, 10};  // 4 layers: column, row, column, row under TP
+  sc.train.batch_size = 8;
+  sc.cluster.devices_per_node = 4;
+  sc.cluster.compute_s = 0.01;
+  sc.cluster.optimizer_s = 0.0;
+  StrategyConfig st;
+  st.name = st.policy = "overlap";
+  st.schedule = "ring";
+  sc.strategies = {st};
+  return sc;
+}
+
+TEST(LayoutSearch, EveryLayoutOfTheWorldRankedBySamplesPerSecond) {
+  const test::TempDir tmp("ddplab-search");
+  Store store(tmp.file("r.db"));
+  const Scenario sc = mlp_scenario();
+  const SweepSetup setup = sweep_setup(sc, sc.strategies[0], store, test::alpha_beta());
+  const LayoutSearch s = search_layouts(sc, sc.strategies[0], 4, setup);
+  // TP 1, 2, 4 (inside a node of 4); PP dividing the rest; M = 8 / b >= pp for b = 1, 2, 4, 8: TP 1 x PP 1,
+  // TP 1 x PP 2 (M 8, 4, 2), TP 1 x PP 4 (M 8, 4), TP 2 x PP 1, TP 2 x PP 2 (M 8, 4, 2), TP 4 x PP 1.
+  ASSERT_EQ(s.candidates.size(), 11u);
+  std::set<std::tuple<int, int, int>> seen;
+  for (std::size_t i = 0; i < s.candidates.size(); ++i) {
+    const LayoutCandidate& c = s.candidates[i];
+    ASSERT_TRUE(c.point) << c.refused;
+    EXPECT_EQ(c.parallel.tp * c.parallel.pp * *c.parallel.dp, 4);
+    EXPECT_TRUE(seen.insert({c.parallel.tp, c.parallel.pp, c.parallel.microbatches}).second) << "a layout twice";
+    if (i > 0) EXPECT_LE(c.point->result.samples_per_s, s.candidates[i - 1].point->result.samples_per_s);
+  }
+  EXPECT_TRUE(seen.count({2, 2, 4}) && seen.count({1, 4, 8}) && seen.count({4, 1, 1}));
+}
+
+TEST(LayoutSearch, ALayoutTheModelDoesNotTakeIsRefusedWithItsReason) {
+  const test::TempDir tmp("ddplab-search");
+  Store store(tmp.file("r.db"));
+  Scenario sc = mlp_scenario();
+  sc.model.layers = {784, 66, 10};  // 66 outputs do not split 4 ways; 2 layers do not make 4 stages
+  const SweepSetup setup = sweep_setup(sc, sc.strategies[0], store, test::alpha_beta());
+  const LayoutSearch s = search_layouts(sc, sc.strategies[0], 4, setup);
+  int refused = 0;
+  for (const LayoutCandidate& c : s.candidates) {
+    if (c.point) {
+      EXPECT_EQ(refused, 0) << "the refused come last";
+      continue;
+    }
+    ++refused;
+    EXPECT_TRUE(c.refused.find("parallel.tp = 4") != std::string::npos || c.refused.find("parallel.pp = 4") != std::string::npos)
+        << c.refused;
+  }
+  EXPECT_EQ(refused, 3) << "TP 4, and PP 4 at M 8 and 4";
+}
+
+}  // namespace
+}  // namespace ddplab
