@@ -1,5 +1,6 @@
 // A pipeline stage's part of the plan: its model's layers cut from the whole model, and the compute pass
-// of every microbatch in the pipeline schedule's order, with the point-to-point sends between stages.
+// of every microbatch in the pipeline schedule's order, with the point-to-point sends between stages and,
+// under tensor parallelism, the TP group's allreduces.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -125,7 +126,9 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.flops = flops * micro;
     return id;
   };
-  auto tp_sync = [&](const LayerSpec& layer, TpSplit kind) { return ctx_.tp > 1 && layer.tp == kind && layer.tp_sync_bytes > 0; };
+  auto tp_sync = [&](const LayerSpec& layer, TpSplit kind) {
+    return ctx_.tp > 1 && layer.tp == kind && layer.tp_sync_bytes > 0;
+  };
   auto tp = [&](int layer, const PipeOp& p, const LayerSpec& spec, bool gradient, int after) {
     const int id = add_op(plan, OpKind::TpSync, layer, {after});
     PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
@@ -145,13 +148,12 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
       if (!first) deps.push_back(p2p(OpKind::PpRecv, p, prev_stage, ch.input_bytes, {}));
       // Forward runs in segments that end at each row-parallel layer's allreduce (one segment without TP).
       double flops = 0;
-      int f = -1;
       for (int l = ch.first; l < ch.end; ++l) {
         const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
         flops += layer.forward_flops;
         const bool syncs = tp_sync(layer, TpSplit::Row);
         if (!syncs && l + 1 < ch.end) continue;
-        f = pass(OpKind::Forward, -1, p, flops, std::move(deps));
+        const int f = pass(OpKind::Forward, -1, p, flops, std::move(deps));
         flops = 0;
         deps = {syncs ? tp(l, p, layer, false, f) : f};
       }
