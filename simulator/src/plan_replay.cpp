@@ -1,5 +1,6 @@
 #include "plan_replay.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,25 +126,27 @@ void mark_done(RankState& st, std::size_t k, const Ids& ids) {
 // the last op would have, on a shared core too (the host's share does not depend on how the work is
 // split). ResNet-50 with 25 MiB buckets goes from ~180 compute ops per rank to ~10 groups.
 using ComputeGroups = std::vector<std::vector<int>>;
+// A TP allreduce (on the compute stream) is a group of its own.
 ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
-  std::vector<char> waited_on(plan.ops.size(), 0);  // by some comm op
+  const auto on_comm_stream = [](OpKind k) { return !on_compute_stream(k); };
+  std::vector<char> waited_on(plan.ops.size(), 0);  // by some op of the comm stream
   for (const PlanOp& op : plan.ops)
-    if (is_comm(op.kind))
+    if (on_comm_stream(op.kind))
       for (int d : op.deps) waited_on[static_cast<std::size_t>(d)] = 1;
   auto waits_for_comm = [&](const PlanOp& op) {
     for (int d : op.deps)
-      if (is_comm(plan.ops[static_cast<std::size_t>(d)].kind)) return true;
+      if (on_comm_stream(plan.ops[static_cast<std::size_t>(d)].kind)) return true;
     return false;
   };
   ComputeGroups groups;
   bool open = false;  // may the next op join the last group?
   for (const PlanOp& op : plan.ops) {
-    if (is_comm(op.kind)) continue;
-    const bool join = merge && open && !waits_for_comm(op) &&
+    if (on_comm_stream(op.kind)) continue;
+    const bool join = merge && open && !waits_for_comm(op) && !is_comm(op.kind) &&
                       is_optimizer(plan.ops[static_cast<std::size_t>(groups.back().back())].kind) == is_optimizer(op.kind);
     if (!join) groups.emplace_back();
     groups.back().push_back(op.id);
-    open = !waited_on[static_cast<std::size_t>(op.id)];
+    open = !waited_on[static_cast<std::size_t>(op.id)] && !is_comm(op.kind);
   }
   return groups;
 }
@@ -167,10 +170,87 @@ struct StepWork {
   double optimizer_s = 0;  // the update of the plan's parameters (a stage's share of the model's)
 };
 
+struct Aggregated {
+  PhaseCache phases;
+  Routes routes;
+};
+// A pipeline's point-to-point op: a send starts and is waited for at the end of the micro-step (the sender
+// goes on, as with MPI_Isend), a receive waits for its data. Each direction and chunk boundary has its own
+// mailbox (a tag): a stage runs a chunk's microbatches in order, forward and backward, so the k-th send
+// through one meets the k-th receive, however the schedule interleaves chunks and directions.
+std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& tally, std::vector<sg4::CommPtr>& sends) {
+  const int me = place.pipeline.at(static_cast<std::size_t>(place.chain));
+  const int peer = place.pipeline.at(static_cast<std::size_t>(op.peer));
+  const int at = op.chunk * static_cast<int>(place.pipeline.size()) + static_cast<int>(place.chain);  // its place
+  const bool send = op.kind == OpKind::PpSend;
+  const int from = send ? at : op.gradient ? at + 1 : at - 1;  // the place whose pass produced the data
+  auto* box = sg4::Mailbox::by_name(
+      fmt::format("pp r{}->r{} {}{}", send ? me : peer, send ? peer : me, op.gradient ? "grad" : "act", from));
+  if (!send) {
+    box->get<int>();
+    return 0;
+  }
+  static int payload = 0;  // messages carry a simulated size only
+  sends.push_back(box->put_async(&payload, op.p2p_bytes));
+  tally.to_peer[peer] += op.p2p_bytes;
+  ++tally.messages;
+  tally.bytes += op.p2p_bytes;
+  return op.p2p_bytes;
+}
+
+
+// One rank's replay of a comm op: per collective call, the codec's local work, then the call's schedule
+// message by message over the op's group (or, with `agg`, as the aggregated mode's phases: aggregate.hpp);
+// a pipeline's send or receive. The comm stream runs its ops with it, the compute stream its TP allreduces.
+struct RankComm {
+  RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg)
+      : rank(rank), place(place), cache(cache), agg(agg), boxes(rank) {}
+  int rank;
+  const RankPlace& place;
+  ScheduleCache& cache;
+  Aggregated* agg;
+  RankMailboxes boxes;
+  std::vector<sg4::CommPtr> sends;  // pipeline sends in flight, waited for at the end of the micro-step
+
+  // Replays op of micro-step k, records it in the step's trace; returns its seconds.
+  double run(const PlannedStep& ps, const StepWork& work, std::size_t k, const PlanOp& op, StepState& step) {
+    const double start = sg4::Engine::get_clock();
+    std::uint64_t bytes = 0;
+    if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) bytes = pipeline_p2p(op, place, step.tally, sends);
+    const bool tensor = op.group == CommGroup::Tensor;
+    boxes.use_group(tensor ? &place.tp_group : place.group.empty() ? nullptr : &place.group);
+    for (std::size_t c = 0; c < op.calls.size(); ++c) {
+      const CollectiveCall& call = op.calls[c];
+      work_for(work.codec.seconds(call.before));
+      if (agg) {
+        bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally, agg->routes);
+        agg->phases.release(k, op, c);
+      } else {
+        bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), tensor ? place.tp_local : place.local,
+                                 elem_bytes(call.type), boxes, step.tally,
+                                 op.schedule == "native" ? work.native_serialize_from : 0);
+        cache.release(place.chain, k, op, c);
+      }
+      work_for(work.codec.seconds(call.after));
+    }
+    const double end = sg4::Engine::get_clock();
+    step.comm_s += end - start;
+    if (!step.ops.empty()) {
+      SimOpRecord& rec = step.ops[static_cast<std::size_t>(op.id)];
+      rec.start_s = start - step.start_s;
+      rec.end_s = end - step.start_s;
+      rec.bytes = bytes;
+    }
+    return end - start;
+  }
+};
+
 // The compute stream: per micro-step, compute ops in plan order, each after its deps (the comm ops it
 // needs), then a wait for comm still in flight, as the runtime's run_step does. That waiting is the
 // exposed comm. Ops run by groups (compute_groups); a group's ops get consecutive slices of its span, by cost.
-void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, int rank, RankState& st) {
+// A TP allreduce runs here, blocking the pass (on_compute_stream): its time is comm, and exposed.
+void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, int rank, RankState& st,
+                    RankComm& tp) {
   std::vector<double> seconds;
   for (std::size_t k = 0; k < chain.size(); ++k) {
     const PlannedStep& ps = chain[k];
@@ -185,6 +265,11 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
     for (const auto& group : work[k].groups) {
       // Only a group's first op may wait for a comm op; the others wait for earlier compute ops, done by now.
       step.exposed_s += wait_for(st, k, plan.ops[static_cast<std::size_t>(group.front())].deps);
+      if (const PlanOp& op = plan.ops[static_cast<std::size_t>(group.front())]; is_comm(op.kind)) {
+        step.exposed_s += tp.run(ps, work[k], k, op, step);
+        mark_done(st, k, group);
+        continue;
+      }
       seconds.clear();
       double total = 0;
       for (int id : group) {
@@ -216,80 +301,20 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
 }
 
 // The comm stream: per micro-step, once the compute stream has begun it (the runtime queues a step's comm
-// ops when run_step starts), comm ops in plan order (the runtime's FIFO comm thread), each after its deps;
-// per collective call, the codec's local work, then the call's schedule message by message (or, with
-// `agg`, as the aggregated mode's phases: aggregate.hpp).
-struct Aggregated {
-  PhaseCache phases;
-  Routes routes;
-};
-// A pipeline's point-to-point op: a send starts and is waited for at the end of the micro-step (the sender
-// goes on, as with MPI_Isend), a receive waits for its data. Each direction and chunk boundary has its own
-// mailbox (a tag): a stage runs a chunk's microbatches in order, forward and backward, so the k-th send
-// through one meets the k-th receive, however the schedule interleaves chunks and directions.
-std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& tally, std::vector<sg4::CommPtr>& sends) {
-  const int me = place.pipeline.at(static_cast<std::size_t>(place.chain));
-  const int peer = place.pipeline.at(static_cast<std::size_t>(op.peer));
-  const int at = op.chunk * static_cast<int>(place.pipeline.size()) + static_cast<int>(place.chain);  // its place
-  const bool send = op.kind == OpKind::PpSend;
-  const int from = send ? at : op.gradient ? at + 1 : at - 1;  // the place whose pass produced the data
-  auto* box = sg4::Mailbox::by_name(
-      fmt::format("pp r{}->r{} {}{}", send ? me : peer, send ? peer : me, op.gradient ? "grad" : "act", from));
-  if (!send) {
-    box->get<int>();
-    return 0;
-  }
-  static int payload = 0;  // messages carry a simulated size only
-  sends.push_back(box->put_async(&payload, op.p2p_bytes));
-  tally.to_peer[peer] += op.p2p_bytes;
-  ++tally.messages;
-  tally.bytes += op.p2p_bytes;
-  return op.p2p_bytes;
-}
-
-void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, int rank,
-                 const RankPlace& place, RankState& st, ScheduleCache& cache, Aggregated* agg) {
-  RankMailboxes boxes(rank);
-  std::vector<sg4::CommPtr> sends;
+// ops when run_step starts), comm ops in plan order (the runtime's FIFO comm thread), each after its deps.
+void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, RankState& st, RankComm& comm) {
   for (std::size_t k = 0; k < chain.size(); ++k) {
     const PlannedStep& ps = chain[k];
     StepState& step = st.steps[k];
     wait_until(st, [&] { return st.compute_at >= k; });
     for (const PlanOp& op : ps.plan.ops) {
-      if (!is_comm(op.kind)) continue;
+      if (on_compute_stream(op.kind)) continue;
       wait_for(st, k, op.deps);
-      const double start = sg4::Engine::get_clock();
-      std::uint64_t bytes = 0;
-      if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) bytes = pipeline_p2p(op, place, step.tally, sends);
-      const bool tensor = op.group == CommGroup::Tensor;
-      boxes.use_group(tensor ? &place.tp_group : place.group.empty() ? nullptr : &place.group);
-      for (std::size_t c = 0; c < op.calls.size(); ++c) {
-        const CollectiveCall& call = op.calls[c];
-        work_for(work[k].codec.seconds(call.before));
-        if (agg) {
-          bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally,
-                                 agg->routes);
-          agg->phases.release(k, op, c);
-        } else {
-          bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), tensor ? place.tp_local : place.local,
-                                   elem_bytes(call.type), boxes, step.tally,
-                                   op.schedule == "native" ? work[k].native_serialize_from : 0);
-          cache.release(place.chain, k, op, c);
-        }
-        work_for(work[k].codec.seconds(call.after));
-      }
-      const double end = sg4::Engine::get_clock();
-      step.comm_s += end - start;
-      if (!step.ops.empty()) {
-        SimOpRecord& rec = step.ops[static_cast<std::size_t>(op.id)];
-        rec.start_s = start - step.start_s;
-        rec.end_s = end - step.start_s;
-        rec.bytes = bytes;
-      }
+      comm.run(ps, work[k], k, op, step);
       mark_done(st, k, std::initializer_list<int>{op.id});
     }
-    if (!sends.empty()) sg4::Comm::wait_all(sends);
-    sends.clear();
+    if (!comm.sends.empty()) sg4::Comm::wait_all(comm.sends);
+    comm.sends.clear();
     std::unique_lock<sg4::Mutex> lock(*st.mu);
     step.comm_finished = true;
     st.cv->notify_all();
@@ -405,6 +430,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
                              Routes(hosts)});
   }
   std::vector<RankState> states(static_cast<std::size_t>(n));
+  std::deque<RankComm> comms;  // two per rank (the compute stream's, the comm stream's); stable addresses
   for (int r = 0; r < n; ++r) {
     RankState& st = states[static_cast<std::size_t>(r)];
     const RankPlace& place = places[static_cast<std::size_t>(r)];
@@ -421,11 +447,11 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
         step.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
+    RankComm& tp = comms.emplace_back(r, place, cache, agg.get());
+    RankComm& comm = comms.emplace_back(r, place, cache, agg.get());
     sg4::Actor::create(fmt::format("compute{}", r), host,
-                       [&chain, &w, &st, &place] { compute_stream(chain, w, place.local, st); });
-    sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &cache, &agg, &place, r] {
-      comm_stream(chain, w, r, place, st, cache, agg.get());
-    });
+                       [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
+    sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
   }
   engine->run();
 

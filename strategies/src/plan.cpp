@@ -37,6 +37,8 @@ bool is_comm(OpKind k) {
          k == OpKind::SyncBnGrads || k == OpKind::PpSend || k == OpKind::PpRecv || k == OpKind::TpSync;
 }
 
+bool on_compute_stream(OpKind k) { return !is_comm(k) || k == OpKind::TpSync; }
+
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
                            const std::string& native_as) {
   return schedule_for_call(call, schedule, ScheduleParams{n, 0, ranks_per_node, 0}, native_as);
@@ -76,7 +78,7 @@ nlohmann::json StepPlan::to_json() const {
   nlohmann::json j = {{"step", step}, {"sync", sync}, {"ops", nlohmann::json::array()}};
   for (const PlanOp& op : ops) {
     nlohmann::json o = {{"id", op.id}, {"kind", op_name(op.kind)}, {"index", op.index}, {"deps", op.deps},
-                        {"stream", is_comm(op.kind) ? "comm" : "compute"}};
+                        {"stream", on_compute_stream(op.kind) ? "compute" : "comm"}};
     if (op.flops > 0) o["flops"] = op.flops;
     if (op.microbatch >= 0) o["microbatch"] = op.microbatch, o["chunk"] = op.chunk;
     if (op.peer >= 0) o["peer"] = op.peer, o["bytes"] = op.p2p_bytes, o["gradient"] = op.gradient;

@@ -41,7 +41,9 @@ TEST(LayoutSearch, EveryLayoutOfTheWorldRankedBySamplesPerSecond) {
     ASSERT_TRUE(c.point) << c.refused;
     EXPECT_EQ(c.parallel.tp * c.parallel.pp * *c.parallel.dp, 4);
     EXPECT_TRUE(seen.insert({c.parallel.tp, c.parallel.pp, c.parallel.microbatches}).second) << "a layout twice";
-    if (i > 0) EXPECT_LE(c.point->result.samples_per_s, s.candidates[i - 1].point->result.samples_per_s);
+    if (i > 0) {
+      EXPECT_LE(c.point->result.samples_per_s, s.candidates[i - 1].point->result.samples_per_s);
+    }
   }
   EXPECT_TRUE(seen.count({2, 2, 4}) && seen.count({1, 4, 8}) && seen.count({4, 1, 1}));
 }

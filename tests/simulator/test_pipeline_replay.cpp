@@ -3,6 +3,7 @@
 // from the schedule's dependencies: on a network too fast to matter the step takes pipeline_makespan's time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -130,6 +131,28 @@ TEST(SimulatorPipeline, TensorParallelAllreducesStayInTheirGroups) {
   EXPECT_NEAR(steps.front().ranks[1].compute_s, expected, 1e-9);
   // The rest of the step is the DP sync's local work (its averaging, at this slow compute's FLOP rate).
   EXPECT_LT(steps.front().step_s - expected, 0.01 * expected);
+}
+
+// The TP allreduces run on the compute stream: the DP sync of the buckets whose gradients are ready runs on
+// the comm stream meanwhile, while the pass still waits for the TP allreduce of a lower layer's input
+// gradient. Were they in one FIFO, no DP sync could start before the step's last TP allreduce ended.
+TEST(SimulatorPipeline, DpSyncOverlapsThePassesTpAllreduces) {
+  Scenario sc = test::small_mlp_scenario("tp-overlap");
+  sc.model.layers = {784, 512, 512, 512, 512, 10};  // column, row, column, row, classifier
+  sc.parallel.tp = 2;
+  StrategyConfig c = overlap_ring();
+  c.bucket_cap = 300000;  // several buckets: the last layers' are ready early in backward
+  c.first_bucket_cap = 300000;
+  SimOptions o = test::alpha_beta();
+  o.keep_trace = true;
+  const auto steps = simulate_steps(sc, c, 4, 0.05, 0.0, {3}, o, 1);
+  double first_sync = 1e9, last_tp = 0;
+  for (const SimOpRecord& op : steps.front().ranks[0].trace) {
+    if (op.name.rfind("sync_grads", 0) == 0) first_sync = std::min(first_sync, op.start_s);
+    if (op.name.rfind("tp_sync", 0) == 0) last_tp = std::max(last_tp, op.end_s);
+  }
+  ASSERT_GT(last_tp, 0) << "no TP allreduce in the trace";
+  EXPECT_LT(first_sync, last_tp) << "the DP sync waited for every TP allreduce";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The step plan: what a strategy does in one (micro-)step, as a DAG of ops over two streams per rank.
-// Compute ops run in order on the compute stream; comm ops run in order on the comm stream; an op starts
-// once its dependencies are done. The runtime executes it with real tensors (a communication thread), the
+// Compute ops run in order on the compute stream; comm ops run in order on the comm stream, but TpSync,
+// which the compute stream runs (on_compute_stream); an op starts once its dependencies are done. The runtime executes it with real tensors (a communication thread), the
 // simulator as SimGrid activities, so both move the same bytes between the same ranks.
 #pragma once
 #include <cstdint>
@@ -44,7 +44,9 @@ enum class OpKind {
   PpRecv,          // comm: the same from stage `peer`; the pass that needs them waits for it
   // Tensor parallelism ([parallel] tp > 1), on the critical path, over the rank's TP group:
   TpSync,          // comm: layer `index`'s allreduce for microbatch `microbatch`: a row-parallel layer's output
-                   // in forward, a column-parallel layer's input gradient in backward (`gradient`)
+                   // in forward, a column-parallel layer's input gradient in backward (`gradient`). It runs
+                   // on the compute stream, the pass waiting for it as Megatron-LM's layers do, so that the
+                   // comm stream's DP sync overlaps the pass around it
 };
 
 // The ranks a comm op's collectives run over: the rank's DP group (every rank without [parallel]) or its
@@ -52,6 +54,8 @@ enum class OpKind {
 enum class CommGroup { Data, Tensor };
 const char* op_name(OpKind k);
 bool is_comm(OpKind k);
+// The compute ops and TpSync run in order on the compute stream; every other comm op on the comm stream.
+bool on_compute_stream(OpKind k);
 
 struct PlanOp {
   int id = 0;                          // index in StepPlan::ops
