@@ -80,6 +80,8 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
     (void)stage_specs(sc, model, scenario_layout(sc, w, fmt::format("--world {}", w)), sc.cluster.devices_per_node);
   }
+  if (!trace_path.empty() && req.search)
+    throw std::invalid_argument("--trace writes one simulation's timeline; --search runs many: give one of them");
   if (!trace_path.empty()) {
     if (worlds.size() != 1)
       throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",

@@ -73,7 +73,7 @@ std::string describe_stages(const Scenario& scenario, const ParallelLayout& layo
   const std::string micros = fmt::format("{} microbatch{} of {} sample{}", sh.microbatches, sh.microbatches == 1 ? "" : "es",
                                          micro, micro == 1 ? "" : "s");
   const std::string held = fmt::format("parameters per device {}{}", params, stages.size() > 1 ? " (by stage)" : "");
-  if (layout.pp() == 1) return fmt::format("{}, {} one after the other, {}", layout.describe(), micros, held);
+  if (layout.pp() == 1) return fmt::format("{}, {}", layout.describe(), held);
   // Per chunk and microbatch a forward of 1 and a backward of 2: the stage's own work is M v 3.
   const double makespan = pipeline_makespan(*first.schedule, sh, 1.0 / sh.chunks, 2.0 / sh.chunks);
   const double bubble = 1 - sh.microbatches * 3.0 / makespan;

@@ -26,9 +26,10 @@ std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& mo
 // The most parameters a stage holds: what its DP group syncs (the whole model's for pp = 1).
 std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages);
 
-// One line on a pipeline layout, "" for pp = 1: "PP 4 x DP 2 (placement tp-dp-pp), 1f1b, 8 microbatches of
-// 1 sample, stage parameters 415.9M / ...; bubble 27.3% of the step at equal pass times". The bubble is
-// pipeline_makespan's (the schedule's dependencies), against the same passes without waiting.
+// One line on a model-parallel layout, "" without one: "TP 1 x PP 4 x DP 2 (placement tp-dp-pp), 1f1b, 8
+// microbatches of 1 sample, parameters per device 450.9M / ... (by stage); bubble 27.3% of the step at equal
+// pass times". The bubble is pipeline_makespan's (the schedule's dependencies), against the same passes
+// without waiting.
 std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout, const std::vector<StageSpec>& stages);
 
 // The ranks of `group` on the node of its first, ranks_per_node to a node.
