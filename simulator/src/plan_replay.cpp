@@ -444,7 +444,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       if (!job.options.keep_trace) continue;
       step.ops.resize(plan.ops.size());
       for (const PlanOp& op : plan.ops)
-        step.ops[static_cast<std::size_t>(op.id)] = {is_comm(op.kind) ? "comm" : "compute", op_label(op)};
+        step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
     RankComm& tp = comms.emplace_back(r, place, cache, agg.get());

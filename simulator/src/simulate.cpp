@@ -309,7 +309,7 @@ std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>& steps) {
       const SimRankTimes& t = r.ranks[rank];
       for (const SimOpRecord& op : t.trace) {
         nlohmann::json args = {{"step", r.step}};
-        if (op.stream == "comm") args["bytes"] = op.bytes;
+        if (op.stream == "comm" || op.bytes > 0) args["bytes"] = op.bytes;  // a TP allreduce runs on the compute track
         events.push_back(
             {static_cast<int>(rank), op.stream, op.name, t.start_s + op.start_s, op.end_s - op.start_s, std::move(args)});
       }
