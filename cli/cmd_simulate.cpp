@@ -113,15 +113,15 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     found = true;
     const ComputeSource src = compute_source(sc, st, store, opt.compute, opt.allow_oversubscribed);
     // Under a pipeline, each stage's DP group syncs that stage's parameters: the largest stage's are shown.
-    const ParallelLayout layout = scenario_layout(sc, worlds.empty() ? 1 : worlds.front(), "--world");
-    const auto stages = stage_specs(sc, model, layout, sc.cluster.devices_per_node);
-    const std::size_t grad_bytes = largest_stage_parameters(stages) * kGradientElemBytes;
+    const ScenarioStages split = scenario_stages(sc, worlds.empty() ? 1 : worlds.front(), sc.cluster.devices_per_node);
+    const ParallelLayout& layout = split.layout;
+    const std::size_t grad_bytes = largest_stage_parameters(split.stages) * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))
                           : fmt::format("allreduce of {}{} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
-                                        sc.parallel.model_parallel() ? " (the largest stage's share)" : "",
+                                        split.split() ? " (the largest stage's share)" : "",
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
                                                                                 : "native: NCCL's choice by size and scale");
@@ -133,11 +133,11 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     if (layout.pp() > 1)
       std::printf("layout: %s (at world %d). compute_ms is a stage's share; comm_ms includes its receives from the "
                   "neighbouring stages, which wait for their compute (the bubble)%s\n",
-                  describe_stages(sc, layout, stages).c_str(), layout.world(),
+                  describe_stages(sc, layout, split.stages).c_str(), layout.world(),
                   layout.tp() > 1 ? ", and its TP allreduces" : "");
     else if (layout.tp() > 1)
       std::printf("layout: %s (at world %d). compute_ms is a TP rank's share; comm_ms includes its TP allreduces\n",
-                  describe_stages(sc, layout, stages).c_str(), layout.world());
+                  describe_stages(sc, layout, split.stages).c_str(), layout.world());
     auto progress = [tty](int done, int total) {
       if (tty) std::fprintf(stderr, "\r\033[Ksimulating %d/%d", done, total);
     };

@@ -57,8 +57,7 @@ bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
 std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, int world, const SimOptions& options) {
   if (native_transport(sc, options) != "nccl" || world < 2) return "";
   // Under a pipeline, the first stage's collectives over its DP group.
-  const ParallelLayout layout = scenario_layout(sc, world, fmt::format("a world of {} ranks", world));
-  const StageSpec first = stage_specs(sc, model_spec_for(sc.model), layout, sc.cluster.devices_per_node).front();
+  const StageSpec first = scenario_stages(sc, world, sc.cluster.devices_per_node).stages.front();
   world = first.context.world_size;
   if (world < 2) return "";
   const Strategy strategy(st, first.model, first.context);
@@ -133,11 +132,11 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   // policies and codecs throw std::invalid_argument here, in the caller's process. The runtime rebuilds
   // buckets after its first sync step (micro-step accumulate_steps - 1) from the gradient-ready order it
   // observed, which for the MLP is the expected one.
-  // Under [parallel] pp > 1, one Strategy per pipeline stage, over its layers and its DP group.
-  const ModelSpec model = model_spec_for(scenario.model);  // the MLP, or a model table (ModelTableError)
-  const ParallelLayout layout = scenario_layout(scenario, world_size, fmt::format("a world of {} ranks", world_size));
+  // Under [parallel] tp or pp > 1, one Strategy per pipeline stage, over a TP rank's share of its layers
+  // and its DP group. The model is the MLP, or a model table (ModelTableError).
+  const ScenarioStages split = scenario_stages(scenario, world_size, ranks_per_node);
   std::vector<std::unique_ptr<Strategy>> initial, rebuilt;
-  for (const StageSpec& spec : stage_specs(scenario, model, layout, ranks_per_node)) {
+  for (const StageSpec& spec : split.stages) {
     initial.push_back(std::make_unique<Strategy>(config, spec.model, spec.context));
     rebuilt.push_back(std::make_unique<Strategy>(config, spec.model, spec.context));
     rebuilt.back()->observe_ready_order(spec.model.expected_ready_order());
@@ -148,11 +147,11 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   job.cluster = calibrated_cluster(scenario.cluster, options);
   job.options = resolved;
   job.compute_s = compute_s, job.optimizer_s = optimizer_s;
-  if (layout.pp() > 1 || layout.tp() > 1) {
-    job.layout = layout;
+  if (split.split()) {
+    job.layout = split.layout;
     job.stages.resize(initial.size());
-    job.fb_flops = scenario.train.batch_size * (model.forward_flops() + model.backward_flops());
-    job.parameters = model.parameter_count();
+    job.fb_flops = scenario.train.batch_size * (split.model.forward_flops() + split.model.backward_flops());
+    job.parameters = split.model.parameter_count();
   }
   for (std::size_t st = 0; st < initial.size(); ++st)
     for (std::int64_t step : steps) {
@@ -235,14 +234,12 @@ void expand_join(const Scenario& sc, int world_size, const SimOptions& options, 
 SimPatternResult simulate_pattern(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                   double compute_s, double optimizer_s, const SimOptions& options, int ranks_per_node) {
   // Under a pipeline, its first stage's pattern (every stage's plans change at the same steps).
-  const ParallelLayout layout = scenario_layout(scenario, world_size, fmt::format("a world of {} ranks", world_size));
-  const StageSpec first = stage_specs(scenario, model_spec_for(scenario.model), layout, ranks_per_node).front();
-  const Strategy strategy(config, first.model, first.context);
+  const ScenarioStages split = scenario_stages(scenario, world_size, ranks_per_node);
+  const Strategy strategy(config, split.stages.front().model, split.stages.front().context);
   SimPatternResult out;
   out.pattern = strategy.pattern();
-  const bool split = layout.pp() > 1 || layout.tp() > 1;
-  out.layout = split ? PsLayout{world_size, 0} : strategy.ps_layout();
-  if (split) out.parallel = layout;
+  out.layout = split.split() ? PsLayout{world_size, 0} : strategy.ps_layout();
+  if (split.split()) out.parallel = split.layout;
   out.batch_per_rank = scenario.train.batch_size;
   std::vector<std::int64_t> steps;
   for (const StepSegment& seg : out.pattern.segments)

@@ -61,7 +61,6 @@ SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy,
 
 SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strategy, int n, const SweepSetup& setup) {
   if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
-  scenario_layout(scenario, n, fmt::format("a world of {} ranks", n));
   const ComputeSource& src = setup.compute;
   SweepPoint p;
   p.world_size = n;

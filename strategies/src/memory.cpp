@@ -86,14 +86,13 @@ std::string MemoryCheck::describe() const {
 MemoryCheck check_memory(const Scenario& scenario, const StrategyConfig& config, int world, int ranks_per_node) {
   const OptimizerInfo* optimizer = find_optimizer(scenario.train.optimizer);
   if (!optimizer) throw std::invalid_argument("unknown optimizer \"" + scenario.train.optimizer + "\"");
-  const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
+  const ScenarioStages split = scenario_stages(scenario, world, ranks_per_node);
   MemoryCheck c;
-  const auto stages = stage_specs(scenario, model_spec_for(scenario.model), layout, ranks_per_node);
-  for (std::size_t s = 0; s < stages.size(); ++s) {  // each stage's most loaded rank of its DP group
-    const Strategy strategy(config, stages[s].model, stages[s].context);
+  for (std::size_t s = 0; s < split.stages.size(); ++s) {  // each stage's most loaded rank of its DP group
+    const Strategy strategy(config, split.stages[s].model, split.stages[s].context);
     const auto [local, memory] = largest_device_memory(strategy, *optimizer, std::numeric_limits<std::int64_t>::max());
     if (s == 0 || memory.total() > c.memory.total())
-      c.rank = layout.rank({0, static_cast<int>(s), local}), c.memory = memory;
+      c.rank = split.layout.rank({0, static_cast<int>(s), local}), c.memory = memory;
   }
   c.capacity = scenario.cluster.device_memory;
   return c;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/tensor_parallel.hpp"
 
@@ -54,6 +55,13 @@ std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& mo
     out.push_back({std::move(stage.model), std::move(ctx)});
   }
   return out;
+}
+
+ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node) {
+  ModelSpec model = model_spec_for(scenario.model);
+  const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
+  std::vector<StageSpec> stages = stage_specs(scenario, model, layout, ranks_per_node);
+  return {std::move(model), layout, std::move(stages)};
 }
 
 std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages) {

@@ -16,6 +16,14 @@ inline SimOptions alpha_beta() {
   return o;
 }
 
+// A [[strategy]] of a registered policy on a schedule, named "policy".
+inline StrategyConfig strategy_config(const std::string& policy, const std::string& schedule) {
+  StrategyConfig c;
+  c.name = c.policy = policy;
+  c.schedule = schedule;
+  return c;
+}
+
 // A 784-256-128-10 MLP at batch 32: a few buckets, quick to simulate.
 inline Scenario small_mlp_scenario(const std::string& name) {
   Scenario s;

@@ -19,10 +19,7 @@ Scenario mlp_scenario() {
   sc.cluster.devices_per_node = 4;
   sc.cluster.compute_s = 0.01;
   sc.cluster.optimizer_s = 0.0;
-  StrategyConfig st;
-  st.name = st.policy = "overlap";
-  st.schedule = "ring";
-  sc.strategies = {st};
+  sc.strategies = {test::strategy_config("overlap", "ring")};
   return sc;
 }
 

@@ -37,12 +37,7 @@ Scenario pipeline_scenario(int pp, int microbatches, const std::string& schedule
   return sc;
 }
 
-StrategyConfig overlap_ring() {
-  StrategyConfig c;
-  c.name = c.policy = "overlap";
-  c.schedule = "ring";
-  return c;
-}
+StrategyConfig overlap_ring() { return test::strategy_config("overlap", "ring"); }
 
 TEST(SimulatorPipeline, StepTimeIsTheSchedulesMakespan) {
   for (const PipelineInfo& info : pipeline_schedules()) {

@@ -341,9 +341,7 @@ TEST(SimulatorSweep, MfuIsTheModelsFlopsOverTheWorldsPeak) {
   const test::TempDir tmp("ddplab-sim");
   Store store(tmp.file("results.db"));
   Scenario sc = test::small_mlp_scenario("mfu");
-  StrategyConfig st;
-  st.name = st.policy = "overlap";
-  st.schedule = "ring";
+  const StrategyConfig st = test::strategy_config("overlap", "ring");
   sc.strategies = {st};
   sc.cluster.device_flops = 1e12;
   sc.cluster.compute_efficiency = 0.4;

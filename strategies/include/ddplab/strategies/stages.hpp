@@ -23,6 +23,17 @@ struct StageSpec {
 std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& model, const ParallelLayout& layout,
                                    int ranks_per_node);
 
+// The scenario's model, its layout at `world` ranks and the layout's stages, as every executor and the
+// memory model need them together: scenario_layout (ScenarioError when the layout does not fit a world of
+// `world` ranks) and stage_specs, the model loaded once.
+struct ScenarioStages {
+  ModelSpec model;
+  ParallelLayout layout;
+  std::vector<StageSpec> stages;
+  bool split() const { return layout.tp() > 1 || layout.pp() > 1; }  // a model-parallel layout
+};
+ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node);
+
 // The most parameters a stage holds: what its DP group syncs (the whole model's for pp = 1).
 std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages);
 
