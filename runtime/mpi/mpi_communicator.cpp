@@ -135,13 +135,13 @@ class MpiCommunicator final : public Communicator {
   // zero-byte message is still one message.
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {
     const auto* p = static_cast<const unsigned char*>(data);
-    in_pieces(bytes, peer, [&](std::size_t off, std::size_t n, MPI_Request* req) {
+    in_pieces(bytes, peer, true, [&](std::size_t off, std::size_t n, MPI_Request* req) {
       MPI_CHECK(MPI_Isend(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, req));
     });
   }
   void irecv(void* data, std::size_t bytes, int peer, int tag) override {
     auto* p = static_cast<unsigned char*>(data);
-    in_pieces(bytes, peer, [&](std::size_t off, std::size_t n, MPI_Request* req) {
+    in_pieces(bytes, peer, false, [&](std::size_t off, std::size_t n, MPI_Request* req) {
       MPI_CHECK(MPI_Irecv(p + off, as_int(n), MPI_BYTE, peer, tag, comm_, req));
     });
   }
@@ -149,7 +149,18 @@ class MpiCommunicator final : public Communicator {
     if (requests_.empty()) return;
     const int rc = MPI_Waitall(as_int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     requests_.clear();
+    is_send_.clear();
     MPI_CHECK(rc);
+  }
+  void wait_receives() override {
+    std::vector<MPI_Request> recvs, sends;
+    std::vector<char> kinds;
+    for (std::size_t i = 0; i < requests_.size(); ++i)
+      if (is_send_[i]) sends.push_back(requests_[i]), kinds.push_back(1);
+      else recvs.push_back(requests_[i]);
+    requests_ = std::move(sends);
+    is_send_ = std::move(kinds);
+    if (!recvs.empty()) MPI_CHECK(MPI_Waitall(as_int(recvs.size()), recvs.data(), MPI_STATUSES_IGNORE));
   }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);  // the whole job, from a split too
@@ -159,12 +170,13 @@ class MpiCommunicator final : public Communicator {
  private:
   // Posts a message to or from `peer` as one request per piece: post(offset, bytes, request).
   template <class Post>
-  void in_pieces(std::size_t bytes, int peer, Post post) {
+  void in_pieces(std::size_t bytes, int peer, bool send, Post post) {
     const std::size_t piece = pieces_to_[static_cast<std::size_t>(peer)] ? piece_ : 0;
     std::size_t off = 0;
     do {
       const std::size_t n = piece > 0 ? std::min(piece, bytes - off) : bytes;
       requests_.emplace_back();
+      is_send_.push_back(send ? 1 : 0);
       post(off, n, &requests_.back());
       off += n;
     } while (off < bytes);
@@ -202,6 +214,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::vector<MPI_Request> requests_;
+  std::vector<char> is_send_;  // by request: a send (wait_receives leaves it posted)
   // Point-to-point piece size to peers reached over TCP (isend): DDPLAB_MPI_PIECE_BYTES, 0 = whole messages;
   // default 32 KiB, under Open MPI's TCP eager limit with any header.
   std::size_t piece_ = static_cast<std::size_t>(std::max(0, env_int("DDPLAB_MPI_PIECE_BYTES", 32 * 1024)));

@@ -1,8 +1,9 @@
 #include "ddplab/runtime/mlp.hpp"
 
+#include "ddplab/runtime/split_mlp.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <stdexcept>
 
 namespace ddplab {
@@ -24,13 +25,12 @@ Mlp::Mlp(Ops& ops, std::vector<int> layers, int max_batch)
 }
 
 void Mlp::init(std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  const std::vector<float> ordered = mlp_initial_params(layers_, seed);
   std::vector<float> host(num_params());
-  const auto& info = param_info();
-  for (std::size_t i = 0; i < info.size(); ++i) {
-    const float bound = 1.0f / std::sqrt(static_cast<float>(layers_[i / 2]));
-    std::uniform_real_distribution<float> dist(-bound, bound);
-    for (std::size_t k = 0; k < info[i].count; ++k) host[info[i].offset + k] = dist(rng);
+  std::size_t at = 0;
+  for (const ParamInfo& p : param_info()) {
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, host.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    at += p.count;
   }
   ops_.to_device(params(), host.data(), host.size());
 }

@@ -96,30 +96,35 @@ void PlanExecutor::comm_loop() {
   }
 }
 
+namespace {
+// The backend's own collective on `comm`. Its wire bytes are nominal: those of a bandwidth-optimal algorithm
+// (nccl-tests' bus bytes). Schedules count their bytes exactly.
+std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, void* buf) {
+  const double nd = comm.size(), total = static_cast<double>(call.count * elem_bytes(call.type));
+  double factor = 0;
+  if (call.collective == "allreduce") {
+    comm.allreduce_sum(buf, call.count, call.type);
+    factor = 2.0 * (nd - 1) / nd;
+  } else if (call.collective == "all_gather") {
+    comm.all_gather(buf, call.count * elem_bytes(call.type));
+    factor = nd - 1;
+  } else if (call.collective == "reduce_scatter") {
+    comm.reduce_scatter_sum(static_cast<float*>(buf), call.count);
+    factor = (nd - 1) / nd;
+  } else if (call.collective == "all_gather_shards") {
+    comm.all_gather_shards(static_cast<float*>(buf), call.count);
+    factor = (nd - 1) / nd;
+  } else {
+    throw std::invalid_argument("plan names an unknown collective \"" + call.collective + "\"");
+  }
+  return static_cast<std::uint64_t>(std::llround(factor * total));
+}
+}  // namespace
+
 void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes) {
-  const int n = comm_.size();
-  if (n == 1) return;  // every collective of one rank is the identity
+  if (comm_.size() == 1) return;  // every collective of one rank is the identity
   if (schedule == "native") {
-    // The backend's own collective. Its wire bytes are nominal: those of a bandwidth-optimal algorithm
-    // (nccl-tests' bus bytes). Schedules below count their bytes exactly.
-    const double nd = n, total = static_cast<double>(call.count * elem_bytes(call.type));
-    double factor = 0;
-    if (call.collective == "allreduce") {
-      comm_.allreduce_sum(buf, call.count, call.type);
-      factor = 2.0 * (nd - 1) / nd;
-    } else if (call.collective == "all_gather") {
-      comm_.all_gather(buf, call.count * elem_bytes(call.type));
-      factor = nd - 1;
-    } else if (call.collective == "reduce_scatter") {
-      comm_.reduce_scatter_sum(static_cast<float*>(buf), call.count);
-      factor = (nd - 1) / nd;
-    } else if (call.collective == "all_gather_shards") {
-      comm_.all_gather_shards(static_cast<float*>(buf), call.count);
-      factor = (nd - 1) / nd;
-    } else {
-      throw std::invalid_argument("plan names an unknown collective \"" + call.collective + "\"");
-    }
-    bytes += static_cast<std::uint64_t>(std::llround(factor * total));
+    bytes += native_collective(comm_, call, buf);
     return;
   }
   // A schedule from strategies/, over point-to-point.
@@ -129,10 +134,58 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
   bytes += exec_.bytes_sent() - before;
 }
 
+void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
+  const PipelineStage& pipe = strategy_.context().pipeline;
+  if (!pipe.schedule) throw std::logic_error("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
+  passes_ = model_.stage_passes();
+  if (!passes_) throw std::invalid_argument("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
+  if (staged_) throw std::invalid_argument("PlanExecutor: pipeline stages and TP shares run on host-memory communicators only");
+  if (!tensor || tensor->size() != strategy_.context().tp)
+    throw std::invalid_argument("PlanExecutor::set_groups: a TP group of " + std::to_string(tensor ? tensor->size() : 0) +
+                                " ranks for tp = " + std::to_string(strategy_.context().tp));
+  if (!pipeline || pipeline->size() != pipe.shape.stages || pipeline->rank() != pipe.stage)
+    throw std::invalid_argument("PlanExecutor::set_groups: the pipeline group does not hold this rank as stage " +
+                                std::to_string(pipe.stage) + " of " + std::to_string(pipe.shape.stages));
+  tensor_ = tensor, pipeline_ = pipeline;
+}
+
+void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
+  const StagePasses::Span span = passes_->tp_sum(op.microbatch, op.index, op.gradient);
+  if (op.schedule != "native" || op.calls.size() != 1)
+    throw std::logic_error("PlanExecutor: a TP allreduce runs as one native call");
+  CollectiveCall call = op.calls.front();
+  call.count = span.count;  // the plan's is nominal: an epoch's short last batch has fewer rows
+  tensor_->annotate(std::string("TpSync #") + std::to_string(op.index) + " microbatch " + std::to_string(op.microbatch));
+  if (tensor_->size() > 1) out.bytes += native_collective(*tensor_, call, span.data);
+  passes_->tp_summed(op.microbatch, op.index, op.gradient);
+}
+
+void PlanExecutor::run_p2p(const PlanOp& op, OpRecord& out) {
+  const bool send = op.kind == OpKind::PpSend;
+  const StagePasses::Span span = passes_->boundary(op.microbatch, op.chunk, op.gradient, send);
+  // One tag per direction and chunk boundary, named by the place whose pass produced the data, as the
+  // simulator's mailboxes: a chunk's microbatches run in order, so the k-th send meets the k-th receive.
+  const PipelineStage& pipe = strategy_.context().pipeline;
+  const int at = op.chunk * pipe.shape.stages + pipe.stage;
+  const int from = send ? at : op.gradient ? at + 1 : at - 1;
+  const int tag = 2 * from + (op.gradient ? 1 : 0);
+  const std::size_t bytes = span.count * sizeof(float);
+  pipeline_->annotate(std::string(op_name(op.kind)) + " microbatch " + std::to_string(op.microbatch) + " chunk " +
+                      std::to_string(op.chunk) + (send ? " to stage " : " from stage ") + std::to_string(op.peer));
+  if (send) {
+    pipeline_->isend(span.data, bytes, op.peer, tag);  // completed at the end of the step
+    out.bytes += bytes;
+    return;
+  }
+  pipeline_->irecv(span.data, bytes, op.peer, tag);
+  pipeline_->wait_receives();
+}
+
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
-  // `ddplab run` refuses [parallel] tp or pp > 1 before it gets here.
-  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv || op.kind == OpKind::TpSync)
-    throw std::logic_error("PlanExecutor: the runtime does not run pipeline stages or tensor parallelism yet");
+  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) {
+    if (!pipeline_) throw std::logic_error("PlanExecutor: a pipeline plan without set_groups");
+    return run_p2p(op, out);
+  }
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
     float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
     const std::size_t n = op.calls.at(0).count;
@@ -241,6 +294,10 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
   const bool shadow = worker && batch_ == 0;
   switch (op.kind) {
     case OpKind::Forward:
+      if (op.microbatch >= 0) {
+        passes_->forward(op.microbatch, op.chunk, op.index);
+        break;
+      }
       if (!worker || shadow) {
         rec.loss = std::nan("");
         // The ranks' summed batch-norm moments move every replica's running statistics alike.
@@ -257,7 +314,13 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
       rec.loss = model_.loss_grad(y_);
       break;
     case OpKind::Backward:
-      if (shadow && micro_in_window_ == 0) {
+      if (op.microbatch >= 0) {
+        // The first microbatch's backward of a layer replaces its gradients (but within an accumulation
+        // window); the others add to them.
+        char& seen = backward_seen_.at(static_cast<std::size_t>(op.index));
+        passes_->backward(op.microbatch, op.index, micro_in_window_ > 0 || seen);
+        seen = 1;
+      } else if (shadow && micro_in_window_ == 0) {
         const auto& info = model_.param_info();
         for (int p : model_.layer_params(op.index)) {
           const ParamInfo& pi = info.at(static_cast<std::size_t>(p));
@@ -286,6 +349,10 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     case OpKind::GradNorm:
       grad_sq_ = sum_squares_to_update();
       break;
+    case OpKind::TpSync:
+      if (!tensor_) throw std::logic_error("PlanExecutor: a TP plan without set_groups");
+      run_tp_sync(op, rec.ops[static_cast<std::size_t>(op.id)]);
+      break;
     default:
       throw std::logic_error(std::string("not a compute op: ") + op_name(op.kind));
   }
@@ -313,7 +380,22 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   y_ = y;
   batch_ = batch;
   if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
+  if (strategy_.context().pipeline.schedule && !passes_)
+    throw std::logic_error("PlanExecutor: a pipeline or TP plan needs set_groups before its first step");
+  if (passes_) {
+    passes_->begin_step(x, y, batch, strategy_.context().pipeline.shape.microbatches);
+    backward_seen_.assign(static_cast<std::size_t>(model_.num_layers()), 0);
+  }
   StepRecord rec = execute(strategy_.plan(step));
+  if (passes_) {
+    rec.loss = passes_->step_loss();
+    // A parameter's gradient is ready after its last microbatch's backward: the order of last sightings.
+    std::vector<int> last;
+    std::vector<char> seen(model_.param_info().size(), 0);
+    for (auto it = observed_order_.rbegin(); it != observed_order_.rend(); ++it)
+      if (!seen[static_cast<std::size_t>(*it)]) seen[static_cast<std::size_t>(*it)] = 1, last.push_back(*it);
+    observed_order_.assign(last.rbegin(), last.rend());
+  }
   if (plan_.sync) {
     micro_in_window_ = 0;
     if (!first_sync_done_) {
@@ -376,7 +458,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   // let it preempt compute on a machine with no spare core.
   std::vector<char> wakes_comm(plan.ops.size(), 0);
   for (const PlanOp& op : plan.ops)
-    if (is_comm(op.kind))
+    if (is_comm(op.kind) && !on_compute_stream(op.kind))
       for (int d : op.deps) wakes_comm[static_cast<std::size_t>(d)] = 1;
   // Every comm op goes to the comm thread now, in plan order; it starts each one once its deps are done. A
   // plan lists a bucket's collective after the whole backward pass (policies add compute first), so queueing
@@ -385,12 +467,12 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const PlanOp& op : plan.ops)
-      if (is_comm(op.kind)) queue_.push_back(&op);
+      if (is_comm(op.kind) && !on_compute_stream(op.kind)) queue_.push_back(&op);
   }
   cv_.notify_all();
   try {
     for (const PlanOp& op : plan.ops) {
-      if (is_comm(op.kind)) continue;
+      if (is_comm(op.kind) && !on_compute_stream(op.kind)) continue;
       wait_for(op.deps);
       if (comm_error_) break;
       OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
@@ -430,6 +512,11 @@ StepRecord PlanExecutor::execute(StepPlan next) {
     queue_.clear();
     if (comm_error_) std::rethrow_exception(comm_error_);
   }
+  if (pipeline_) {  // the step's pipeline sends, whose buffers the next step reuses
+    const auto before = Clock::now();
+    pipeline_->wait_all();
+    rec.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
+  }
   if (device_timing) {
     // The step ends when the device is done; compute op times become device times from the step's mark
     // (the device was idle when it was recorded: the previous step ended with this synchronize).
@@ -446,6 +533,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
     if (r.kind == OpKind::Forward || r.kind == OpKind::Backward) rec.compute_s += d;
     else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer || r.kind == OpKind::GradNorm) rec.optimizer_s += d;
     else rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
+    if (r.kind == OpKind::TpSync) rec.exposed_comm_s += d;  // the pass waited for it
     rec.bytes_sent += r.bytes;
   }
   rec.bytes_to_peer = exec_.bytes_to_peer();

@@ -286,6 +286,10 @@ void WatchedCommunicator::wait_all() {
   Watch w(*this, "point-to-point wait", 0);  // the bytes posted since the last wait
   inner_.wait_all();
 }
+void WatchedCommunicator::wait_receives() {
+  Watch w(*this, "point-to-point receive", 0);
+  inner_.wait_receives();
+}
 
 std::unique_ptr<Communicator> WatchedCommunicator::split(int color) {
   std::unique_ptr<Communicator> sub = inner_.split(color);

@@ -90,6 +90,7 @@ StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, 
     const int first = j == 0 ? 0 : ends[static_cast<std::size_t>(j - 1)], end = ends[static_cast<std::size_t>(j)];
     StageChunk& ch = out.stage.chunks.emplace_back();
     ch.first = static_cast<int>(out.model.layers.size());
+    ch.model_first = first;
     for (int l = first; l < end; ++l) {
       renumbered[static_cast<std::size_t>(l)] = static_cast<int>(out.model.layers.size());
       out.model.layers.push_back(model.layers[static_cast<std::size_t>(l)]);
@@ -146,7 +147,8 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     if (p.forward) {
       std::vector<int> deps;
       if (!first) deps.push_back(p2p(OpKind::PpRecv, p, prev_stage, ch.input_bytes, {}));
-      // Forward runs in segments that end at each row-parallel layer's allreduce (one segment without TP).
+      // Forward runs in segments that end at each row-parallel layer's allreduce (one segment without TP),
+      // each op's index its segment's last layer.
       double flops = 0;
       for (int l = ch.first; l < ch.end; ++l) {
         const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
@@ -154,6 +156,7 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
         const bool syncs = tp_sync(layer, TpSplit::Row);
         if (!syncs && l + 1 < ch.end) continue;
         const int f = pass(OpKind::Forward, -1, p, flops, std::move(deps));
+        plan.ops[static_cast<std::size_t>(f)].index = l;
         flops = 0;
         deps = {syncs ? tp(l, p, layer, false, f) : f};
       }

@@ -9,18 +9,20 @@
 namespace ddplab {
 namespace {
 
-// The tensor's 1/T: its first dimension T divides.
-void split_tensor(ParamSpec& p, int T, const std::string& model) {
+// The tensor's 1/T along `dim` (a Column layer's outputs: 0; a Row layer's inputs: 1, as PyTorch's out x in
+// weights), or along the first dimension T divides when that one does not split.
+void split_tensor(ParamSpec& p, std::size_t dim, int T, const std::string& model) {
   const auto t = static_cast<std::size_t>(T);
   if (p.shape.empty()) p.shape = p.cols > 1 ? std::vector<std::size_t>{p.rows, p.cols} : std::vector<std::size_t>{p.rows};
+  auto cut = [&](std::size_t& d) {
+    d /= t;
+    p.rows = p.shape[0];
+    p.cols = 1;
+    for (std::size_t i = 1; i < p.shape.size(); ++i) p.cols *= p.shape[i];
+  };
+  if (dim < p.shape.size() && p.shape[dim] % t == 0) return cut(p.shape[dim]);
   for (std::size_t& d : p.shape)
-    if (d % t == 0) {
-      d /= t;
-      p.rows = p.shape[0];
-      p.cols = 1;
-      for (std::size_t i = 1; i < p.shape.size(); ++i) p.cols *= p.shape[i];
-      return;
-    }
+    if (d % t == 0) return cut(d);
   throw std::invalid_argument(fmt::format("tensor parallelism: {} of {} has no dimension that tp = {} divides", p.name,
                                           model, T));
 }
@@ -49,7 +51,8 @@ ModelSpec tensor_parallel_shard(const ModelSpec& model, int T) {
   for (ParamSpec& p : out.params) {
     const TpSplit split = out.layers.at(static_cast<std::size_t>(p.layer)).tp;
     const bool vector = p.shape.size() <= 1 && p.cols == 1;
-    if (split == TpSplit::Column || (split == TpSplit::Row && !vector)) split_tensor(p, T, model.name);
+    if (split == TpSplit::Column || (split == TpSplit::Row && !vector))
+      split_tensor(p, split == TpSplit::Column ? 0 : 1, T, model.name);
   }
   return out;
 }

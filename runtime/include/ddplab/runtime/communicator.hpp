@@ -52,6 +52,9 @@ class Communicator {
   virtual void isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void irecv(void* data, std::size_t bytes, int peer, int tag) = 0;
   virtual void wait_all() = 0;
+  // Completes the posted receives only; sends stay in flight until wait_all (a pipeline stage goes on while
+  // its sends drain, as with MPI_Isend). Where a backend cannot tell them apart, it completes everything.
+  virtual void wait_receives() { wait_all(); }
 
   // Collective: a communicator of the ranks that pass the same color >= 0, ordered as here; null on ranks
   // that pass a negative color. abort() on it still ends the whole job. MPI splits (MPI_Comm_split); an

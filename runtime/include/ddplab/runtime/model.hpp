@@ -15,6 +15,8 @@
 
 namespace ddplab {
 
+class StagePasses;  // stage_passes.hpp
+
 struct ParamInfo {
   std::string name;        // "layers.0.weight"
   std::size_t offset = 0;  // into the flat buffers, in elements
@@ -77,6 +79,10 @@ class Model {
   // Moves every parameter (and where its gradient goes) to new offsets in the flat buffers, e.g. so that
   // each bucket of a strategy is one contiguous range. offsets[i] is parameter i's new first element.
   void set_offsets(const std::vector<std::size_t>& offsets);
+
+  // A model that runs a pipeline stage's or a TP share's passes by microbatch (SplitMlp); nullptr for the
+  // models that run whole-batch passes.
+  virtual StagePasses* stage_passes() { return nullptr; }
 
   const ModelSpec& spec() const { return spec_; }  // parameters and per-layer work, as strategies see them
   int num_layers() const { return static_cast<int>(spec_.layers.size()); }

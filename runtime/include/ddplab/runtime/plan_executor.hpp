@@ -19,6 +19,7 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/schedule_executor.hpp"
 #include "ddplab/runtime/slowdown.hpp"
+#include "ddplab/runtime/stage_passes.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -73,6 +74,11 @@ class PlanExecutor {
   void save(Checkpoint& c) const;
   void load(const Checkpoint& c, const std::string& what);
 
+  // A [parallel] layout's other groups (the executor's own communicator is the rank's DP group): the TP group
+  // its TpSync ops allreduce over, and its pipeline by stage (its rank there is its stage), where PpSend
+  // and PpRecv go. The model must then run its passes by microbatch (Model::stage_passes). Before the first step.
+  void set_groups(Communicator* tensor, Communicator* pipeline);
+
   // Makes this rank a straggler: its compute ops and its codec work take `factor` (>= 1) times longer
   // (slowdown.hpp). On a device each compute op is synchronised first, so that its time is known.
   void set_compute_factor(double factor);
@@ -83,6 +89,8 @@ class PlanExecutor {
   void run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out);
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
+  void run_tp_sync(const PlanOp& op, OpRecord& out);  // on the compute thread
+  void run_p2p(const PlanOp& op, OpRecord& out);      // PpSend, PpRecv on the comm thread
   void update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors);  // the optimizer on a range
   double sum_squares_to_update() const;  // this rank's gradients that its plan's updates read
   void apply_layout();
@@ -93,8 +101,12 @@ class PlanExecutor {
   CodecCompute& bucket_compute();  // the codec compute where buckets live (staged_: host memory)
 
   Communicator& comm_;
+  Communicator* tensor_ = nullptr;    // set_groups'
+  Communicator* pipeline_ = nullptr;
   Ops& ops_;
   Model& model_;
+  StagePasses* passes_ = nullptr;     // the model's, under a pipeline or TP plan
+  std::vector<char> backward_seen_;   // by layer: a microbatch's backward ran this step (the next ones add)
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;

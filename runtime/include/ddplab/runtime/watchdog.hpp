@@ -57,6 +57,7 @@ class WatchedCommunicator final : public Communicator {
   void isend(const void* data, std::size_t bytes, int peer, int tag) override;
   void irecv(void* data, std::size_t bytes, int peer, int tag) override;
   void wait_all() override;
+  void wait_receives() override;
   std::unique_ptr<Communicator> split(int color) override;
 
   ChunkMemory* chunk_memory() override { return inner_.chunk_memory(); }

@@ -49,6 +49,7 @@ double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shap
 // One rank's stage of a pipeline, as the Strategy that plans it sees it (StrategyContext::pipeline).
 struct StageChunk {
   int first = 0, end = 0;   // its layers in the stage's ModelSpec, [first, end)
+  int model_first = 0;      // its first layer in the whole model's (layer first is the model's model_first)
   double input_bytes = 0;   // per sample, from the previous chunk of the pipeline (0 on the first)
   double output_bytes = 0;  // per sample, to the next chunk (0 on the last)
 };

@@ -16,7 +16,9 @@ namespace ddplab {
 
 enum class OpKind {
   Forward,         // compute: forward and loss of the micro-batch (index -1), or segment `index` of it when the
-                   // model has SyncBatchNorm layers (ModelSpec::forward_segment)
+                   // model has SyncBatchNorm layers (ModelSpec::forward_segment); in a pipeline plan
+                   // (microbatch >= 0), the microbatch's chunk from where its last Forward ended through
+                   // layer `index`
   Backward,        // compute: backward of layer `index`, producing its parameters' gradients
   SyncGrads,       // comm: bucket `index` gradients become their average over ranks (codec calls on a schedule)
   Optimizer,       // compute: optimizer update of the parameters of bucket `index`

@@ -1,0 +1,50 @@
+// A rank's part of a [parallel] layout in the runtime (docs/model-parallel.md): its coordinates, its stage
+// (the layers it holds and the Strategy context its plans are made in), and its three groups as splits of
+// the world: the DP group the plan's collectives run over, the TP group of its TpSync ops and its pipeline.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ddplab/core/scenario.hpp"
+#include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/model.hpp"
+#include "ddplab/runtime/plan_executor.hpp"
+#include "ddplab/strategies/layout.hpp"
+#include "ddplab/strategies/stages.hpp"
+
+namespace ddplab {
+
+class RankParallel {
+ public:
+  // Collective over `world`: places this rank in the scenario's layout at world.size() ranks and splits the
+  // world into its groups (with pp = tp = 1, the DP group is the world itself and nothing is split). Throws
+  // ScenarioError when the layout does not fit the world or the model does not split.
+  RankParallel(const Scenario& scenario, Communicator& world, int ranks_per_node);
+
+  const ParallelLayout& layout() const { return stages_.layout; }
+  RankCoord coord() const { return coord_; }
+  bool split() const { return stages_.split(); }
+  const ModelSpec& whole_model() const { return stages_.model; }
+  const StageSpec& stage() const { return stages_.stages.at(static_cast<std::size_t>(coord_.pp)); }
+  Communicator& data() { return dp_ ? *dp_ : world_; }  // where the plan's DP collectives run
+  Communicator& world() { return world_; }
+  // This rank's model: the scenario's (make_model) without a split, else its stage's share (SplitMlp).
+  std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int batch) const;
+  // Gives an executor of this rank's stage its TP group and pipeline (nothing without a split).
+  void attach(PlanExecutor& executor);
+  // Whether this rank's model holds the loss (the model's last layer, its whole output).
+  bool holds_loss() const;
+  // Collective over the world: the whole model's parameters on every rank, in parameter order, from the
+  // shares of replica 0 (SplitMlp::whole_contribution), bit for bit.
+  std::vector<float> whole_parameters(Model& model);
+  // "rank 3 (tp 1, pp 1, dp 0)"
+  std::string describe_rank(int rank) const;
+
+ private:
+  Communicator& world_;
+  ScenarioStages stages_;
+  RankCoord coord_;
+  std::unique_ptr<Communicator> dp_, tp_, pp_;
+};
+
+}  // namespace ddplab

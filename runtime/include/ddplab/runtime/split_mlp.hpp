@@ -1,0 +1,98 @@
+// A rank's part of an MLP under a [parallel] layout (docs/model-parallel.md): the layers of its pipeline
+// stage's chunks, each Linear split over the rank's TP group as Megatron-LM splits its MLP (Shoeybi et al.
+// 2019): a column-parallel layer holds rows of the weight (its outputs), the row-parallel layer after it
+// the matching columns (its inputs), whose partial outputs the TP group sums before the bias. It runs
+// microbatch by microbatch as its stage's plan orders the passes (StagePasses, PlanExecutor). Parameters
+// are laid out as the stage's ModelSpec (stage_specs), so the strategy's buckets are this model's.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ddplab/runtime/model.hpp"
+#include "ddplab/runtime/stage_passes.hpp"
+#include "ddplab/strategies/pipeline.hpp"
+
+namespace ddplab {
+
+// The whole MLP's initial parameters in parameter order: PyTorch's nn.Linear default (weight and bias ~
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in))), deterministic in seed; what Mlp::init draws.
+std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed);
+
+class SplitMlp final : public Model, public StagePasses {
+ public:
+  // widths: the whole MLP's (input, hidden..., classes). stage_model and pipeline: the rank's stage as
+  // stage_specs gives it (its layers renumbered, each chunk's first layer in the whole model); tp and
+  // tp_rank: its TP group's size and its place there; batch: a replica's batch. Throws
+  // std::invalid_argument when the stage model is not this MLP's share.
+  SplitMlp(Ops& ops, std::vector<int> widths, ModelSpec stage_model, PipelineStage pipeline, int tp, int tp_rank,
+           int batch);
+
+  // The whole model's initial parameters (mlp_initial_params), this rank's share of them.
+  void init(std::uint64_t seed) override;
+  // The whole model's parameters in parameter order (mlp_initial_params' layout), zero outside this rank's
+  // share; with replicated, the tensors every rank of its TP group holds alike too (a row layer's bias,
+  // an unsplit layer). Summed over one rank per share, it is the whole model, bit for bit.
+  // With gradients, the same of grads().
+  std::vector<float> whole_contribution(bool replicated, bool gradients = false);
+  std::size_t whole_params() const { return whole_count_; }
+
+  StagePasses* stage_passes() override { return this; }
+  void begin_step(const float* x, const std::int32_t* y, int batch, int microbatches) override;
+  void forward(int m, int chunk, int last) override;
+  void backward(int m, int layer, bool accumulate) override;
+  Span tp_sum(int m, int layer, bool gradient) override;
+  void tp_summed(int m, int layer, bool gradient) override;
+  Span boundary(int m, int chunk, bool gradient, bool send) override;
+  double step_loss() const override;
+
+  // The Model passes of a whole batch have no meaning for a part of the model.
+  void backward_layer(int layer, bool accumulate = false) override;
+
+ private:
+  struct Layer {
+    int global = 0;          // its index in the whole MLP
+    int chunk = 0;           // the rank's chunk it belongs to
+    int in = 0, out = 0;     // this rank's input and output widths
+    TpSplit split = TpSplit::None;
+    bool relu = false;       // a hidden layer
+    bool sums = false;       // a row-parallel layer's output, summed by the TP group before its bias
+    bool input_grad = false; // computes its input's gradient (not the model's first layer)
+  };
+  // A run of a parameter's elements in the whole model: whole_offset, offset within the local tensor, count.
+  struct Run {
+    std::size_t whole = 0, local = 0, count = 0;
+  };
+  void run_segment(int s) override;
+  const float* logits() const override;
+  float* start_backward() override;
+
+  bool first_place(int chunk) const;
+  bool last_place(int chunk) const;
+  const float* input_of(int m, int layer) const;  // the activations layer `layer` reads for microbatch m
+  void finish(int m, int layer);                  // bias and ReLU of a layer's output; the loss after the last
+  std::size_t rows(int m) const { return static_cast<std::size_t>(rows_[static_cast<std::size_t>(m)]); }
+  std::size_t slot(int m, std::size_t width) const { return static_cast<std::size_t>(m) * micro_ * width; }
+
+  std::vector<int> widths_;
+  PipelineStage pipe_;
+  int tp_, tp_rank_, batch_cap_, micro_ = 0;  // micro_: the largest microbatch's rows
+  std::vector<Layer> layers_;
+  std::vector<std::vector<Run>> runs_;  // by parameter
+  std::size_t whole_count_ = 0;
+  // By layer (or chunk): microbatch m's rows at slot(m, width). A send's buffer is per microbatch, as its
+  // transfer may still be going on when the next microbatch's pass runs.
+  std::vector<DeviceBuffer> acts_;          // each layer's output (post-ReLU; a row layer's partial sum first)
+  std::vector<DeviceBuffer> in_, in_grad_;  // by chunk: its input from the stage before, the gradient sent back
+  std::vector<DeviceBuffer> out_grad_;      // by chunk: its output's gradient from the stage after
+  DeviceBuffer dlogits_, dx_a_, dx_b_;
+  float* pending_dx_ = nullptr;             // where the last backward left its input's gradient
+  std::vector<std::vector<int>> next_;      // by chunk and microbatch: the next layer its forward runs
+  std::vector<int> rows_;
+  std::vector<std::size_t> start_;  // by microbatch: its first row in the step's batch
+  std::vector<double> losses_;
+  const float* x_ = nullptr;
+  const std::int32_t* y_ = nullptr;
+  int step_batch_ = 0;
+};
+
+}  // namespace ddplab
