@@ -1,12 +1,25 @@
 #include "ddplab/runtime/mlp.hpp"
 
-#include "ddplab/runtime/split_mlp.hpp"
-
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 namespace ddplab {
+
+std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed) {
+  const ModelSpec spec = ModelSpec::mlp(widths);
+  std::mt19937_64 rng(seed);
+  std::vector<float> out;
+  out.reserve(spec.parameter_count());
+  for (std::size_t i = 0; i < spec.params.size(); ++i) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(widths[i / 2]));
+    std::uniform_real_distribution<float> dist(-bound, bound);
+    for (std::size_t k = 0; k < spec.params[i].count(); ++k) out.push_back(dist(rng));
+  }
+  return out;
+}
+
 namespace {
 const std::vector<int>& checked(const std::vector<int>& layers) {
   if (layers.size() < 2) throw std::invalid_argument("Mlp needs at least an input and an output width");

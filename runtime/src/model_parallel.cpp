@@ -32,8 +32,6 @@ void RankParallel::attach(PlanExecutor& executor) {
   if (split()) executor.set_groups(tp_.get(), pp_.get());
 }
 
-bool RankParallel::holds_loss() const { return coord_.pp + 1 == layout().pp(); }
-
 std::vector<float> RankParallel::whole_parameters(Model& model) {
   auto* split_model = dynamic_cast<SplitMlp*>(&model);
   if (!split_model) throw std::logic_error("RankParallel::whole_parameters: not a split model");

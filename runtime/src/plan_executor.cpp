@@ -387,8 +387,8 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     backward_seen_.assign(static_cast<std::size_t>(model_.num_layers()), 0);
   }
   StepRecord rec = execute(strategy_.plan(step));
-  if (passes_) {
-    rec.loss = passes_->step_loss();
+  if (passes_) rec.loss = passes_->step_loss();
+  if (passes_ && !first_sync_done_) {
     // A parameter's gradient is ready after its last microbatch's backward: the order of last sightings.
     std::vector<int> last;
     std::vector<char> seen(model_.param_info().size(), 0);
@@ -456,9 +456,10 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   };
   // Only compute ops that a comm op waits for need to wake the comm thread; waking it for every op would
   // let it preempt compute on a machine with no spare core.
+  auto on_comm_thread = [](const PlanOp& op) { return is_comm(op.kind) && !on_compute_stream(op.kind); };
   std::vector<char> wakes_comm(plan.ops.size(), 0);
   for (const PlanOp& op : plan.ops)
-    if (is_comm(op.kind) && !on_compute_stream(op.kind))
+    if (on_comm_thread(op))
       for (int d : op.deps) wakes_comm[static_cast<std::size_t>(d)] = 1;
   // Every comm op goes to the comm thread now, in plan order; it starts each one once its deps are done. A
   // plan lists a bucket's collective after the whole backward pass (policies add compute first), so queueing
@@ -467,12 +468,12 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const PlanOp& op : plan.ops)
-      if (is_comm(op.kind) && !on_compute_stream(op.kind)) queue_.push_back(&op);
+      if (on_comm_thread(op)) queue_.push_back(&op);
   }
   cv_.notify_all();
   try {
     for (const PlanOp& op : plan.ops) {
-      if (is_comm(op.kind) && !on_compute_stream(op.kind)) continue;
+      if (on_comm_thread(op)) continue;
       wait_for(op.deps);
       if (comm_error_) break;
       OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];

@@ -3,26 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 
-namespace ddplab {
+#include "ddplab/runtime/mlp.hpp"
 
-std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed) {
-  const ModelSpec spec = ModelSpec::mlp(widths);
-  std::mt19937_64 rng(seed);
-  std::vector<float> out;
-  out.reserve(spec.parameter_count());
-  for (std::size_t i = 0; i < spec.params.size(); ++i) {
-    const float bound = 1.0f / std::sqrt(static_cast<float>(widths[i / 2]));
-    std::uniform_real_distribution<float> dist(-bound, bound);
-    for (std::size_t k = 0; k < spec.params[i].count(); ++k) out.push_back(dist(rng));
-  }
-  return out;
-}
+namespace ddplab {
 
 namespace {
 int largest_microbatch(int batch, int microbatches) {
@@ -35,7 +23,7 @@ int largest_microbatch(int batch, int microbatches) {
 SplitMlp::SplitMlp(Ops& ops, std::vector<int> widths, ModelSpec stage_model, PipelineStage pipeline, int tp, int tp_rank,
                    int batch)
     : Model(ops, std::move(stage_model), widths.empty() ? 0 : widths.front(), widths.empty() ? 0 : widths.back(), batch),
-      widths_(std::move(widths)), pipe_(std::move(pipeline)), tp_(tp), tp_rank_(tp_rank), batch_cap_(batch),
+      widths_(std::move(widths)), pipe_(std::move(pipeline)), batch_cap_(batch),
       micro_(largest_microbatch(batch, pipe_.shape.microbatches)) {
   const ModelSpec whole = ModelSpec::mlp(widths_);
   const int L = static_cast<int>(whole.layers.size());
@@ -179,7 +167,7 @@ void SplitMlp::forward(int m, int chunk, int last) {
     const std::vector<int>& ps = layer_params(l);
     float* out = acts_[static_cast<std::size_t>(l)].data() + slot(m, static_cast<std::size_t>(y.out));
     // Y = X W^T (+ b once whole), W stored out x in as in PyTorch.
-    if (n > 0) ops_.gemm(false, true, n, y.out, y.in, 1.0f, input_of(m, l), y.in, param(ps[0]), y.in, 0.0f, out, y.out);
+    ops_.gemm(false, true, n, y.out, y.in, 1.0f, input_of(m, l), y.in, param(ps[0]), y.in, 0.0f, out, y.out);
     if (!y.sums) finish(m, l);
   }
   next = last + 1;
@@ -188,7 +176,6 @@ void SplitMlp::forward(int m, int chunk, int last) {
 void SplitMlp::finish(int m, int l) {
   const Layer& y = layers_[static_cast<std::size_t>(l)];
   const auto n = rows(m);
-  if (n == 0) return;
   float* out = acts_[static_cast<std::size_t>(l)].data() + slot(m, static_cast<std::size_t>(y.out));
   ops_.add_bias(out, param(layer_params(l)[1]), static_cast<int>(n), y.out);
   if (y.relu) ops_.relu(out, n * static_cast<std::size_t>(y.out));
@@ -214,13 +201,6 @@ void SplitMlp::backward(int m, int l, bool accumulate) {
   float* dx = l == ch.first ? (y.input_grad ? in_grad_[static_cast<std::size_t>(y.chunk)].data() + slot(m, in_w) : nullptr)
                             : (delta == dx_a_.data() ? dx_b_.data() : dx_a_.data());
   pending_dx_ = dx;
-  if (n == 0) {  // a microbatch without samples adds nothing
-    if (!accumulate) {
-      ops_.scale(grad(ps[0]), out_w * in_w, 0.0f);
-      ops_.scale(grad(ps[1]), param_info()[static_cast<std::size_t>(ps[1])].count, 0.0f);
-    }
-    return;
-  }
   if (!delta) throw std::logic_error(fmt::format("SplitMlp: backward of layer {} before the layer after it", l));
   const int rn = static_cast<int>(n);
   // d(loss)/d(output) through this layer's ReLU, then dW = dY^T X, db = column sums of dY, dX = dY W.

@@ -1,10 +1,15 @@
 // A multi-layer perceptron: Linear + ReLU layers, the last without ReLU (its logits go to the loss).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "ddplab/runtime/model.hpp"
 
 namespace ddplab {
+
+// The whole MLP's initial parameters in parameter order: PyTorch's nn.Linear default (weight and bias ~
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in))), deterministic in seed; what Mlp::init and SplitMlp::init draw.
+std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed);
 
 class Mlp final : public Model {
  public:

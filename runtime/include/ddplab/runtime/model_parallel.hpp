@@ -24,16 +24,12 @@ class RankParallel {
   const ParallelLayout& layout() const { return stages_.layout; }
   RankCoord coord() const { return coord_; }
   bool split() const { return stages_.split(); }
-  const ModelSpec& whole_model() const { return stages_.model; }
   const StageSpec& stage() const { return stages_.stages.at(static_cast<std::size_t>(coord_.pp)); }
   Communicator& data() { return dp_ ? *dp_ : world_; }  // where the plan's DP collectives run
-  Communicator& world() { return world_; }
   // This rank's model: the scenario's (make_model) without a split, else its stage's share (SplitMlp).
   std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int batch) const;
   // Gives an executor of this rank's stage its TP group and pipeline (nothing without a split).
   void attach(PlanExecutor& executor);
-  // Whether this rank's model holds the loss (the model's last layer, its whole output).
-  bool holds_loss() const;
   // Collective over the world: the whole model's parameters on every rank, in parameter order, from the
   // shares of replica 0 (SplitMlp::whole_contribution), bit for bit.
   std::vector<float> whole_parameters(Model& model);

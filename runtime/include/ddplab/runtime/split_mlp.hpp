@@ -14,10 +14,6 @@
 
 namespace ddplab {
 
-// The whole MLP's initial parameters in parameter order: PyTorch's nn.Linear default (weight and bias ~
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in))), deterministic in seed; what Mlp::init draws.
-std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed);
-
 class SplitMlp final : public Model, public StagePasses {
  public:
   // widths: the whole MLP's (input, hidden..., classes). stage_model and pipeline: the rank's stage as
@@ -75,7 +71,7 @@ class SplitMlp final : public Model, public StagePasses {
 
   std::vector<int> widths_;
   PipelineStage pipe_;
-  int tp_, tp_rank_, batch_cap_, micro_ = 0;  // micro_: the largest microbatch's rows
+  int batch_cap_, micro_ = 0;  // micro_: the largest microbatch's rows
   std::vector<Layer> layers_;
   std::vector<std::vector<Run>> runs_;  // by parameter
   std::size_t whole_count_ = 0;
