@@ -18,8 +18,10 @@
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/layout.hpp"
+#include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "launch.hpp"
@@ -89,12 +91,17 @@ int run_scenario(const RunRequest& req) {
   }
   if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
   scenario_layout(sc, np, fmt::format("{} ranks", np));
-  require_data_parallel_only(sc);
+  require_runnable_layout(sc);
   // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
-  // not after mpirun started and the strategies before this one trained.
+  // not after mpirun started and the strategies before this one trained. A split model's strategies are
+  // made per stage, over its DP group.
+  const ScenarioStages stages = scenario_stages(sc, np, 1);
   for (const auto& st : sc.strategies) {
     try {
-      Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
+      if (stages.split())
+        for (const StageSpec& stage : stages.stages) Strategy(st, stage.model, stage.context);
+      else
+        Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: {}", req.scenario, st.name, np,
                                               np == 1 ? "" : "s", e.what()));

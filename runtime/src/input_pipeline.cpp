@@ -96,7 +96,13 @@ void InputPipeline::join_load() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_steps, std::int64_t steps_per_epoch) {
+std::int64_t InputPipeline::batches(std::size_t per_rank, std::size_t batch, std::size_t min_batch) {
+  const std::size_t tail = per_rank % batch;
+  return static_cast<std::int64_t>(per_rank / batch + (tail >= std::max<std::size_t>(min_batch, 1) ? 1 : 0));
+}
+
+void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_steps, std::int64_t steps_per_epoch,
+                         std::size_t min_batch) {
   join_load();  // a new plan starts after the load in flight
   sampler_ = &sampler;
   steps_.clear();
@@ -104,7 +110,8 @@ void InputPipeline::plan(const Sampler& sampler, int epochs, std::int64_t max_st
   auto full = [&] { return max_steps > 0 && static_cast<std::int64_t>(steps_.size()) >= max_steps; };
   for (int epoch = 0; epoch < epochs && !full(); ++epoch) {
     std::int64_t taken = 0;
-    for (std::size_t at = 0; at < sampler.per_rank() && !full(); at += batch_, ++taken) steps_.emplace_back(epoch, at);
+    const auto own = batches(sampler.per_rank(), batch_, min_batch);
+    for (std::size_t at = 0; taken < own && !full(); at += batch_, ++taken) steps_.emplace_back(epoch, at);
     for (; taken < steps_per_epoch && !full(); ++taken) steps_.emplace_back(epoch, sampler.per_rank());  // no samples
   }
 }

@@ -3,13 +3,50 @@
 #include <fmt/format.h>
 
 #include "ddplab/runtime/split_mlp.hpp"
+#include "ddplab/strategies/optimizer.hpp"
 
 namespace ddplab {
+
+void require_runnable_layout(const Scenario& sc) {
+  const ParallelConfig& p = sc.parallel;
+  if (!p.model_parallel()) return;
+  const std::string split = p.tp > 1 ? fmt::format("parallel.tp = {}", p.tp) : fmt::format("parallel.pp = {}", p.pp);
+  const std::string split_at = parallel_position(sc, p.tp > 1 ? "tp" : "pp");
+  auto refuse = [&](const std::map<std::string, std::string>& where, const std::string& key, const std::string& what,
+                    const std::string& why) {
+    const auto it = where.find(key);
+    throw ScenarioError(fmt::format("{}: {}: the runtime does not run it on a split model ({}) yet: {} (ddplab simulate "
+                                    "replays the layout; docs/model-parallel.md)",
+                                    it != where.end() ? it->second : split_at, what, split, why));
+  };
+  const TrainConfig& tr = sc.train;
+  if (sc.model.type != "mlp")
+    refuse(sc.model.where, "type", fmt::format("model.type = \"{}\"", sc.model.type), "only the MLP is split");
+  if (tr.backend != "cpu")
+    refuse(tr.where, "backend", fmt::format("train.backend = \"{}\"", tr.backend), "the shares train on the CPU backend");
+  if (tr.checkpoint_every > 0)
+    refuse(tr.where, "checkpoint_every", fmt::format("train.checkpoint_every = {}", tr.checkpoint_every),
+           "a checkpoint holds whole replicas");
+  if (tr.consistency_every > 0)
+    refuse(tr.where, "consistency_every", fmt::format("train.consistency_every = {}", tr.consistency_every),
+           "the check compares whole replicas (the final check compares each share across its DP group)");
+  if (tr.clip_grad_norm > 0)
+    refuse(tr.where, "clip_grad_norm", fmt::format("train.clip_grad_norm = {}", tr.clip_grad_norm),
+           "the global norm would need every share's sum of squares");
+  if (const OptimizerInfo* o = find_optimizer(tr.optimizer); o && o->per_tensor && p.tp > 1)
+    refuse(tr.where, "optimizer", fmt::format("train.optimizer = \"{}\"", tr.optimizer),
+           "its per-tensor norms would see a TP share of each tensor");
+  if (sc.data.uneven == "join")
+    refuse({}, "", "data.uneven = \"join\"", "the replicas' ranks would have to shadow each other's pipelines");
+  if (sc.data.balance == "class_weighted")
+    refuse({}, "", "data.balance = \"class_weighted\"", "the last stage's loss takes no class weights");
+}
 
 RankParallel::RankParallel(const Scenario& sc, Communicator& world, int ranks_per_node)
     : world_(world), stages_(scenario_stages(sc, world.size(), ranks_per_node)) {
   coord_ = layout().coord(world.rank());
   if (!split()) return;
+  require_runnable_layout(sc);
   const ParallelLayout& l = layout();
   const RankCoord c = coord_;
   // Each group is a split ordered by world rank, which orders it by its coordinate in either placement.
@@ -41,7 +78,14 @@ std::vector<float> RankParallel::whole_parameters(Model& model) {
   return whole;
 }
 
+int RankParallel::replica_zero(int rank) const {
+  RankCoord c = layout().coord(rank);
+  c.dp = 0;
+  return split() ? layout().rank(c) : 0;
+}
+
 std::string RankParallel::describe_rank(int rank) const {
+  if (!split()) return fmt::format("rank {}", rank);
   const RankCoord c = layout().coord(rank);
   return fmt::format("rank {} (tp {}, pp {}, dp {})", rank, c.tp, c.pp, c.dp);
 }

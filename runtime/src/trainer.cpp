@@ -29,6 +29,7 @@
 #include "ddplab/runtime/input_pipeline.hpp"
 #include "ddplab/runtime/job_info.hpp"
 #include "ddplab/runtime/model.hpp"
+#include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/partition.hpp"
 #include "ddplab/runtime/progress.hpp"
@@ -109,13 +110,14 @@ void flip_a_bit(Ops& ops, Model& model) {
   ops.synchronize();
 }
 
-// Every rank compares its parameters with rank 0's, bit for bit. Returns "" or a message naming the ranks.
-std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fault& fault) {
+// Every rank compares its parameters with replica 0's (rank 0's without a split; the first of its DP group,
+// which holds the same share, with one), bit for bit. Returns "" or a message naming the ranks.
+std::string check_identical(Communicator& comm, RankParallel& rp, Ops& ops, Model& model, const Fault& fault) {
   std::vector<float> mine(model.num_params()), root(model.num_params());
   ops.to_host(mine.data(), model.params(), mine.size());
   if (fault.kind == "perturb" && fault.rank == comm.rank()) mine[mine.size() / 2] += 1e-3f;
   root = mine;
-  comm.broadcast(root.data(), root.size() * sizeof(float), 0);
+  rp.data().broadcast(root.data(), root.size() * sizeof(float), 0);
   long long first_diff = -1;
   if (std::memcmp(mine.data(), root.data(), mine.size() * sizeof(float)) != 0)
     for (std::size_t i = 0; i < mine.size(); ++i)
@@ -128,8 +130,8 @@ std::string check_identical(Communicator& comm, Ops& ops, Model& model, const Fa
   std::string msg;
   for (int r = 0; r < comm.size(); ++r)
     if (diffs[static_cast<std::size_t>(r)] >= 0)
-      msg += fmt::format("{}parameters of rank {} differ from rank 0 (first at element {})", msg.empty() ? "" : "; ", r,
-                         diffs[static_cast<std::size_t>(r)]);
+      msg += fmt::format("{}parameters of {} differ from {} (first at element {})", msg.empty() ? "" : "; ",
+                         rp.describe_rank(r), rp.describe_rank(rp.replica_zero(r)), diffs[static_cast<std::size_t>(r)]);
   // Only rank 0 saw every rank's answer; all ranks must agree on the outcome.
   int identical = msg.empty() ? 1 : 0;
   comm.broadcast(&identical, sizeof identical, 0);
@@ -267,24 +269,36 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   Communicator& plan_comm = nccl ? *nccl : comm;
   const std::string backend_name = tr.backend == "cuda+mpi" ? ops->name() + "+mpi" : ops->name();
   const int eval_batch = std::max(tr.batch_size, 500);
-  const std::unique_ptr<Model> owned_model = make_model(*ops, sc.model, eval_batch);
-  Model& model = *owned_model;
-  if (rank == 0) model.init(tr.seed);
-  // Rank 0's initial parameters are everyone's, as in DDP's constructor.
-  std::vector<float> host(model.num_params());
-  ops->to_host(host.data(), model.params(), host.size());
-  comm.broadcast(host.data(), host.size() * sizeof(float), 0);
-  ops->to_device(model.params(), host.data(), host.size());
-
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  Strategy strategy(st, model.spec(),
-                    strategy_context(sc, world, local_size ? std::max(1, std::atoi(local_size)) : world));
+  const int ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
+  // A [parallel] layout splits the model: this rank holds its stage's share, syncs it over its DP group and
+  // is a replica's rank as its DP group's rank (model_parallel.hpp). Without one, the DP group is the world.
+  RankParallel rp(sc, comm, ranks_per_node);
+  const std::unique_ptr<Model> owned_model = rp.make_model(*ops, sc.model, rp.split() ? tr.batch_size : eval_batch);
+  Model& model = *owned_model;
+  // A split model is evaluated whole: the shares assembled into this one (the scenario's unsplit model).
+  const std::unique_ptr<Model> whole_model = rp.split() ? make_model(*ops, sc.model, eval_batch) : nullptr;
+  if (rp.split()) {
+    model.init(tr.seed);  // every share cut from the same draw (mlp_initial_params): pure DP's model
+  } else {
+    if (rank == 0) model.init(tr.seed);
+    // Rank 0's initial parameters are everyone's, as in DDP's constructor.
+    std::vector<float> host(model.num_params());
+    ops->to_host(host.data(), model.params(), host.size());
+    comm.broadcast(host.data(), host.size() * sizeof(float), 0);
+    ops->to_device(model.params(), host.data(), host.size());
+  }
+
+  Strategy strategy = rp.split() ? Strategy(st, rp.stage().model, rp.stage().context)
+                                 : Strategy(st, model.spec(), strategy_context(sc, world, ranks_per_node));
   // Workers share the data; dedicated parameter servers (the last ranks) take no batches but step along
-  // with the workers (they sample as worker 0 does, to count the same steps).
-  const bool worker = strategy.is_worker(rank);
+  // with the workers (they sample as worker 0 does, to count the same steps). A replica's ranks all take
+  // its batch.
+  const int replica = rp.data().rank();
+  const bool worker = strategy.is_worker(replica);
   const int workers = strategy.workers();
 
-  const auto sampler = make_sampler(data.train, sc.data, worker ? rank : 0, workers, tr.seed);
+  const auto sampler = make_sampler(data.train, sc.data, worker ? replica : 0, workers, tr.seed);
   // Every rank's classes, for rank 0 to print and store (iid's costs a shuffle per rank: not on every rank),
   // and for each rank's loss weights under data.balance = "class_weighted" (resample is the sampler's).
   const bool weighted = sc.data.balance == "class_weighted";
@@ -294,8 +308,15 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   // Under join every rank takes the longest share's steps, shadowing the syncs once its own run out.
   std::optional<JoinSchedule> join;
   if (sc.data.uneven == "join") join = join_schedule(data.train, sc.data, workers, tr.seed, tr.batch_size);
+  // A pipeline cuts each batch into parallel.microbatches: an epoch's last batch with fewer samples is dropped.
+  const std::size_t min_batch = rp.layout().pp() > 1 ? static_cast<std::size_t>(sc.parallel.microbatches) : 1;
   const std::int64_t steps_per_epoch =
-      join ? join->per_epoch() : static_cast<std::int64_t>((sampler->per_rank() + tr.batch_size - 1) / tr.batch_size);
+      join ? join->per_epoch() : InputPipeline::batches(sampler->per_rank(), static_cast<std::size_t>(tr.batch_size), min_batch);
+  if (rank == 0 && !join && InputPipeline::batches(sampler->per_rank(), static_cast<std::size_t>(tr.batch_size)) != steps_per_epoch) {
+    std::printf("%s: each epoch's last batch (%zu samples per replica) is dropped: fewer than parallel.microbatches = %d\n",
+                st.name.c_str(), sampler->per_rank() % static_cast<std::size_t>(tr.batch_size), sc.parallel.microbatches);
+    std::fflush(stdout);
+  }
   if (rank == 0 && fixed_split(sc.data)) {
     std::printf("%s", partition_table(sc.data, histograms, join ? static_cast<std::size_t>(steps_per_epoch) : sampler->per_rank()).c_str());
     std::fflush(stdout);
@@ -313,7 +334,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   // Resumed on as many ranks, the stored run continues; on another number (elastic), a new run does.
   const bool elastic = resume && resume->elastic(world);
-  PlanExecutor executor(plan_comm, *ops, model, strategy, oc);
+  PlanExecutor executor(rp.split() ? rp.data() : plan_comm, *ops, model, strategy, oc);
+  rp.attach(executor);
   // Where a resumed run stands: its state and counters as its checkpoint holds them.
   std::int64_t first_step = 0, samples_total = 0, next_check = tr.consistency_every;
   double last_loss = 0, wall_before = 0;
@@ -379,6 +401,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (store) store->resume_run(run, resume->step, host_info);
   } else if (store) {
     nlohmann::json cfg = sc.to_json();
+    if (rp.split()) cfg["layout"] = rp.layout().describe();
     cfg["strategy"] = st.to_json();
     cfg["world_size"] = world;
     cfg["steps"] = total_steps;
@@ -418,7 +441,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   if (augment.active()) input.set_augment(augment, 28, -kFashionMnistMean / kFashionMnistStd, tr.seed);
   double input_wait_s = 0;  // the steps' wait for their batch
   std::vector<StepMetrics> pending;
-  Progress progress(opt.progress && rank == 0, st.name, total_steps);
+  Progress progress(opt.progress && rank == rp.loss_rank(), st.name, total_steps);
   // A resumed run's clock goes on from the checkpoint's: time to accuracy leaves the time it was down out.
   const auto start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wall_before));
   // All ranks share the machine's monotonic clock, so rank 0's start is a common origin for the trace.
@@ -430,7 +453,11 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   auto run_eval = [&](std::int64_t at_step) {
     assemble_server_models(comm, *ops, model, strategy);
     average_buffers(comm, *ops, model, worker, workers);
-    Evaluation e = evaluate(model, *ops, data.test, comm, eval_batch);
+    if (whole_model) {
+      const std::vector<float> whole = rp.whole_parameters(model);
+      ops->to_device(whole_model->params(), whole.data(), whole.size());
+    }
+    Evaluation e = evaluate(whole_model ? *whole_model : model, *ops, data.test, comm, eval_batch);
     e.step = at_step;
     e.wall_s = seconds_since(start);
     if (store) store->add_evaluation(run, e);
@@ -443,7 +470,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   };
   StopCheck stop(st.accumulate_steps, first_step);
   // Batches in step order, so the input pipeline can upload batch s + 1 while step s runs.
-  input.plan(*sampler, tr.epochs, total_steps, join ? steps_per_epoch : 0);
+  input.plan(*sampler, tr.epochs, total_steps, join ? steps_per_epoch : 0, min_batch);
   const auto first = static_cast<std::size_t>(first_step);
   int next_b = first >= input.steps() ? 0 : input.load_step(first, worker);
   for (std::size_t bi = first; bi < input.steps(); ++bi) {
@@ -463,7 +490,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     StepMetrics m;
     m.step = step;
     m.rank = rank;
-    m.samples = worker ? b : 0;
+    m.samples = worker && rp.counts_samples() ? b : 0;  // a step's rows sum to the global batch
     const auto t0 = Clock::now();
     if (worker) {
       const auto w0 = Clock::now();
@@ -474,8 +501,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     if (bi + 1 < input.steps()) next_b = input.load_step(bi + 1, worker);
     const StepRecord rec = executor.run_step(step, input.x(slot), input.y(slot), b);
     trace.add(rank, step, rec);
-    m.loss = rec.loss;  // NaN on a server: stored as NULL, so it is not averaged into the loss
-    if (worker && b > 0 && !std::isfinite(m.loss))
+    m.loss = rec.loss;  // NaN on a server and before a pipeline's last stage: stored as NULL, not averaged
+    if (worker && b > 0 && rp.holds_loss() && !std::isfinite(m.loss))
       throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
     m.compute_s = rec.compute_s;
     m.comm_s = rec.comm_s;
@@ -484,7 +511,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     m.bytes_sent = static_cast<std::int64_t>(rec.bytes_sent);
     m.step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     pending.push_back(m);
-    if (worker && b > 0) last_loss = m.loss;
+    if (worker && b > 0 && rp.holds_loss()) last_loss = m.loss;
     samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
     if (fault.kind == "bitflip" && fault.rank == rank && fault.step == step) flip_a_bit(*ops, model);
     // Followed for the consistency checks, and for checkpoints, which record whether the replicas agree
@@ -558,7 +585,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   StrategyOutcome out;
   assemble_server_models(comm, *ops, model, strategy);
   if (checkpointer.enabled()) checkpointer.save(step, true, executor, counters());  // the trained model
-  out.error = check_identical(comm, *ops, model, fault);
+  out.error = check_identical(comm, rp, *ops, model, fault);
+  if (rp.split()) comm.broadcast(&last_loss, sizeof last_loss, rp.loss_rank());  // for rank 0's line
   out.ok = out.error.empty();
   if (store) store->finish_run(run, out.ok ? "completed" : "failed", out.error);
   where.run = -1;
@@ -566,10 +594,10 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     const double wall = seconds_since(start);
     // Wall clock of the whole run (evaluation included) and rank 0's last loss: `ddplab report` gives the
     // stored figures (samples over the slowest rank's step times, loss averaged over ranks).
-    std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank 0)  test acc %.4f%s\n",
+    std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  test acc %.4f%s\n",
                 st.name.c_str(), world, static_cast<long long>(step), format_duration(wall).c_str(),
-                static_cast<double>(samples_total) / wall, last_loss, final_eval.test_accuracy,
-                out.ok ? "  params identical on all ranks" : "");
+                static_cast<double>(samples_total) / wall, last_loss, rp.loss_rank(), final_eval.test_accuracy,
+                !out.ok ? "" : rp.split() ? "  each share identical across its DP group" : "  params identical on all ranks");
     std::fflush(stdout);
   }
   return out;

@@ -135,13 +135,4 @@ ParallelLayout scenario_layout(const Scenario& sc, int world, const std::string&
   }
 }
 
-void require_data_parallel_only(const Scenario& sc) {
-  const ParallelConfig& p = sc.parallel;
-  if (!p.model_parallel()) return;
-  fail(sc, p.tp > 1 ? "tp" : "pp",
-       fmt::format("= {}: the runtime does not run tensor or pipeline parallelism yet (docs/model-parallel.md; "
-                   "`ddplab simulate` replays them); only tp = pp = 1 runs",
-                   p.tp > 1 ? p.tp : p.pp));
-}
-
 }  // namespace ddplab

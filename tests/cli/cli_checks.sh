@@ -159,8 +159,9 @@ grep -q -- '--fit-below: must be > 0, got -4' "$work/err" || fail "--fit-below -
 "$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --strategy nope --db "$work/p.db" >"$work/out" 2>"$work/err" \
   && fail "an unknown --strategy was accepted"
 grep -q 'no strategy named "nope"' "$work/err" || fail "predict --strategy nope not explained"
-# A pipeline layout simulates (each stage's plan, its DP group's sync) and says what its columns hold; the
-# runtime refuses it; a model too small for the stages is refused at parallel.pp.
+# A pipeline layout simulates (each stage's plan, its DP group's sync) and says what its columns hold; a
+# model too small for the stages is refused at parallel.pp, by run and simulate; run refuses what it cannot
+# do on a split model at its setting.
 "$ddplab" simulate "$scenarios/gpt2-xl-pipeline.toml" --strategy ddp --world 8 --db "$work/pp.db" >"$work/out" 2>"$work/err" \
   || fail "simulate of a pipeline layout exited $?: $(cat "$work/err")"
 grep -q "^layout: TP 1 x PP 4 x DP 2 (placement tp-dp-pp), 1f1b, 8 microbatches of 1 sample" "$work/out" \
@@ -170,8 +171,12 @@ grep -q "world 8: device memory .* fits in" "$work/out" || fail "a pipeline stag
 printf '[model]\nlayers = [784, 64, 10]\n[parallel]\npp = 4\n[[strategy]]\nname = "a"\npolicy = "overlap"\nschedule = "ring"\n' \
   >"$work/pp_small.toml"
 "$ddplab" run "$work/pp_small.toml" --np 4 --db "$work/pp.db" >"$work/out" 2>"$work/err" && fail "run accepted pp = 4"
-grep -q "pp_small.toml:4:6: parallel.pp = 4: the runtime does not run tensor or pipeline parallelism yet" "$work/err" \
+grep -q "pp_small.toml:4:6: parallel.pp = 4: pipeline: mlp has 2 layers, fewer than the 4 pipeline chunks" "$work/err" \
   || fail "run's refusal of pp = 4 not explained: $(cat "$work/err")"
+printf '[model]\nlayers = [784, 64, 10]\n[train]\ncheckpoint_every = 10\n[parallel]\npp = 2\n[[strategy]]\nname = "a"\n' >"$work/pp_ckpt.toml"
+"$ddplab" run "$work/pp_ckpt.toml" --np 4 --db "$work/pp.db" >"$work/out" 2>"$work/err" && fail "run accepted checkpoints with pp = 2"
+grep -q "pp_ckpt.toml:4:20: train.checkpoint_every = 10: the runtime does not run it on a split model (parallel.pp = 2) yet" "$work/err" \
+  || fail "run's refusal of checkpoints on a pipeline not explained: $(cat "$work/err")"
 "$ddplab" simulate "$work/pp_small.toml" --world 4 --db "$work/pp.db" >"$work/out" 2>"$work/err" && fail "4 stages of 2 layers"
 grep -q "pp_small.toml:4:6: parallel.pp = 4: pipeline: mlp has 2 layers, fewer than the 4 pipeline chunks" "$work/err" \
   || fail "a model too small for its stages not explained: $(cat "$work/err")"

@@ -97,6 +97,27 @@ TEST(InputPipeline, EveryStepSeesItsSamplesAcrossEpochs) {
   }
 }
 
+TEST(InputPipeline, AShortLastBatchUnderTheMinimumIsDropped) {
+  EXPECT_EQ(InputPipeline::batches(44, 8), 6);
+  EXPECT_EQ(InputPipeline::batches(44, 8, 4), 6);  // the last batch of 4 is kept at a minimum of 4
+  EXPECT_EQ(InputPipeline::batches(44, 8, 5), 5);
+  EXPECT_EQ(InputPipeline::batches(40, 8, 5), 5);  // no short batch to drop
+  const Dataset d = test::numbered_dataset(44, 3);
+  DistributedSampler sampler(d.size(), 0, 1, 9);
+  HeldOps ops;
+  ops.release();
+  InputPipeline in(ops, d, 8);
+  in.plan(sampler, 2, 0, 0, 5);
+  ASSERT_EQ(in.steps(), 10u);  // 5 full batches an epoch
+  int b = in.load_step(0);
+  for (std::size_t s = 0; s < in.steps(); ++s) {
+    in.ready();
+    EXPECT_EQ(b, 8) << "step " << s;
+    expect_slot(ops, in, d, sampler.indices(static_cast<int>(s / 5)), (s % 5) * 8, b, s % 2, ("step " + std::to_string(s)).c_str());
+    if (s + 1 < in.steps()) b = in.load_step(s + 1);
+  }
+}
+
 TEST(InputPipeline, AFailedUploadComesBackFromReady) {
   const Dataset d = test::numbered_dataset(16, 2);
   DistributedSampler sampler(d.size(), 0, 1, 1);

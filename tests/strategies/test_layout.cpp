@@ -57,7 +57,6 @@ TEST(Layout, PureDataParallelIsOneGroupOfEveryRank) {
   const ParallelLayout l(sc.parallel, 4);
   EXPECT_EQ(l.dp_group(2), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(l.tp_group(2), (std::vector<int>{2}));
-  EXPECT_NO_THROW(require_data_parallel_only(sc));
   EXPECT_EQ(sc.to_json().count("parallel"), 0u) << "a pure data-parallel configuration is stored as before";
 }
 
@@ -69,10 +68,6 @@ TEST(Layout, AWorldTheLayoutDoesNotFitIsRefusedAtItsPosition) {
   const Scenario fixed = parse("tp = 2\npp = 2\ndp = 2\n");
   EXPECT_EQ(error_of([&] { scenario_layout(fixed, 16, "16 ranks"); }),
             "p.toml:4:6: [parallel] does not fit 16 ranks: tp x pp x dp = 2 x 2 x 2 = 8 is not the world of 16 ranks");
-  EXPECT_EQ(error_of([&] { require_data_parallel_only(sc); }).rfind("p.toml:2:6: parallel.tp = 2: the runtime does not "
-                                                                     "run tensor or pipeline parallelism yet", 0), 0u);
-  const Scenario pipeline = parse("pp = 2\n");
-  EXPECT_EQ(error_of([&] { require_data_parallel_only(pipeline); }).rfind("p.toml:2:6: parallel.pp = 2: the runtime", 0), 0u);
 }
 
 TEST(Layout, ChecksThatNeedTheRestOfTheScenario) {

@@ -38,7 +38,12 @@ class InputPipeline {
   // A run's batches in step order: `epochs` passes over `sampler` (kept by reference) in steps of the batch
   // size, at most max_steps of them (0: no limit).
   // steps_per_epoch > 0 (data.uneven = "join"): each epoch ends with steps of no samples up to that many.
-  void plan(const Sampler& sampler, int epochs, std::int64_t max_steps, std::int64_t steps_per_epoch = 0);
+  // An epoch's last batch with fewer than min_batch samples is dropped (a pipeline cuts its batch into that
+  // many microbatches).
+  void plan(const Sampler& sampler, int epochs, std::int64_t max_steps, std::int64_t steps_per_epoch = 0,
+            std::size_t min_batch = 1);
+  // The steps of one epoch of `per_rank` samples in batches of `batch`, those under min_batch dropped.
+  static std::int64_t batches(std::size_t per_rank, std::size_t batch, std::size_t min_batch = 1);
   std::size_t steps() const { return steps_.size(); }
   // Hands batch `step` of the plan to the loader thread, for slot step % 2 (upload = false: only its
   // size, for a rank that takes no data), and returns its size at once.

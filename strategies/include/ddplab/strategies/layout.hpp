@@ -60,8 +60,4 @@ ParallelLayout scenario_layout(const Scenario& scenario, int world, const std::s
 // "path:line:col" of parallel.<key> in the scenario (of another [parallel] key, or the file, when unset).
 std::string parallel_position(const Scenario& scenario, const std::string& key);
 
-// What `run` needs until the runtime runs tensor and pipeline parallelism: throws ScenarioError at
-// parallel.tp (or pp) saying so when the layout has tp > 1 or pp > 1.
-void require_data_parallel_only(const Scenario& scenario);
-
 }  // namespace ddplab

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Model-parallel layouts trained through `ddplab run` on Fashion-MNIST, 4 ranks, against pure data
+# parallelism on 2 (model-parallel.toml) at the same global batch: every step's stored rows add up to the
+# global batch, the losses of PP 2 x DP 2 with one microbatch (gpipe) are pure DP's bit for bit (the same
+# sums in the same order), and those of 1F1B with 4 microbatches and of TP 2 x DP 2, which reorder sums,
+# within 1e-5 relative; so are the evaluations of the assembled model.
+# usage: model_parallel_checks.sh DDPLAB SCENARIO
+set -u
+ddplab=$1 scenario=$2
+work=$(mktemp -d /tmp/ddplab-mp-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+db=$work/results.db
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
+touch "$work/out"
+
+# run NAME NP [PARALLEL]: the scenario with a [parallel] table of PARALLEL's lines; prints the run's id.
+run() {
+  local name=$1 np=$2 parallel=${3:-}
+  { cat "$scenario"; [[ -n $parallel ]] && printf '[parallel]\n%b\n' "$parallel"; } >"$work/$name.toml"
+  "$ddplab" run "$work/$name.toml" --np "$np" --db "$db" >>"$work/out" 2>&1 || fail "$name exited $?"
+  sqlite3 "$db" "select max(id) from runs"
+}
+# The losses of the replicas, step by step: the ranks that hold one ordered by replica (each replica's
+# first such rank), then the evaluations.
+losses() {
+  sqlite3 "$db" "select step, loss from steps where run_id = $1 and loss is not null and rank in ($2) order by step, rank"
+  sqlite3 "$db" "select step, test_loss, test_accuracy from evaluations where run_id = $1 order by step"
+}
+
+dp=$(run dp 2)
+gpipe=$(run pp-gpipe 4 'pp = 2\nmicrobatches = 1\npipeline_schedule = "gpipe"')
+f1b=$(run pp-1f1b 4 'pp = 2\nmicrobatches = 4\npipeline_schedule = "1f1b"')
+tp=$(run tp 4 'tp = 2')
+[[ $(grep -c "each share identical across its DP group" "$work/out") == 3 ]] || fail "a layout's shares were not checked"
+
+# Placement tp-dp-pp: rank = tp + T (dp + D pp). The last stage of PP 2 x DP 2 is ranks 2 and 3 (dp 0, 1);
+# with TP 2 x DP 2 replica d's first rank is 2 d.
+losses "$dp" "0, 1" >"$work/dp.txt"
+losses "$gpipe" "2, 3" >"$work/gpipe.txt"
+losses "$f1b" "2, 3" >"$work/1f1b.txt"
+losses "$tp" "0, 2" >"$work/tp.txt"
+[[ $(wc -l <"$work/dp.txt") == 123 ]] || fail "pure DP stored $(wc -l <"$work/dp.txt") loss rows, not 2 x 60 + 3 evaluations"
+for run_id in "$dp" "$gpipe" "$f1b" "$tp"; do
+  [[ $(sqlite3 "$db" "select count(*) from (select step from steps where run_id = $run_id group by step having sum(samples) = 64)") == 60 ]] ||
+    fail "run $run_id: a step's rows do not add up to the global batch of 64"
+done
+# Rank 0 of the pipeline holds no loss: stored as NULL.
+[[ $(sqlite3 "$db" "select count(*) from steps where run_id = $gpipe and rank in (0, 1) and loss is not null") == 0 ]] ||
+  fail "the first stage stored a loss"
+cmp -s "$work/dp.txt" "$work/gpipe.txt" || fail "PP 2 x DP 2 (gpipe, 1 microbatch) is not pure DP bit for bit: $(diff "$work/dp.txt" "$work/gpipe.txt" | head -4)"
+for layout in 1f1b tp; do
+  paste -d'|' "$work/dp.txt" "$work/$layout.txt" | awk -F'|' -v name="$layout" '
+    { for (i = 2; i <= NF / 2; ++i) { a = $i; b = $(i + NF / 2); d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b;
+        if (m < 1) m = 1; if (d / m > worst) worst = d / m; if ($1 != $(1 + NF / 2)) bad = 1 } }
+    END { printf "%s: largest relative difference from pure DP %.2g\n", name, worst; exit (bad || worst > 1e-5) }' ||
+    fail "$layout strays from pure DP by more than 1e-5 relative"
+done

@@ -1,0 +1,61 @@
+// require_runnable_layout: what the runtime refuses on a split model, each refusal at its setting's
+// file:line:col, and nothing refused without a split.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "ddplab/runtime/model_parallel.hpp"
+
+namespace ddplab {
+namespace {
+
+std::string error_of(const std::string& toml) {
+  const Scenario sc = parse_scenario(toml + "[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n", "r.toml");
+  try {
+    require_runnable_layout(sc);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kPipeline = "[parallel]\npp = 2\n";
+
+TEST(RunnableLayout, ASplitMlpOnTheCpuRuns) {
+  EXPECT_EQ(error_of(kPipeline), "no error");
+  EXPECT_EQ(error_of("[parallel]\ntp = 2\npp = 2\nmicrobatches = 4\n[train]\noptimizer = \"adam\"\n"), "no error");
+  // Without a split nothing is refused: these run on whole replicas.
+  EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\n[train]\ncheckpoint_every = 4\nclip_grad_norm = 1.0\n"), "no error");
+}
+
+TEST(RunnableLayout, WhatAssumesWholeReplicasIsRefusedAtItsSetting) {
+  EXPECT_EQ(error_of(kPipeline + "[train]\ncheckpoint_every = 4\n").rfind(
+                "r.toml:4:20: train.checkpoint_every = 4: the runtime does not run it on a split model (parallel.pp = 2) "
+                "yet: a checkpoint holds whole replicas",
+                0),
+            0u);
+  EXPECT_EQ(error_of(kPipeline + "[train]\nconsistency_every = 2\n").rfind("r.toml:4:21: train.consistency_every = 2", 0), 0u);
+  EXPECT_EQ(error_of(kPipeline + "[train]\nclip_grad_norm = 1.0\n").rfind("r.toml:4:18: train.clip_grad_norm = 1", 0), 0u);
+  EXPECT_EQ(error_of(kPipeline + "[train]\nbackend = \"cuda+mpi\"\n").rfind("r.toml:4:11: train.backend = \"cuda+mpi\"", 0), 0u);
+  EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\n" + kPipeline).rfind("r.toml:2:8: model.type = \"cnn\": the runtime does not "
+                                                                    "run it on a split model (parallel.pp = 2) yet: only "
+                                                                    "the MLP is split", 0),
+            0u);
+  // [data] keeps no positions: the layout's is named.
+  EXPECT_EQ(error_of("[parallel]\ntp = 2\n[data]\npartition = \"quantity\"\nuneven = \"join\"\n")
+                .rfind("r.toml:2:6: data.uneven = \"join\": the runtime does not run it on a split model (parallel.tp = 2)", 0),
+            0u);
+  EXPECT_EQ(error_of(kPipeline + "[data]\npartition = \"shards\"\nbalance = \"class_weighted\"\n").rfind("r.toml:2:6: data.balance", 0),
+            0u);
+}
+
+TEST(RunnableLayout, APerTensorOptimizerIsRefusedOnTensorSplitsOnly) {
+  EXPECT_EQ(error_of("[parallel]\ntp = 2\n[train]\noptimizer = \"lamb\"\n")
+                .rfind("r.toml:4:13: train.optimizer = \"lamb\": the runtime does not run it on a split model (parallel.tp = "
+                       "2) yet: its per-tensor norms would see a TP share of each tensor", 0),
+            0u);
+  EXPECT_EQ(error_of(kPipeline + "[train]\noptimizer = \"lamb\"\n"), "no error");  // a stage holds whole tensors
+}
+
+}  // namespace
+}  // namespace ddplab
