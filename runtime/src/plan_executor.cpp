@@ -160,7 +160,7 @@ void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
   passes_->tp_summed(op.microbatch, op.index, op.gradient);
 }
 
-void PlanExecutor::run_p2p(const PlanOp& op, OpRecord& out) {
+void PlanExecutor::run_p2p(const PlanOp& op, StepRecord& rec, OpRecord& out) {
   const bool send = op.kind == OpKind::PpSend;
   const StagePasses::Span span = passes_->boundary(op.microbatch, op.chunk, op.gradient, send);
   // One tag per direction and chunk boundary, named by the place whose pass produced the data, as the
@@ -175,16 +175,17 @@ void PlanExecutor::run_p2p(const PlanOp& op, OpRecord& out) {
   if (send) {
     pipeline_->isend(span.data, bytes, op.peer, tag);  // completed at the end of the step
     out.bytes += bytes;
+    rec.bytes_to_stage[op.peer] += bytes;  // only the comm thread touches it before the step ends
     return;
   }
   pipeline_->irecv(span.data, bytes, op.peer, tag);
   pipeline_->wait_receives();
 }
 
-void PlanExecutor::run_comm(const PlanOp& op, StepRecord&, OpRecord& out) {
+void PlanExecutor::run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out) {
   if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) {
     if (!pipeline_) throw std::logic_error("PlanExecutor: a pipeline plan without set_groups");
-    return run_p2p(op, out);
+    return run_p2p(op, rec, out);
   }
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
     float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);

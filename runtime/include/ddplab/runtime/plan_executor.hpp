@@ -44,7 +44,8 @@ struct StepRecord {
   std::uint64_t bytes_sent = 0;
   double loss = 0;
   std::vector<OpRecord> ops;
-  std::map<int, std::uint64_t> bytes_to_peer;  // this step, by destination rank
+  std::map<int, std::uint64_t> bytes_to_peer;   // this step's collectives, by destination rank of the DP group
+  std::map<int, std::uint64_t> bytes_to_stage;  // this step's pipeline sends, by destination stage
 };
 
 class PlanExecutor {
@@ -90,7 +91,7 @@ class PlanExecutor {
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
   void run_tp_sync(const PlanOp& op, OpRecord& out);  // on the compute thread
-  void run_p2p(const PlanOp& op, OpRecord& out);      // PpSend, PpRecv on the comm thread
+  void run_p2p(const PlanOp& op, StepRecord& rec, OpRecord& out);  // PpSend, PpRecv on the comm thread
   void update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors);  // the optimizer on a range
   double sum_squares_to_update() const;  // this rank's gradients that its plan's updates read
   void apply_layout();
