@@ -1,5 +1,5 @@
 // Per-device memory of a GPT-style transformer under a 3D layout (TP x PP x DP, a ZeRO stage, a pipeline
-// schedule), from the published accounting, for the layouts the runtime does not run yet
+// schedule), from the published accounting, for the transformer layouts that only the simulator runs
 // (docs/model-parallel.md, "The memory model"): mixed-precision Adam's model states by ZeRO stage
 // (Rajbhandari et al. 2020, arXiv 1910.02054, section V: 2 + 2 + K bytes per parameter, K = 12) and each
 // layer's activations per microbatch (Korthikanti et al. 2022, arXiv 2205.05198, Table 2: 16-bit
