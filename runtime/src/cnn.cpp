@@ -5,12 +5,12 @@
 #include <random>
 #include <stdexcept>
 
+#include "cnn_kernels.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 
 namespace ddplab {
 namespace {
 using Kind = CnnLayer::Kind;
-constexpr std::size_t kColBudget = std::size_t(4) << 20;  // floats in one im2col block (16 MiB)
 std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 }  // namespace
 
@@ -26,7 +26,7 @@ Cnn::Cnn(Ops& ops, std::vector<CnnLayer> layout, const ModelConfig& model, int m
     out_.emplace_back(ops_, b * L.out_elems());
     pooled_.emplace_back(L.pool ? DeviceBuffer(ops_, b * L.next_elems()) : DeviceBuffer());
     widest = std::max(widest, L.out_elems());
-    if (L.kind == Kind::Conv) col = std::max(col, sz(chunk(L)) * L.pixels() * sz(L.in * L.kernel * L.kernel));
+    if (L.kind == Kind::Conv) col = std::max(col, im2col_floats(L, max_batch));
     if (L.kind == Kind::Norm) {
       norm_[l] = {DeviceBuffer(ops_, 2 * sz(L.out) + 1), DeviceBuffer(ops_, sz(L.out)), DeviceBuffer(ops_, sz(L.out)),
                   DeviceBuffer(ops_, 2 * sz(L.out)), running};
@@ -40,25 +40,31 @@ Cnn::Cnn(Ops& ops, std::vector<CnnLayer> layout, const ModelConfig& model, int m
   delta_b_ = DeviceBuffer(ops_, b * widest);
 }
 
-int Cnn::chunk(const CnnLayer& L) const {
-  const std::size_t per_sample = L.pixels() * sz(L.in * L.kernel * L.kernel);
-  return static_cast<int>(std::clamp<std::size_t>(kColBudget / per_sample, 1, sz(max_batch())));
-}
-
-void Cnn::init(std::uint64_t seed) {
+std::vector<float> cnn_initial_params(const std::vector<CnnLayer>& layout, std::uint64_t seed) {
+  const ModelSpec spec = cnn_model_spec(layout);
   std::mt19937_64 rng(seed);
-  std::vector<float> host(num_params());
-  const auto& info = param_info();
-  for (std::size_t i = 0; i < info.size(); ++i) {
-    const CnnLayer& L = layout_.at(static_cast<std::size_t>(info[i].layer));
+  std::vector<float> out;
+  out.reserve(spec.parameter_count());
+  for (const ParamSpec& p : spec.params) {
+    const CnnLayer& L = layout.at(static_cast<std::size_t>(p.layer));
     if (L.kind == Kind::Norm) {  // weight 1, bias 0
-      std::fill_n(host.begin() + static_cast<std::ptrdiff_t>(info[i].offset), info[i].count,
-                  info[i].name.ends_with(".weight") ? 1.0f : 0.0f);
+      out.insert(out.end(), p.count(), p.name.ends_with(".weight") ? 1.0f : 0.0f);
       continue;
     }
     const float fan_in = static_cast<float>(L.in * (L.kind == Kind::Conv ? L.kernel * L.kernel : 1));
     std::uniform_real_distribution<float> dist(-1.0f / std::sqrt(fan_in), 1.0f / std::sqrt(fan_in));
-    for (std::size_t k = 0; k < info[i].count; ++k) host[info[i].offset + k] = dist(rng);
+    for (std::size_t k = 0; k < p.count(); ++k) out.push_back(dist(rng));
+  }
+  return out;
+}
+
+void Cnn::init(std::uint64_t seed) {
+  const std::vector<float> ordered = cnn_initial_params(layout_, seed);
+  std::vector<float> host(num_params());
+  std::size_t at = 0;
+  for (const ParamInfo& p : param_info()) {
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, host.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    at += p.count;
   }
   ops_.to_device(params(), host.data(), host.size());
   // Running statistics: mean 0, variance 1.
@@ -124,16 +130,9 @@ float* Cnn::sync_grads(int layer) {
 
 void Cnn::conv_forward(std::size_t l, const float* in) {
   const CnnLayer& L = layout_[l];
-  const int ckk = L.in * L.kernel * L.kernel, step = chunk(L);
   const int first = layer_params(static_cast<int>(l)).front();
-  for (int s = 0; s < batch_; s += step) {
-    const int n = std::min(step, batch_ - s), rows = L.rows(n);
-    ops_.im2col(in + sz(s) * L.pixels() * sz(L.in), col_.data(), n, L.h, L.w, L.in, L.kernel);
-    // Y = col W^T: one row per output pixel, one column per output channel (NHWC).
-    ops_.gemm(false, true, rows, L.out, ckk, 1.0f, col_.data(), ckk, param(first), ckk, 0.0f,
-              out_[l].data() + sz(s) * L.out_elems(), L.out);
-  }
-  if (L.bias) ops_.add_bias(out_[l].data(), param(first + 1), L.rows(batch_), L.out);
+  ddplab::conv_forward(ops_, L, param(first), L.bias ? param(first + 1) : nullptr, in, out_[l].data(), batch_, col_.data(),
+                       im2col_block(L, max_batch()));
 }
 
 void Cnn::norm_forward(std::size_t l, const float* in, bool moments_taken) {
@@ -201,21 +200,10 @@ void Cnn::backward_layer(int layer, bool accumulate) {
 
 void Cnn::conv_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {
   const CnnLayer& L = layout_[l];
-  const int ckk = L.in * L.kernel * L.kernel, step = chunk(L);
   const int first = layer_params(static_cast<int>(l)).front();
-  for (int s = 0; s < batch_; s += step) {
-    const int n = std::min(step, batch_ - s), rows = L.rows(n);
-    const float* dy_s = dy + sz(s) * L.out_elems();
-    // dW (out x in k k) += dY^T col over this block's pixels.
-    ops_.im2col(in + sz(s) * L.pixels() * sz(L.in), col_.data(), n, L.h, L.w, L.in, L.kernel);
-    ops_.gemm(true, false, L.out, ckk, rows, 1.0f, dy_s, L.out, col_.data(), ckk, accumulate || s > 0 ? 1.0f : 0.0f,
-              grad(first), ckk);
-    if (l == 0) continue;  // no gradient needed for the input
-    // dcol = dY W, then each input pixel sums what its windows received.
-    ops_.gemm(false, false, rows, ckk, L.out, 1.0f, dy_s, L.out, param(first), ckk, 0.0f, col_.data(), ckk);
-    ops_.col2im(col_.data(), next_ + sz(s) * L.pixels() * sz(L.in), n, L.h, L.w, L.in, L.kernel);
-  }
-  if (L.bias) ops_.bias_grad(dy, grad(first + 1), L.rows(batch_), L.out, accumulate);
+  // The model's input needs no gradient.
+  ddplab::conv_backward(ops_, L, param(first), in, dy, grad(first), L.bias ? grad(first + 1) : nullptr, l == 0 ? nullptr : next_,
+                        batch_, col_.data(), im2col_block(L, max_batch()), accumulate);
 }
 
 void Cnn::norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {

@@ -9,6 +9,10 @@
 
 namespace ddplab {
 
+// The whole CNN's initial parameters in parameter order (Cnn::init's draw, below), which a split model's
+// shares are cut from.
+std::vector<float> cnn_initial_params(const std::vector<CnnLayer>& layout, std::uint64_t seed);
+
 class Cnn final : public Model {
  public:
   Cnn(Ops& ops, const ModelConfig& model, int max_batch);
@@ -42,7 +46,6 @@ class Cnn final : public Model {
   void norm_forward(std::size_t l, const float* in, bool moments_taken);
   void norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate);
   void norm_input_grad(std::size_t l, const float* dy);  // dx of a norm layer from its (summed) gradient sums
-  int chunk(const CnnLayer& L) const;  // samples per im2col block, so the column buffer stays bounded
 
   std::vector<CnnLayer> layout_;
   bool training_ = true;
