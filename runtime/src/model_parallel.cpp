@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "ddplab/runtime/split_mlp.hpp"
+#include "ddplab/runtime/split_model.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 
 namespace ddplab {
@@ -20,8 +20,11 @@ void require_runnable_layout(const Scenario& sc) {
                                     it != where.end() ? it->second : split_at, what, split, why));
   };
   const TrainConfig& tr = sc.train;
-  if (sc.model.type != "mlp")
-    refuse(sc.model.where, "type", fmt::format("model.type = \"{}\"", sc.model.type), "only the MLP is split");
+  if (sc.model.type != "mlp" && sc.model.type != "cnn")
+    refuse(sc.model.where, "type", fmt::format("model.type = \"{}\"", sc.model.type), "the MLP and the CNN split");
+  if (sc.model.type == "cnn" && sc.model.bn != "none")
+    refuse(sc.model.where, "bn", fmt::format("model.bn = \"{}\"", sc.model.bn),
+           "batch norm's statistics would be a microbatch's, or a TP share's");
   if (tr.backend != "cpu")
     refuse(tr.where, "backend", fmt::format("train.backend = \"{}\"", tr.backend), "the shares train on the CPU backend");
   if (tr.checkpoint_every > 0)
@@ -60,8 +63,7 @@ RankParallel::RankParallel(const Scenario& sc, Communicator& world, int ranks_pe
 
 std::unique_ptr<Model> RankParallel::make_model(Ops& ops, const ModelConfig& model, int batch) const {
   if (!split()) return ddplab::make_model(ops, model, batch);
-  if (model.type != "mlp") throw std::invalid_argument("the runtime splits the MLP only, not model type \"" + model.type + "\"");
-  return std::make_unique<SplitMlp>(ops, model.layers, stage().model, stage().context.pipeline, layout().tp(), coord_.tp,
+  return std::make_unique<SplitModel>(ops, model, stage().model, stage().context.pipeline, layout().tp(), coord_.tp,
                                     batch);
 }
 
@@ -70,7 +72,7 @@ void RankParallel::attach(PlanExecutor& executor) {
 }
 
 std::vector<float> RankParallel::whole_parameters(Model& model) {
-  auto* split_model = dynamic_cast<SplitMlp*>(&model);
+  auto* split_model = dynamic_cast<SplitModel*>(&model);
   if (!split_model) throw std::logic_error("RankParallel::whole_parameters: not a split model");
   std::vector<float> whole = coord_.dp == 0 ? split_model->whole_contribution(coord_.tp == 0)
                                             : std::vector<float>(split_model->whole_params(), 0.0f);

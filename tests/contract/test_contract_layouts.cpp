@@ -1,5 +1,5 @@
 // Run under mpirun -np 4. The byte contract of "one plan, two executors" for model-parallel layouts: the
-// runtime (SplitMlp shares through PlanExecutor over their DP, TP and pipeline groups) and the simulator
+// runtime (SplitModel shares through PlanExecutor over their DP, TP and pipeline groups) and the simulator
 // (each rank's stage plan replayed) send the same bytes from each rank to each other rank, and the same
 // bytes in each op, over the first steps (the first sync, the bucket rebuild after it, a steady step).
 // Pairs inside a TP group are left out of the per-pair comparison: its allreduces are `native`, the MPI
@@ -26,6 +26,7 @@ struct Case {
   std::string label;
   int tp = 1, pp = 1, microbatches = 1, virtual_stages = 1;
   std::string schedule = "1f1b", policy = "overlap";
+  bool cnn = false;  // a small CNN (conv blocks on the first stage) instead of the MLP
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 
@@ -34,6 +35,12 @@ Scenario scenario(const Case& c) {
   sc.path = "<contract>";
   sc.name = "contract-layouts";
   sc.model.layers = {784, 64, 32, 16, 10};
+  if (c.cnn) {
+    sc.model.type = "cnn";
+    sc.model.conv = {4, 8};
+    sc.model.kernel = 3;
+    sc.model.hidden = {16};
+  }
   sc.train.batch_size = kBatch;
   sc.train.seed = 7;
   sc.parallel.tp = c.tp, sc.parallel.pp = c.pp, sc.parallel.microbatches = c.microbatches;
@@ -154,6 +161,8 @@ std::vector<Case> cases() {
       {"pp2_dp2_interleaved_2x2", 1, 2, 2, 2, "interleaved"},
       {"tp2_dp2", 2, 1, 1, 1, "1f1b"},
       {"tp2_pp2_1f1b_2", 2, 2, 2, 1, "1f1b"},
+      {"cnn_pp2_dp2_1f1b_2", 1, 2, 2, 1, "1f1b", "overlap", true},
+      {"cnn_tp2_dp2", 2, 1, 1, 1, "1f1b", "overlap", true},
   };
   // Every sync policy but the parameter server (refused with a split model) on PP 2 x DP 2.
   for (const PolicyInfo& p : policies())

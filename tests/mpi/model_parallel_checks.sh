@@ -3,10 +3,11 @@
 # parallelism on 2 (model-parallel.toml) at the same global batch: every step's stored rows add up to the
 # global batch, the losses of PP 2 x DP 2 with one microbatch (gpipe) are pure DP's bit for bit (the same
 # sums in the same order), and those of 1F1B with 4 microbatches and of TP 2 x DP 2, which reorder sums,
-# within 1e-5 relative; so are the evaluations of the assembled model.
-# usage: model_parallel_checks.sh DDPLAB SCENARIO
+# within 1e-5 relative; so are the evaluations of the assembled model. With CNN_SCENARIO, the CNN's PP 2 x
+# DP 2 with one microbatch against its pure DP, bit for bit.
+# usage: model_parallel_checks.sh DDPLAB SCENARIO [CNN_SCENARIO]
 set -u
-ddplab=$1 scenario=$2
+ddplab=$1 scenario=$2 cnn_scenario=${3:-}
 work=$(mktemp -d /tmp/ddplab-mp-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 db=$work/results.db
@@ -16,7 +17,7 @@ touch "$work/out"
 # run NAME NP [PARALLEL]: the scenario with a [parallel] table of PARALLEL's lines; prints the run's id.
 run() {
   local name=$1 np=$2 parallel=${3:-}
-  { cat "$scenario"; [[ -n $parallel ]] && printf '[parallel]\n%b\n' "$parallel"; } >"$work/$name.toml"
+  { cat "${from:-$scenario}"; [[ -n $parallel ]] && printf '[parallel]\n%b\n' "$parallel"; } >"$work/$name.toml"
   "$ddplab" run "$work/$name.toml" --np "$np" --db "$db" >>"$work/out" 2>&1 || fail "$name exited $?"
   sqlite3 "$db" "select max(id) from runs"
 }
@@ -55,3 +56,13 @@ for layout in 1f1b tp; do
     END { printf "%s: largest relative difference from pure DP %.2g\n", name, worst; exit (bad || worst > 1e-5) }' ||
     fail "$layout strays from pure DP by more than 1e-5 relative"
 done
+if [[ -n $cnn_scenario ]]; then
+  from=$cnn_scenario
+  cnn_dp=$(run cnn-dp 2)
+  cnn_gpipe=$(run cnn-pp-gpipe 4 'pp = 2\nmicrobatches = 1\npipeline_schedule = "gpipe"')
+  losses "$cnn_dp" "0, 1" >"$work/cnn-dp.txt"
+  losses "$cnn_gpipe" "2, 3" >"$work/cnn-gpipe.txt"
+  [[ $(wc -l <"$work/cnn-dp.txt") == 42 ]] || fail "the CNN's pure DP stored $(wc -l <"$work/cnn-dp.txt") loss rows, not 2 x 20 + 2 evaluations"
+  cmp -s "$work/cnn-dp.txt" "$work/cnn-gpipe.txt" ||
+    fail "the CNN's PP 2 x DP 2 (gpipe, 1 microbatch) is not pure DP bit for bit: $(diff "$work/cnn-dp.txt" "$work/cnn-gpipe.txt" | head -4)"
+fi

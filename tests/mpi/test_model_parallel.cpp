@@ -1,4 +1,4 @@
-// Run under mpirun -np 4: the MLP trained on model-parallel layouts (TP x DP, PP x DP, TP x PP, interleaved)
+// Run under mpirun -np 4: the MLP and the CNN trained on model-parallel layouts (TP x DP, PP x DP, TP x PP, interleaved)
 // through the real PlanExecutor, against pure data parallelism on as many replicas, for every policy that
 // keeps replicas exact (no compression): PP with one microbatch computes the same sums in the same order and
 // ends bit for bit on pure DP's parameters; TP and microbatches reorder sums, within a stated tolerance.
@@ -9,11 +9,12 @@
 
 #include "mpi_test_main.hpp"
 #include "optimizer_runs.hpp"
+#include "small_cnn.hpp"
 
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
-#include "ddplab/runtime/split_mlp.hpp"
+#include "ddplab/runtime/split_model.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
@@ -23,12 +24,12 @@ constexpr int kBatch = 8, kSteps = 4;
 const std::vector<int> kWidths{12, 8, 6, 4, 5};
 
 // Replica d's batch of step s: samples [d * kBatch, (d + 1) * kBatch) of the step's global batch.
-void batch(int s, int d, std::vector<float>& x, std::vector<std::int32_t>& y) {
+void batch(const ModelConfig& model, int s, int d, std::vector<float>& x, std::vector<std::int32_t>& y) {
   x.clear(), y.clear();
   for (int i = d * kBatch; i < (d + 1) * kBatch; ++i) {
     std::mt19937 rng(static_cast<unsigned>(1000 * s + i));
     std::normal_distribution<float> n(0.0f, 1.0f);
-    for (int k = 0; k < kWidths.front(); ++k) x.push_back(n(rng));
+    for (int k = 0; k < model.input_features(); ++k) x.push_back(n(rng));
     y.push_back(static_cast<std::int32_t>(rng() % 5));
   }
 }
@@ -40,11 +41,13 @@ OptimizerConfig sgd() {
   return oc;
 }
 
-Scenario scenario(int tp, int pp, int microbatches, const std::string& schedule, int virtual_stages = 1) {
+Scenario scenario(int tp, int pp, int microbatches, const std::string& schedule, int virtual_stages = 1,
+                  bool cnn = false) {
   Scenario sc;
   sc.path = "<test>";
   sc.model.type = "mlp";
   sc.model.layers = kWidths;
+  if (cnn) sc.model = test::small_cnn(2, 6, 5);
   sc.train.batch_size = kBatch;
   sc.parallel.tp = tp, sc.parallel.pp = pp, sc.parallel.microbatches = microbatches;
   sc.parallel.pipeline_schedule = schedule, sc.parallel.virtual_stages = virtual_stages;
@@ -80,7 +83,7 @@ Trained split_run(const Scenario& sc, const std::string& policy) {
     std::vector<float> x;
     std::vector<std::int32_t> y;
     for (int s = 0; s < kSteps; ++s) {
-      batch(s, rp.coord().dp, x, y);
+      batch(sc.model, s, rp.coord().dp, x, y);
       out.losses.push_back(exec.run_step(s, x.data(), y.data(), kBatch).loss);
     }
     exec.finish(kSteps);
@@ -90,11 +93,12 @@ Trained split_run(const Scenario& sc, const std::string& policy) {
 }
 
 // The same on `replicas` ranks of pure data parallelism (the world cut into groups of that many).
-Trained pure_dp(const std::string& policy, int replicas) {
+Trained pure_dp(const ModelConfig& config, const std::string& policy, int replicas) {
   Communicator& world = *g_comm;
   std::unique_ptr<Communicator> group = world.split(world.rank() / replicas);
   auto ops = make_ops("cpu");
-  Mlp model(*ops, kWidths, kBatch);
+  const std::unique_ptr<Model> owned = make_model(*ops, config, kBatch);
+  Model& model = *owned;
   model.init(3);
   StrategyContext ctx{replicas, replicas, kBatch, 1};
   Strategy strategy(strategy_config(policy), model.spec(), ctx);
@@ -104,7 +108,7 @@ Trained pure_dp(const std::string& policy, int replicas) {
     std::vector<float> x;
     std::vector<std::int32_t> y;
     for (int s = 0; s < kSteps; ++s) {
-      batch(s, group->rank(), x, y);
+      batch(config, s, group->rank(), x, y);
       out.losses.push_back(exec.run_step(s, x.data(), y.data(), kBatch).loss);
     }
     exec.finish(kSteps);
@@ -131,6 +135,10 @@ std::vector<Case> cases() {
       {"PP 2 x DP 2, interleaved x 2, 2 microbatches", scenario(1, 2, 2, "interleaved", 2), false},
       {"TP 2 x DP 2", scenario(2, 1, 1, "1f1b"), false},
       {"TP 2 x PP 2, 1f1b, 2 microbatches", scenario(2, 2, 2, "1f1b"), false},
+      // The CNN: its layers are marked for no TP split, so the TP ranks hold them whole and run the same sums.
+      {"CNN, PP 2 x DP 2, gpipe, 1 microbatch", scenario(1, 2, 1, "gpipe", 1, true), true},
+      {"CNN, PP 2 x DP 2, 1f1b, 4 microbatches", scenario(1, 2, 4, "1f1b", 1, true), false},
+      {"CNN, TP 2 x DP 2", scenario(2, 1, 1, "1f1b", 1, true), true},
   };
 }
 
@@ -141,7 +149,7 @@ TEST(ModelParallel, EveryLayoutTrainsAsPureDataParallelism) {
     const RankCoord me = layout.coord(g_comm->rank());
     for (const PolicyInfo& p : policies()) {
       if (p.shards == Shards::Servers) continue;  // refused with a split model
-      const Trained want = pure_dp(p.name, layout.dp());
+      const Trained want = pure_dp(c.sc.model, p.name, layout.dp());
       const Trained got = split_run(c.sc, p.name);
       const std::string what = std::string(c.name) + ", " + p.name + " on rank " + std::to_string(g_comm->rank());
       ASSERT_EQ(got.whole.size(), want.whole.size()) << what;

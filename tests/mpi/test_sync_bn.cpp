@@ -8,6 +8,7 @@
 
 #include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
+#include "small_cnn.hpp"
 #include "optimizer_runs.hpp"
 
 #include "ddplab/runtime/cnn.hpp"
@@ -21,17 +22,7 @@ namespace {
 constexpr int kBatch = 3, kSteps = 2;
 constexpr float kLr = 0.1f;
 
-ModelConfig cnn(const std::string& bn) {
-  ModelConfig m;
-  m.type = "cnn";
-  m.image = {8, 8, 1};
-  m.conv = {3, 4};
-  m.kernel = 3;
-  m.hidden = {6};
-  m.classes = 3;
-  m.bn = bn;
-  return m;
-}
+ModelConfig cnn(const std::string& bn) { return test::small_cnn(1, 6, 3, bn); }
 
 // Samples [first, first + count) of step s's global batch (deterministic).
 void batch(int s, int first, int count, std::vector<float>& x, std::vector<std::int32_t>& y) {

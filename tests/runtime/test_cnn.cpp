@@ -11,21 +11,12 @@
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "finite_differences.hpp"
+#include "small_cnn.hpp"
 
 namespace ddplab {
 namespace {
 
-ModelConfig small_cnn(const std::string& bn) {
-  ModelConfig m;
-  m.type = "cnn";
-  m.image = {8, 8, 2};
-  m.conv = {3, 4};
-  m.kernel = 3;
-  m.hidden = {5};
-  m.classes = 3;
-  m.bn = bn;
-  return m;
-}
+ModelConfig small_cnn(const std::string& bn) { return test::small_cnn(2, 5, 3, bn); }
 
 
 TEST(Cnn, DefaultLayoutHasPyTorchShapesAndOrder) {

@@ -21,8 +21,9 @@ std::string error_of(const std::string& toml) {
 
 const std::string kPipeline = "[parallel]\npp = 2\n";
 
-TEST(RunnableLayout, ASplitMlpOnTheCpuRuns) {
+TEST(RunnableLayout, ASplitMlpOrCnnOnTheCpuRuns) {
   EXPECT_EQ(error_of(kPipeline), "no error");
+  EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\n" + kPipeline), "no error");
   EXPECT_EQ(error_of("[parallel]\ntp = 2\npp = 2\nmicrobatches = 4\n[train]\noptimizer = \"adam\"\n"), "no error");
   // Without a split nothing is refused: these run on whole replicas.
   EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\n[train]\ncheckpoint_every = 4\nclip_grad_norm = 1.0\n"), "no error");
@@ -37,10 +38,11 @@ TEST(RunnableLayout, WhatAssumesWholeReplicasIsRefusedAtItsSetting) {
   EXPECT_EQ(error_of(kPipeline + "[train]\nconsistency_every = 2\n").rfind("r.toml:4:21: train.consistency_every = 2", 0), 0u);
   EXPECT_EQ(error_of(kPipeline + "[train]\nclip_grad_norm = 1.0\n").rfind("r.toml:4:18: train.clip_grad_norm = 1", 0), 0u);
   EXPECT_EQ(error_of(kPipeline + "[train]\nbackend = \"cuda+mpi\"\n").rfind("r.toml:4:11: train.backend = \"cuda+mpi\"", 0), 0u);
-  EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\n" + kPipeline).rfind("r.toml:2:8: model.type = \"cnn\": the runtime does not "
-                                                                    "run it on a split model (parallel.pp = 2) yet: only "
-                                                                    "the MLP is split", 0),
+  EXPECT_EQ(error_of("[model]\ntype = \"cnn\"\nbn = \"sync\"\n" + kPipeline).rfind("r.toml:3:6: model.bn = \"sync\": the runtime "
+                                                                                  "does not run it on a split model "
+                                                                                  "(parallel.pp = 2) yet: batch norm", 0),
             0u);
+  EXPECT_EQ(error_of("[model]\ntype = \"table\"\ntable = \"gpt2_xl\"\n" + kPipeline).rfind("r.toml:2:8: model.type = \"table\"", 0), 0u);
   // [data] keeps no positions: the layout's is named.
   EXPECT_EQ(error_of("[parallel]\ntp = 2\n[data]\npartition = \"quantity\"\nuneven = \"join\"\n")
                 .rfind("r.toml:2:6: data.uneven = \"join\": the runtime does not run it on a split model (parallel.tp = 2)", 0),

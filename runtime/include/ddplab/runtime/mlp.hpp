@@ -8,7 +8,7 @@
 namespace ddplab {
 
 // The whole MLP's initial parameters in parameter order: PyTorch's nn.Linear default (weight and bias ~
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in))), deterministic in seed; what Mlp::init and SplitMlp::init draw.
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in))), deterministic in seed; what Mlp::init and SplitModel::init draw.
 std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed);
 
 class Mlp final : public Model {

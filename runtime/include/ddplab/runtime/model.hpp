@@ -80,7 +80,7 @@ class Model {
   // each bucket of a strategy is one contiguous range. offsets[i] is parameter i's new first element.
   void set_offsets(const std::vector<std::size_t>& offsets);
 
-  // A model that runs a pipeline stage's or a TP share's passes by microbatch (SplitMlp); nullptr for the
+  // A model that runs a pipeline stage's or a TP share's passes by microbatch (SplitModel); nullptr for the
   // models that run whole-batch passes.
   virtual StagePasses* stage_passes() { return nullptr; }
 

@@ -14,7 +14,8 @@
 
 namespace ddplab {
 
-// What the runtime cannot run yet on a split model (tp or pp > 1): another model than the MLP, a GPU
+// What the runtime cannot run yet on a split model (tp or pp > 1): another model than the MLP or the CNN
+// (without batch norm), a GPU
 // backend, checkpoints, consistency checks, gradient clipping (a norm over every share), a per-tensor
 // optimizer on TP-split tensors, data.uneven = "join" and class-weighted losses. Throws ScenarioError at the
 // setting's file:line:col (parallel.tp or pp's for the [data] ones, which keep no positions). Nothing
@@ -41,12 +42,12 @@ class RankParallel {
   int replica_zero(int rank) const;
   const StageSpec& stage() const { return stages_.stages.at(static_cast<std::size_t>(coord_.pp)); }
   Communicator& data() { return dp_ ? *dp_ : world_; }  // where the plan's DP collectives run
-  // This rank's model: the scenario's (make_model) without a split, else its stage's share (SplitMlp).
+  // This rank's model: the scenario's (make_model) without a split, else its stage's share (SplitModel).
   std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int batch) const;
   // Gives an executor of this rank's stage its TP group and pipeline (nothing without a split).
   void attach(PlanExecutor& executor);
   // Collective over the world: the whole model's parameters on every rank, in parameter order, from the
-  // shares of replica 0 (SplitMlp::whole_contribution), bit for bit.
+  // shares of replica 0 (SplitModel::whole_contribution), bit for bit.
   std::vector<float> whole_parameters(Model& model);
   // "rank 3 (tp 1, pp 1, dp 0)", or "rank 3" without a split
   std::string describe_rank(int rank) const;

@@ -1,6 +1,6 @@
 // What PlanExecutor needs of a model to run a pipeline or tensor-parallel plan (ops with microbatch >= 0,
 // strategies/pipeline_plan.cpp): its passes by microbatch and chunk, and the buffers that the plan's
-// point-to-point sends and TP allreduces move. SplitMlp implements it.
+// point-to-point sends and TP allreduces move. SplitModel implements it.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,5 @@
-// SplitMlp, a rank's share of an MLP under tensor and pipeline parallelism, against the unsplit Mlp: the TP
+// SplitModel, a rank's share of an MLP or a CNN under tensor and pipeline parallelism, against the unsplit
+// model: the TP
 // group and the pipeline are emulated in one process (a TP allreduce is the shards' sum, a send a copy), and
 // the shares' gradients put together must be the whole model's.
 #include <gtest/gtest.h>
@@ -7,7 +8,10 @@
 #include <random>
 
 #include "ddplab/runtime/mlp.hpp"
-#include "ddplab/runtime/split_mlp.hpp"
+#include "ddplab/runtime/cnn.hpp"
+#include "ddplab/runtime/split_model.hpp"
+#include "ddplab/strategies/model_library.hpp"
+#include "small_cnn.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/strategies/tensor_parallel.hpp"
@@ -35,21 +39,34 @@ struct Whole {
   double loss = 0;
   std::vector<float> grads;
 };
-Whole unsplit(Ops& ops, const std::vector<int>& widths, const Batch& b) {
+ModelConfig mlp(const std::vector<int>& widths) {
+  ModelConfig m;
+  m.type = "mlp";
+  m.layers = widths;
+  return m;
+}
+
+ModelConfig cnn() { return test::small_cnn(2, 6, 5); }
+
+// The unsplit model's loss and gradients (parameter order) on the whole batch.
+Whole unsplit(Ops& ops, const ModelConfig& config, const Batch& b) {
   const int rows = static_cast<int>(b.y.size());
-  Mlp m(ops, widths, rows);
-  m.init(kSeed);
-  m.forward(b.x.data(), rows);
+  const std::unique_ptr<Model> m = make_model(ops, config, rows);
+  m->init(kSeed);
+  m->forward(b.x.data(), rows);
   Whole w;
-  w.loss = m.backward(b.y.data());
-  w.grads.resize(m.num_params());
-  ops.to_host(w.grads.data(), m.grads(), w.grads.size());
+  w.loss = m->backward(b.y.data());
+  std::vector<float> at_offsets(m->num_params());
+  ops.to_host(at_offsets.data(), m->grads(), at_offsets.size());
+  for (const ParamInfo& p : m->param_info())  // parameter order, as whole_contribution gives it
+    w.grads.insert(w.grads.end(), at_offsets.begin() + static_cast<std::ptrdiff_t>(p.offset),
+                   at_offsets.begin() + static_cast<std::ptrdiff_t>(p.offset + p.count));
   return w;
 }
 
-StageModel piece(const std::vector<int>& widths, int tp, const PipelineShape& shape, int stage) {
+StageModel piece(const ModelConfig& config, int tp, const PipelineShape& shape, int stage) {
   const PipelineInfo* s = find_pipeline_schedule(shape.stages == 1 ? "gpipe" : "1f1b");
-  return pipeline_stage(tensor_parallel_shard(ModelSpec::mlp(widths), tp), *s, shape, stage);
+  return pipeline_stage(tensor_parallel_shard(model_spec_for(config), tp), *s, shape, stage);
 }
 
 std::vector<float> host_of(Ops& ops, const StagePasses::Span& s) {
@@ -59,7 +76,7 @@ std::vector<float> host_of(Ops& ops, const StagePasses::Span& s) {
 }
 
 // T shares of one stage run the stage plan's ops in lockstep; each TpSync is the sum of the shares' buffers.
-double run_tp_group(Ops& ops, std::vector<std::unique_ptr<SplitMlp>>& shares, const Strategy& strategy, const Batch& b) {
+double run_tp_group(Ops& ops, std::vector<std::unique_ptr<SplitModel>>& shares, const Strategy& strategy, const Batch& b) {
   for (auto& s : shares) s->begin_step(b.x.data(), b.y.data(), static_cast<int>(b.y.size()), strategy.context().pipeline.shape.microbatches);
   for (const PlanOp& op : strategy.plan(0).ops) {
     for (auto& s : shares) {
@@ -81,7 +98,7 @@ double run_tp_group(Ops& ops, std::vector<std::unique_ptr<SplitMlp>>& shares, co
 }
 
 // The shares' gradients (or parameters) put together, each element from the share that holds it.
-std::vector<float> assemble(std::vector<std::unique_ptr<SplitMlp>>& shares, bool gradients) {
+std::vector<float> assemble(std::vector<std::unique_ptr<SplitModel>>& shares, bool gradients) {
   std::vector<float> whole(shares.front()->whole_params(), 0.0f);
   for (std::size_t t = 0; t < shares.size(); ++t) {
     const std::vector<float> part = shares[t]->whole_contribution(t == 0, gradients);
@@ -98,13 +115,14 @@ void expect_near_all(const std::vector<float>& got, const std::vector<float>& wa
     ASSERT_NEAR(got[i], want[i], rel * scale) << what << ": element " << i;
 }
 
-TEST(SplitMlp, TheSharesOfTheInitialModelAreTheWholeModelBitForBit) {
+TEST(SplitModel, TheSharesOfTheInitialModelAreTheWholeModelBitForBit) {
   auto ops = make_ops("cpu");
-  const std::vector<int> widths{12, 8, 6, 4, 5};
-  std::vector<std::unique_ptr<SplitMlp>> shares;
+  const ModelConfig model = mlp({12, 8, 6, 4, 5});
+  const std::vector<int>& widths = model.layers;
+  std::vector<std::unique_ptr<SplitModel>> shares;
   for (int t = 0; t < 2; ++t) {
-    const StageModel p = piece(widths, 2, {1, 1, 1}, 0);
-    shares.push_back(std::make_unique<SplitMlp>(*ops, widths, p.model, p.stage, 2, t, 4));
+    const StageModel p = piece(model, 2, {1, 1, 1}, 0);
+    shares.push_back(std::make_unique<SplitModel>(*ops, model, p.model, p.stage, 2, t, 4));
     shares.back()->init(kSeed);
   }
   EXPECT_EQ(assemble(shares, false), mlp_initial_params(widths, kSeed));
@@ -119,18 +137,19 @@ TEST(SplitMlp, TheSharesOfTheInitialModelAreTheWholeModelBitForBit) {
   EXPECT_EQ(shares[0]->param_info()[3].count, 6u);
 }
 
-TEST(SplitMlp, TensorParallelGradientsAreTheUnsplitLayersGradients) {
+TEST(SplitModel, TensorParallelGradientsAreTheUnsplitLayersGradients) {
   // Layers 0 and 2 column-parallel, 1 and 3 row-parallel: layer 2's input gradient and the outputs of 1 and 3
   // are summed by the TP group.
   auto ops = make_ops("cpu");
-  const std::vector<int> widths{12, 8, 6, 4, 5};
+  const ModelConfig model = mlp({12, 8, 6, 4, 5});
+  const std::vector<int>& widths = model.layers;
   const Batch b = batch_of(7, 12, 5);
-  const Whole want = unsplit(*ops, widths, b);
+  const Whole want = unsplit(*ops, model, b);
   for (int T : {2, 4}) {
-    std::vector<std::unique_ptr<SplitMlp>> shares;
-    const StageModel p = piece(widths, T, {1, 1, 1}, 0);
+    std::vector<std::unique_ptr<SplitModel>> shares;
+    const StageModel p = piece(model, T, {1, 1, 1}, 0);
     for (int t = 0; t < T; ++t) {
-      shares.push_back(std::make_unique<SplitMlp>(*ops, widths, p.model, p.stage, T, t, 7));
+      shares.push_back(std::make_unique<SplitModel>(*ops, model, p.model, p.stage, T, t, 7));
       shares.back()->init(kSeed);
     }
     StrategyContext ctx;
@@ -157,12 +176,12 @@ struct Pipeline2 {
   double loss = 0;
   std::vector<float> grads;
 };
-Pipeline2 run_two_stages(Ops& ops, const std::vector<int>& widths, int M, const Batch& b) {
+Pipeline2 run_two_stages(Ops& ops, const ModelConfig& config, int M, const Batch& b) {
   const int rows = static_cast<int>(b.y.size());
-  std::vector<std::unique_ptr<SplitMlp>> st;
+  std::vector<std::unique_ptr<SplitModel>> st;
   for (int s = 0; s < 2; ++s) {
-    const StageModel p = piece(widths, 1, {2, M, 1}, s);
-    st.push_back(std::make_unique<SplitMlp>(ops, widths, p.model, p.stage, 1, 0, rows));
+    const StageModel p = piece(config, 1, {2, M, 1}, s);
+    st.push_back(std::make_unique<SplitModel>(ops, config, p.model, p.stage, 1, 0, rows));
     st.back()->init(kSeed);
     st.back()->begin_step(b.x.data(), b.y.data(), rows, M);
   }
@@ -191,32 +210,69 @@ Pipeline2 run_two_stages(Ops& ops, const std::vector<int>& widths, int M, const 
   return out;
 }
 
-TEST(SplitMlp, TwoStagesOfOneMicrobatchAreTheWholeModelBitForBit) {
+TEST(SplitModel, TwoStagesOfOneMicrobatchAreTheWholeModelBitForBit) {
   auto ops = make_ops("cpu");
-  const std::vector<int> widths{12, 8, 6, 4, 5};
+  const ModelConfig model = mlp({12, 8, 6, 4, 5});
   const Batch b = batch_of(6, 12, 5);
-  const Whole want = unsplit(*ops, widths, b);
-  const Pipeline2 got = run_two_stages(*ops, widths, 1, b);
+  const Whole want = unsplit(*ops, model, b);
+  const Pipeline2 got = run_two_stages(*ops, model, 1, b);
   EXPECT_EQ(got.loss, want.loss);
   EXPECT_EQ(got.grads, want.grads);
 }
 
-TEST(SplitMlp, MicrobatchesAddUpToTheBatchGradientEvenWhenTheyDoNotDivideIt) {
+TEST(SplitModel, MicrobatchesAddUpToTheBatchGradientEvenWhenTheyDoNotDivideIt) {
   auto ops = make_ops("cpu");
-  const std::vector<int> widths{12, 8, 6, 4, 5};
+  const ModelConfig model = mlp({12, 8, 6, 4, 5});
   const Batch b = batch_of(7, 12, 5);  // 3 + 2 + 2 rows
-  const Whole want = unsplit(*ops, widths, b);
-  const Pipeline2 got = run_two_stages(*ops, widths, 3, b);
+  const Whole want = unsplit(*ops, model, b);
+  const Pipeline2 got = run_two_stages(*ops, model, 3, b);
   EXPECT_NEAR(got.loss, want.loss, 1e-6 * std::abs(want.loss));
   expect_near_all(got.grads, want.grads, 1e-5, "3 microbatches");
 }
 
-TEST(SplitMlp, RefusesAStageThatIsNotItsMlpsShare) {
+TEST(SplitModel, RefusesAStageThatIsNotItsModelsShare) {
   auto ops = make_ops("cpu");
-  const StageModel p = piece({12, 8, 6, 4, 5}, 2, {1, 1, 1}, 0);
-  EXPECT_THROW(SplitMlp(*ops, {12, 8, 6, 4, 5}, p.model, p.stage, 1, 0, 4), std::invalid_argument);  // tp 2's share at tp 1
-  EXPECT_THROW(SplitMlp(*ops, {12, 10, 6, 4, 5}, p.model, p.stage, 2, 0, 4), std::invalid_argument);  // another MLP
-  EXPECT_THROW(SplitMlp(*ops, {12, 8, 6, 4, 5}, p.model, p.stage, 2, 2, 4), std::invalid_argument);   // TP rank 2 of 2
+  const StageModel p = piece(mlp({12, 8, 6, 4, 5}), 2, {1, 1, 1}, 0);
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 1, 0, 4), std::invalid_argument);  // tp 2's share at tp 1
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 10, 6, 4, 5}), p.model, p.stage, 2, 0, 4), std::invalid_argument);  // another MLP
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 2, 2, 4), std::invalid_argument);   // TP rank 2 of 2
+  ModelConfig norm = cnn();
+  norm.bn = "local";
+  const StageModel q = piece(norm, 1, {2, 1, 1}, 0);
+  EXPECT_THROW(SplitModel(*ops, norm, q.model, q.stage, 1, 0, 4), std::invalid_argument);  // batch norm
+}
+
+// The CNN's stages: convolutions (one pooling) on the first, the Linear layers on the second; its layers are
+// marked for no TP split, so a TP rank holds all of them.
+TEST(SplitModel, TwoStagesOfACnnAreTheWholeCnnBitForBitAtOneMicrobatch) {
+  auto ops = make_ops("cpu");
+  const ModelConfig model = cnn();
+  const Batch b = batch_of(6, model.input_features(), 5);
+  const Whole want = unsplit(*ops, model, b);
+  const Pipeline2 got = run_two_stages(*ops, model, 1, b);
+  EXPECT_EQ(got.loss, want.loss);
+  EXPECT_EQ(got.grads, want.grads);
+  const Pipeline2 micro = run_two_stages(*ops, model, 4, batch_of(7, model.input_features(), 5));  // 2 + 2 + 2 + 1 rows
+  const Whole want7 = unsplit(*ops, model, batch_of(7, model.input_features(), 5));
+  EXPECT_NEAR(micro.loss, want7.loss, 1e-6 * std::abs(want7.loss));
+  expect_near_all(micro.grads, want7.grads, 1e-5, "a CNN in 4 microbatches");
+}
+
+TEST(SplitModel, TheCnnsSharesStartAsTheWholeCnn) {
+  auto ops = make_ops("cpu");
+  const ModelConfig model = cnn();
+  std::vector<std::unique_ptr<SplitModel>> shares;
+  for (int s = 0; s < 2; ++s) {
+    const StageModel p = piece(model, 1, {2, 1, 1}, s);
+    shares.push_back(std::make_unique<SplitModel>(*ops, model, p.model, p.stage, 1, 0, 4));
+    shares.back()->init(kSeed);
+  }
+  std::vector<float> whole(shares.front()->whole_params(), 0.0f);
+  for (auto& s : shares) {
+    const std::vector<float> part = s->whole_contribution(true);
+    for (std::size_t i = 0; i < whole.size(); ++i) whole[i] += part[i];
+  }
+  EXPECT_EQ(whole, cnn_initial_params(cnn_layout(model), kSeed));
 }
 
 }  // namespace

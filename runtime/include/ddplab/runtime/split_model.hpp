@@ -1,34 +1,37 @@
-// A rank's part of an MLP under a [parallel] layout (docs/model-parallel.md): the layers of its pipeline
-// stage's chunks, each Linear split over the rank's TP group as Megatron-LM splits its MLP (Shoeybi et al.
-// 2019): a column-parallel layer holds rows of the weight (its outputs), the row-parallel layer after it
-// the matching columns (its inputs), whose partial outputs the TP group sums before the bias. It runs
-// microbatch by microbatch as its stage's plan orders the passes (StagePasses, PlanExecutor). Parameters
-// are laid out as the stage's ModelSpec (stage_specs), so the strategy's buckets are this model's.
+// A rank's part of a model under a [parallel] layout (docs/model-parallel.md): the layers of its pipeline
+// stage's chunks, the MLP's or the CNN's (without batch norm), and under tp each Linear the layout marks
+// split over the rank's TP group as Megatron-LM splits its MLP (Shoeybi et al. 2019): a column-parallel
+// layer holds rows of the weight (its outputs), the row-parallel layer after it the matching columns (its
+// inputs), whose partial outputs the TP group sums before the bias. Layers marked for no split (the CNN's)
+// are held whole by every TP rank. It runs microbatch by microbatch as its stage's plan orders the passes
+// (StagePasses, PlanExecutor). Parameters are laid out as the stage's ModelSpec (stage_specs), so the
+// strategy's buckets are this model's.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/model.hpp"
 #include "ddplab/runtime/stage_passes.hpp"
+#include "ddplab/strategies/cnn_layout.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 
 namespace ddplab {
 
-class SplitMlp final : public Model, public StagePasses {
+class SplitModel final : public Model, public StagePasses {
  public:
-  // widths: the whole MLP's (input, hidden..., classes). stage_model and pipeline: the rank's stage as
-  // stage_specs gives it (its layers renumbered, each chunk's first layer in the whole model); tp and
-  // tp_rank: its TP group's size and its place there; batch: a replica's batch. Throws
-  // std::invalid_argument when the stage model is not this MLP's share.
-  SplitMlp(Ops& ops, std::vector<int> widths, ModelSpec stage_model, PipelineStage pipeline, int tp, int tp_rank,
-           int batch);
+  // model: the whole model (type "mlp", or "cnn" with bn = "none"). stage_model and pipeline: the rank's
+  // stage as stage_specs gives it (its layers renumbered, each chunk's first layer in the whole model); tp
+  // and tp_rank: its TP group's size and its place there; batch: a replica's batch. Throws
+  // std::invalid_argument when the stage model is not this model's share.
+  SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model, PipelineStage pipeline, int tp, int tp_rank,
+             int batch);
 
-  // The whole model's initial parameters (mlp_initial_params), this rank's share of them.
+  // The whole model's initial parameters (mlp_initial_params, cnn_initial_params), this rank's share of them.
   void init(std::uint64_t seed) override;
-  // The whole model's parameters in parameter order (mlp_initial_params' layout), zero outside this rank's
-  // share; with replicated, the tensors every rank of its TP group holds alike too (a row layer's bias,
-  // an unsplit layer). Summed over one rank per share, it is the whole model, bit for bit.
-  // With gradients, the same of grads().
+  // The whole model's parameters in parameter order, zero outside this rank's share; with replicated, the
+  // tensors every rank of its TP group holds alike too (a row layer's bias, an unsplit layer). Summed over
+  // one rank per share, it is the whole model, bit for bit. With gradients, the same of grads().
   std::vector<float> whole_contribution(bool replicated, bool gradients = false);
   std::size_t whole_params() const { return whole_count_; }
 
@@ -46,13 +49,14 @@ class SplitMlp final : public Model, public StagePasses {
 
  private:
   struct Layer {
-    int global = 0;          // its index in the whole MLP
+    CnnLayer shape;          // this rank's share of it (a split Linear's in or out divided by tp)
+    int global = 0;          // its index in the whole model
     int chunk = 0;           // the rank's chunk it belongs to
-    int in = 0, out = 0;     // this rank's input and output widths
     TpSplit split = TpSplit::None;
-    bool relu = false;       // a hidden layer
     bool sums = false;       // a row-parallel layer's output, summed by the TP group before its bias
     bool input_grad = false; // computes its input's gradient (not the model's first layer)
+    bool last = false;       // the model's last layer: the loss follows
+    std::size_t in = 0, out = 0, next = 0;  // per sample: its input, its output, its output after the pool
   };
   // A run of a parameter's elements in the whole model: whole_offset, offset within the local tensor, count.
   struct Run {
@@ -65,11 +69,13 @@ class SplitMlp final : public Model, public StagePasses {
   bool first_place(int chunk) const;
   bool last_place(int chunk) const;
   const float* input_of(int m, int layer) const;  // the activations layer `layer` reads for microbatch m
-  void finish(int m, int layer);                  // bias and ReLU of a layer's output; the loss after the last
+  float* output_of(int m, int layer);             // what it hands the next layer (after the pool)
+  void finish(int m, int layer);                  // bias, ReLU and pool of a layer's output; the loss after the last
   std::size_t rows(int m) const { return static_cast<std::size_t>(rows_[static_cast<std::size_t>(m)]); }
   std::size_t slot(int m, std::size_t width) const { return static_cast<std::size_t>(m) * micro_ * width; }
 
-  std::vector<int> widths_;
+  ModelConfig config_;
+  std::vector<CnnLayer> whole_layers_;
   PipelineStage pipe_;
   int batch_cap_, micro_ = 0;  // micro_: the largest microbatch's rows
   std::vector<Layer> layers_;
@@ -78,9 +84,10 @@ class SplitMlp final : public Model, public StagePasses {
   // By layer (or chunk): microbatch m's rows at slot(m, width). A send's buffer is per microbatch, as its
   // transfer may still be going on when the next microbatch's pass runs.
   std::vector<DeviceBuffer> acts_;          // each layer's output (post-ReLU; a row layer's partial sum first)
+  std::vector<DeviceBuffer> pooled_;        // a pooling layer's output after the pool
   std::vector<DeviceBuffer> in_, in_grad_;  // by chunk: its input from the stage before, the gradient sent back
   std::vector<DeviceBuffer> out_grad_;      // by chunk: its output's gradient from the stage after
-  DeviceBuffer dlogits_, dx_a_, dx_b_;
+  DeviceBuffer dlogits_, dx_a_, dx_b_, pre_, col_;  // pre_: a pooling layer's gradient before the pool
   float* pending_dx_ = nullptr;             // where the last backward left its input's gradient
   std::vector<std::vector<int>> next_;      // by chunk and microbatch: the next layer its forward runs
   std::vector<int> rows_;
