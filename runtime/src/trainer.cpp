@@ -279,7 +279,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   // A split model is evaluated whole: the shares assembled into this one (the scenario's unsplit model).
   const std::unique_ptr<Model> whole_model = rp.split() ? make_model(*ops, sc.model, eval_batch) : nullptr;
   if (rp.split()) {
-    model.init(tr.seed);  // every share cut from the same draw (mlp_initial_params): pure DP's model
+    model.init(tr.seed);  // every share cut from the whole model's one draw: pure DP's initial model
   } else {
     if (rank == 0) model.init(tr.seed);
     // Rank 0's initial parameters are everyone's, as in DDP's constructor.
@@ -592,8 +592,9 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   where.run = -1;
   if (rank == 0) {
     const double wall = seconds_since(start);
-    // Wall clock of the whole run (evaluation included) and rank 0's last loss: `ddplab report` gives the
-    // stored figures (samples over the slowest rank's step times, loss averaged over ranks).
+    // Wall clock of the whole run (evaluation included) and replica 0's last loss (its last stage's, sent to
+    // rank 0 above, with a split): `ddplab report` gives the stored figures (samples over the slowest rank's
+    // step times, loss averaged over ranks).
     std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  test acc %.4f%s\n",
                 st.name.c_str(), world, static_cast<long long>(step), format_duration(wall).c_str(),
                 static_cast<double>(samples_total) / wall, last_loss, rp.loss_rank(), final_eval.test_accuracy,

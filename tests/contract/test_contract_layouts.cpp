@@ -27,6 +27,8 @@ struct Case {
   int tp = 1, pp = 1, microbatches = 1, virtual_stages = 1;
   std::string schedule = "1f1b", policy = "overlap";
   bool cnn = false;  // a small CNN (conv blocks on the first stage) instead of the MLP
+  std::string codec = "none";
+  std::map<std::string, std::string> codec_options = {};
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 
@@ -54,6 +56,7 @@ StrategyConfig strategy_config(const Case& c) {
   s.policy = c.policy;
   s.schedule = "ring";
   s.bucket_cap = 40000, s.first_bucket_cap = 8000;  // several buckets per stage, changed by the rebuild
+  s.codec = c.codec, s.codec_options = c.codec_options;
   return s;
 }
 
@@ -164,9 +167,17 @@ std::vector<Case> cases() {
       {"cnn_pp2_dp2_1f1b_2", 1, 2, 2, 1, "1f1b", "overlap", true},
       {"cnn_tp2_dp2", 2, 1, 1, 1, "1f1b", "overlap", true},
   };
-  // Every sync policy but the parameter server (refused with a split model) on PP 2 x DP 2.
+  // Every sync policy but the parameter server (refused with a split model) and every codec (with its
+  // options away from their defaults: PowerSGD compressing from the first step) on PP 2 x DP 2.
   for (const PolicyInfo& p : policies())
     if (p.shards != Shards::Servers && p.name != "overlap") v.push_back({"pp2_dp2_1f1b_2_" + p.name, 1, 2, 2, 1, "1f1b", p.name});
+  for (const CodecInfo& codec : codecs()) {
+    if (codec.name == "none") continue;
+    Case c{"pp2_dp2_1f1b_2_" + codec.name, 1, 2, 2, 1, "1f1b"};
+    c.codec = codec.name;
+    for (const OptionSpec& o : codec.options) c.codec_options[o.name] = o.example;
+    v.push_back(c);
+  }
   return v;
 }
 

@@ -4,7 +4,7 @@
 # global batch, the losses of PP 2 x DP 2 with one microbatch (gpipe) are pure DP's bit for bit (the same
 # sums in the same order), and those of 1F1B with 4 microbatches and of TP 2 x DP 2, which reorder sums,
 # within 1e-5 relative; so are the evaluations of the assembled model. With CNN_SCENARIO, the CNN's PP 2 x
-# DP 2 with one microbatch against its pure DP, bit for bit.
+# DP 2 with one microbatch against its pure DP, bit for bit. A perturbed share fails the run, named.
 # usage: model_parallel_checks.sh DDPLAB SCENARIO [CNN_SCENARIO]
 set -u
 ddplab=$1 scenario=$2 cnn_scenario=${3:-}
@@ -56,6 +56,11 @@ for layout in 1f1b tp; do
     END { printf "%s: largest relative difference from pure DP %.2g\n", name, worst; exit (bad || worst > 1e-5) }' ||
     fail "$layout strays from pure DP by more than 1e-5 relative"
 done
+# A share that differs from its replica 0's is named with its coordinates, and the run fails.
+DDPLAB_FAULT=perturb:3 "$ddplab" run "$work/pp-1f1b.toml" --np 4 --db "$db" >"$work/perturb" 2>&1
+[[ $? == 2 ]] || { cat "$work/perturb" >>"$work/out"; fail "a perturbed share did not fail the run with exit 2"; }
+grep -q "parameters of rank 3 (tp 0, pp 1, dp 1) differ from rank 2 (tp 0, pp 1, dp 0)" "$work/perturb" ||
+  { cat "$work/perturb" >>"$work/out"; fail "the perturbed share was not named"; }
 if [[ -n $cnn_scenario ]]; then
   from=$cnn_scenario
   cnn_dp=$(run cnn-dp 2)
