@@ -97,6 +97,14 @@ int run_scenario(const RunRequest& req) {
   // made per stage, over its DP group.
   const ScenarioStages stages = scenario_stages(sc, np, 1);
   for (const auto& st : sc.strategies) {
+    // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
+    if (find_policy(st.policy)->zero >= 2 && sc.train.backend != "cpu") {
+      const auto at = st.where.find("policy");
+      throw ScenarioError(fmt::format("{}: strategy \"{}\": policy \"{}\" gives back the gradients outside a rank's shard "
+                                      "once reduce-scattered, which backend \"{}\" cannot do (its buffers are whole "
+                                      "allocations); the cpu backend runs it, and ddplab simulate models it on any cluster",
+                                      at != st.where.end() ? at->second : req.scenario, st.name, st.policy, sc.train.backend));
+    }
     try {
       if (stages.split())
         for (const StageSpec& stage : stages.stages) Strategy(st, stage.model, stage.context);

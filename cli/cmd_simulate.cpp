@@ -116,11 +116,14 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     const ScenarioStages split = scenario_stages(sc, worlds.empty() ? 1 : worlds.front(), sc.cluster.devices_per_node);
     const ParallelLayout& layout = split.layout;
     const std::size_t grad_bytes = largest_stage_parameters(split.stages) * kGradientElemBytes;
-    // What moves the gradients: a parameter server pushes and pulls, every other policy allreduces.
+    // What moves the gradients: a parameter server pushes and pulls, ZeRO reduce-scatters the gradients and
+    // all-gathers the parameters, every other policy allreduces.
+    const bool ranks_shard = find_policy(st.policy)->shards == Shards::Ranks;
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))
-                          : fmt::format("allreduce of {}{} per sync (schedule {})", format_bytes(static_cast<double>(grad_bytes)),
+                          : fmt::format("{} of {}{} per sync (schedule {})", ranks_shard ? "reduce-scatter + all-gather" : "allreduce",
+                                        format_bytes(static_cast<double>(grad_bytes)),
                                         split.split() ? " (the largest stage's share)" : "",
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"

@@ -58,6 +58,8 @@ class ForwardingOps : public Ops {
   void prefetch(void* dst, const void* host, std::size_t bytes) override { in_->prefetch(dst, host, bytes); }
   void wait_prefetch() override { in_->wait_prefetch(); }
   void bind_thread() override { in_->bind_thread(); }
+  bool can_release() const override { return in_->can_release(); }
+  std::size_t release(float* p, std::size_t n) override { return in_->release(p, n); }
 
  protected:
   std::unique_ptr<Ops> in_;

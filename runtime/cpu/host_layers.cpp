@@ -1,8 +1,14 @@
 #include "host_layers.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <system_error>
 #include <vector>
 
 namespace ddplab::host_layers {
@@ -156,3 +162,18 @@ void batch_norm_backward(const float* dy, const float* x, int rows, int cols, co
 }
 
 }  // namespace ddplab::host_layers
+
+namespace ddplab {
+
+std::size_t HostLayerOps::release(float* p, std::size_t n) {
+  // Only pages wholly inside the range: the rest of a page may hold live data (the shard, another buffer).
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(p), end = begin + n * sizeof(float);
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last <= first) return 0;
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0)
+    throw std::system_error(errno, std::generic_category(), "madvise(MADV_DONTNEED) of a released range");
+  return last - first;
+}
+
+}  // namespace ddplab

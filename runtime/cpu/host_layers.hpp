@@ -23,9 +23,12 @@ void batch_norm_backward(const float* dy, const float* x, int rows, int cols, co
 
 namespace ddplab {
 
-// The host backends' common base: these Ops as the loops above.
+// The host backends' common base: these Ops as the loops above, and release() as madvise(MADV_DONTNEED)
+// of the whole pages inside the range (host_layers.cpp).
 class HostLayerOps : public Ops {
  public:
+  bool can_release() const override { return true; }
+  std::size_t release(float* p, std::size_t n) override;
   void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override {
     host_layers::im2col(x, col, n, h, w, c, k);
   }

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "ddplab/strategies/schedule.hpp"
 #include "parameter_order.hpp"
 
@@ -21,6 +23,11 @@ PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy&
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
     throw std::logic_error("PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
                            "(whose plan then holds the norm's ops), or in neither");
+  if (strategy_.policy().zero >= 2 && !ops.can_release())
+    throw std::invalid_argument(fmt::format(
+        "policy \"{}\" gives back the gradients outside a rank's shard once they are reduce-scattered, which backend "
+        "\"{}\" cannot do (its buffers are whole allocations); it runs on the cpu backend",
+        strategy_.policy().name, ops.name()));
   if (!staged_) norm_buf_ = DeviceBuffer(ops, 1);
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
@@ -264,6 +271,12 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out) {
         throw std::logic_error(std::string("not a comm op: ") + op_name(op.kind));
     }
   });
+  // ZeRO-2: only this rank's shard of the reduced gradients is read from here on.
+  if (op.kind == OpKind::ReduceScatter && strategy_.policy().zero >= 2) {
+    const Chunk mine = strategy_.shard(b.id, comm_.rank());
+    ops_.release(device, mine.offset);
+    ops_.release(device + mine.offset + mine.count, b.count - mine.offset - mine.count);
+  }
 }
 
 void PlanExecutor::update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors) {

@@ -22,11 +22,13 @@ std::vector<std::pair<std::string, double>> DeviceMemory::parts() const {
 namespace {
 constexpr double kFloat = sizeof(float);
 
-// The parts that differ between ranks: the optimizer state of what a rank updates, and a worker's activations.
+// The parts that differ between ranks: the optimizer state of what a rank updates (and under ZeRO-2 the
+// gradients, of which it keeps that part only), and a worker's activations.
 void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, DeviceMemory& m) {
   double updated = 0;  // what the runtime's OptimizerState holds for this rank
   for (const Chunk& c : strategy.optimizer_ranges(rank)) updated += static_cast<double>(c.count);
   m.optimizer = kFloat * updated * (optimizer.state_slots + (optimizer.scratch ? 1 : 0));
+  m.gradients = kFloat * (strategy.policy().zero >= 2 ? updated : static_cast<double>(strategy.model().parameter_count()));
   m.activations = 0;
   if (!strategy.is_worker(rank)) return;
   const PipelineStage& pipe = strategy.context().pipeline;
@@ -50,7 +52,6 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
 DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step) {
   DeviceMemory m;
   m.parameters = kFloat * static_cast<double>(strategy.model().parameter_count());
-  m.gradients = m.parameters;
   for (const Bucket& b : strategy.bucketing().buckets)
     m.codec += static_cast<double>(strategy.codec().state_bytes(b.layout, strategy.context().world_size, step));
   rank_parts(strategy, rank, optimizer, m);

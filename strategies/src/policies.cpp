@@ -18,7 +18,10 @@ const std::vector<PolicyInfo>& policies() {
       {"overlap", "a bucket's collective starts when its last gradient is ready (DDP)", true, Shards::None, build_overlap},
       {"local_sgd", "local steps, parameters averaged every local_sgd_period steps", true, Shards::None, build_local_sgd,
        local_sgd_timing, finish_local_sgd, local_sgd_options(), false},
-      {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1},
+      {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1,
+       nullptr, nullptr, {}, true, 1},
+      {"zero2", "ZeRO-2: as ZeRO-1, and each rank keeps only its shard of the gradients", true, Shards::Ranks,
+       build_zero2, nullptr, nullptr, {}, true, 2},
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
        Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options(), false},
   };

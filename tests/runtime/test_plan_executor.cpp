@@ -12,6 +12,7 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "ddplab/strategies/strategy.hpp"
+#include "forwarding_ops.hpp"
 #include "optimizer_runs.hpp"
 
 namespace ddplab {
@@ -112,6 +113,32 @@ TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
   OptimizerConfig oc;
   oc.clip_grad_norm = 1.0;
   EXPECT_THROW(PlanExecutor(*comm, *ops, model, plain, oc), std::logic_error);
+}
+
+// ZeRO-2 gives memory back (Ops::release); a backend that cannot is refused before the first step, by name.
+TEST(PlanExecutor, ZeroTwoNeedsABackendThatReleasesMemory) {
+  class Whole final : public ForwardingOps {
+   public:
+    std::string name() const override { return "whole"; }
+    bool can_release() const override { return false; }
+  } ops;
+  auto comm = make_single_process_communicator();
+  const std::vector<int> layers = {8, 4};
+  Mlp model(ops, layers, 2);
+  StrategyConfig cfg;
+  cfg.name = cfg.policy = "zero2";
+  cfg.schedule = "ring";
+  Strategy strategy(cfg, ModelSpec::mlp(layers), {1, 1, 2, 3});
+  try {
+    PlanExecutor exec(*comm, ops, model, strategy, OptimizerConfig{});
+    FAIL() << "zero2 ran on a backend that cannot release memory";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("policy \"zero2\" gives back the gradients outside a rank's shard"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("backend \"whole\" cannot"), std::string::npos) << e.what();
+  }
+  cfg.name = cfg.policy = "zero1";  // keeps its gradients whole: runs anywhere
+  Strategy zero1(cfg, ModelSpec::mlp(layers), {1, 1, 2, 3});
+  EXPECT_NO_THROW(PlanExecutor(*comm, ops, model, zero1, OptimizerConfig{}));
 }
 
 }  // namespace

@@ -54,6 +54,22 @@ TEST(DeviceMemory, ZeroOneKeepsTheOptimizerStateOfItsChunk) {
   EXPECT_EQ(largest.optimizer, 8.0 * 25'443);
 }
 
+TEST(DeviceMemory, ZeroTwoKeepsTheGradientsOfItsChunkToo) {
+  // As ZeRO-1, and 4 bytes per element of the chunk for the gradients: 101,772 bytes on ranks 0 and 1,
+  // 101,768 on 2 and 3, the whole model's 407,080 once over the four.
+  const Strategy s = make("zero2", 4);
+  EXPECT_EQ(device_memory(s, 0, adam(), 0).gradients, 4.0 * 25'443);
+  EXPECT_EQ(device_memory(s, 3, adam(), 0).gradients, 4.0 * 25'442);
+  EXPECT_EQ(device_memory(s, 3, adam(), 0).optimizer, 8.0 * 25'442);
+  EXPECT_EQ(device_memory(s, 3, adam(), 0).parameters, 407'080);
+  double summed = 0;
+  for (int r = 0; r < 4; ++r) summed += device_memory(s, r, adam(), 0).gradients;
+  EXPECT_EQ(summed, 407'080);
+  const auto [rank, largest] = largest_device_memory(s, adam(), 0);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(largest.total(), 407'080 + 4.0 * 25'443 + 8.0 * 25'443 + 17'664);
+}
+
 TEST(DeviceMemory, ParameterServersKeepTheStateOfTheShardsTheyServe) {
   StrategyConfig c;
   c.policy_options["ps_servers"] = "2";

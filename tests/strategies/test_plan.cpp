@@ -201,7 +201,7 @@ TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
   EXPECT_NE(bad_schedule.find("got \"tree\""), std::string::npos) << bad_schedule;
   EXPECT_EQ(validation_error(load_scenario(dir + "bad_policy.toml")),
             dir + "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
-                  "\"local_sgd\", \"zero1\", \"ps\", got \"sometimes\"");
+                  "\"local_sgd\", \"zero1\", \"zero2\", \"ps\", got \"sometimes\"");
   EXPECT_EQ(validation_error(parse("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
   const std::string opt = validation_error(parse("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
   EXPECT_EQ(opt.substr(0, opt.find(' ')), "x.toml:3:27:") << opt;

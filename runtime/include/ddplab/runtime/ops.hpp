@@ -102,6 +102,13 @@ class Ops {
   virtual int mark() { return -1; }
   virtual double seconds_between(int, int) { return 0; }
   virtual void reset_marks() {}
+  // Gives back the memory of p[0, n) (inside one alloc() buffer) whose contents are no longer needed, as
+  // ZeRO-2 does with the gradients outside a rank's shard: the backend returns the whole pages inside the
+  // range to the system, which read as zero afterwards and are taken again when written. Returns the bytes
+  // given back; a backend that cannot (its buffers are whole allocations: CUDA's) returns 0 and says so in
+  // can_release().
+  virtual bool can_release() const { return false; }
+  virtual std::size_t release(float*, std::size_t) { return 0; }
   // High-water mark of the bytes this backend allocated on its device, its codecs' buffers included (0 for
   // host backends).
   virtual std::size_t peak_device_bytes() const { return 0; }

@@ -4,6 +4,8 @@
 // built from the registries: the optimizer's state slots, the policy's shards (Strategy::optimizer_ranges)
 // and the codec's state_bytes.
 //
+// Held between steps: under ZeRO-2 (PolicyInfo::zero) a rank's gradients are its shard, the pages it gave
+// back after each bucket's reduce-scatter being taken again by the next backward (a transient, as below).
 // Left out: buffers a step allocates and frees (a codec's wire buffers), a model's backward scratch (the
 // MLP's two layer-wide buffers), the input batches, the communicator's own buffers (NCCL's, MPI's) and the
 // backend's workspace (cuBLAS). The runtime sizes its activation buffers for the larger of the training
@@ -23,7 +25,7 @@ namespace ddplab {
 
 struct DeviceMemory {
   double parameters = 0;   // 4 bytes per parameter: every rank holds the whole model
-  double gradients = 0;    // 4 bytes per parameter
+  double gradients = 0;    // 4 bytes per parameter (of the rank's shard under ZeRO-2)
   double optimizer = 0;    // the optimizer's state slots (and scratch) for the parameters this rank updates
   double codec = 0;        // what the codec keeps between steps, over the buckets (Codec::state_bytes)
   double activations = 0;  // the layers' outputs for one micro-batch (LayerSpec::activation_bytes x batch)

@@ -68,6 +68,10 @@ struct PolicyInfo {
   // Whether it runs data.uneven = "join": a rank out of data shadows the gradient syncs with zeros. Policies
   // that average parameters or serve shards from dedicated ranks do not.
   bool joins = true;
+  // Its ZeRO stage (Rajbhandari et al. 2020): 1 shards the optimizer state (Shards::Ranks), 2 the
+  // gradients too, a rank giving back those outside its shard once they are reduce-scattered (Ops::release
+  // in the runtime; DeviceMemory counts only the shard); 0 for the others.
+  int zero = 0;
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
