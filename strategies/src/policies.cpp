@@ -21,7 +21,7 @@ const std::vector<PolicyInfo>& policies() {
       {"zero1", "ZeRO-1: reduce-scatter, sharded optimizer, all-gather of parameters", true, Shards::Ranks, build_zero1,
        nullptr, nullptr, {}, true, 1},
       {"zero2", "ZeRO-2: as ZeRO-1, and each rank keeps only its shard of the gradients", true, Shards::Ranks,
-       build_zero2, nullptr, nullptr, {}, true, 2},
+       build_zero1, nullptr, nullptr, {}, true, 2},  // ZeRO-1's plan: the stage changes memory only
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
        Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options(), false},
   };

@@ -7,8 +7,8 @@
 #include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
 #include "optimizer_runs.hpp"
+#include "resident_pages.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,21 +191,6 @@ TEST(DeviceMemory, ShardedStateFollowsTheBucketRebuild) {
 // shard go back to the system, so between steps the rank holds its shard of the gradients (what the memory
 // model counts) to within the pages the shard boundaries cut; measured with mincore. It trains as ZeRO-1
 // does, bit for bit (the released gradients are never read).
-std::size_t resident_bytes(const float* p, std::size_t n) {
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<std::uintptr_t>(p) / page * page;
-  const auto end = reinterpret_cast<std::uintptr_t>(p + n);
-  std::vector<unsigned char> in((end - begin + page - 1) / page);
-  if (mincore(reinterpret_cast<void*>(begin), end - begin, in.data()) != 0) throw std::runtime_error("mincore failed");
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (!(in[i] & 1)) continue;
-    const std::uintptr_t lo = std::max<std::uintptr_t>(begin + i * page, reinterpret_cast<std::uintptr_t>(p));
-    bytes += std::min<std::uintptr_t>(begin + (i + 1) * page, end) - lo;
-  }
-  return bytes;
-}
-
 TEST(DeviceMemory, ZeroTwoKeepsOnlyItsShardOfTheGradients) {
   Communicator& comm = *g_comm;
   const std::vector<int> layers = {256, 256, 256, 10};  // 134,922 parameters: ~132 pages of gradients
@@ -228,7 +213,7 @@ TEST(DeviceMemory, ZeroTwoKeepsOnlyItsShardOfTheGradients) {
       PlanExecutor exec(comm, *ops, model, strategy, oc);
       for (int s = 0; s < kSteps; ++s) {
         exec.run_step(s, x.data(), y.data(), kBatch);
-        const double held = static_cast<double>(resident_bytes(model.grads(), model.num_params()));
+        const double held = static_cast<double>(test::resident_bytes(model.grads(), model.num_params() * sizeof(float)));
         const double want = device_memory(strategy, comm.rank(), *find_optimizer("sgd"), s).gradients;
         const double whole = sizeof(float) * static_cast<double>(model.num_params());
         if (std::string(policy) == "zero1") {

@@ -2,27 +2,16 @@
 // them gone) and read as zero; the partial pages at its ends, which other data may share, keep their values.
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "ddplab/runtime/ops.hpp"
+#include "resident_pages.hpp"
 
 namespace ddplab {
 namespace {
-
-std::vector<bool> resident_pages(const float* p, std::size_t bytes) {
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<std::uintptr_t>(p) / page * page;
-  const auto end = reinterpret_cast<std::uintptr_t>(p) + bytes;
-  std::vector<unsigned char> in((end - begin + page - 1) / page);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), end - begin, in.data()), 0);
-  std::vector<bool> out;
-  for (unsigned char c : in) out.push_back(c & 1);
-  return out;
-}
 
 TEST(Release, HostBackendsGiveBackTheWholePagesInside) {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / sizeof(float);  // floats per page
@@ -43,7 +32,7 @@ TEST(Release, HostBackendsGiveBackTheWholePagesInside) {
     EXPECT_GE(last - first, 9 * pg);
 
     // Before anything reads them: a read maps the zero page, which mincore counts as resident.
-    const std::vector<bool> in = resident_pages(p, n * sizeof(float));
+    const std::vector<bool> in = test::resident_pages(p, n * sizeof(float));
     const auto base = reinterpret_cast<std::uintptr_t>(p) / pg * pg;
     for (std::size_t k = 0; k < in.size(); ++k) {
       const std::uintptr_t at = base + k * pg;
@@ -57,7 +46,7 @@ TEST(Release, HostBackendsGiveBackTheWholePagesInside) {
     }
     // Written again, the pages are taken back.
     ops->to_device(p, ones.data(), n);
-    for (bool r : resident_pages(p, n * sizeof(float))) EXPECT_TRUE(r);
+    for (bool r : test::resident_pages(p, n * sizeof(float))) EXPECT_TRUE(r);
     // A range inside one page gives nothing back.
     EXPECT_EQ(ops->release(p + 3 * page + 1, page / 2), 0u);
     ops->free(p);
