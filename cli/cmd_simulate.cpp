@@ -46,8 +46,8 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     std::printf("%s / %s: %zu layouts of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
                 sc.name.c_str(), st.name.c_str(), s.candidates.size(), worlds.front(), static_cast<long>(refused), s.wall_s,
                 format_duration(setup.compute.compute_s).c_str(), setup.compute.origin.c_str());
-    std::printf("%5s %4s %4s %5s %6s %10s %11s %7s %11s %s\n", "rank", "tp", "pp", "dp", "micro", "step_ms", "samples/s",
-                "MFU", "memory", "fits");
+    std::printf("%5s %4s %4s %5s %6s %10s %11s %7s %11s %-7s %6s %s\n", "rank", "tp", "pp", "dp", "micro", "step_ms",
+                "samples/s", "MFU", "memory", "mode", "sim_s", "fits");
     int rank = 0;
     for (const LayoutCandidate& c : s.candidates) {
       const ParallelConfig& p = c.parallel;
@@ -56,10 +56,10 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
         continue;
       }
       const SweepPoint& pt = *c.point;
-      std::printf("%5d %4d %4d %5d %6d %10.2f %11.0f %6s %11s %s\n", ++rank, p.tp, p.pp, *p.dp, p.microbatches,
+      std::printf("%5d %4d %4d %5d %6d %10.2f %11.0f %6s %11s %-7s %6.2f %s\n", ++rank, p.tp, p.pp, *p.dp, p.microbatches,
                   pt.result.step_s * 1e3, pt.result.samples_per_s,
                   pt.mfu ? fmt::format("{:.1f}%", 100 * *pt.mfu).c_str() : "-",
-                  format_bytes(pt.memory.memory.total()).c_str(),
+                  format_bytes(pt.memory.memory.total()).c_str(), c.mode.c_str(), pt.result.wall_s,
                   !pt.memory.capacity ? "-" : pt.memory.fits() ? "yes" : "OUT OF MEMORY");
     }
     std::printf("(pipelines: %s schedule; microbatch sizes 1, 2, 4, ... of the batch of %d; memory: the device that "
@@ -71,7 +71,7 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
 }
 
 // With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
-// mode: SimOptions::mode ("auto", "exact" or "aggregated").
+// mode: SimOptions::mode ("auto", "exact", "aggregated" or "folded").
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
@@ -229,10 +229,17 @@ void add_simulate(CLI::App& app) {
   auto* exact = cmd->add_flag_callback(
       "--exact", [mode] { *mode = "exact"; },
       fmt::format("Replay every message of every schedule (the reference; default up to {} ranks)", kExactMaxWorld));
-  cmd->add_flag_callback(
+  auto* aggregated = cmd->add_flag_callback(
          "--aggregated", [mode] { *mode = "aggregated"; },
          fmt::format("Merge schedule steps into phases of concurrent flows (fast; default above {} ranks)", kExactMaxWorld))
       ->excludes(exact);
+  cmd->add_flag_callback(
+         "--folded", [mode] { *mode = "folded"; },
+         fmt::format("Model-parallel layouts: replay one DP replica, the others' DP messages mirrored (fast; "
+                     "default above {} ranks)",
+                     kExactMaxLayoutWorld))
+      ->excludes(exact)
+      ->excludes(aggregated);
   cmd->footer(
       "Compute (--compute auto) comes from [cluster].compute_s in the scenario, else from the per-layer times of\n"
       "the calibration it names (when they measured its model), else from the newest measured run of the same\n"

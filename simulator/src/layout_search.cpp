@@ -51,9 +51,12 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     c.parallel = all[i];
     Scenario sc = scenario;
     sc.parallel = all[i];
+    SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
+    if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
     try {
       validate_parallel(sc);
-      c.point = simulate_point(sc, strategy, world, setup);
+      c.mode = simulation_mode(own.options, world, sc.parallel.model_parallel());
+      c.point = simulate_point(sc, strategy, world, own);
     } catch (const ScenarioError& e) {  // the model does not split this way, or the strategy refuses it
       c.refused = e.what();
     } catch (const std::invalid_argument& e) {

@@ -60,11 +60,18 @@ class ScheduleCache {
     auto it = entries_.find({chain, plan, op.id, call});
     if (--it->second.users_left == 0) it->second.schedule.reset();
   }
+  // lockstep_symmetric of the call's schedule (acquired), computed once.
+  bool lockstep(std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
+    Entry& e = entries_.at({chain, plan, op.id, call});
+    if (e.lockstep < 0) e.lockstep = lockstep_symmetric(*e.schedule);
+    return e.lockstep == 1;
+  }
 
  private:
   struct Entry {
     std::unique_ptr<Schedule> schedule;
     int users_left = 0;
+    int lockstep = -1;
   };
   std::vector<int> users_;  // by chain
   std::string native_as_;  // what `native` replays as
@@ -77,6 +84,7 @@ class ScheduleCache {
 // would cost gigabytes.
 struct StepState {
   std::vector<char> done;        // by op id
+  std::vector<char> started;     // by op id, comm stream ops (the folded replay's other replicas follow them)
   std::vector<SimOpRecord> ops;  // by op id; empty unless keep_trace
   double compute_s = 0, optimizer_s = 0, comm_s = 0;  // the runtime's StepRecord sums (plan_executor.cpp)
   double exposed_s = 0, start_s = 0, end_s = 0;
@@ -202,13 +210,23 @@ std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& 
 // One rank's replay of a comm op: per collective call, the codec's local work, then the call's schedule
 // message by message over the op's group (or, with `agg`, as the aggregated mode's phases: aggregate.hpp);
 // a pipeline's send or receive. The comm stream runs its ops with it, the compute stream its TP allreduces.
+// The folded replay's view of the world: which ranks run their plans, and every rank's host.
+struct Fold {
+  const std::vector<sg4::Host*>* hosts = nullptr;
+  const std::vector<char>* replayed = nullptr;
+};
+
 struct RankComm {
-  RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg)
-      : rank(rank), place(place), cache(cache), agg(agg), boxes(rank) {}
+  RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg, Fold fold = {}, bool shadow = false)
+      : rank(rank), place(place), cache(cache), agg(agg), fold(fold), shadow(shadow), boxes(rank) {}
   int rank;
   const RankPlace& place;
   ScheduleCache& cache;
   Aggregated* agg;
+  // Folded replay: a lockstep-symmetric call of a replayed rank mirrors its peers in other replicas; a shadow
+  // (a rank of another replica, following its counterpart) replays only the calls that are not.
+  Fold fold;
+  bool shadow;
   RankMailboxes boxes;
   std::vector<sg4::CommPtr> sends;  // pipeline sends in flight, waited for at the end of the micro-step
 
@@ -226,9 +244,12 @@ struct RankComm {
         bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally, agg->routes);
         agg->phases.release(k, op, c);
       } else {
-        bytes += replay_schedule(cache.acquire(ps, place.chain, k, op, c), tensor ? place.tp_local : place.local,
-                                 elem_bytes(call.type), boxes, step.tally,
-                                 op.schedule == "native" ? work.native_serialize_from : 0);
+        const Schedule& sched = cache.acquire(ps, place.chain, k, op, c);
+        const bool mirror = fold.hosts && !tensor && cache.lockstep(place.chain, k, op, c);
+        boxes.fold(mirror ? fold.hosts : nullptr, mirror ? fold.replayed : nullptr);
+        if (!(shadow && mirror))
+          bytes += replay_schedule(sched, tensor ? place.tp_local : place.local, elem_bytes(call.type), boxes, step.tally,
+                                   op.schedule == "native" ? work.native_serialize_from : 0);
         cache.release(place.chain, k, op, c);
       }
       work_for(work.codec.seconds(call.after));
@@ -310,6 +331,11 @@ void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWo
     for (const PlanOp& op : ps.plan.ops) {
       if (on_compute_stream(op.kind)) continue;
       wait_for(st, k, op.deps);
+      if (!step.started.empty()) {
+        std::unique_lock<sg4::Mutex> lock(*st.mu);
+        step.started[static_cast<std::size_t>(op.id)] = 1;
+        st.cv->notify_all();
+      }
       comm.run(ps, work[k], k, op, step);
       mark_done(st, k, std::initializer_list<int>{op.id});
     }
@@ -318,6 +344,24 @@ void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWo
     std::unique_lock<sg4::Mutex> lock(*st.mu);
     step.comm_finished = true;
     st.cv->notify_all();
+  }
+}
+
+// A rank of another replica in the folded replay: it runs no compute, no TP allreduce and no pipeline
+// message, only its part of the DP collectives that cannot be mirrored (RankComm::shadow), each op when
+// its replica-0 counterpart starts it (the replicas run alike, so it would start it then).
+void shadow_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, RankState& counterpart,
+                   RankComm& comm, std::vector<StepState>& mine) {
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    const PlannedStep& ps = chain[k];
+    StepState& theirs = counterpart.steps[k];
+    for (const PlanOp& op : ps.plan.ops) {
+      if (on_compute_stream(op.kind) || op.group == CommGroup::Tensor || op.kind == OpKind::PpSend ||
+          op.kind == OpKind::PpRecv)
+        continue;
+      wait_until(counterpart, [&] { return theirs.started[static_cast<std::size_t>(op.id)] != 0; });
+      comm.run(ps, work[k], k, op, mine[k]);
+    }
   }
 }
 
@@ -391,8 +435,20 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   const Strategy& first = *chains.front()->front().strategy;
   const int n = job.stages.empty() ? first.context().world_size : job.layout->world();
   const std::size_t length = chains.front()->size();
-  const bool aggregated = simulation_mode(job.options, n, !job.stages.empty()) == "aggregated";
+  const std::string mode = simulation_mode(job.options, n, !job.stages.empty());
+  const bool aggregated = mode == "aggregated";
   const std::vector<RankPlace> places = rank_places(job, n);
+  // Folded: only DP replica 0's ranks run (plan_replay.hpp); every other rank reports its counterpart's times.
+  std::vector<char> replayed(static_cast<std::size_t>(n), 1);
+  std::vector<int> counterpart(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    counterpart[static_cast<std::size_t>(r)] = r;
+    if (mode != "folded") continue;
+    RankCoord c = job.layout->coord(r);
+    replayed[static_cast<std::size_t>(r)] = c.dp == 0;
+    c.dp = 0;
+    counterpart[static_cast<std::size_t>(r)] = job.layout->rank(c);
+  }
   // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
   // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
   std::vector<std::vector<StepWork>> work(chains.size());
@@ -421,7 +477,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
 
   const NcclFabric fabric = nccl_fabric(job.cluster);
   std::vector<int> users(chains.size(), 0);
-  for (const RankPlace& p : places) ++users[p.chain];
+  for (const RankPlace& p : places) ++users[p.chain];  // folded: the shadows acquire every call too
   ScheduleCache cache(users, job.options.native, &fabric);
   std::unique_ptr<Aggregated> agg;
   if (aggregated) {
@@ -431,7 +487,9 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   }
   std::vector<RankState> states(static_cast<std::size_t>(n));
   std::deque<RankComm> comms;  // two per rank (the compute stream's, the comm stream's); stable addresses
+  const Fold fold = mode == "folded" ? Fold{&hosts, &replayed} : Fold{};
   for (int r = 0; r < n; ++r) {
+    if (!replayed[static_cast<std::size_t>(r)]) continue;
     RankState& st = states[static_cast<std::size_t>(r)];
     const RankPlace& place = places[static_cast<std::size_t>(r)];
     const std::vector<PlannedStep>& chain = *chains[place.chain];
@@ -441,17 +499,29 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       const StepPlan& plan = chain[k].plan;
       StepState& step = st.steps[k];
       step.done.assign(plan.ops.size(), 0);
+      if (mode == "folded") step.started.assign(plan.ops.size(), 0);
       if (!job.options.keep_trace) continue;
       step.ops.resize(plan.ops.size());
       for (const PlanOp& op : plan.ops)
         step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
-    RankComm& tp = comms.emplace_back(r, place, cache, agg.get());
-    RankComm& comm = comms.emplace_back(r, place, cache, agg.get());
+    RankComm& tp = comms.emplace_back(r, place, cache, agg.get());  // TP groups are inside a replica
+    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold);
     sg4::Actor::create(fmt::format("compute{}", r), host,
                        [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
     sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
+  }
+  std::vector<std::vector<StepState>> shadow_steps(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    if (replayed[static_cast<std::size_t>(r)]) continue;
+    const RankPlace& place = places[static_cast<std::size_t>(r)];
+    shadow_steps[static_cast<std::size_t>(r)].resize(length);
+    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, true);
+    sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
+                       [&chain = *chains[place.chain], &w = work[place.chain],
+                        &st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])], &comm,
+                        &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
   }
   engine->run();
 
@@ -464,7 +534,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     res.ranks.resize(static_cast<std::size_t>(n));
     int slowest = 0;
     for (int r = 0; r < n; ++r) {
-      RankState& st = states[static_cast<std::size_t>(r)];
+      RankState& st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])];
       StepState& step = st.steps[k];
       if (!st.compute_finished || !step.comm_finished)
         throw std::runtime_error(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
@@ -475,9 +545,10 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       t.exposed_comm_s = step.exposed_s;
       t.start_s = step.start_s;
       t.step_s = step.end_s - step.start_s;
-      if (job.options.keep_trace) t.trace = std::move(step.ops);
+      if (job.options.keep_trace) t.trace = mode == "folded" ? step.ops : std::move(step.ops);
       if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;
       res.bytes_sent[static_cast<std::size_t>(r)] = step.tally.bytes;
+      if (!replayed[static_cast<std::size_t>(r)]) continue;  // its messages were not simulated
       res.comms += step.tally.messages;
       for (const auto& [peer, bytes] : step.tally.to_peer) res.bytes_between[{r, peer}] = bytes;
     }

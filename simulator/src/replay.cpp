@@ -19,6 +19,10 @@ namespace {
 // Messages carry no data, only a simulated size; every send points at this.
 int g_payload = 0;
 
+std::uint64_t wire_bytes(std::uint64_t bytes, double factor) {
+  return factor == 1 ? bytes : static_cast<std::uint64_t>(std::llround(static_cast<double>(bytes) * factor));
+}
+
 sg4::Mailbox* lookup(std::unordered_map<int, sg4::Mailbox*>& cache, int peer, int src, int dst) {
   auto it = cache.find(peer);
   if (it != cache.end()) return it->second;
@@ -41,8 +45,16 @@ sg4::Mailbox* RankMailboxes::from(int src) {
 sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor) {
   tally.to_peer[global(dst)] += bytes;
   ++tally.messages;
-  const auto wire = wire_factor == 1 ? bytes : static_cast<std::uint64_t>(std::llround(static_cast<double>(bytes) * wire_factor));
+  const std::uint64_t wire = wire_bytes(bytes, wire_factor);
+  if (const int g = global(dst); mirrored(g))
+    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(rank_)), hosts_->at(static_cast<std::size_t>(g)), wire);
   return to(dst)->put_async(&g_payload, wire);
+}
+
+sg4::CommPtr RankMailboxes::recv(int src, std::uint64_t wire, int** sink) {
+  if (const int g = global(src); mirrored(g))
+    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(g)), hosts_->at(static_cast<std::size_t>(rank_)), wire);
+  return from(src)->get_async<int>(sink);
 }
 
 void SendWindow::add(std::vector<sg4::CommPtr>&& sends) {
@@ -94,7 +106,7 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
     for (std::size_t i = 0; i < step.recvs.size(); ++i) {
       const RecvOp& r = step.recvs[i];
       const std::uint64_t bytes = static_cast<std::uint64_t>(r.chunk.count) * elem_bytes;
-      auto comm = boxes.from(r.peer)->get_async<int>(&sinks[i]);
+      auto comm = boxes.recv(r.peer, wire_bytes(bytes, timing.wire_factor), &sinks[i]);
       (exchanged(r.peer, bytes) && r.peer < rank ? first : comms).push_back(comm);
     }
     if (!first.empty()) sg4::Comm::wait_all(first);
@@ -106,6 +118,17 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
   window.drain();
   tally.bytes += sent;
   return sent;
+}
+
+bool lockstep_symmetric(const Schedule& s) {
+  if (s.ranks.empty()) return false;
+  const std::size_t steps = s.ranks.front().size();
+  for (const auto& rank : s.ranks) {
+    if (rank.size() != steps) return false;
+    for (const auto& step : rank)
+      if (step.sends.empty() || step.sends.size() != step.recvs.size()) return false;
+  }
+  return true;
 }
 
 void validate_schedule(const Schedule& s) {

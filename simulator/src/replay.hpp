@@ -31,13 +31,25 @@ class RankMailboxes {
   // Starts a message of `bytes` (a simulated size, no data) to `dst` and counts it in tally.to_peer and
   // tally.messages; tally.bytes is the caller's to add. wire_factor: bytes on the wire per byte counted.
   simgrid::s4u::CommPtr send(int dst, std::uint64_t bytes, SendTally& tally, double wire_factor = 1);
-  // Peers of to, from and send are indices into `ranks` until the next call (a collective over a group:
-  // its schedule's ranks are the group's); nullptr: ranks themselves.
+  // Starts the receive of a message from `src` of `wire` bytes on the wire into *sink.
+  simgrid::s4u::CommPtr recv(int src, std::uint64_t wire, int** sink);
+  // Peers of to, from, send and recv are indices into `ranks` until the next call (a collective over a
+  // group: its schedule's ranks are the group's); nullptr: ranks themselves.
   void use_group(const std::vector<int>* ranks) { group_ = ranks; }
+  // The folded replay (plan_replay.hpp): only the ranks with replayed[r] run. A send to one that does not
+  // goes to its host with no receiver; a receive from one is its message, started from its host now, as
+  // it would send it in the same step of the same schedule (the replicas run alike). hosts: by rank.
+  void fold(const std::vector<simgrid::s4u::Host*>* hosts, const std::vector<char>* replayed) {
+    hosts_ = hosts;
+    replayed_ = replayed;
+  }
 
  private:
   int global(int peer) const { return group_ ? group_->at(static_cast<std::size_t>(peer)) : peer; }
+  bool mirrored(int g) const { return replayed_ && !(*replayed_)[static_cast<std::size_t>(g)]; }
   const std::vector<int>* group_ = nullptr;
+  const std::vector<simgrid::s4u::Host*>* hosts_ = nullptr;
+  const std::vector<char>* replayed_ = nullptr;
   int rank_;
   std::unordered_map<int, simgrid::s4u::Mailbox*> out_, in_;
 };
@@ -67,6 +79,12 @@ class SendWindow {
 // schedules cut their messages into pieces and do not suffer it; Open MPI's native collectives do.
 std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
                               SendTally& tally, std::uint64_t serialize_from = 0);
+
+// True when every rank plays the same part: as many steps each, and in every step as many receives as
+// sends, at least one (a ring, halving-doubling on a power of two). Then a rank's peers reach each step
+// when it does, if their times match, and the folded replay can mirror them (plan_replay.hpp). A tree,
+// whose leaves only send, or a rank that idles a step, is not.
+bool lockstep_symmetric(const Schedule& s);
 
 // Throws std::invalid_argument when the schedule cannot run: peers out of range, a rank sending to
 // itself, or sends and receives between a pair that do not match in number (it would deadlock).

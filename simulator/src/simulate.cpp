@@ -32,7 +32,8 @@ void validate_options(const SimOptions& o) {
     throw std::invalid_argument(fmt::format(
         "simulator: unknown network model \"{}\" (known: auto, LV08, CM02, SMPI, IB, Constant)", o.network_model));
   if (!(o.time_precision_s >= 0)) throw std::invalid_argument("simulator: time_precision_s must be >= 0");
-  simulation_mode(o, 1);  // rejects an unknown mode
+  if (o.mode != "auto" && o.mode != "exact" && o.mode != "aggregated" && o.mode != "folded")
+    simulation_mode(o, 1);  // throws: an unknown mode
 }
 
 // What the strategy's schedule replays as, for the record: "native" becomes its model.
@@ -98,11 +99,18 @@ SimStepResult run_isolated(int world_size, const SimOptions& options, const std:
 
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline) {
   if (pipeline && options.mode == "aggregated")
-    throw std::invalid_argument("simulator: the aggregated mode does not replay pipeline stages yet (mode exact or auto)");
-  if (options.mode == "exact" || options.mode == "aggregated") return options.mode;
-  if (options.mode == "auto") return world_size > kExactMaxWorld && !pipeline ? "aggregated" : "exact";
+    throw std::invalid_argument(
+        "simulator: the aggregated mode does not replay model-parallel layouts (mode exact, folded or auto)");
+  if (!pipeline && options.mode == "folded")
+    throw std::invalid_argument(
+        "simulator: the folded mode replays one replica of a model-parallel layout (tp or pp > 1); this has none");
+  if (options.mode == "exact" || options.mode == "aggregated" || options.mode == "folded") return options.mode;
+  if (options.mode == "auto") {
+    if (pipeline) return world_size > kExactMaxLayoutWorld ? "folded" : "exact";
+    return world_size > kExactMaxWorld ? "aggregated" : "exact";
+  }
   throw std::invalid_argument(
-      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated)", options.mode));
+      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated, folded)", options.mode));
 }
 
 std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,

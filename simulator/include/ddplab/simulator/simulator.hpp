@@ -42,8 +42,10 @@ struct SimOptions {
   // latency (at least SimGrid's 1e-9 s); see sim::time_precision_for for why.
   double time_precision_s = 0;
   // "exact": every message of every schedule (the reference); "aggregated": schedule steps merged into
-  // phases of concurrent flows (simulator/src/aggregate.hpp), for large worlds; "auto": aggregated above
-  // kExactMaxWorld ranks, exact up to it.
+  // phases of concurrent flows (simulator/src/aggregate.hpp), for large worlds; "folded" (model-parallel
+  // layouts only): the ranks of one DP replica, each DP collective's messages from the other replicas
+  // mirrored (plan_replay.hpp); "auto": aggregated above kExactMaxWorld ranks, folded above
+  // kExactMaxLayoutWorld for a layout, exact up to them.
   std::string mode = "auto";
   // A fitted calibration (calibration.hpp): its latency and bandwidth replace the links', its size factors
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
@@ -89,9 +91,12 @@ std::string describe_nccl_choices(const Scenario& scenario, const StrategyConfig
 // Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
 inline constexpr int kExactMaxWorld = 256;
 
-// The mode a simulation of this world size runs in: "exact" or "aggregated" (options.mode resolved).
-// pipeline: a layout with pp > 1 or tp > 1, which runs exact (auto) and is refused aggregated. Throws
-// std::invalid_argument for an unknown mode.
+// Largest model-parallel world "auto" replays rank by rank (GPT-2 XL at TP 2 x PP 4 x DP 8: a few s).
+inline constexpr int kExactMaxLayoutWorld = 64;
+
+// The mode a simulation of this world size runs in: "exact", "aggregated" or "folded" (options.mode
+// resolved). pipeline: a layout with pp > 1 or tp > 1, which is refused aggregated; folded is for layouts
+// only. Throws std::invalid_argument for an unknown mode or one the world does not take.
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
 
 // One op of the plan as one rank ran it, in simulated seconds since the step began.
