@@ -235,7 +235,7 @@ void add_simulate(CLI::App& app) {
       ->excludes(exact);
   cmd->add_flag_callback(
          "--folded", [mode] { *mode = "folded"; },
-         fmt::format("Model-parallel layouts: replay one DP replica, the others' DP messages mirrored (fast; "
+         fmt::format("Model-parallel layouts: replay one DP replica in full, the others only in DP collectives (fast; "
                      "default above {} ranks)",
                      kExactMaxLayoutWorld))
       ->excludes(exact)

@@ -207,15 +207,15 @@ std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& 
 }
 
 
-// One rank's replay of a comm op: per collective call, the codec's local work, then the call's schedule
-// message by message over the op's group (or, with `agg`, as the aggregated mode's phases: aggregate.hpp);
-// a pipeline's send or receive. The comm stream runs its ops with it, the compute stream its TP allreduces.
 // The folded replay's view of the world: which ranks run their plans, and every rank's host.
 struct Fold {
   const std::vector<sg4::Host*>* hosts = nullptr;
   const std::vector<char>* replayed = nullptr;
 };
 
+// One rank's replay of a comm op: per collective call, the codec's local work, then the call's schedule
+// message by message over the op's group (or, with `agg`, as the aggregated mode's phases: aggregate.hpp);
+// a pipeline's send or receive. The comm stream runs its ops with it, the compute stream its TP allreduces.
 struct RankComm {
   RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg, Fold fold = {}, bool shadow = false)
       : rank(rank), place(place), cache(cache), agg(agg), fold(fold), shadow(shadow), boxes(rank) {}

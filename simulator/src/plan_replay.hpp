@@ -50,12 +50,13 @@ OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops =
 
 // Mode "folded" (a layout's large worlds): the replicas of a layout run the same plans on alike hosts, so
 // only DP replica 0's ranks are replayed, TP allreduces and pipeline messages among them as in "exact".
-// In a DP collective each replayed rank's messages to another replica go out on the real route, and its
-// receives from one are that rank's messages, started from its host when the replayed rank posts them
-// (the schedule's same step). What is left out: flows between two other replicas, which load no link of
-// a replayed rank's routes on a non-blocking fabric but would share an oversubscribed one's. Every other
-// rank reports the times of its replica-0 counterpart (same tp, pp); bytes_between and comms hold the
-// replayed ranks' messages only.
+// In a DP collective whose schedule is lockstep-symmetric (replay.hpp) each replayed rank's messages to
+// another replica go out on the real route, and its receives from one are that rank's messages, started
+// from its host when the replayed rank posts them (the schedule's same step); what is left out are the
+// flows between two other replicas, which share no link with a replayed rank's on a star and few on a
+// non-blocking fabric. Under any other schedule (a tree) the other replicas' ranks replay the collective
+// for real, each op when its replica-0 counterpart starts it. Every other rank reports the times of its
+// replica-0 counterpart (same tp, pp); bytes_between and comms hold the replayed ranks' messages only.
 
 // Builds the engine and platform, runs the chain of plans on every rank and collects one result per
 // micro-step (wall_s left 0). Creates SimGrid's engine: call it at most once per process, i.e. inside

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,8 @@
 namespace ddplab {
 namespace {
 
+constexpr std::string_view kModes[] = {"auto", "exact", "aggregated", "folded"};  // SimOptions::mode
+
 void validate_options(const SimOptions& o) {
   bool known = false;
   for (const char* m : {"auto", "LV08", "CM02", "SMPI", "IB", "Constant"}) known = known || o.network_model == m;
@@ -32,7 +35,7 @@ void validate_options(const SimOptions& o) {
     throw std::invalid_argument(fmt::format(
         "simulator: unknown network model \"{}\" (known: auto, LV08, CM02, SMPI, IB, Constant)", o.network_model));
   if (!(o.time_precision_s >= 0)) throw std::invalid_argument("simulator: time_precision_s must be >= 0");
-  if (o.mode != "auto" && o.mode != "exact" && o.mode != "aggregated" && o.mode != "folded")
+  if (std::find(std::begin(kModes), std::end(kModes), o.mode) == std::end(kModes))
     simulation_mode(o, 1);  // throws: an unknown mode
 }
 
@@ -104,7 +107,8 @@ std::string simulation_mode(const SimOptions& options, int world_size, bool pipe
   if (!pipeline && options.mode == "folded")
     throw std::invalid_argument(
         "simulator: the folded mode replays one replica of a model-parallel layout (tp or pp > 1); this has none");
-  if (options.mode == "exact" || options.mode == "aggregated" || options.mode == "folded") return options.mode;
+  if (options.mode != "auto" && std::find(std::begin(kModes), std::end(kModes), options.mode) != std::end(kModes))
+    return options.mode;
   if (options.mode == "auto") {
     if (pipeline) return world_size > kExactMaxLayoutWorld ? "folded" : "exact";
     return world_size > kExactMaxWorld ? "aggregated" : "exact";
