@@ -71,7 +71,7 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
 }
 
 // With trace_path set, the one simulated step's timeline goes there as Chrome trace JSON.
-// mode: SimOptions::mode ("auto", "exact", "aggregated" or "folded").
+// mode: SimOptions::mode ("auto", "exact", "aggregated", "folded" or "probed").
 int simulate_traced(const SimulateRequest& req, const std::string& trace_path, const std::string& mode = "auto") {
   const Scenario sc = load_validated_scenario(req.scenario);  // names, as `run` checks them: file:line:col
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
@@ -233,13 +233,20 @@ void add_simulate(CLI::App& app) {
          "--aggregated", [mode] { *mode = "aggregated"; },
          fmt::format("Merge schedule steps into phases of concurrent flows (fast; default above {} ranks)", kExactMaxWorld))
       ->excludes(exact);
-  cmd->add_flag_callback(
+  auto* folded = cmd->add_flag_callback(
          "--folded", [mode] { *mode = "folded"; },
-         fmt::format("Model-parallel layouts: replay one DP replica in full, the others only in DP collectives (fast; "
-                     "default above {} ranks)",
-                     kExactMaxLayoutWorld))
+         "Model-parallel layouts: replay one DP replica in full, the others only in DP collectives")
       ->excludes(exact)
       ->excludes(aggregated);
+  cmd->add_flag_callback(
+         "--probed", [mode] { *mode = "probed"; },
+         fmt::format("Replay one DP replica (rank 0 without a layout); each distinct DP collective is simulated once, "
+                     "alone, and its time reused (fastest; default above {} ranks for a layout, and for every layout "
+                     "of such a --search)",
+                     kExactMaxLayoutWorld))
+      ->excludes(exact)
+      ->excludes(aggregated)
+      ->excludes(folded);
   cmd->footer(
       "Compute (--compute auto) comes from [cluster].compute_s in the scenario, else from the per-layer times of\n"
       "the calibration it names (when they measured its model), else from the newest measured run of the same\n"
@@ -248,8 +255,9 @@ void add_simulate(CLI::App& app) {
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
       "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"
-      "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology). Without\n"
-      "either flag, worlds above 256 ranks are aggregated.");
+      "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology), or for one\n"
+      "DP replica with each distinct DP collective simulated once (--probed; README \"Which layout?\"). Without a\n"
+      "flag, worlds above 256 ranks are aggregated and layouts above 64 ranks probed (in --search, every layout).");
   cmd->callback([req, trace, mode, worlds] {
     if (!worlds->empty()) req->worlds = world_sizes_option("--world", *worlds);
     g_exit_code = simulate_traced(*req, *trace, *mode);

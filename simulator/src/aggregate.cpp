@@ -409,7 +409,7 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
         for (int j = 0; j < head; ++j) elems -= rp.sampled[static_cast<std::size_t>(j) * w + i];
         for (int j = ph.head; j < ph.head + ph.tail; ++j) elems -= rp.sampled[static_cast<std::size_t>(j) * w + i];
         sent += elems * elem_bytes;
-        tally.to_peer[rp.sends[i].peer] += elems * elem_bytes;
+        tally.to_peer[boxes.global(rp.sends[i].peer)] += elems * elem_bytes;
       }
     }
     for (int j = ph.head; j < ph.head + ph.tail; ++j) replay_step(j);

@@ -3,7 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
 #include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include <stdlib.h>
 
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/pipeline.hpp"
@@ -11,6 +19,22 @@
 
 namespace ddplab {
 namespace {
+
+// A temporary directory, removed with its files at the end of the scope; none unless `make`.
+struct MemoDir {
+  explicit MemoDir(bool make) {
+    if (!make) return;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ddplab-probes-XXXXXX").string();
+    if (::mkdtemp(tmpl.data())) path = tmpl;  // without one, every layout probes its own
+  }
+  ~MemoDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+  MemoDir(const MemoDir&) = delete;
+  MemoDir& operator=(const MemoDir&) = delete;
+  std::string path;
+};
 
 std::vector<ParallelConfig> layouts(const Scenario& sc, int world) {
   std::vector<ParallelConfig> out;
@@ -46,13 +70,20 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
   const auto t0 = std::chrono::steady_clock::now();
   LayoutSearch out;
   const auto all = layouts(scenario, world);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    LayoutCandidate c;
+  out.candidates.resize(all.size());
+  // Probed layouts keep their probes' outcomes here: layouts of one TP x PP (microbatches apart) have the
+  // same DP collectives, probed once.
+  const MemoDir memo(setup.options.probe_memo.empty());
+  auto simulate = [&](std::size_t i) {
+    LayoutCandidate& c = out.candidates[i];
     c.parallel = all[i];
     Scenario sc = scenario;
     sc.parallel = all[i];
     SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
     if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
+    // Above kExactMaxLayoutWorld every layout is probed, pure DP too: one mode for the whole ranking.
+    if (own.options.mode == "auto" && world > kExactMaxLayoutWorld) own.options.mode = "probed";
+    if (own.options.probe_memo.empty()) own.options.probe_memo = memo.path;
     try {
       validate_parallel(sc);
       c.mode = simulation_mode(own.options, world, sc.parallel.model_parallel());
@@ -62,9 +93,42 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     } catch (const std::invalid_argument& e) {
       c.refused = e.what();
     }
-    out.candidates.push_back(std::move(c));
-    if (progress) progress(static_cast<int>(i) + 1, static_cast<int>(all.size()));
-  }
+  };
+  // Each layout is simulated in a child process of its own (simulate_point): one thread per core waits for
+  // one child each. Any other failure (a child that crashed) stops the search.
+  // The first layout of each TP x PP first, so that two threads seldom probe the same collectives at once.
+  std::vector<std::size_t> order, later;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    (i > 0 && all[i].tp == all[i - 1].tp && all[i].pp == all[i - 1].pp ? later : order).push_back(i);
+  order.insert(order.end(), later.begin(), later.end());
+  std::mutex mu;
+  std::size_t next = 0, done = 0;
+  std::exception_ptr failed;
+  auto worker = [&] {
+    for (;;) {
+      std::size_t i = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == all.size() || failed) return;
+        i = order[next++];
+      }
+      try {
+        simulate(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed) failed = std::current_exception();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (progress) progress(static_cast<int>(++done), static_cast<int>(all.size()));
+    }
+  };
+  const unsigned jobs = std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(std::max<std::size_t>(all.size(), 1)));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  if (failed) std::rethrow_exception(failed);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const LayoutCandidate& a, const LayoutCandidate& b) {
     if (a.point.has_value() != b.point.has_value()) return a.point.has_value();
     return a.point && a.point->result.samples_per_s > b.point->result.samples_per_s;

@@ -13,6 +13,7 @@
 
 #include "aggregate.hpp"
 #include "calibration_install.hpp"
+#include "collective_probe.hpp"
 #include "platform.hpp"
 #include "replay.hpp"
 #include "work_cost.hpp"
@@ -217,8 +218,9 @@ struct Fold {
 // message by message over the op's group (or, with `agg`, as the aggregated mode's phases: aggregate.hpp);
 // a pipeline's send or receive. The comm stream runs its ops with it, the compute stream its TP allreduces.
 struct RankComm {
-  RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg, Fold fold = {}, bool shadow = false)
-      : rank(rank), place(place), cache(cache), agg(agg), fold(fold), shadow(shadow), boxes(rank) {}
+  RankComm(int rank, const RankPlace& place, ScheduleCache& cache, Aggregated* agg, Fold fold = {}, bool shadow = false,
+           const CollectiveProbes* probes = nullptr)
+      : rank(rank), place(place), cache(cache), agg(agg), fold(fold), shadow(shadow), probes(probes), boxes(rank) {}
   int rank;
   const RankPlace& place;
   ScheduleCache& cache;
@@ -227,6 +229,7 @@ struct RankComm {
   // (a rank of another replica, following its counterpart) replays only the calls that are not.
   Fold fold;
   bool shadow;
+  const CollectiveProbes* probes;  // probed replay: DP calls take their probe's time
   RankMailboxes boxes;
   std::vector<sg4::CommPtr> sends;  // pipeline sends in flight, waited for at the end of the micro-step
 
@@ -240,7 +243,14 @@ struct RankComm {
     for (std::size_t c = 0; c < op.calls.size(); ++c) {
       const CollectiveCall& call = op.calls[c];
       work_for(work.codec.seconds(call.before));
-      if (agg) {
+      if (probes && !tensor) {
+        const ProbeOutcome p = probes->outcome(rank, *ps.strategy, op, call);
+        sg4::this_actor::sleep_for(p.seconds);
+        bytes += p.tally.bytes;
+        step.tally.bytes += p.tally.bytes;
+        step.tally.messages += p.tally.messages;
+        for (const auto& [peer, b] : p.tally.to_peer) step.tally.to_peer[peer] += b;
+      } else if (agg) {
         bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally, agg->routes);
         agg->phases.release(k, op, c);
       } else {
@@ -421,6 +431,52 @@ std::vector<RankPlace> rank_places(const PlanJob& job, int n) {
   return places;
 }
 
+using Chains = std::vector<const std::vector<PlannedStep>*>;
+
+// Without a layout, the probed replay stands every rank for rank 0: the plans must not tell them apart.
+void check_probed(const PlanJob& job, const Chains& chains, int n) {
+  if (job.layout) return;
+  for (int r = 0; r < n; ++r)
+    if (job.cluster.compute_factor(r) != 1)
+      throw std::invalid_argument(fmt::format(
+          "simulator: the probed mode replays rank 0 for every rank; rank {} is a straggler (factor {}): use exact or "
+          "aggregated",
+          r, job.cluster.compute_factor(r)));
+  for (const PlannedStep& ps : *chains.front())
+    for (const PlanOp& op : ps.plan.ops)
+      for (const CollectiveCall& call : op.calls)
+        if (call.collective == "push" || call.collective == "pull")
+          throw std::invalid_argument(
+              "simulator: the probed mode replays rank 0 for every rank; a parameter server's ranks differ: use exact "
+              "or aggregated");
+}
+
+// Every DP collective call of the replayed ranks' chains, over their DP groups.
+std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& chains,
+                                                 const std::vector<RankPlace>& places, const std::vector<char>& replayed) {
+  const int n = static_cast<int>(places.size());
+  std::vector<std::vector<int>> group_of(places.size());
+  std::vector<std::size_t> chain_of(places.size());
+  for (int r = 0; r < n; ++r) {
+    const RankPlace& p = places[static_cast<std::size_t>(r)];
+    chain_of[static_cast<std::size_t>(r)] = p.chain;
+    if (!replayed[static_cast<std::size_t>(r)]) continue;
+    auto& g = group_of[static_cast<std::size_t>(r)];
+    if (job.layout) g = p.group;
+    else for (int i = 0; i < n; ++i) g.push_back(i);
+  }
+  auto probes = std::make_unique<CollectiveProbes>(group_of, chain_of, job.cluster.devices_per_node,
+                                                   probes_one_group(job.cluster));
+  for (int r = 0; r < n; ++r) {
+    if (!replayed[static_cast<std::size_t>(r)]) continue;
+    for (const PlannedStep& ps : *chains[places[static_cast<std::size_t>(r)].chain])
+      for (const PlanOp& op : ps.plan.ops)
+        if (op.group != CommGroup::Tensor)
+          for (const CollectiveCall& call : op.calls) probes->add(r, *ps.strategy, op, call);
+  }
+  return probes;
+}
+
 }  // namespace
 
 std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
@@ -436,19 +492,26 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   const int n = job.stages.empty() ? first.context().world_size : job.layout->world();
   const std::size_t length = chains.front()->size();
   const std::string mode = simulation_mode(job.options, n, !job.stages.empty());
-  const bool aggregated = mode == "aggregated";
+  const bool aggregated = mode == "aggregated", probed = mode == "probed";
   const std::vector<RankPlace> places = rank_places(job, n);
-  // Folded: only DP replica 0's ranks run (plan_replay.hpp); every other rank reports its counterpart's times.
+  // Folded and probed: only DP replica 0's ranks run (plan_replay.hpp), rank 0 alone without a layout;
+  // every other rank reports its counterpart's times.
   std::vector<char> replayed(static_cast<std::size_t>(n), 1);
   std::vector<int> counterpart(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     counterpart[static_cast<std::size_t>(r)] = r;
-    if (mode != "folded") continue;
+    if (mode != "folded" && !probed) continue;
+    if (!job.layout) {
+      replayed[static_cast<std::size_t>(r)] = r == 0;
+      counterpart[static_cast<std::size_t>(r)] = 0;
+      continue;
+    }
     RankCoord c = job.layout->coord(r);
     replayed[static_cast<std::size_t>(r)] = c.dp == 0;
     c.dp = 0;
     counterpart[static_cast<std::size_t>(r)] = job.layout->rank(c);
   }
+  if (probed) check_probed(job, chains, n);
   // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
   // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
   std::vector<std::vector<StepWork>> work(chains.size());
@@ -477,7 +540,8 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
 
   const NcclFabric fabric = nccl_fabric(job.cluster);
   std::vector<int> users(chains.size(), 0);
-  for (const RankPlace& p : places) ++users[p.chain];  // folded: the shadows acquire every call too
+  for (int r = 0; r < n; ++r)  // folded: the shadows acquire every call too
+    if (!probed || replayed[static_cast<std::size_t>(r)]) ++users[places[static_cast<std::size_t>(r)].chain];
   ScheduleCache cache(users, job.options.native, &fabric);
   std::unique_ptr<Aggregated> agg;
   if (aggregated) {
@@ -485,9 +549,15 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers, &fabric}, job.options.native),
                              Routes(hosts)});
   }
+  std::unique_ptr<CollectiveProbes> probes;
+  if (probed) probes = make_probes(job, chains, places, replayed);
   std::vector<RankState> states(static_cast<std::size_t>(n));
   std::deque<RankComm> comms;  // two per rank (the compute stream's, the comm stream's); stable addresses
   const Fold fold = mode == "folded" ? Fold{&hosts, &replayed} : Fold{};
+  double replay_from = 0;  // probed: when the probes are done and the plans start
+  std::vector<std::vector<StepState>> shadow_steps(static_cast<std::size_t>(n));
+  const auto start_replay = [&] {
+  replay_from = sg4::Engine::get_clock();
   for (int r = 0; r < n; ++r) {
     if (!replayed[static_cast<std::size_t>(r)]) continue;
     RankState& st = states[static_cast<std::size_t>(r)];
@@ -507,13 +577,12 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     }
     auto* host = hosts[static_cast<std::size_t>(r)];
     RankComm& tp = comms.emplace_back(r, place, cache, agg.get());  // TP groups are inside a replica
-    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold);
+    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, false, probes.get());
     sg4::Actor::create(fmt::format("compute{}", r), host,
                        [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
     sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
   }
-  std::vector<std::vector<StepState>> shadow_steps(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < n && mode == "folded"; ++r) {
     if (replayed[static_cast<std::size_t>(r)]) continue;
     const RankPlace& place = places[static_cast<std::size_t>(r)];
     shadow_steps[static_cast<std::size_t>(r)].resize(length);
@@ -522,6 +591,20 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
                        [&chain = *chains[place.chain], &w = work[place.chain],
                         &st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])], &comm,
                         &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
+  }
+  };
+  if (probes) {
+    const CollectiveProbes::Where where{&hosts, job.options.native, &fabric,
+                                        job.options.calibration && job.options.native == "mpi"
+                                            ? job.options.calibration->tcp_rendezvous_bytes
+                                            : 0,
+                                        job.options.probe_memo};
+    sg4::Actor::create("probes", hosts.front(), [&, where] {  // the actor runs after this scope
+      probes->run(where);
+      start_replay();
+    });
+  } else {
+    start_replay();
   }
   engine->run();
 
@@ -543,7 +626,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       t.optimizer_s = step.optimizer_s;
       t.comm_s = step.comm_s;
       t.exposed_comm_s = step.exposed_s;
-      t.start_s = step.start_s;
+      t.start_s = step.start_s - replay_from;
       t.step_s = step.end_s - step.start_s;
       if (job.options.keep_trace) t.trace = mode == "folded" ? step.ops : std::move(step.ops);
       if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;

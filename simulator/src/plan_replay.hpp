@@ -57,6 +57,9 @@ OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops =
 // non-blocking fabric. Under any other schedule (a tree) the other replicas' ranks replay the collective
 // for real, each op when its replica-0 counterpart starts it. Every other rank reports the times of its
 // replica-0 counterpart (same tp, pp); bytes_between and comms hold the replayed ranks' messages only.
+//
+// Mode "probed": the same ranks run (rank 0 alone without a layout), and each DP collective call takes the
+// time its probe took, simulated once before the step (collective_probe.hpp); no other replica runs.
 
 // Builds the engine and platform, runs the chain of plans on every rank and collects one result per
 // micro-step (wall_s left 0). Creates SimGrid's engine: call it at most once per process, i.e. inside

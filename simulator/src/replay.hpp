@@ -36,6 +36,7 @@ class RankMailboxes {
   // Peers of to, from, send and recv are indices into `ranks` until the next call (a collective over a
   // group: its schedule's ranks are the group's); nullptr: ranks themselves.
   void use_group(const std::vector<int>* ranks) { group_ = ranks; }
+  int global(int peer) const { return group_ ? group_->at(static_cast<std::size_t>(peer)) : peer; }  // a peer's rank
   // The folded replay (plan_replay.hpp): only the ranks with replayed[r] run. A send to one that does not
   // goes to its host with no receiver; a receive from one is its message, started from its host now, as
   // it would send it in the same step of the same schedule (the replicas run alike). hosts: by rank.
@@ -45,7 +46,6 @@ class RankMailboxes {
   }
 
  private:
-  int global(int peer) const { return group_ ? group_->at(static_cast<std::size_t>(peer)) : peer; }
   bool mirrored(int g) const { return replayed_ && !(*replayed_)[static_cast<std::size_t>(g)]; }
   const std::vector<int>* group_ = nullptr;
   const std::vector<simgrid::s4u::Host*>* hosts_ = nullptr;

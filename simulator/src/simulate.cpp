@@ -26,7 +26,7 @@
 namespace ddplab {
 namespace {
 
-constexpr std::string_view kModes[] = {"auto", "exact", "aggregated", "folded"};  // SimOptions::mode
+constexpr std::string_view kModes[] = {"auto", "exact", "aggregated", "folded", "probed"};  // SimOptions::mode
 
 void validate_options(const SimOptions& o) {
   bool known = false;
@@ -103,18 +103,18 @@ SimStepResult run_isolated(int world_size, const SimOptions& options, const std:
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline) {
   if (pipeline && options.mode == "aggregated")
     throw std::invalid_argument(
-        "simulator: the aggregated mode does not replay model-parallel layouts (mode exact, folded or auto)");
+        "simulator: the aggregated mode does not replay model-parallel layouts (mode exact, folded, probed or auto)");
   if (!pipeline && options.mode == "folded")
     throw std::invalid_argument(
         "simulator: the folded mode replays one replica of a model-parallel layout (tp or pp > 1); this has none");
   if (options.mode != "auto" && std::find(std::begin(kModes), std::end(kModes), options.mode) != std::end(kModes))
     return options.mode;
   if (options.mode == "auto") {
-    if (pipeline) return world_size > kExactMaxLayoutWorld ? "folded" : "exact";
+    if (pipeline) return world_size > kExactMaxLayoutWorld ? "probed" : "exact";
     return world_size > kExactMaxWorld ? "aggregated" : "exact";
   }
   throw std::invalid_argument(
-      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated, folded)", options.mode));
+      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated, folded, probed)", options.mode));
 }
 
 std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,

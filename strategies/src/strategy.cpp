@@ -72,12 +72,14 @@ std::vector<Chunk> Strategy::optimizer_ranges(int rank) const {
   return out;
 }
 
+ScheduleParams Strategy::schedule_params(CommGroup group, const NcclFabric* nccl) const {
+  if (group == CommGroup::Tensor) return ScheduleParams{ctx_.tp, 0, ctx_.tp_ranks_per_node, 0, nccl};
+  return ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers, nccl};
+}
+
 Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as,
                                 const NcclFabric* nccl, CommGroup group) const {
-  if (group == CommGroup::Tensor)
-    return schedule_for_call(call, schedule, ScheduleParams{ctx_.tp, 0, ctx_.tp_ranks_per_node, 0, nccl}, native_as);
-  return schedule_for_call(
-      call, schedule, ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers, nccl}, native_as);
+  return schedule_for_call(call, schedule, schedule_params(group, nccl), native_as);
 }
 
 bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % config_.accumulate_steps == 0; }

@@ -1,7 +1,7 @@
 // The folded replay of model-parallel layouts (mode "folded", plan_replay.hpp): only DP replica 0's ranks
 // run, their DP collectives' messages from the other replicas mirrored. Where no two flows of other replicas
 // share a link with a replayed rank's (a star of one device per host), it is the exact replay to rounding;
-// on a DGX fat-tree it is checked against the exact replay for every layout of a world, ranking included.
+// on DGX nodes it is checked against the exact replay for every layout of a world, ranking included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,25 +13,14 @@
 
 #include "ddplab/simulator/layout_search.hpp"
 #include "ddplab/simulator/simulator.hpp"
+#include "layout_test_util.hpp"
 #include "sim_test_util.hpp"
 
 namespace ddplab {
 namespace {
 
-SimOptions mode(const std::string& m, SimOptions o = test::alpha_beta()) {
-  o.mode = m;
-  return o;
-}
-
-Scenario layout(int tp, int pp, int microbatches, const std::string& schedule) {
-  Scenario sc = test::small_mlp_scenario("folded");
-  sc.model.layers = {784, 256, 256, 128, 10};
-  sc.parallel.tp = tp;
-  sc.parallel.pp = pp;
-  sc.parallel.microbatches = microbatches;
-  sc.parallel.pipeline_schedule = schedule;
-  return sc;
-}
+using test::mlp_layout;
+SimOptions mode(const std::string& m, SimOptions o = test::alpha_beta()) { return test::with_mode(m, o); }
 
 TEST(FoldedReplay, IsTheExactReplayWhereNoOtherReplicasFlowSharesALink) {
   struct Case {
@@ -48,7 +37,7 @@ TEST(FoldedReplay, IsTheExactReplayWhereNoOtherReplicasFlowSharesALink) {
                         {2, 2, 4, 4, "1f1b", "overlap", "double_binary_tree", false},
                         {1, 2, 3, 2, "gpipe", "bucketed", "recursive_doubling", false}};
   for (const Case& c : cases) {
-    const Scenario sc = layout(c.tp, c.pp, c.micro, c.schedule);
+    const Scenario sc = mlp_layout(c.tp, c.pp, c.micro, c.schedule);
     const int world = c.tp * c.pp * c.dp;
     const StrategyConfig st = test::strategy_config(c.policy, c.sched);
     const auto exact = simulate_steps(sc, st, world, 0.02, 0.001, {3}, mode("exact"), 1).front();
@@ -81,7 +70,7 @@ TEST(FoldedReplay, IsTheExactReplayWhereNoOtherReplicasFlowSharesALink) {
 // With TCP's acks on the reverse path (LV08, crosstraffic), a received message loads the receiver's uplink,
 // which its own send uses: without the mirrored receives the replayed ranks' ring steps would be faster.
 TEST(FoldedReplay, MirroredReceivesLoadTheReplayedRanksLinks) {
-  Scenario sc = layout(1, 2, 2, "gpipe");
+  Scenario sc = mlp_layout(1, 2, 2, "gpipe");
   sc.cluster.link_bandwidth = 1e8;  // the DP sync dominates
   SimOptions tcp;
   tcp.network_model = "LV08";
@@ -93,40 +82,8 @@ TEST(FoldedReplay, MirroredReceivesLoadTheReplayedRanksLinks) {
   EXPECT_GT(exact.comm_s, 0.5 * exact.step_s) << "the DP ring is not what the step waits for";
 }
 
-TEST(FoldedReplay, RanksEveryLayoutAsTheExactReplayOnADgxFatTree) {
-  // 32 ranks of 4 DGX H100 nodes (8 GPUs and 8 NICs each): TP inside a node, PP and DP across.
-  Scenario sc = test::small_mlp_scenario("folded-dgx");
-  sc.model.layers = {784, 2048, 2048, 2048, 1024, 10};
-  sc.train.batch_size = 16;
-  apply_cluster_preset(sc.cluster, "dgx-h100");
-  sc.cluster.compute_s = 0.004;
-  sc.parallel.pipeline_schedule = "1f1b";
-  const StrategyConfig st = test::strategy_config("overlap", "ring");
-  auto search = [&](const std::string& m) {
-    SweepSetup setup;
-    setup.options.mode = m;
-    setup.compute.compute_s = 0.004;
-    return search_layouts(sc, st, 32, setup);
-  };
-  const LayoutSearch exact = search("exact"), folded = search("folded");
-  ASSERT_EQ(exact.candidates.size(), folded.candidates.size());
-  int compared = 0;
-  double worst = 0;
-  for (std::size_t i = 0; i < exact.candidates.size(); ++i) {
-    const LayoutCandidate &e = exact.candidates[i], &f = folded.candidates[i];
-    // Same order: the fastest first in both.
-    ASSERT_EQ(e.parallel.tp, f.parallel.tp) << "rank " << i;
-    ASSERT_EQ(e.parallel.pp, f.parallel.pp) << "rank " << i;
-    ASSERT_EQ(e.parallel.microbatches, f.parallel.microbatches) << "rank " << i;
-    if (!e.point) continue;
-    ++compared;
-    const double err = std::abs(f.point->result.step_s / e.point->result.step_s - 1);
-    worst = std::max(worst, err);
-    EXPECT_LT(err, 0.02) << "TP " << e.parallel.tp << " x PP " << e.parallel.pp << " x DP " << *e.parallel.dp;
-    EXPECT_EQ(f.mode, e.parallel.model_parallel() ? "folded" : "exact");
-  }
-  EXPECT_GE(compared, 10);
-  std::printf("folded against exact, %d layouts of 32 ranks: largest step time error %.3f%%\n", compared, 100 * worst);
+TEST(FoldedReplay, RanksEveryLayoutAsTheExactReplayOnDgxNodes) {
+  test::check_dgx_ranking("folded", 0.02, [](const ParallelConfig& p) { return p.model_parallel() ? "folded" : "exact"; });
 }
 
 TEST(FoldedReplay, IsForModelParallelLayoutsOnly) {
@@ -138,9 +95,7 @@ TEST(FoldedReplay, IsForModelParallelLayoutsOnly) {
     EXPECT_NE(std::string(e.what()).find("folded mode replays one replica of a model-parallel layout"), std::string::npos)
         << e.what();
   }
-  // auto folds a layout above kExactMaxLayoutWorld ranks and replays it rank by rank up to it.
-  EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxLayoutWorld, true), "exact");
-  EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxLayoutWorld + 1, true), "folded");
+  // auto never folds: it samples a layout above kExactMaxLayoutWorld ranks (test_probed_replay.cpp).
   EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxLayoutWorld + 1, false), "exact");
 }
 

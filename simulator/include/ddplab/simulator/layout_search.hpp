@@ -15,7 +15,7 @@ struct LayoutCandidate {
   ParallelConfig parallel;          // tp, pp, dp, microbatches, the scenario's schedule
   std::optional<SweepPoint> point;  // its simulation; none when refused
   std::string refused;              // why the model or the strategy does not take this layout
-  std::string mode;                 // how it was simulated (simulation_mode): exact, folded, aggregated
+  std::string mode;                 // how it was simulated (simulation_mode): exact, folded, probed, aggregated
 };
 
 struct LayoutSearch {
@@ -27,8 +27,9 @@ struct LayoutSearch {
 // dividing world / tp, dp the rest; under pp > 1 the scenario's pipeline schedule (an interleaved one where
 // its conditions hold, else skipped) over M = batch / b microbatches for microbatch sizes b = 1, 2, 4, ...
 // with M >= pp, and one microbatch without a pipeline. Each is simulated as simulate_point does, on the
-// scenario's placement (setup.options.mode "folded" folds the model-parallel ones; pure DP then runs as
-// "auto" would). progress(done, total) after each.
+// scenario's placement (setup.options.mode "folded" folds the model-parallel ones, pure DP then runs as
+// "auto" would; "auto" above kExactMaxLayoutWorld ranks samples every layout, pure DP too).
+// progress(done, total) after each.
 LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
                             const std::function<void(int, int)>& progress = {});
 

@@ -44,8 +44,9 @@ struct SimOptions {
   // "exact": every message of every schedule (the reference); "aggregated": schedule steps merged into
   // phases of concurrent flows (simulator/src/aggregate.hpp), for large worlds; "folded" (model-parallel
   // layouts only): the ranks of one DP replica, the other replicas only in the DP collectives that
-  // cannot be mirrored (plan_replay.hpp); "auto": aggregated above kExactMaxWorld ranks, folded above
-  // kExactMaxLayoutWorld for a layout, exact up to them.
+  // cannot be mirrored (plan_replay.hpp); "probed": one replica (rank 0 without a layout), each distinct DP
+  // collective simulated once, alone, and its time reused (collective_probe.hpp); "auto": aggregated above
+  // kExactMaxWorld ranks, for a layout probed above kExactMaxLayoutWorld, exact up to them.
   std::string mode = "auto";
   // A fitted calibration (calibration.hpp): its latency and bandwidth replace the links', its size factors
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
@@ -67,6 +68,9 @@ struct SimOptions {
   // skips serialising ranks x ops records out of the simulation's child process (at 1024 ranks of
   // ResNet-50 that was the biggest cost after the simulation itself).
   bool keep_trace = true;
+  // Mode "probed": a directory where each probe's outcome is kept, for the later simulations of the same
+  // cluster and options to reuse (search_layouts makes one per search); "" = none.
+  std::string probe_memo;
   // data.uneven = "join": each world size's per-rank shares (join_schedule.hpp), which the caller computes
   // from the dataset (the CLI: runtime's join_schedule). simulate_pattern refuses a join scenario without them.
   std::map<int, JoinSchedule> join;
@@ -91,11 +95,12 @@ std::string describe_nccl_choices(const Scenario& scenario, const StrategyConfig
 // Largest world size "auto" simulates message by message (256 ranks of a ring: about 0.4 s).
 inline constexpr int kExactMaxWorld = 256;
 
-// Largest model-parallel world "auto" replays rank by rank (GPT-2 XL at TP 2 x PP 2 x DP 16: 2.6 s).
+// Largest model-parallel world "auto" replays rank by rank (GPT-2 XL at TP 2 x PP 2 x DP 16: 2.6 s); above
+// it, and for every layout of a --search above it, "probed".
 inline constexpr int kExactMaxLayoutWorld = 64;
 
-// The mode a simulation of this world size runs in: "exact", "aggregated" or "folded" (options.mode
-// resolved). pipeline: a layout with pp > 1 or tp > 1, which is refused aggregated; folded is for layouts
+// The mode a simulation of this world size runs in: "exact", "aggregated", "folded" or "probed"
+// (options.mode resolved). pipeline: a layout with pp > 1 or tp > 1, which is refused aggregated; folded is for layouts
 // only. Throws std::invalid_argument for an unknown mode or one the world does not take.
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
 

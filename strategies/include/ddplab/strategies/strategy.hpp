@@ -137,6 +137,8 @@ class Strategy {
   // as native_as).
   Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring",
                         const NcclFabric* nccl = nullptr, CommGroup group = CommGroup::Data) const;
+  // Where that schedule runs: the group's size, ranks per node and servers (count left 0).
+  ScheduleParams schedule_params(CommGroup group, const NcclFabric* nccl = nullptr) const;
 
   // Helpers for policies: the ops every step starts with, and a comm op for a bucket.
   // add_compute_pass adds Forward and one Backward per layer (last layer first); returns the Backward ids
