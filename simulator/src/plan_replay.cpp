@@ -26,8 +26,6 @@ namespace {
 // Actors with stack guard pages at most (each costs two memory mappings of the 65536 Linux allows).
 constexpr long kGuardedActorsMax = 16384;
 
-bool is_compute_work(OpKind k) { return k == OpKind::Forward || k == OpKind::Backward; }
-bool is_optimizer(OpKind k) { return k == OpKind::Optimizer || k == OpKind::ShardOptimizer || k == OpKind::GradNorm; }
 
 std::string op_label(const PlanOp& op) {
   return op.index < 0 ? op_name(op.kind) : fmt::format("{} {}", op_name(op.kind), op.index);
@@ -374,43 +372,6 @@ void shadow_stream(const std::vector<PlannedStep>& chain, const std::vector<Step
     }
   }
 }
-
-}  // namespace
-
-OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops) {
-  OpCosts c;
-  for (const PlanOp& op : plan.ops) {
-    if (is_compute_work(op.kind)) c.fb_flops += op.flops;
-    if (op.kind == OpKind::Forward) c.forward_flops += op.flops;
-  }
-  const double flops = model_fb_flops > 0 ? model_fb_flops : c.fb_flops;
-  c.seconds_per_flop = flops > 0 ? compute_s / flops : 0.0;
-  return c;
-}
-
-double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
-  if (is_compute_work(op.kind) && !backward_s.empty() && s.is_worker(rank))  // a calibration's per-layer times
-    return op.kind == OpKind::Forward ? (op.index < 0 ? forward_s : forward_s * op.flops / forward_flops)
-                                      : backward_s.at(static_cast<std::size_t>(op.index));
-  if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing
-    return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
-  // optimizer_s is for the whole model: each update gets its share of the elements it touches.
-  const std::size_t total = s.bucketing().total;
-  if (total == 0) return 0.0;
-  if (op.kind == OpKind::GradNorm) {
-    // One read of each gradient the rank updates: 4 of the 20 bytes per parameter an SGD update moves.
-    std::size_t count = 0;
-    for (const Bucket& b : s.bucketing().buckets)
-      count += s.policy().shards == Shards::None ? b.count : s.shard(b.id, rank).count;
-    return 0.2 * optimizer_s * static_cast<double>(count) / static_cast<double>(total);
-  }
-  if (!is_optimizer(op.kind)) return 0.0;
-  const Bucket& b = s.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-  const std::size_t count = op.kind == OpKind::Optimizer ? b.count : s.shard(b.id, rank).count;
-  return optimizer_s * static_cast<double>(count) / static_cast<double>(total);
-}
-
-namespace {
 
 // Every rank's place: with stages, its stage's chain, its DP group and its pipeline; else every rank runs
 // job.steps over the whole world.

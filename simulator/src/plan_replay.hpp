@@ -35,6 +35,11 @@ struct PlanJob {
   std::size_t parameters = 0;   // the whole model's, whose update takes optimizer_s (with stages)
 };
 
+inline bool is_compute_work(OpKind k) { return k == OpKind::Forward || k == OpKind::Backward; }
+inline bool is_optimizer(OpKind k) {
+  return k == OpKind::Optimizer || k == OpKind::ShardOptimizer || k == OpKind::GradNorm;
+}
+
 // How long each op lasts on an idle host, from the measured times (see simulator.hpp).
 struct OpCosts {
   double fb_flops = 0;        // forward + backward FLOPs of the plan (0 for a plan without compute)
