@@ -38,26 +38,40 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     if (!req.strategy.empty() && st.name != req.strategy) continue;
     found = true;
     const SweepSetup setup = sweep_setup(sc, st, store, opt);
-    const LayoutSearch s = search_layouts(sc, st, worlds.front(), setup, [tty](int done, int total) {
-      if (tty) std::fprintf(stderr, "\r\033[Ksimulating layout %d/%d", done, total);
-    });
+    const LayoutSearch s = search_layouts(
+        sc, st, worlds.front(), setup,
+        [tty](int done, int total) {
+          if (tty) std::fprintf(stderr, "\r\033[Ksimulating layout %d/%d", done, total);
+        },
+        req.zero_stages);
     if (tty) std::fprintf(stderr, "\r\033[K");
     const auto refused = std::count_if(s.candidates.begin(), s.candidates.end(), [](const auto& c) { return !c.point; });
-    std::printf("%s / %s: %zu layouts of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
-                sc.name.c_str(), st.name.c_str(), s.candidates.size(), worlds.front(), static_cast<long>(refused), s.wall_s,
+    std::string what = fmt::format("{} layouts", s.candidates.size());
+    if (req.zero_stages) {  // every layout under each variant
+      std::string names;
+      const auto variants = zero_stage_variants(st);
+      for (const auto& v : variants) names += (names.empty() ? "" : ", ") + v.policy;
+      what = fmt::format("{} layouts x {} policies ({})", s.candidates.size() / variants.size(), variants.size(), names);
+    }
+    std::printf("%s / %s: %s of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
+                sc.name.c_str(), st.name.c_str(), what.c_str(), worlds.front(), static_cast<long>(refused), s.wall_s,
                 format_duration(setup.compute.compute_s).c_str(), setup.compute.origin.c_str());
-    std::printf("%5s %4s %4s %5s %6s %10s %11s %7s %11s %-7s %6s %s\n", "rank", "tp", "pp", "dp", "micro", "step_ms",
-                "samples/s", "MFU", "memory", "mode", "sim_s", "fits");
+    // With --zero-stages each row names its policy (zero_stage_variants), after the layout.
+    const std::string policy_head = req.zero_stages ? fmt::format(" {:<9}", "policy") : "";
+    std::printf("%5s %4s %4s %5s %6s%s %10s %11s %7s %11s %-7s %6s %s\n", "rank", "tp", "pp", "dp", "micro",
+                policy_head.c_str(), "step_ms", "samples/s", "MFU", "memory", "mode", "sim_s", "fits");
     int rank = 0;
     for (const LayoutCandidate& c : s.candidates) {
       const ParallelConfig& p = c.parallel;
+      const std::string policy = req.zero_stages ? fmt::format(" {:<9}", c.strategy.policy) : "";
       if (!c.point) {
-        std::printf("%5s %4d %4d %5d %6d  refused: %s\n", "-", p.tp, p.pp, *p.dp, p.microbatches, c.refused.c_str());
+        std::printf("%5s %4d %4d %5d %6d%s  refused: %s\n", "-", p.tp, p.pp, *p.dp, p.microbatches, policy.c_str(),
+                    c.refused.c_str());
         continue;
       }
       const SweepPoint& pt = *c.point;
-      std::printf("%5d %4d %4d %5d %6d %10.2f %11.0f %6s %11s %-7s %6.2f %s\n", ++rank, p.tp, p.pp, *p.dp, p.microbatches,
-                  pt.result.step_s * 1e3, pt.result.samples_per_s,
+      std::printf("%5d %4d %4d %5d %6d%s %10.2f %11.0f %6s %11s %-7s %6.2f %s\n", ++rank, p.tp, p.pp, *p.dp,
+                  p.microbatches, policy.c_str(), pt.result.step_s * 1e3, pt.result.samples_per_s,
                   pt.mfu ? fmt::format("{:.1f}%", 100 * *pt.mfu).c_str() : "-",
                   format_bytes(pt.memory.memory.total()).c_str(), c.mode.c_str(), pt.result.wall_s,
                   !pt.memory.capacity ? "-" : pt.memory.fits() ? "yes" : "OUT OF MEMORY");
@@ -223,9 +237,13 @@ void add_simulate(CLI::App& app) {
   cmd->add_option("--trace", *trace,
                   "Write the simulated step's timeline (Chrome trace JSON, opens in Perfetto) to FILE; needs one --world N")
       ->option_text("FILE");
-  cmd->add_flag("--search", req->search,
+  auto* search_flag = cmd->add_flag("--search", req->search,
                 "Simulate every [parallel] layout of the one --world N (TP inside a node x PP x DP, microbatches) and "
                 "rank them by samples/s, with MFU and device memory");
+  cmd->add_flag("--zero-stages", req->zero_stages,
+                "With --search: each layout under the strategy's ZeRO stages too (its policy, zero1, zero2: the "
+                "registered policies with a ZeRO stage), for a policy that syncs gradients every step")
+      ->needs(search_flag);
   auto* exact = cmd->add_flag_callback(
       "--exact", [mode] { *mode = "exact"; },
       fmt::format("Replay every message of every schedule (the reference; default up to {} ranks)", kExactMaxWorld));

@@ -62,6 +62,7 @@ struct SimulateRequest {
   std::string compute = "auto";  // compute_source.hpp
   bool allow_oversubscribed = false;
   bool search = false;  // every [parallel] layout of the one world size, ranked (layout_search.hpp)
+  bool zero_stages = false;  // --search: each layout under the strategy's ZeRO stages too
 };
 int simulate_scenario(const SimulateRequest& req);
 

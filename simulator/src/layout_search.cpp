@@ -65,20 +65,25 @@ std::vector<ParallelConfig> layouts(const Scenario& sc, int world) {
 }  // namespace
 
 LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
-                            const std::function<void(int, int)>& progress) {
+                            const std::function<void(int, int)>& progress, bool zero_stages) {
   if (world < 1) throw std::invalid_argument("--search: the world size must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
   LayoutSearch out;
-  const auto all = layouts(scenario, world);
+  // Every layout, under each strategy variant (layout-major: a layout's variants share their probes).
+  const std::vector<StrategyConfig> variants = zero_stages ? zero_stage_variants(strategy) : std::vector{strategy};
+  std::vector<std::pair<ParallelConfig, const StrategyConfig*>> all;
+  for (const ParallelConfig& p : layouts(scenario, world))
+    for (const StrategyConfig& v : variants) all.emplace_back(p, &v);
   out.candidates.resize(all.size());
   // Probed layouts keep their probes' outcomes here: layouts of one TP x PP (microbatches apart) have the
   // same DP collectives, probed once.
   const MemoDir memo(setup.options.probe_memo.empty());
   auto simulate = [&](std::size_t i) {
     LayoutCandidate& c = out.candidates[i];
-    c.parallel = all[i];
+    c.parallel = all[i].first;
+    c.strategy = *all[i].second;
     Scenario sc = scenario;
-    sc.parallel = all[i];
+    sc.parallel = all[i].first;
     SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
     if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
     // Above kExactMaxLayoutWorld every layout is probed, pure DP too: one mode for the whole ranking.
@@ -87,7 +92,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     try {
       validate_parallel(sc);
       c.mode = simulation_mode(own.options, world, sc.parallel.model_parallel());
-      c.point = simulate_point(sc, strategy, world, own);
+      c.point = simulate_point(sc, c.strategy, world, own);
     } catch (const ScenarioError& e) {  // the model does not split this way, or the strategy refuses it
       c.refused = e.what();
     } catch (const std::invalid_argument& e) {
@@ -99,7 +104,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
   // The first layout of each TP x PP first, so that two threads seldom probe the same collectives at once.
   std::vector<std::size_t> order, later;
   for (std::size_t i = 0; i < all.size(); ++i)
-    (i > 0 && all[i].tp == all[i - 1].tp && all[i].pp == all[i - 1].pp ? later : order).push_back(i);
+    (i > 0 && all[i].first.tp == all[i - 1].first.tp && all[i].first.pp == all[i - 1].first.pp ? later : order).push_back(i);
   order.insert(order.end(), later.begin(), later.end());
   std::mutex mu;
   std::size_t next = 0, done = 0;

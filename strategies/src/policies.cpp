@@ -34,6 +34,23 @@ const PolicyInfo* find_policy(const std::string& name) {
   return nullptr;
 }
 
+std::vector<StrategyConfig> zero_stage_variants(const StrategyConfig& config) {
+  std::vector<StrategyConfig> out{config};
+  const PolicyInfo* own = find_policy(config.policy);
+  if (!own || own->shards == Shards::Servers || own->timing) return out;
+  std::vector<const PolicyInfo*> stages;
+  for (const PolicyInfo& p : policies())
+    if (p.zero > 0 && p.zero != own->zero) stages.push_back(&p);
+  std::stable_sort(stages.begin(), stages.end(), [](const PolicyInfo* a, const PolicyInfo* b) { return a->zero < b->zero; });
+  for (const PolicyInfo* p : stages) {
+    StrategyConfig v = config;
+    v.policy = p->name;
+    v.policy_options.clear();  // the old policy's own options; ZeRO policies take none
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 namespace {
 
 // What is wrong with one policy option of a strategy ("" when nothing).

@@ -1,11 +1,16 @@
 // simulate --search: every layout of a world size, simulated and ranked, refusals kept with their reason.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <map>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/layout_search.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "sim_test_util.hpp"
 #include "temp_dir.hpp"
 
@@ -63,6 +68,59 @@ TEST(LayoutSearch, ALayoutTheModelDoesNotTakeIsRefusedWithItsReason) {
         << c.refused;
   }
   EXPECT_EQ(refused, 3) << "TP 4, and PP 4 at M 8 and 4";
+}
+
+// The ZeRO stages come from the policy registry: each policy with a stage other than the strategy's own,
+// by stage, for a policy that syncs every step; none for a parameter server or one with a timing.
+TEST(LayoutSearch, ZeroStageVariantsFollowThePolicyRegistry) {
+  for (const PolicyInfo& p : policies()) {
+    const StrategyConfig given = test::strategy_config(p.name, "ring");
+    const std::vector<StrategyConfig> v = zero_stage_variants(given);
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v.front().policy, p.name);
+    std::vector<std::string> expected;
+    if (p.shards != Shards::Servers && !p.timing)
+      for (int stage = 1; stage <= 3; ++stage)
+        for (const PolicyInfo& q : policies())
+          if (q.zero == stage && q.zero != p.zero) expected.push_back(q.name);
+    ASSERT_EQ(v.size(), expected.size() + 1) << p.name;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(v[i + 1].policy, expected[i]) << p.name;
+      EXPECT_EQ(v[i + 1].schedule, given.schedule);
+    }
+  }
+}
+
+// With zero_stages every layout runs under each variant; a higher stage needs less memory once DP > 1.
+TEST(LayoutSearch, ZeroStagesShrinkTheMemoryOfEveryLayoutWithDataParallelism) {
+  const test::TempDir tmp("ddplab-search");
+  Store store(tmp.file("r.db"));
+  const Scenario sc = mlp_scenario();
+  const SweepSetup setup = sweep_setup(sc, sc.strategies[0], store, test::alpha_beta());
+  const auto variants = zero_stage_variants(sc.strategies[0]);
+  ASSERT_GE(variants.size(), 2u);
+  const LayoutSearch s = search_layouts(sc, sc.strategies[0], 4, setup, {}, true);
+  ASSERT_EQ(s.candidates.size(), 11u * variants.size());
+  std::map<std::tuple<int, int, int>, std::map<int, double>> memory;  // layout -> ZeRO stage -> bytes
+  for (const LayoutCandidate& c : s.candidates) {
+    ASSERT_TRUE(c.point) << c.refused;
+    memory[{c.parallel.tp, c.parallel.pp, c.parallel.microbatches}][find_policy(c.strategy.policy)->zero] =
+        c.point->memory.memory.total();
+  }
+  int shrunk = 0;
+  for (const auto& [layout, by_stage] : memory) {
+    ASSERT_EQ(by_stage.size(), variants.size());
+    const int dp = 4 / (std::get<0>(layout) * std::get<1>(layout));
+    for (auto it = std::next(by_stage.begin()); it != by_stage.end(); ++it) {
+      if (dp > 1) {
+        EXPECT_LT(it->second, std::prev(it)->second) << "stage " << it->first;
+        ++shrunk;
+      } else {
+        EXPECT_EQ(it->second, std::prev(it)->second) << "one replica: nothing to shard";
+      }
+    }
+  }
+  EXPECT_GE(shrunk, 8);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace ddplab {
 
 struct LayoutCandidate {
   ParallelConfig parallel;          // tp, pp, dp, microbatches, the scenario's schedule
+  StrategyConfig strategy;          // the one simulated: the search's, or one of its zero_stage_variants
   std::optional<SweepPoint> point;  // its simulation; none when refused
   std::string refused;              // why the model or the strategy does not take this layout
   std::string mode;                 // how it was simulated (simulation_mode): exact, folded, probed, aggregated
@@ -30,7 +31,8 @@ struct LayoutSearch {
 // scenario's placement (setup.options.mode "folded" folds the model-parallel ones, pure DP then runs as
 // "auto" would; "auto" above kExactMaxLayoutWorld ranks samples every layout, pure DP too).
 // progress(done, total) after each.
+// zero_stages: each layout under every zero_stage_variants of the strategy too.
 LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
-                            const std::function<void(int, int)>& progress = {});
+                            const std::function<void(int, int)>& progress = {}, bool zero_stages = false);
 
 }  // namespace ddplab

@@ -82,6 +82,10 @@ const PolicyInfo* find_policy(const std::string& name);
 long long policy_option(const StrategyConfig& config, const std::string& name);
 // Throws std::invalid_argument for a policy option the policy does not have, or one out of its range.
 void check_policy_options(const StrategyConfig& config);
+// The strategy, then the same strategy under each other registered ZeRO stage (PolicyInfo::zero), by stage,
+// for a policy that syncs gradients every step (shards None or Ranks, no timing); else the strategy alone.
+// What `simulate --search --zero-stages` tries for each layout.
+std::vector<StrategyConfig> zero_stage_variants(const StrategyConfig& config);
 // Where a parameter-server strategy's servers are: "2 dedicated servers" or "co-located servers".
 std::string describe_servers(const StrategyConfig& config);
 // True when the strategy's policy syncs through parameter servers (Shards::Servers: push and pull on the
