@@ -26,7 +26,6 @@ namespace {
 // Actors with stack guard pages at most (each costs two memory mappings of the 65536 Linux allows).
 constexpr long kGuardedActorsMax = 16384;
 
-
 std::string op_label(const PlanOp& op) {
   return op.index < 0 ? op_name(op.kind) : fmt::format("{} {}", op_name(op.kind), op.index);
 }
@@ -413,8 +412,8 @@ void check_probed(const PlanJob& job, const Chains& chains, int n) {
 }
 
 // Every DP collective call of the replayed ranks' chains, over their DP groups.
-std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& chains,
-                                                 const std::vector<RankPlace>& places, const std::vector<char>& replayed) {
+std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& chains, const std::vector<RankPlace>& places,
+                                              const std::vector<char>& replayed) {
   const int n = static_cast<int>(places.size());
   std::vector<std::vector<int>> group_of(places.size());
   std::vector<std::size_t> chain_of(places.size());
@@ -423,8 +422,9 @@ std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& 
     chain_of[static_cast<std::size_t>(r)] = p.chain;
     if (!replayed[static_cast<std::size_t>(r)]) continue;
     auto& g = group_of[static_cast<std::size_t>(r)];
-    if (job.layout) g = p.group;
-    else for (int i = 0; i < n; ++i) g.push_back(i);
+    g = p.group;  // without a layout: every rank
+    if (!job.layout)
+      for (int i = 0; i < n; ++i) g.push_back(i);
   }
   auto probes = std::make_unique<CollectiveProbes>(group_of, chain_of, job.cluster.devices_per_node,
                                                    probes_one_group(job.cluster));
@@ -517,42 +517,42 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   const Fold fold = mode == "folded" ? Fold{&hosts, &replayed} : Fold{};
   double replay_from = 0;  // probed: when the probes are done and the plans start
   std::vector<std::vector<StepState>> shadow_steps(static_cast<std::size_t>(n));
-  const auto start_replay = [&] {
-  replay_from = sg4::Engine::get_clock();
-  for (int r = 0; r < n; ++r) {
-    if (!replayed[static_cast<std::size_t>(r)]) continue;
-    RankState& st = states[static_cast<std::size_t>(r)];
-    const RankPlace& place = places[static_cast<std::size_t>(r)];
-    const std::vector<PlannedStep>& chain = *chains[place.chain];
-    const std::vector<StepWork>& w = work[place.chain];
-    st.steps.resize(length);
-    for (std::size_t k = 0; k < length; ++k) {
-      const StepPlan& plan = chain[k].plan;
-      StepState& step = st.steps[k];
-      step.done.assign(plan.ops.size(), 0);
-      if (mode == "folded") step.started.assign(plan.ops.size(), 0);
-      if (!job.options.keep_trace) continue;
-      step.ops.resize(plan.ops.size());
-      for (const PlanOp& op : plan.ops)
-        step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
+  const auto start_replay = [&] {  // the replay's actors: at once, or once the probes are done
+    replay_from = sg4::Engine::get_clock();
+    for (int r = 0; r < n; ++r) {
+      if (!replayed[static_cast<std::size_t>(r)]) continue;
+      RankState& st = states[static_cast<std::size_t>(r)];
+      const RankPlace& place = places[static_cast<std::size_t>(r)];
+      const std::vector<PlannedStep>& chain = *chains[place.chain];
+      const std::vector<StepWork>& w = work[place.chain];
+      st.steps.resize(length);
+      for (std::size_t k = 0; k < length; ++k) {
+        const StepPlan& plan = chain[k].plan;
+        StepState& step = st.steps[k];
+        step.done.assign(plan.ops.size(), 0);
+        if (mode == "folded") step.started.assign(plan.ops.size(), 0);
+        if (!job.options.keep_trace) continue;
+        step.ops.resize(plan.ops.size());
+        for (const PlanOp& op : plan.ops)
+          step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
+      }
+      auto* host = hosts[static_cast<std::size_t>(r)];
+      RankComm& tp = comms.emplace_back(r, place, cache, agg.get());  // TP groups are inside a replica
+      RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, false, probes.get());
+      sg4::Actor::create(fmt::format("compute{}", r), host,
+                         [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
+      sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
     }
-    auto* host = hosts[static_cast<std::size_t>(r)];
-    RankComm& tp = comms.emplace_back(r, place, cache, agg.get());  // TP groups are inside a replica
-    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, false, probes.get());
-    sg4::Actor::create(fmt::format("compute{}", r), host,
-                       [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
-    sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
-  }
-  for (int r = 0; r < n && mode == "folded"; ++r) {
-    if (replayed[static_cast<std::size_t>(r)]) continue;
-    const RankPlace& place = places[static_cast<std::size_t>(r)];
-    shadow_steps[static_cast<std::size_t>(r)].resize(length);
-    RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, true);
-    sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
-                       [&chain = *chains[place.chain], &w = work[place.chain],
-                        &st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])], &comm,
-                        &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
-  }
+    for (int r = 0; r < n && mode == "folded"; ++r) {
+      if (replayed[static_cast<std::size_t>(r)]) continue;
+      const RankPlace& place = places[static_cast<std::size_t>(r)];
+      shadow_steps[static_cast<std::size_t>(r)].resize(length);
+      RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, true);
+      sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
+                         [&chain = *chains[place.chain], &w = work[place.chain],
+                          &st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])], &comm,
+                          &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
+    }
   };
   if (probes) {
     const CollectiveProbes::Where where{&hosts, job.options.native, &fabric,
