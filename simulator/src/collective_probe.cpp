@@ -91,7 +91,7 @@ void CollectiveProbes::run(const Where& where) {
     if (!memo.empty() && load(memo, k, e)) continue;
     ScheduleParams params = e.params;
     params.nccl = where.nccl;
-    const bool aggregated = params.world_size > kExactMaxWorld;
+    const bool aggregated = params.world_size > kProbeExactMaxRanks;
     const std::size_t bytes = elem_bytes(e.call.type);
     const std::uint64_t serialize_from = k.schedule == "native" ? where.serialize_from : 0;
     // One schedule serves every group (its ranks are group indices); phases keep per-replay state: one each.
