@@ -71,7 +71,7 @@ CollectiveProbes::Key CollectiveProbes::key(int rank, const Strategy& s, const P
 
 void CollectiveProbes::add(int rank, const Strategy& s, const PlanOp& op, const CollectiveCall& call) {
   const auto [it, fresh] = entries_.try_emplace(key(rank, s, op, call));
-  if (fresh) it->second.call = call, it->second.params = s.schedule_params(CommGroup::Data);
+  if (fresh) it->second.call = call;
 }
 
 void CollectiveProbes::run(const Where& where) {
@@ -89,8 +89,7 @@ void CollectiveProbes::run(const Where& where) {
     const ProbeSet& set = sets_[k.set];
     const std::string memo = memo_path(where, k);
     if (!memo.empty() && load(memo, k, e)) continue;
-    ScheduleParams params = e.params;
-    params.nccl = where.nccl;
+    const ScheduleParams params{k.world, 0, k.ranks_per_node, k.servers, where.nccl};
     const bool aggregated = params.world_size > kProbeExactMaxRanks;
     const std::size_t bytes = elem_bytes(e.call.type);
     const std::uint64_t serialize_from = k.schedule == "native" ? where.serialize_from : 0;

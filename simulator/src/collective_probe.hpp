@@ -78,7 +78,6 @@ class CollectiveProbes {
   Key key(int rank, const Strategy& s, const PlanOp& op, const CollectiveCall& call) const;
   struct Entry {
     CollectiveCall call;
-    ScheduleParams params;
     std::vector<std::vector<ProbeOutcome>> by_member;  // [group][index]
   };
   struct Member {

@@ -402,13 +402,10 @@ void check_probed(const PlanJob& job, const Chains& chains, int n) {
           "simulator: the probed mode replays rank 0 for every rank; rank {} is a straggler (factor {}): use exact or "
           "aggregated",
           r, job.cluster.compute_factor(r)));
-  for (const PlannedStep& ps : *chains.front())
-    for (const PlanOp& op : ps.plan.ops)
-      for (const CollectiveCall& call : op.calls)
-        if (call.collective == "push" || call.collective == "pull")
-          throw std::invalid_argument(
-              "simulator: the probed mode replays rank 0 for every rank; a parameter server's ranks differ: use exact "
-              "or aggregated");
+  if (uses_parameter_servers(chains.front()->front().strategy->config()))
+    throw std::invalid_argument(
+        "simulator: the probed mode replays rank 0 for every rank; a parameter server's ranks differ: use exact "
+        "or aggregated");
 }
 
 // Every DP collective call of the replayed ranks' chains, over their DP groups.
