@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "validators.hpp"
@@ -47,12 +48,9 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     if (tty) std::fprintf(stderr, "\r\033[K");
     const auto refused = std::count_if(s.candidates.begin(), s.candidates.end(), [](const auto& c) { return !c.point; });
     std::string what = fmt::format("{} layouts", s.candidates.size());
-    if (req.zero_stages) {  // every layout under each variant
-      std::string names;
-      const auto variants = zero_stage_variants(st);
-      for (const auto& v : variants) names += (names.empty() ? "" : ", ") + v.policy;
-      what = fmt::format("{} layouts x {} policies ({})", s.candidates.size() / variants.size(), variants.size(), names);
-    }
+    if (req.zero_stages)  // every layout under each variant
+      what = fmt::format("{} layouts x {} policies ({})", s.candidates.size() / s.policies.size(), s.policies.size(),
+                         fmt::join(s.policies, ", "));
     std::printf("%s / %s: %s of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
                 sc.name.c_str(), st.name.c_str(), what.c_str(), worlds.front(), static_cast<long>(refused), s.wall_s,
                 format_duration(setup.compute.compute_s).c_str(), setup.compute.origin.c_str());

@@ -74,6 +74,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
   std::vector<std::pair<ParallelConfig, const StrategyConfig*>> all;
   for (const ParallelConfig& p : layouts(scenario, world))
     for (const StrategyConfig& v : variants) all.emplace_back(p, &v);
+  for (const StrategyConfig& v : variants) out.policies.push_back(v.policy);
   out.candidates.resize(all.size());
   // Probed layouts keep their probes' outcomes here: layouts of one TP x PP (microbatches apart) have the
   // same DP collectives, probed once.

@@ -21,6 +21,7 @@ struct LayoutCandidate {
 
 struct LayoutSearch {
   std::vector<LayoutCandidate> candidates;  // simulated ones by samples/s, fastest first; then the refused
+  std::vector<std::string> policies;        // each layout's strategies: the search's, then its ZeRO variants
   double wall_s = 0;
 };
 
