@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "ddplab/core/step_totals.hpp"
@@ -114,7 +115,7 @@ std::string simulation_mode(const SimOptions& options, int world_size, bool pipe
     return world_size > kExactMaxWorld ? "aggregated" : "exact";
   }
   throw std::invalid_argument(
-      fmt::format("simulator: unknown mode \"{}\" (known: auto, exact, aggregated, folded, probed)", options.mode));
+      fmt::format("simulator: unknown mode \"{}\" (known: {})", options.mode, fmt::join(kModes, ", ")));
 }
 
 std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,

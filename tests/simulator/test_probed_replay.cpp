@@ -135,6 +135,16 @@ TEST(ProbedReplay, RefusesRanksThatDifferWithoutALayout) {
   EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxLayoutWorld, true), "exact");
   EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxLayoutWorld + 1, true), "probed");
   EXPECT_EQ(simulation_mode(SimOptions{}, kExactMaxWorld + 1, false), "aggregated");
+  SimOptions unknown;
+  unknown.mode = "sampled";
+  try {
+    (void)simulation_mode(unknown, 4);
+    ADD_FAILURE() << "an unknown mode accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown mode \"sampled\" (known: auto, exact, aggregated, folded, probed)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
