@@ -35,13 +35,16 @@ int bench_published(const PublishedArgs& a) {
   opt.network_model = a.network_model;
   std::printf("# %s: %zu published points, each simulated on its preset (network model %s, NCCL's own allreduce)\n",
               path.c_str(), points.size(), a.network_model == "auto" ? "the preset's" : a.network_model.c_str());
-  std::printf("# error = (predicted - published) / published; busbw in GB/s, time in us, efficiency as a fraction\n");
+  std::printf("# error = (predicted - published) / published; busbw in GB/s, time in us, efficiency as a fraction, layout "
+              "in TFLOP/s per GPU (the model's FLOPs and the recomputed forward, as the sources count them)\n");
   std::printf("%-4s  %-34s  %-8s  %5s  %9s  %-10s  %9s  %9s  %7s  %s\n", "id", "case", "preset", "world", "size", "kind",
               "published", "predicted", "error", "replayed");
   std::fflush(stdout);
   const auto results = compare_published(points, opt, [](const PublishedResult& r) {
     const PublishedPoint& p = r.point;
-    const std::string size = p.kind == "efficiency" ? p.model : format_bytes(static_cast<double>(p.bytes));
+    const std::string size = p.kind == "layout"       ? fmt::format("tp{} pp{}", p.tp, p.pp)
+                             : p.kind == "efficiency" ? p.model
+                                                      : format_bytes(static_cast<double>(p.bytes));
     std::printf("%-4s  %-34s  %-8s  %5d  %9s  %-10s  %9.3g  %9.3g  %+6.1f%%  %s\n", p.id.c_str(), p.case_name.c_str(),
                 p.preset.c_str(), p.world, size.c_str(), p.kind.c_str(), p.published, r.predicted, r.error_pct,
                 r.detail.c_str());
@@ -55,7 +58,7 @@ int bench_published(const PublishedArgs& a) {
   }
   std::printf("# %zu points: median |error| %.1f%%, max |error| %.1f%% (%s, %s)\n", results.size(), median(abs_errors),
               std::fabs(worst->error_pct), worst->point.case_name.c_str(),
-              worst->point.kind == "efficiency" ? worst->point.model.c_str()
+              worst->point.kind == "efficiency" || worst->point.kind == "layout" ? worst->point.model.c_str()
                                                 : format_bytes(static_cast<double>(worst->point.bytes)).c_str());
   return 0;
 }

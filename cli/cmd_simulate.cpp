@@ -140,9 +140,15 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
                                                                                 : "native: NCCL's choice by size and scale");
-    std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(), st.name.c_str(),
-                format_duration(src.compute_s).c_str(), format_duration(src.optimizer_s).c_str(), src.origin.c_str(),
-                sync.c_str());
+    // Recomputation runs the blocks' forward again, at the rate compute_s implies.
+    const std::string recompute =
+        sc.train.recompute == "none"
+            ? ""
+            : fmt::format(" + {} recomputed", format_duration(src.compute_s * split.model.block_forward_flops() /
+                                                               (split.model.forward_flops() + split.model.backward_flops())));
+    std::printf("%s / %s: compute %s%s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(),
+                st.name.c_str(), format_duration(src.compute_s).c_str(), recompute.c_str(),
+                format_duration(src.optimizer_s).c_str(), src.origin.c_str(), sync.c_str());
     std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
     if (layout.pp() > 1)

@@ -208,13 +208,15 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "weight_decay", "seed", "eval_every",
                       "optimizer", "optimizer_options", "lr_schedule", "lr_schedule_options", "warmup_steps",
                       "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32", "checkpoint_every",
-                      "checkpoint_dir", "checkpoint_keep"});
+                      "checkpoint_dir", "checkpoint_keep", "precision", "recompute"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
   if (const toml::node* n = t.get("tf32")) {
     r.read_bool(t, p, "tf32", tr.tf32);
     if (tr.backend == "cpu") r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
   }
+  r.read_choice(t, p, "precision", tr.precision, {"fp32", "bf16", "fp16"});
+  r.read_choice(t, p, "recompute", tr.recompute, {"none", "full"});
   // The names and the options are the registries' (strategies/optimizer.hpp, validate_train).
   r.read_string(t, p, "optimizer", tr.optimizer);
   r.read_string(t, p, "lr_schedule", tr.lr_schedule);
@@ -565,6 +567,8 @@ nlohmann::json Scenario::to_json() const {
         {"clip_grad_norm", train.clip_grad_norm},
         {"comm_timeout_s", train.comm_timeout_s},
         {"tf32", train.tf32},
+        {"precision", train.precision},
+        {"recompute", train.recompute},
         {"seed", train.seed},
         {"eval_every", train.eval_every},
         {"consistency_every", train.consistency_every},

@@ -1,5 +1,7 @@
 #include "ddplab/runtime/model_parallel.hpp"
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "ddplab/runtime/split_model.hpp"
@@ -8,6 +10,15 @@
 namespace ddplab {
 
 void require_runnable_layout(const Scenario& sc) {
+  // Modelled by the simulator only, split or not.
+  for (const auto& [key, value, runs] : {std::tuple{"precision", sc.train.precision, "fp32"},
+                                         std::tuple{"recompute", sc.train.recompute, "none"}})
+    if (value != runs) {
+      const auto it = sc.train.where.find(key);
+      throw ScenarioError(fmt::format("{}: train.{} = \"{}\": the runtime trains in fp32 and keeps every activation "
+                                      "(train.{} = \"{}\"); ddplab simulate models it",
+                                      it != sc.train.where.end() ? it->second : sc.path, key, value, key, runs));
+    }
   const ParallelConfig& p = sc.parallel;
   if (!p.model_parallel()) return;
   const std::string split = p.tp > 1 ? fmt::format("parallel.tp = {}", p.tp) : fmt::format("parallel.pp = {}", p.pp);

@@ -5,8 +5,9 @@ namespace ddplab::sim {
 
 OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops) {
   OpCosts c;
+  // The model's own work sets the rate; a recomputed forward is extra time at that rate.
   for (const PlanOp& op : plan.ops) {
-    if (is_compute_work(op.kind)) c.fb_flops += op.flops;
+    if (op.kind == OpKind::Forward || op.kind == OpKind::Backward) c.fb_flops += op.flops;
     if (op.kind == OpKind::Forward) c.forward_flops += op.flops;
   }
   const double flops = model_fb_flops > 0 ? model_fb_flops : c.fb_flops;
@@ -16,8 +17,9 @@ OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops) 
 
 double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
   if (is_compute_work(op.kind) && !backward_s.empty() && s.is_worker(rank))  // a calibration's per-layer times
-    return op.kind == OpKind::Forward ? (op.index < 0 ? forward_s : forward_s * op.flops / forward_flops)
-                                      : backward_s.at(static_cast<std::size_t>(op.index));
+    return op.kind == OpKind::Backward ? backward_s.at(static_cast<std::size_t>(op.index))
+           : op.kind == OpKind::Forward && op.index < 0 ? forward_s
+                                                        : forward_s * op.flops / forward_flops;
   if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing
     return s.is_worker(rank) ? op.flops * seconds_per_flop : 0.0;
   // optimizer_s is for the whole model: each update gets its share of the elements it touches.

@@ -35,14 +35,16 @@ struct PlanJob {
   std::size_t parameters = 0;   // the whole model's, whose update takes optimizer_s (with stages)
 };
 
-inline bool is_compute_work(OpKind k) { return k == OpKind::Forward || k == OpKind::Backward; }
+inline bool is_compute_work(OpKind k) {
+  return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
+}
 inline bool is_optimizer(OpKind k) {
   return k == OpKind::Optimizer || k == OpKind::ShardOptimizer || k == OpKind::GradNorm;
 }
 
 // How long each op lasts on an idle host, from the measured times (see simulator.hpp).
 struct OpCosts {
-  double fb_flops = 0;        // forward + backward FLOPs of the plan (0 for a plan without compute)
+  double fb_flops = 0;        // of the plan's Forward and Backward ops, not Recompute (0 for a plan without compute)
   double forward_flops = 0;   // of its Forward ops (several segments under SyncBatchNorm)
   double seconds_per_flop = 0;  // compute_s / fb_flops: the rate the measurement implies, for codec work
   // Measured per-layer times of a calibration (apply_calibrated_compute); empty backward_s = FLOP split.

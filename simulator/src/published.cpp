@@ -1,6 +1,8 @@
 #include "ddplab/simulator/published.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,7 +11,10 @@
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/units.hpp"
+#include "ddplab/core/store.hpp"
 #include "ddplab/simulator/collective_sim.hpp"
+#include "ddplab/simulator/compute_source.hpp"
+#include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
 #include "platform.hpp"
 
@@ -44,6 +49,59 @@ struct PointReader {
   }
 };
 
+// A layout point's fields, checked against each other as the scenario would be.
+void read_layout(const PointReader& r, const toml::table& t, const toml::node& node, const std::string& path,
+                 PublishedPoint& p) {
+  namespace fs = std::filesystem;
+  p.model = r.text(t, node, "model");
+  const bool builtin =
+      std::find(kBuiltinModelTables.begin(), kBuiltinModelTables.end(), p.model) != kBuiltinModelTables.end();
+  if (!builtin && fs::path(p.model).is_relative())
+    p.model = fs::absolute(fs::path(path).parent_path() / p.model).lexically_normal().string();
+  p.batch = static_cast<int>(r.integer(t, node, "batch", 1));
+  p.tp = static_cast<int>(r.integer(t, node, "tp", 1));
+  p.pp = static_cast<int>(r.integer(t, node, "pp", 1));
+  p.microbatch = static_cast<int>(r.integer(t, node, "microbatch", 1));
+  p.schedule = r.text(t, node, "schedule");
+  p.precision = r.text(t, node, "precision");
+  p.recompute = r.text(t, node, "recompute");
+  p.compute_efficiency = r.number(r.need(t, node, "compute_efficiency"), "compute_efficiency");
+  p.published = r.number(r.need(t, node, "published"), "published");
+  if (p.world % (p.tp * p.pp) != 0)
+    r.fail(*t.get("world"), "world", fmt::format("{} is not a multiple of tp x pp = {}", p.world, p.tp * p.pp));
+  const int dp = p.world / (p.tp * p.pp);
+  if (p.batch % (dp * p.microbatch) != 0)
+    r.fail(*t.get("batch"), "batch", fmt::format("{} is not a multiple of dp x microbatch = {} x {}", p.batch, dp, p.microbatch));
+  if (p.compute_efficiency > 1) r.fail(*t.get("compute_efficiency"), "compute_efficiency", "must be at most 1");
+}
+
+// The scenario a layout point describes: Adam, DDP's overlap with NCCL's allreduce on the DP part.
+Scenario layout_scenario(const PublishedPoint& p) {
+  const int dp = p.world / (p.tp * p.pp), per_replica = p.batch / dp;
+  const std::string pipeline =
+      p.pp > 1 ? fmt::format("microbatches = {}\npipeline_schedule = \"{}\"\n", per_replica / p.microbatch, p.schedule) : "";
+  const std::string text = fmt::format(
+      "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\noptimizer = \"adam\"\nbatch_size = {}\n"
+      "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
+      "compute_efficiency = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency);
+  return parse_scenario(text, p.where);
+}
+
+PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& options) {
+  const Scenario sc = layout_scenario(p);
+  const Store none(":memory:");
+  const ComputeSource src = compute_source(sc, sc.strategies.front(), none, "flops");
+  const SimPatternResult r =
+      simulate_pattern(sc, sc.strategies.front(), p.world, src.compute_s, src.optimizer_s, options, sc.cluster.devices_per_node);
+  const ModelSpec m = model_spec_for(sc.model);
+  const double ran = m.forward_flops() + m.backward_flops() + (p.recompute == "none" ? 0.0 : m.block_forward_flops());
+  PublishedResult res{p, r.samples_per_s * ran / p.world / 1e12, 0, ""};
+  res.detail = fmt::format("step {} ({} replay)", format_duration(r.step_s),
+                           simulation_mode(options, p.world, p.tp * p.pp > 1));
+  return res;
+}
+
 }  // namespace
 
 std::vector<PublishedPoint> load_published_points(const std::string& path) {
@@ -61,8 +119,10 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
     const toml::table* t = node.as_table();
     if (!t) r.fail(node, "point", "must be a table");
     for (const auto& [key, value] : *t) {
-      static const std::vector<std::string> known{"id",   "case",  "preset", "kind",  "world",    "sweep",
-                                                  "nvls", "model", "batch",  "compute", "published"};
+      static const std::vector<std::string> known{
+          "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
+          "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
+          "schedule", "precision", "recompute", "compute_efficiency"};
       if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
         r.fail(value, std::string(key.str()), "is not a point field");
     }
@@ -95,7 +155,12 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
       out.push_back(p);
       continue;
     }
-    if (p.kind != "busbw" && p.kind != "time") r.fail(*t->get("kind"), "kind", "must be busbw, time or efficiency");
+    if (p.kind == "layout") {
+      read_layout(r, *t, node, path, p);
+      out.push_back(p);
+      continue;
+    }
+    if (p.kind != "busbw" && p.kind != "time") r.fail(*t->get("kind"), "kind", "must be busbw, time, efficiency or layout");
     const toml::array* sweep = r.need(*t, node, "sweep").as_array();
     if (!sweep || sweep->empty()) r.fail(*t->get("sweep"), "sweep", "must be a non-empty array of [bytes, value]");
     for (const toml::node& pair : *sweep) {
@@ -119,7 +184,9 @@ std::vector<PublishedResult> compare_published(const std::vector<PublishedPoint>
     ClusterConfig cluster;
     apply_cluster_preset(cluster, p.preset);
     cluster.nvls = cluster.nvls && p.nvls;
-    if (p.kind == "efficiency") {
+    if (p.kind == "layout") {
+      res = compare_layout(p, options);
+    } else if (p.kind == "efficiency") {
       // PyTorch DDP on the preset: overlap, 25 MiB buckets, NCCL's allreduce; one GPU's step is all compute.
       const std::string text = fmt::format(
           "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\nbatch_size = {}\n"

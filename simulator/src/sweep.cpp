@@ -70,13 +70,17 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o, scenario.cluster.devices_per_node);
   const SimPatternResult& r = p.result;
   // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
-  // communicating: compute every micro-step, the optimizer once per accumulation window.
-  const double busy_s = src.compute_s + src.optimizer_s / strategy.accumulate_steps;
+  // communicating: compute every micro-step (with what recomputation runs again), the optimizer once per
+  // accumulation window.
+  const ModelSpec model = model_spec_for(scenario.model);
+  const double recomputed = scenario.train.recompute == "none"
+                                ? 0.0
+                                : model.block_forward_flops() / (model.forward_flops() + model.backward_flops());
+  const double busy_s = src.compute_s * (1 + recomputed) + src.optimizer_s / strategy.accumulate_steps;
   const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
   p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
   p.memory = check_memory(scenario, strategy, n, scenario.cluster.devices_per_node);
   if (const auto& peak = scenario.cluster.device_flops; peak && *peak > 0) {
-    const ModelSpec model = model_spec_for(scenario.model);
     p.mfu = r.samples_per_s * (model.forward_flops() + model.backward_flops()) / (n * *peak);
   }
   return p;
@@ -87,9 +91,13 @@ std::string describe_mfu(const Scenario& scenario, const SweepPoint& p, const Co
   const bool derived = compute.kind == "flops";  // compute_s itself from device_flops x compute_efficiency
   return fmt::format("MFU {:.1f}% (the model's forward and backward FLOPs x samples/s over {} x cluster.device_flops{})",
                      100 * *p.mfu, p.world_size,
-                     derived ? fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, the "
-                                           "most MFU can reach", scenario.cluster.compute_efficiency)
-                             : "");
+                     !derived ? ""
+                     : scenario.train.recompute == "none"
+                         ? fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, the most "
+                                       "MFU can reach", scenario.cluster.compute_efficiency)
+                         : fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, and "
+                                       "train.recompute's forward again costs time the model's FLOPs leave out",
+                                       scenario.cluster.compute_efficiency));
 }
 
 std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyConfig& strategy,

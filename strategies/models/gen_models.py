@@ -2,7 +2,8 @@
 """Generates ddplab's built-in model tables (strategies/models/*.csv) from the architectures.
 
 Standard library only. Run from anywhere: `python3 strategies/models/gen_models.py` rewrites the five
-tables next to this script and prints each model's totals. The format is described in README.md here.
+tables next to this script, and the GPTs of Narayanan et al.'s Table 1 in bench/published/models/, and prints
+each model's totals. The format is described in README.md here.
 
 Conventions (also written into each file's header):
 - Parameter tensors and shapes are PyTorch's (torchvision resnet50, Hugging Face BertModel / GPT2LMHeadModel /
@@ -190,16 +191,12 @@ def gpt2_xl():
 
 # ---- GPT-3 175B as Megatron-LM trains it, 2048 tokens ----
 
-def gpt3_175b():
-    """GPT-3 175B (Brown et al. 2020: 96 layers, d_model 12288, 96 heads, context 2048) in Megatron-LM's GPT
-    (Narayanan et al. 2021, the model of their Table 2): GPT-2's pre-LayerNorm layer with biases, learned
-    positions, output layer tied to the word embedding, vocabulary padded to 51,200. Dense attention: GPT-3's
-    alternating locally banded layers are not modelled, as Megatron does not use them."""
-    s, d, layers, heads, vocab, ctx = SEQ["gpt3_175b"], 12288, 96, 96, 51200, 2048
+def megatron_gpt(model, layers, d, heads, lines):
+    """A GPT in Megatron-LM's GPT model (Narayanan et al. 2021): GPT-2's pre-LayerNorm layer with biases,
+    learned positions, output layer tied to the word embedding, vocabulary padded to 51,200, 2048 tokens."""
+    s, vocab, ctx = 2048, 51200, 2048
     ff = 4 * d
-    t = Table("gpt3_175b", [f"GPT-3 175B in Megatron-LM's GPT model (Narayanan et al. 2021), {s} tokens per sample",
-                            "96 layers, hidden 12288, 96 heads, vocab 51200 (GPT-2's 50257 padded); nn.Linear weights (out, in)",
-                            "the output layer is tied to word_embeddings: counted once, in that row; published 174.6B"])
+    t = Table(model, lines)
     t.layer("embedding.word_embeddings", 0, s * d, [("weight", (vocab, d))], tp="row")
     t.elementwise("embedding.position_embeddings", "add", s * d, [("weight", (ctx, d))])
     names = {"ln_1": "input_layernorm", "qkv": "self_attention.query_key_value", "attn": "self_attention.",
@@ -210,6 +207,31 @@ def gpt3_175b():
     t.elementwise("decoder.final_layernorm", "layernorm", s * d, [("weight", (d,)), ("bias", (d,))])
     t.layer("output_layer", 2 * s * d * vocab, s * vocab, tp="column")  # tied weight: no parameters of its own
     return t
+
+
+def gpt3_175b():
+    """GPT-3 175B (Brown et al. 2020: 96 layers, d_model 12288, 96 heads, context 2048) in Megatron-LM's GPT
+    (Narayanan et al. 2021, the model of their Table 2). Dense attention: GPT-3's alternating locally banded
+    layers are not modelled, as Megatron does not use them."""
+    return megatron_gpt("gpt3_175b", 96, 12288, 96,
+                        [f"GPT-3 175B in Megatron-LM's GPT model (Narayanan et al. 2021), {SEQ['gpt3_175b']} tokens per sample",
+                         "96 layers, hidden 12288, 96 heads, vocab 51200 (GPT-2's 50257 padded); nn.Linear weights (out, in)",
+                         "the output layer is tied to word_embeddings: counted once, in that row; published 174.6B"])
+
+
+# ---- Narayanan et al. 2021 (arXiv 2104.04473), Table 1: the weak-scaling GPTs, for bench/published ----
+# (published billions, heads, hidden, layers); the counts are checked to the published 0.1 billion.
+MEGATRON_TABLE1 = [(1.7, 24, 2304, 24), (3.6, 32, 3072, 30), (7.5, 32, 4096, 36), (18.4, 48, 6144, 40),
+                   (39.1, 64, 8192, 48), (76.1, 80, 10240, 60), (145.6, 96, 12288, 80)]
+
+
+def megatron_table1():
+    for billions, heads, d, layers in MEGATRON_TABLE1:
+        model = f"megatron_{billions}b"
+        t = megatron_gpt(model, layers, d, heads,
+                         [f"Narayanan et al. 2021 (arXiv 2104.04473) Table 1's {billions}B GPT, 2048 tokens per sample",
+                          f"{layers} layers, hidden {d}, {heads} heads, vocab 51200; output layer tied to word_embeddings"])
+        yield t, (round(billions * 1e9), 50_000_000)
 
 
 # ---- Llama-2-7B (Hugging Face LlamaForCausalLM "Llama-2-7b-hf"), 4096 tokens ----
@@ -242,13 +264,16 @@ def llama2_7b():
 
 
 def main():
-    out_dir = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.abspath(__file__))
+    published_dir = os.path.join(here, "..", "..", "bench", "published", "models")
+    builds = [(build(), here) for build in (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b)]
+    builds += [(t, published_dir) for t, _ in megatron_table1()]
+    rounded = dict(PUBLISHED_ROUNDED, **{t.model: p for t, p in megatron_table1()})
     ok = True
-    for build in (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b):
-        t = build()
+    for t, out_dir in builds:
         count = t.param_count()
-        if t.model in PUBLISHED_ROUNDED:
-            value, tolerance = PUBLISHED_ROUNDED[t.model]
+        if t.model in rounded:
+            value, tolerance = rounded[t.model]
             matches = abs(count - value) <= tolerance
         else:
             value, matches = PUBLISHED_PARAMS[t.model], count == PUBLISHED_PARAMS[t.model]
@@ -257,7 +282,7 @@ def main():
             ok = False
             continue
         t.write(os.path.join(out_dir, t.model + ".csv"))
-        print(f"{t.model:10s} {len(t.rows):4d} layers  {count:>13,d} parameters  "
+        print(f"{t.model:16s} {len(t.rows):4d} layers  {count:>16,d} parameters  "
               f"forward {t.forward_flops():.4e} FLOPs per sample")
     return 0 if ok else 1
 

@@ -22,6 +22,36 @@ std::vector<std::pair<std::string, double>> DeviceMemory::parts() const {
 namespace {
 constexpr double kFloat = sizeof(float);
 
+// Per sample, layers [first, end) of a model: what a microbatch that ran its forward keeps for backward
+// (`kept`), and the most it holds while its backward runs (`peak`). Without recomputation every layer's
+// output is kept, and peak = kept. With it, a numbered block keeps only its input (the block's before it,
+// or the chunk's input received from the previous stage), and the backward of block b holds the inputs
+// kept up to b and all of b's recomputed outputs; a layer of no block keeps its output, and its input
+// when that is a block's output.
+struct HeldActivations {
+  double kept = 0, peak = 0;
+};
+HeldActivations held_activations(const ModelSpec& model, int first, int end, double input_bytes, bool recompute) {
+  HeldActivations h;
+  auto output = [&](int l) { return model.layers[static_cast<std::size_t>(l)].activation_bytes; };
+  auto after_block = [&](int l) { return recompute && l > first && model.block_start(l - 1) >= 0; };
+  for (int l = first; l < end;) {
+    const int b0 = recompute ? model.block_start(l) : -1;
+    if (after_block(l)) h.kept += output(l - 1);
+    if (b0 < 0) {
+      h.kept += output(l++);
+      h.peak = std::max(h.peak, h.kept);
+      continue;
+    }
+    if (l == first) h.kept += input_bytes;
+    double block = 0;
+    for (; l < end && model.block_start(l) == b0; ++l) block += output(l);
+    h.peak = std::max(h.peak, h.kept + block);
+  }
+  h.peak = std::max(h.peak, h.kept);
+  return h;
+}
+
 // The parts that differ between ranks: the optimizer state of what a rank updates (and under ZeRO-2 the
 // gradients, of which it keeps that part only), and a worker's activations.
 void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, DeviceMemory& m) {
@@ -31,21 +61,26 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
   m.gradients = kFloat * (strategy.policy().zero >= 2 ? updated : static_cast<double>(strategy.model().parameter_count()));
   m.activations = 0;
   if (!strategy.is_worker(rank)) return;
-  const PipelineStage& pipe = strategy.context().pipeline;
+  const StrategyContext& ctx = strategy.context();
+  const PipelineStage& pipe = ctx.pipeline;
+  const double scale = static_cast<double>(elem_bytes(ctx.activations)) / kFloat;  // the tables' sizes are fp32
   if (!pipe.schedule) {
-    for (const LayerSpec& l : strategy.model().layers) m.activations += l.activation_bytes * strategy.context().batch_size;
+    const HeldActivations h = held_activations(strategy.model(), 0, static_cast<int>(strategy.model().layers.size()), 0,
+                                               ctx.recompute);
+    m.activations = scale * ctx.batch_size * h.peak;
     return;
   }
   // A pipeline stage holds the activations of the microbatch-chunks whose forward has run and whose
-  // backward has not, at most peak_in_flight of them at once; they are counted at its largest chunk's size.
-  double chunk = 0;
+  // backward has not, at most peak_in_flight of them at once, one of them in its backward; they are
+  // counted at its largest chunk's sizes.
+  HeldActivations most;
   for (const StageChunk& c : pipe.chunks) {
-    double bytes = 0;
-    for (int l = c.first; l < c.end; ++l) bytes += strategy.model().layers[static_cast<std::size_t>(l)].activation_bytes;
-    chunk = std::max(chunk, bytes);
+    const HeldActivations h = held_activations(strategy.model(), c.first, c.end, c.input_bytes, ctx.recompute);
+    most.kept = std::max(most.kept, h.kept), most.peak = std::max(most.peak, h.peak);
   }
-  const int micro = strategy.context().batch_size / pipe.shape.microbatches;
-  m.activations = chunk * micro * peak_in_flight(pipe.schedule->order(pipe.shape, pipe.stage));
+  const int micro = ctx.batch_size / pipe.shape.microbatches;
+  const int in_flight = peak_in_flight(pipe.schedule->order(pipe.shape, pipe.stage));
+  m.activations = scale * micro * (most.kept * (in_flight - 1) + most.peak);
 }
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "ddplab/strategies/model_spec.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ddplab {
@@ -35,6 +36,31 @@ std::vector<int> ModelSpec::sync_layers() const {
   for (std::size_t l = 0; l < layers.size(); ++l)
     if (layers[l].sync_channels > 0) out.push_back(static_cast<int>(l));
   return out;
+}
+
+std::string layer_block(const std::string& name) {
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t dot = std::min(name.find('.', start), name.size());
+    const std::string part = name.substr(start, dot - start);
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) return name.substr(0, dot);
+    start = dot + 1;
+  }
+  return "";
+}
+
+int ModelSpec::block_start(int l) const {
+  const std::string b = layer_block(layers.at(static_cast<std::size_t>(l)).name);
+  if (b.empty()) return -1;
+  while (l > 0 && layer_block(layers[static_cast<std::size_t>(l) - 1].name) == b) --l;
+  return l;
+}
+
+double ModelSpec::block_forward_flops() const {
+  double f = 0;
+  for (const LayerSpec& l : layers)
+    if (!layer_block(l.name).empty()) f += l.forward_flops;
+  return f;
 }
 
 std::pair<int, int> ModelSpec::forward_segment(int s) const {

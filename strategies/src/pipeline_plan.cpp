@@ -17,20 +17,6 @@ namespace ddplab {
 
 namespace {
 
-// The numbered block a layer belongs to, from its name: up to its first numeric component
-// ("transformer.h.12.attn.c_attn" -> "transformer.h.12", "layer3.1.conv2" -> "layer3.1", "layers.2" ->
-// "layers.2"); "" for a layer of no block (embeddings, a final norm, a head).
-std::string block_of(const std::string& name) {
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    const std::size_t dot = std::min(name.find('.', start), name.size());
-    const std::string part = name.substr(start, dot - start);
-    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) return name.substr(0, dot);
-    start = dot + 1;
-  }
-  return "";
-}
-
 // Where chunk j of C ends, in layers, for every j: the model's numbered blocks (runs of layers of one
 // block) shared out C ways by count, as Megatron-LM shares transformer layers; layers before the first
 // block go with chunk 0, those after the last with chunk C - 1, others with the block before them. A
@@ -40,7 +26,7 @@ std::vector<int> chunk_ends(const ModelSpec& model, int C) {
   std::vector<int> block_end;  // one past the last layer of each block
   std::string current;
   for (int l = 0; l < L; ++l) {
-    const std::string b = block_of(model.layers[static_cast<std::size_t>(l)].name);
+    const std::string b = layer_block(model.layers[static_cast<std::size_t>(l)].name);
     if (!b.empty() && b != current) block_end.push_back(l + 1);
     else if (!block_end.empty()) block_end.back() = l + 1;
     if (!b.empty()) current = b;
@@ -49,7 +35,7 @@ std::vector<int> chunk_ends(const ModelSpec& model, int C) {
     for (int l = 0; l < L; ++l) block_end.push_back(l + 1);
   // Layers after the last block belong to the last chunk, not to the last block's share.
   int last = L;
-  for (int l = L - 1; l >= 0 && block_of(model.layers[static_cast<std::size_t>(l)].name).empty(); --l) last = l;
+  for (int l = L - 1; l >= 0 && layer_block(model.layers[static_cast<std::size_t>(l)].name).empty(); --l) last = l;
   if (last > 0 && last < L && !block_end.empty()) block_end.back() = std::min(block_end.back(), last);
   const int B = static_cast<int>(block_end.size());
   if (B < C)
@@ -114,11 +100,13 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     throw std::invalid_argument(fmt::format("pipeline: {} microbatches do not divide the batch of {}", M, ctx_.batch_size));
   const int micro = ctx_.batch_size / M;  // samples per microbatch
   const int prev_stage = (pipe.stage + P - 1) % P, next_stage = (pipe.stage + 1) % P;
+  // The tables' activation sizes are fp32; [train] precision may hold them in 16 bits.
+  const double act_scale = static_cast<double>(elem_bytes(ctx_.activations)) / 4;
   auto p2p = [&](OpKind kind, const PipeOp& p, int peer, double bytes_per_sample, std::vector<int> deps) {
     const int id = add_op(plan, kind, p.microbatch, std::move(deps));
     PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.peer = peer, op.gradient = !p.forward;
-    op.p2p_bytes = static_cast<std::uint64_t>(std::llround(bytes_per_sample * micro));
+    op.p2p_bytes = static_cast<std::uint64_t>(std::llround(bytes_per_sample * act_scale * micro));
     return id;
   };
   auto pass = [&](OpKind kind, int index, const PipeOp& p, double flops, std::vector<int> deps) {
@@ -134,7 +122,7 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     const int id = add_op(plan, OpKind::TpSync, layer, {after});
     PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.gradient = gradient;
-    op.calls = {{"allreduce", ElemType::F32, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
+    op.calls = {{"allreduce", ctx_.activations, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
                  gradient ? "tp_grads" : "tp_activations"}};
     return id;
   };
@@ -166,9 +154,24 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
       std::vector<int> deps{forward_of.at({p.microbatch, p.chunk})};
       if (!last) deps.push_back(p2p(OpKind::PpRecv, p, next_stage, ch.output_bytes, {}));
       int prev = -1;
+      auto after = [&] { return prev < 0 ? std::move(deps) : std::vector<int>{prev}; };
       for (int l = ch.end - 1; l >= ch.first; --l) {
         const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
-        prev = pass(OpKind::Backward, l, p, layer.backward_flops, prev < 0 ? std::move(deps) : std::vector<int>{prev});
+        // Recomputation: on reaching a block's last layer, its forward again (with its TP allreduces).
+        if (const int b0 = ctx_.recompute ? model_.block_start(l) : -1;
+            b0 >= 0 && (l + 1 == ch.end || model_.block_start(l + 1) != b0)) {
+          double flops = 0;
+          for (int m = std::max(b0, ch.first); m <= l; ++m) {
+            const LayerSpec& fl = model_.layers[static_cast<std::size_t>(m)];
+            flops += fl.forward_flops;
+            const bool syncs = tp_sync(fl, TpSplit::Row);
+            if (!syncs && m < l) continue;
+            prev = pass(OpKind::Recompute, m, p, flops, after());
+            flops = 0;
+            if (syncs) prev = tp(m, p, fl, false, prev);
+          }
+        }
+        prev = pass(OpKind::Backward, l, p, layer.backward_flops, after());
         backward[static_cast<std::size_t>(l)] = prev;  // the schedule's last microbatch of the layer wins
         // A column-parallel layer's input gradient is whole only once the TP group has summed it.
         if (tp_sync(layer, TpSplit::Column)) prev = tp(l, p, layer, true, prev);

@@ -27,6 +27,7 @@ const char* op_name(OpKind k) {
     case OpKind::PpSend: return "pp_send";
     case OpKind::PpRecv: return "pp_recv";
     case OpKind::TpSync: return "tp_sync";
+    case OpKind::Recompute: return "recompute";
   }
   return "?";
 }

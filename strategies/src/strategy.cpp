@@ -29,7 +29,12 @@ std::size_t Strategy::largest_shard(const Bucket& b) const {
 }
 
 StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
-  return {world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
+  StrategyContext ctx{world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
+  ctx.activations = sc.train.precision == "bf16"   ? ElemType::BF16
+                    : sc.train.precision == "fp16" ? ElemType::F16
+                                                   : ElemType::F32;
+  ctx.recompute = sc.train.recompute == "full";
+  return ctx;
 }
 
 void Strategy::bucketize(const std::vector<int>& order) {
@@ -94,9 +99,16 @@ std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const 
     const int stats = add_op(plan, OpKind::SyncBnStats, sync[s], {prev});
     prev = add_op(plan, OpKind::Forward, static_cast<int>(s) + 1, {prev, stats});
   }
+  if (ctx_.recompute && !sync.empty())
+    throw std::invalid_argument("train.recompute = \"full\": " + model_.name +
+                                " has SyncBatchNorm layers, whose statistics a recomputed forward would take again");
   std::vector<int> backward(model_.layers.size(), -1);
   int grads = -1;  // the gradient sums the next layer down waits for
-  for (int l = static_cast<int>(model_.layers.size()) - 1; l >= 0; --l) {
+  const int L = static_cast<int>(model_.layers.size());
+  for (int l = L - 1; l >= 0; --l) {
+    // Recomputation: on reaching a block's last layer, the block's forward again.
+    if (const int b0 = ctx_.recompute ? model_.block_start(l) : -1; b0 >= 0 && (l + 1 == L || model_.block_start(l + 1) != b0))
+      prev = add_op(plan, OpKind::Recompute, l, {prev});
     std::vector<int> deps{prev};
     if (grads >= 0) deps.push_back(grads);
     backward[static_cast<std::size_t>(l)] = prev = add_op(plan, OpKind::Backward, l, deps);
@@ -125,7 +137,7 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   const int n = ctx_.world_size;
   const bool on_bucket = kind != OpKind::Forward && kind != OpKind::Backward && kind != OpKind::SyncBnStats &&
                          kind != OpKind::SyncBnGrads && kind != OpKind::PpSend && kind != OpKind::PpRecv &&
-                         kind != OpKind::TpSync;
+                         kind != OpKind::TpSync && kind != OpKind::Recompute;
   const Bucket* bucket = index >= 0 && on_bucket ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
@@ -181,6 +193,11 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::PpRecv:
     case OpKind::TpSync:  // add_pipeline_pass sets its call
       break;
+    case OpKind::Recompute: {  // a whole-batch pass's (a pipeline pass sets it): the block through `index`
+      for (int l = std::max(model_.block_start(index), 0); l <= index; ++l)
+        op.flops += batch * model_.layers[static_cast<std::size_t>(l)].forward_flops;
+      break;
+    }
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
   // TP allreduces run on the backend's own collective, whatever the strategy's (DP) schedule.

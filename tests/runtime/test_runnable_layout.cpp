@@ -1,5 +1,5 @@
 // require_runnable_layout: what the runtime refuses on a split model, each refusal at its setting's
-// file:line:col, and nothing refused without a split.
+// file:line:col, and nothing refused without a split but what only the simulator models.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -57,6 +57,15 @@ TEST(RunnableLayout, APerTensorOptimizerIsRefusedOnTensorSplitsOnly) {
                        "2) yet: its per-tensor norms would see a TP share of each tensor", 0),
             0u);
   EXPECT_EQ(error_of(kPipeline + "[train]\noptimizer = \"lamb\"\n"), "no error");  // a stage holds whole tensors
+}
+
+// Mixed precision and recomputation are the simulator's, split or not.
+TEST(RunnableLayout, PrecisionAndRecomputationAreRefusedWithOrWithoutASplit) {
+  EXPECT_EQ(error_of("[train]\nprecision = \"bf16\"\n"),
+            "r.toml:2:13: train.precision = \"bf16\": the runtime trains in fp32 and keeps every activation "
+            "(train.precision = \"fp32\"); ddplab simulate models it");
+  EXPECT_EQ(error_of(kPipeline + "[train]\nrecompute = \"full\"\n").rfind("r.toml:4:13: train.recompute = \"full\"", 0), 0u);
+  EXPECT_EQ(error_of("[train]\nprecision = \"fp32\"\nrecompute = \"none\"\n"), "no error");
 }
 
 }  // namespace

@@ -91,6 +91,24 @@ TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {
   EXPECT_EQ(backward, load_model_table("resnet50").layers.size());
 }
 
+// train.recompute = "full": each transformer layer's forward runs again before its backward, at the rate
+// compute_s implies for the model's forward and backward; on one rank nothing else takes time.
+TEST(SimulatorModelTable, RecomputationRunsTheBlocksForwardAgain) {
+  Scenario sc = resnet50(312e12, 0.5);
+  sc.model.table = "gpt2_xl";
+  sc.train.batch_size = 2;
+  sc.cluster.device_mem_bw = 1e18;  // the codec's averaging, which would share the device with backward: free
+  const ModelSpec m = load_model_table("gpt2_xl");
+  const double share = m.block_forward_flops() / (m.forward_flops() + m.backward_flops());
+  EXPECT_NEAR(share, 1.0 / 3, 0.03) << "all but the embeddings and the head are in blocks";
+  const double plain = simulate_step(sc, sc.strategies[0], 1, 0.1, 0.0).compute_s;
+  sc.train.recompute = "full";
+  const auto r = simulate_step(sc, sc.strategies[0], 1, 0.1, 0.0);
+  EXPECT_NEAR(plain, 0.1, 1e-5);  // and the codec's few microseconds
+  EXPECT_NEAR(r.compute_s - plain, 0.1 * share, 1e-9);
+  EXPECT_NEAR(r.step_s, r.compute_s, 1e-6);
+}
+
 TEST(SimulatorModelTable, OwnTableAndErrors) {
   const test::TempDir tmp("ddplab-simtable");
   Scenario sc = resnet50(1e12, 0.5);

@@ -103,6 +103,13 @@ struct TrainConfig {
   std::map<std::string, std::string> where;              // "optimizer_options.momentum" -> "file:line:col"
   double comm_timeout_s = 300;                           // watchdog (MPI, NCCL): a stuck collective aborts after this
   bool tf32 = false;                                     // GPU GEMMs on TF32 tensor cores (cuda backends only)
+  // Simulated only for now (`ddplab run` refuses them): "bf16" / "fp16" is mixed precision as torch.autocast
+  // and Megatron-LM train, activations (held, sent between stages, allreduced over TP) in 16 bits, while
+  // parameters, gradients and optimizer state stay fp32 (what the gradient sync sends is the codec's);
+  // recompute = "full" keeps only each numbered block's input (a transformer layer's) and runs the block's
+  // forward again right before its backward (Megatron-LM's full activation recomputation).
+  std::string precision = "fp32";                        // "fp32" | "bf16" | "fp16"
+  std::string recompute = "none";                        // "none" | "full"
   std::uint64_t seed = 1;
   int eval_every = 0;                                    // steps between evaluations; 0 = only at the end
   // Steps between checks that the replicas' parameters agree (a checksum compared across ranks, at the first

@@ -18,8 +18,8 @@ namespace ddplab {
 // (without batch norm), a GPU
 // backend, checkpoints, consistency checks, gradient clipping (a norm over every share), a per-tensor
 // optimizer on TP-split tensors, data.uneven = "join" and class-weighted losses. Throws ScenarioError at the
-// setting's file:line:col (parallel.tp or pp's for the [data] ones, which keep no positions). Nothing
-// without a split.
+// setting's file:line:col (parallel.tp or pp's for the [data] ones, which keep no positions). Split or
+// not: train.precision other than "fp32" and train.recompute, which only the simulator models.
 void require_runnable_layout(const Scenario& scenario);
 
 class RankParallel {

@@ -1,6 +1,7 @@
 // The memory a rank of a strategy keeps on its device while it trains, part by part: what ddplab's runtime
 // allocates for it (fp32 parameters, gradients and optimizer state; the codec's state; the activations a
-// batch keeps for backward), and what the simulator holds against `cluster.device_memory`. One definition,
+// batch keeps for backward: in 16 bits under [train] precision = "bf16" or "fp16", and with recompute =
+// "full" each numbered block's input plus one block's outputs at a time), and what the simulator holds against `cluster.device_memory`. One definition,
 // built from the registries: the optimizer's state slots, the policy's shards (Strategy::optimizer_ranges)
 // and the codec's state_bytes.
 //

@@ -61,8 +61,19 @@ struct ModelSpec {
   // The first layer of forward segment s (0 for s = 0, else sync layer s - 1) and one past its last.
   std::pair<int, int> forward_segment(int s) const;
 
+  // The first layer of layer l's numbered block (layer_block), or -1 for a layer of none.
+  int block_start(int l) const;
+  // Per sample, the forward FLOPs of the layers in numbered blocks: what recomputation runs again.
+  double block_forward_flops() const;
+
   // Linear + ReLU layers of the given widths: weight (out x in) and bias (out) per layer.
   static ModelSpec mlp(const std::vector<int>& widths);
 };
+
+// The numbered block a layer belongs to, from its name: up to its first numeric component
+// ("transformer.h.12.attn.c_attn" -> "transformer.h.12", "layer3.1.conv2" -> "layer3.1", "layers.2" ->
+// "layers.2"); "" for a layer of no block (embeddings, a final norm, a head). Pipeline stages are cut and
+// activations recomputed by blocks, as Megatron-LM shares and checkpoints transformer layers.
+std::string layer_block(const std::string& name);
 
 }  // namespace ddplab

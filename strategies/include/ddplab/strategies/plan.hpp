@@ -49,6 +49,10 @@ enum class OpKind {
                    // in forward, a column-parallel layer's input gradient in backward (`gradient`). It runs
                    // on the compute stream, the pass waiting for it as Megatron-LM's layers do, so that the
                    // comm stream's DP sync overlaps the pass around it
+  // Activation recomputation ([train] recompute = "full"; the simulator replays it, the runtime refuses it):
+  Recompute,       // compute: the forward of layers up to `index` of microbatch `microbatch` (a numbered block's,
+                   // in segments ending at its row-parallel layers' TpSync), run again right before the block's
+                   // backward because only the block's input was kept
 };
 
 // The ranks a comm op's collectives run over: the rank's DP group (every rank without [parallel]) or its

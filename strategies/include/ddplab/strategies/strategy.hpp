@@ -31,6 +31,10 @@ struct StrategyContext {
   // when pp = 1).
   int tp = 1;
   int tp_ranks_per_node = 1;
+  // [train] precision and recompute: the type of the activations (what a stage holds, sends and allreduces
+  // over TP), and whether each numbered block's forward runs again before its backward (OpKind::Recompute).
+  ElemType activations = ElemType::F32;
+  bool recompute = false;
 };
 // The context of a scenario's run on world_size ranks, ranks_per_node to a node.
 StrategyContext strategy_context(const Scenario& scenario, int world_size, int ranks_per_node);
