@@ -144,8 +144,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     const std::string recompute =
         sc.train.recompute == "none"
             ? ""
-            : fmt::format(" + {} recomputed", format_duration(src.compute_s * split.model.block_forward_flops() /
-                                                               (split.model.forward_flops() + split.model.backward_flops())));
+            : fmt::format(" + {} recomputed", format_duration(src.compute_s * recomputed_share(sc)));
     std::printf("%s / %s: compute %s%s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(),
                 st.name.c_str(), format_duration(src.compute_s).c_str(), recompute.c_str(),
                 format_duration(src.optimizer_s).c_str(), src.origin.c_str(), sync.c_str());

@@ -354,7 +354,7 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
 void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   const std::string p = "cluster.";
   r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
-                      "device_flops", "compute_efficiency", "device_mem_bw", "simulate_world", "calibration",
+                      "device_flops", "compute_efficiency", "compute_model", "device_mem_bw", "simulate_world", "calibration",
                       "preset", "devices_per_node", "device_memory", "intra", "intra_bandwidth", "intra_latency",
                       "pcie_bandwidth", "nics", "intra_efficiency", "link_efficiency", "device_arch", "nvls", "network_model",
                       "fabric_bandwidth", "fabric_latency", "fat_tree", "dragonfly", "torus",
@@ -371,6 +371,10 @@ void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   r.read_number(t, p, "compute_efficiency", c.compute_efficiency, [](double v) { return v > 0 && v <= 1; },
                 "must be a number in (0, 1]");
   r.read_unit(t, p, "device_mem_bw", c.device_mem_bw, parse_bandwidth, true);
+  r.read_choice(t, p, "compute_model", c.compute_model, {"flops", "roofline"});
+  if (const toml::node* n = t.get("compute_model"); n && c.compute_model == "roofline" && !(c.device_flops && c.device_mem_bw))
+    r.fail(n->source(), "cluster.compute_model = \"roofline\" needs cluster.device_flops and cluster.device_mem_bw "
+                        "(or a preset's)");
   r.read_int_array(t, p, "simulate_world", c.simulate_world, 1, "must be a non-empty array of positive integers");
   r.read_string(t, p, "calibration", c.calibration);
 }
@@ -604,6 +608,7 @@ nlohmann::json Scenario::to_json() const {
         {"optimizer_s", optional(cluster.optimizer_s)},
         {"device_flops", optional(cluster.device_flops)},
         {"compute_efficiency", cluster.compute_efficiency},
+        {"compute_model", cluster.compute_model},
         {"device_mem_bw", optional(cluster.device_mem_bw)},
         {"simulate_world", cluster.simulate_world},
         {"calibration", cluster.calibration.empty() ? nlohmann::json(nullptr) : nlohmann::json(cluster.calibration)}}},

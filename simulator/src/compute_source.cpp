@@ -1,6 +1,7 @@
 // Compute sources for the simulator (compute_source.hpp), and the scenario of a measured run.
 #include "ddplab/simulator/compute_source.hpp"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -15,6 +16,31 @@
 #include "ddplab/strategies/strategy.hpp"
 
 namespace ddplab {
+
+ModelSpec simulated_model(const Scenario& sc) {
+  ModelSpec m = model_spec_for(sc.model);
+  const ClusterConfig& c = sc.cluster;
+  if (c.compute_model != "roofline") return m;
+  if (!c.device_flops || !c.device_mem_bw)
+    throw std::invalid_argument("cluster.compute_model = \"roofline\" needs cluster.device_flops and device_mem_bw");
+  const double scale = sc.train.precision == "fp32" ? 1.0 : 0.5;  // the tables' activation sizes are fp32
+  const double flops_per_byte = *c.device_flops * c.compute_efficiency / *c.device_mem_bw;
+  double input = 0;
+  for (LayerSpec& l : m.layers) {
+    const double traffic = scale * (input + l.activation_bytes);
+    input = l.activation_bytes;
+    l.forward_flops = std::max(l.forward_flops, traffic * flops_per_byte);
+    l.backward_flops = std::max(l.backward_flops, 2 * traffic * flops_per_byte);
+  }
+  return m;
+}
+
+double recomputed_share(const Scenario& sc) {
+  if (sc.train.recompute == "none") return 0.0;
+  const ModelSpec m = simulated_model(sc);
+  return m.block_forward_flops() / (m.forward_flops() + m.backward_flops());
+}
+
 namespace {
 
 ComputeSource from_scenario(const Scenario& sc) {
@@ -32,10 +58,14 @@ std::shared_ptr<const Calibration> fitting_calibration(const Scenario& sc, const
 ComputeSource from_flops(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
   // Forward + backward of one micro-batch at a fraction of the device's peak.
-  const ModelSpec model = model_spec_for(sc.model);
+  const ModelSpec model = simulated_model(sc);
+  const bool roofline = c.compute_model == "roofline";
   ComputeSource src{sc.train.batch_size * (model.forward_flops() + model.backward_flops()) /
                         (*c.device_flops * c.compute_efficiency),
-                    c.optimizer_s.value_or(0.0), "flops", "model FLOPs / (device_flops x efficiency)", {}};
+                    c.optimizer_s.value_or(0.0), "flops",
+                    roofline ? "model FLOPs / (device_flops x efficiency), or activations / device_mem_bw where longer"
+                             : "model FLOPs / (device_flops x efficiency)",
+                    {}};
   if (!c.optimizer_s && c.device_mem_bw) {
     // The optimizer streams its state through memory (SGD with momentum: 20 bytes per parameter).
     const OptimizerInfo* opt = find_optimizer(sc.train.optimizer);

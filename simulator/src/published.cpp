@@ -66,6 +66,7 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   p.precision = r.text(t, node, "precision");
   p.recompute = r.text(t, node, "recompute");
   p.compute_efficiency = r.number(r.need(t, node, "compute_efficiency"), "compute_efficiency");
+  p.compute_model = r.text(t, node, "compute_model");
   p.published = r.number(r.need(t, node, "published"), "published");
   if (p.world % (p.tp * p.pp) != 0)
     r.fail(*t.get("world"), "world", fmt::format("{} is not a multiple of tp x pp = {}", p.world, p.tp * p.pp));
@@ -83,8 +84,8 @@ Scenario layout_scenario(const PublishedPoint& p) {
   const std::string text = fmt::format(
       "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\noptimizer = \"adam\"\nbatch_size = {}\n"
       "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
-      "compute_efficiency = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
-      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency);
+      "compute_efficiency = {}\ncompute_model = \"{}\"\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model);
   return parse_scenario(text, p.where);
 }
 
@@ -122,7 +123,7 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
       static const std::vector<std::string> known{
           "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
           "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
-          "schedule", "precision", "recompute", "compute_efficiency"};
+          "schedule", "precision", "recompute", "compute_efficiency", "compute_model"};
       if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
         r.fail(value, std::string(key.str()), "is not a point field");
     }

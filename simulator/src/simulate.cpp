@@ -14,6 +14,7 @@
 #include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
+#include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
@@ -147,7 +148,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   // observed, which for the MLP is the expected one.
   // Under [parallel] tp or pp > 1, one Strategy per pipeline stage, over a TP rank's share of its layers
   // and its DP group. The model is the MLP, or a model table (ModelTableError).
-  const ScenarioStages split = scenario_stages(scenario, world_size, ranks_per_node);
+  const ScenarioStages split = scenario_stages(scenario, world_size, ranks_per_node, simulated_model(scenario));
   std::vector<std::unique_ptr<Strategy>> initial, rebuilt;
   for (const StageSpec& spec : split.stages) {
     initial.push_back(std::make_unique<Strategy>(config, spec.model, spec.context));

@@ -73,9 +73,7 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   // communicating: compute every micro-step (with what recomputation runs again), the optimizer once per
   // accumulation window.
   const ModelSpec model = model_spec_for(scenario.model);
-  const double recomputed = scenario.train.recompute == "none"
-                                ? 0.0
-                                : model.block_forward_flops() / (model.forward_flops() + model.backward_flops());
+  const double recomputed = recomputed_share(scenario);
   const double busy_s = src.compute_s * (1 + recomputed) + src.optimizer_s / strategy.accumulate_steps;
   const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
   p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;

@@ -58,7 +58,10 @@ std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& mo
 }
 
 ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node) {
-  ModelSpec model = model_spec_for(scenario.model);
+  return scenario_stages(scenario, world, ranks_per_node, model_spec_for(scenario.model));
+}
+
+ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node, ModelSpec model) {
   const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
   std::vector<StageSpec> stages = stage_specs(scenario, model, layout, ranks_per_node);
   return {std::move(model), layout, std::move(stages)};

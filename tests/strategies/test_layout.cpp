@@ -105,6 +105,10 @@ TEST(Layout, TheSectionAloneIsCheckedAsItIsRead) {
             "p.toml:2:13: parallel.placement must be one of \"tp-dp-pp\", \"tp-pp-dp\", got \"dp-tp-pp\"");
   EXPECT_EQ(error_of([] { parse("microbatches = 4\n"); }),
             "p.toml:2:16: parallel.microbatches applies to a pipeline (parallel.pp > 1); parallel.pp is 1");
+  // The ZeRO stage is a policy: the error says which, where the stage was written.
+  EXPECT_EQ(error_of([] { parse("zero = 2\n"); }).rfind("p.toml:2:8: parallel.zero: the ZeRO stage is each [[strategy]]'s "
+                                                       "policy: policy = \"zero1\"", 0),
+            0u);
   const Scenario sc = parse("tp = 2\npp = 2\nmicrobatches = 4\n");
   EXPECT_EQ(sc.to_json().at("parallel").at("microbatches"), 4);
 }

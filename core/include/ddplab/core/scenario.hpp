@@ -171,6 +171,10 @@ struct ClusterConfig {
   // Without compute_s or a measured run, compute_s = batch x model FLOPs per sample / (device_flops x compute_efficiency).
   std::optional<double> device_flops;                    // peak FLOP/s of one device (e.g. 312e12: A100 fp16 tensor cores)
   double compute_efficiency = 0.5;                       // fraction of device_flops forward + backward achieve
+  // How the simulator times a layer from the table: "flops" (its FLOPs at device_flops x compute_efficiency)
+  // or "roofline" (the longer of that and its activations' memory traffic at device_mem_bw: element-wise
+  // layers, softmax over materialised scores; compute_source.hpp's simulated_model).
+  std::string compute_model = "flops";
   std::optional<double> device_mem_bw;                   // bytes/s of device memory: optimizer_s = 20 B per parameter / it
   std::vector<int> simulate_world{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   std::string calibration;                               // name of a stored `ddplab calibrate` fit; empty = none

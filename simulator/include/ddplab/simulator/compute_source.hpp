@@ -8,6 +8,7 @@
 
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/strategies/model_spec.hpp"
 
 namespace ddplab {
 
@@ -49,6 +50,16 @@ ComputeSource compute_from_means(const Scenario& sc, int world_size, double comp
 // (ClusterConfig::compute_factor): the simulator stretches them again, so a run's own straggler must not
 // count twice in the compute it is given.
 std::vector<StepMetrics> without_stragglers(std::vector<StepMetrics> rows, const ClusterConfig& cluster);
+
+// The model the simulator times: the scenario's, or under [cluster] compute_model = "roofline" each layer's
+// forward and backward FLOPs raised to what its memory traffic costs -- its input and output activations
+// (in the [train] precision's bytes; twice in backward) at device_mem_bw, as the FLOPs that would take as
+// long at device_flops x compute_efficiency -- so that whatever shares compute by FLOPs shares it by time.
+// A GEMM's weights are left out (at a sequence's tokens they are compute-bound). MFU and the FLOPs a run
+// counts stay model_spec_for's.
+ModelSpec simulated_model(const Scenario& sc);
+// What [train] recompute adds to compute_s, as a fraction of it (0 without recomputation).
+double recomputed_share(const Scenario& sc);
 
 // A calibration's per-layer times summed, and its optimizer.
 ComputeSource from_calibration(const Calibration& calibration);

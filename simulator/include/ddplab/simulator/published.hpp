@@ -26,7 +26,7 @@ struct PublishedPoint {
   // of `microbatch` samples, the schedule, [train] precision and recompute, and compute at
   // compute_efficiency of the preset's device_flops (fitted once: points.toml's header says to what).
   int tp = 1, pp = 1, microbatch = 1;
-  std::string schedule = "1f1b", precision = "fp32", recompute = "none";
+  std::string schedule = "1f1b", precision = "fp32", recompute = "none", compute_model = "flops";
   double compute_efficiency = 0;
   std::string where;        // file:line of the point
 };

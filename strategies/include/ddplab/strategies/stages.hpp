@@ -33,6 +33,8 @@ struct ScenarioStages {
   bool split() const { return layout.tp() > 1 || layout.pp() > 1; }  // a model-parallel layout
 };
 ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node);
+// The same for a model the caller made from the scenario's (the simulator's time-equivalent one).
+ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node, ModelSpec model);
 
 // The most parameters a stage holds: what its DP group syncs (the whole model's for pp = 1).
 std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages);
