@@ -74,9 +74,13 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
                   format_bytes(pt.memory.memory.total()).c_str(), c.mode.c_str(), pt.result.wall_s,
                   !pt.memory.capacity ? "-" : pt.memory.fits() ? "yes" : "OUT OF MEMORY");
     }
+    const std::string held = sc.train.precision == "fp32" && sc.train.recompute == "none"
+                                 ? "fp32"
+                                 : fmt::format("fp32 but {} activations{}", sc.train.precision,
+                                               sc.train.recompute == "none" ? "" : ", recomputed");
     std::printf("(pipelines: %s schedule; microbatch sizes 1, 2, 4, ... of the batch of %d; memory: the device that "
-                "needs the most, fp32, against cluster.device_memory)\n",
-                sc.parallel.pipeline_schedule.c_str(), sc.train.batch_size);
+                "needs the most, %s, against cluster.device_memory)\n",
+                sc.parallel.pipeline_schedule.c_str(), sc.train.batch_size, held.c_str());
   }
   if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   return 0;

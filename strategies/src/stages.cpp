@@ -85,9 +85,11 @@ std::string describe_stages(const Scenario& scenario, const ParallelLayout& layo
                                          micro, micro == 1 ? "" : "s");
   const std::string held = fmt::format("parameters per device {}{}", params, stages.size() > 1 ? " (by stage)" : "");
   if (layout.pp() == 1) return fmt::format("{}, {}", layout.describe(), held);
-  // Per chunk and microbatch a forward of 1 and a backward of 2: the stage's own work is M v 3.
-  const double makespan = pipeline_makespan(*first.schedule, sh, 1.0 / sh.chunks, 2.0 / sh.chunks);
-  const double bubble = 1 - sh.microbatches * 3.0 / makespan;
+  // Per chunk and microbatch a forward of 1 and a backward of 2 (3 with the forward recomputed): the stage's
+  // own work is M v 3 (or 4).
+  const double backward = scenario.train.recompute == "none" ? 2.0 : 3.0;
+  const double makespan = pipeline_makespan(*first.schedule, sh, 1.0 / sh.chunks, backward / sh.chunks);
+  const double bubble = 1 - sh.microbatches * (1 + backward) / makespan;
   return fmt::format("{}, {}{}, {}, {}; bubble {:.1f}% of the step at equal pass times", layout.describe(),
                      first.schedule->name, sh.chunks > 1 ? fmt::format(" ({} chunks per rank)", sh.chunks) : "", micros,
                      held, 100 * bubble);
