@@ -28,6 +28,12 @@ namespace ddplab::cli {
 
 namespace {
 
+// A micro-step's compute, and what recomputation runs again at the rate compute_s implies.
+std::string describe_compute(const Scenario& sc, const ComputeSource& src) {
+  if (sc.train.recompute == "none") return format_duration(src.compute_s);
+  return fmt::format("{} + {} recomputed", format_duration(src.compute_s), format_duration(src.compute_s * recomputed_share(sc)));
+}
+
 // --search: every layout of the one world size, per strategy, fastest first.
 int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int>& worlds, Store& store,
            const SimOptions& opt, bool tty) {
@@ -53,7 +59,7 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
                          fmt::join(s.policies, ", "));
     std::printf("%s / %s: %s of %d ranks (%ld refused), simulated in %.1f s; compute %s per micro-step (from %s)\n",
                 sc.name.c_str(), st.name.c_str(), what.c_str(), worlds.front(), static_cast<long>(refused), s.wall_s,
-                format_duration(setup.compute.compute_s).c_str(), setup.compute.origin.c_str());
+                describe_compute(sc, setup.compute).c_str(), setup.compute.origin.c_str());
     // With --zero-stages each row names its policy (zero_stage_variants), after the layout.
     const std::string policy_head = req.zero_stages ? fmt::format(" {:<9}", "policy") : "";
     std::printf("%5s %4s %4s %5s %6s%s %10s %11s %7s %11s %-7s %6s %s\n", "rank", "tp", "pp", "dp", "micro",
@@ -144,14 +150,9 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
                                                                                 : "native: NCCL's choice by size and scale");
-    // Recomputation runs the blocks' forward again, at the rate compute_s implies.
-    const std::string recompute =
-        sc.train.recompute == "none"
-            ? ""
-            : fmt::format(" + {} recomputed", format_duration(src.compute_s * recomputed_share(sc)));
-    std::printf("%s / %s: compute %s%s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(),
-                st.name.c_str(), format_duration(src.compute_s).c_str(), recompute.c_str(),
-                format_duration(src.optimizer_s).c_str(), src.origin.c_str(), sync.c_str());
+    std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(),
+                st.name.c_str(), describe_compute(sc, src).c_str(), format_duration(src.optimizer_s).c_str(),
+                src.origin.c_str(), sync.c_str());
     std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
     if (layout.pp() > 1)

@@ -26,6 +26,7 @@ QColor barColor(const TimelineBar& b) {
   if (b.comm) return QColor(0xe1, 0x57, 0x59);
   const std::string kind = b.name.substr(0, b.name.find(' '));
   if (kind == "forward") return QColor(0x4e, 0x79, 0xa7);
+  if (kind == "recompute") return QColor(0xa0, 0xcb, 0xe8);  // a forward again: forward's hue, lighter
   if (kind == "backward") return QColor(0x76, 0xb7, 0xb2);
   if (kind == "optimizer" || kind == "shard_optimizer") return QColor(0x59, 0xa1, 0x4f);
   if (kind == "grad_norm") return QColor(0xb0, 0x7a, 0xa1);
