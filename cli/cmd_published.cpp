@@ -58,7 +58,8 @@ int bench_published(const PublishedArgs& a) {
   }
   std::printf("# %zu points: median |error| %.1f%%, max |error| %.1f%% (%s, %s)\n", results.size(), median(abs_errors),
               std::fabs(worst->error_pct), worst->point.case_name.c_str(),
-              worst->point.kind == "efficiency" || worst->point.kind == "layout" ? worst->point.model.c_str()
+              worst->point.kind == "layout"       ? fmt::format("tp{} pp{}", worst->point.tp, worst->point.pp).c_str()
+              : worst->point.kind == "efficiency" ? worst->point.model.c_str()
                                                 : format_bytes(static_cast<double>(worst->point.bytes)).c_str());
   return 0;
 }

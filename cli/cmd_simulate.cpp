@@ -82,8 +82,9 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     }
     const std::string held = sc.train.precision == "fp32" && sc.train.recompute == "none"
                                  ? "fp32"
-                                 : fmt::format("fp32 but {} activations{}", sc.train.precision,
-                                               sc.train.recompute == "none" ? "" : ", recomputed");
+                                 : fmt::format("fp32{}{}",
+                                               sc.train.precision == "fp32" ? "" : " but " + sc.train.precision + " activations",
+                                               sc.train.recompute == "none" ? "" : ", activations recomputed");
     std::printf("(pipelines: %s schedule; microbatch sizes 1, 2, 4, ... of the batch of %d; memory: the device that "
                 "needs the most, %s, against cluster.device_memory)\n",
                 sc.parallel.pipeline_schedule.c_str(), sc.train.batch_size, held.c_str());

@@ -59,8 +59,8 @@ void require_runnable_layout(const Scenario& sc) {
 RankParallel::RankParallel(const Scenario& sc, Communicator& world, int ranks_per_node)
     : world_(world), stages_(scenario_stages(sc, world.size(), ranks_per_node)) {
   coord_ = layout().coord(world.rank());
+  require_runnable_layout(sc);  // split or not: precision and recompute are refused either way
   if (!split()) return;
-  require_runnable_layout(sc);
   const ParallelLayout& l = layout();
   const RankCoord c = coord_;
   // Each group is a split ordered by world rank, which orders it by its coordinate in either placement.

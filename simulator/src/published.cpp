@@ -15,6 +15,7 @@
 #include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
 #include "platform.hpp"
 
@@ -67,6 +68,18 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   p.recompute = r.text(t, node, "recompute");
   p.compute_efficiency = r.number(r.need(t, node, "compute_efficiency"), "compute_efficiency");
   p.compute_model = r.text(t, node, "compute_model");
+  // Checked here, at the field, rather than in the scenario the point becomes.
+  auto one_of = [&](const char* key, const std::string& value, std::initializer_list<const char*> known) {
+    for (const char* k : known)
+      if (value == k) return;
+    std::string names;
+    for (const char* k : known) names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", k);
+    r.fail(*t.get(key), key, fmt::format("must be one of {}, got \"{}\"", names, value));
+  };
+  one_of("precision", p.precision, {"fp32", "bf16", "fp16"});
+  one_of("recompute", p.recompute, {"none", "full"});
+  one_of("compute_model", p.compute_model, {"flops", "roofline"});
+  if (!find_pipeline_schedule(p.schedule)) r.fail(*t.get("schedule"), "schedule", fmt::format("unknown pipeline schedule \"{}\"", p.schedule));
   p.published = r.number(r.need(t, node, "published"), "published");
   if (p.world % (p.tp * p.pp) != 0)
     r.fail(*t.get("world"), "world", fmt::format("{} is not a multiple of tp x pp = {}", p.world, p.tp * p.pp));
@@ -84,8 +97,9 @@ Scenario layout_scenario(const PublishedPoint& p) {
   const std::string text = fmt::format(
       "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\noptimizer = \"adam\"\nbatch_size = {}\n"
       "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
-      "compute_efficiency = {}\ncompute_model = \"{}\"\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
-      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model);
+      "compute_efficiency = {}\ncompute_model = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model,
+      p.nvls ? "true" : "false");
   return parse_scenario(text, p.where);
 }
 

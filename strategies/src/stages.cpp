@@ -62,6 +62,19 @@ ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_pe
 }
 
 ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_per_node, ModelSpec model) {
+  if (scenario.train.recompute != "none") {
+    // Recomputation is by numbered block: a model without any, or with SyncBatchNorm, is refused where it is asked.
+    const auto at = scenario.train.where.find("recompute");
+    const std::string where = at != scenario.train.where.end() ? at->second : scenario.path;
+    if (model.block_forward_flops() <= 0)
+      throw ScenarioError(fmt::format("{}: train.recompute = \"{}\": {} has no numbered blocks (layers named like "
+                                      "\"h.0.attn\") whose forward could run again",
+                                      where, scenario.train.recompute, model.name));
+    if (!model.sync_layers().empty())
+      throw ScenarioError(fmt::format("{}: train.recompute = \"{}\": {} has SyncBatchNorm layers, whose statistics a "
+                                      "recomputed forward would take again",
+                                      where, scenario.train.recompute, model.name));
+  }
   const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
   std::vector<StageSpec> stages = stage_specs(scenario, model, layout, ranks_per_node);
   return {std::move(model), layout, std::move(stages)};

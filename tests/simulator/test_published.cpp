@@ -90,6 +90,10 @@ TEST(Published, BadPointsNameFileLineAndField) {
   EXPECT_EQ(load_error(layout + "world = 8\nbatch = 5\n"),
             "points.toml:17: batch: 5 is not a multiple of dp x microbatch = 2 x 1");
   EXPECT_EQ(load_error(layout + "world = 8\n"), "points.toml:1: batch: is required");
+  std::string fp8 = layout;
+  fp8.replace(fp8.find("\"bf16\""), 6, "\"fp8\"");
+  EXPECT_EQ(load_error(fp8 + "world = 8\nbatch = 8\n"),
+            "points.toml:11: precision: must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"");
   EXPECT_EQ(load_error("[[point]\n").rfind("points.toml:1: ", 0), 0u);  // TOML syntax: toml++'s message, with the line
   EXPECT_EQ(load_error("title = 1\n"), "points.toml: no [[point]] entries");
 }

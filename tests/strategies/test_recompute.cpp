@@ -152,6 +152,14 @@ TEST(Recompute, ScenarioSettingsAreCheckedWhereWritten) {
   EXPECT_EQ(sc.train.precision, "bf16");
   EXPECT_EQ(sc.train.recompute, "full");
   EXPECT_EQ(sc.to_json().at("train").at("recompute"), "full");
+  try {  // the MLP's layers ("layers.0", ...) are blocks; a CNN's are not
+    const Scenario cnn = parse_scenario("[model]\ntype = \"cnn\"\n[train]\nrecompute = \"full\"" + tail, "r.toml");
+    scenario_stages(cnn, 2, 2);
+    FAIL() << "a CNN has no numbered blocks";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("r.toml:4:13: train.recompute = \"full\": cnn has no numbered blocks", 0), 0u)
+        << e.what();
+  }
   try {
     parse_scenario(base + "precision = \"fp8\"" + tail, "r.toml");
     FAIL() << "fp8";

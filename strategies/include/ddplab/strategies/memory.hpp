@@ -29,7 +29,7 @@ struct DeviceMemory {
   double gradients = 0;    // 4 bytes per parameter (of the rank's shard under ZeRO-2)
   double optimizer = 0;    // the optimizer's state slots (and scratch) for the parameters this rank updates
   double codec = 0;        // what the codec keeps between steps, over the buckets (Codec::state_bytes)
-  double activations = 0;  // the layers' outputs for one micro-batch (LayerSpec::activation_bytes x batch)
+  double activations = 0;  // what backward needs of the layers' outputs (LayerSpec::activation_bytes; above)
   double total() const { return parameters + gradients + optimizer + codec + activations; }
   // The parts by name, in the order above ("parameters", "gradients", "optimizer", "codec", "activations").
   std::vector<std::pair<std::string, double>> parts() const;
