@@ -89,8 +89,9 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   if (p.compute_efficiency > 1) r.fail(*t.get("compute_efficiency"), "compute_efficiency", "must be at most 1");
 }
 
-// The scenario a layout point describes: Adam, DDP's overlap with NCCL's allreduce on the DP part.
-Scenario layout_scenario(const PublishedPoint& p) {
+// The scenario a layout point describes: Adam, DDP's overlap with NCCL's allreduce on the DP part; nvls
+// the preset's, unless the point turns it off.
+Scenario layout_scenario(const PublishedPoint& p, bool nvls) {
   const int dp = p.world / (p.tp * p.pp), per_replica = p.batch / dp;
   const std::string pipeline =
       p.pp > 1 ? fmt::format("microbatches = {}\npipeline_schedule = \"{}\"\n", per_replica / p.microbatch, p.schedule) : "";
@@ -99,12 +100,12 @@ Scenario layout_scenario(const PublishedPoint& p) {
       "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
       "compute_efficiency = {}\ncompute_model = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
       p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model,
-      p.nvls ? "true" : "false");
+      nvls ? "true" : "false");
   return parse_scenario(text, p.where);
 }
 
-PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& options) {
-  const Scenario sc = layout_scenario(p);
+PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& options, bool nvls) {
+  const Scenario sc = layout_scenario(p, nvls);
   const Store none(":memory:");
   const ComputeSource src = compute_source(sc, sc.strategies.front(), none, "flops");
   const SimPatternResult r =
@@ -200,7 +201,7 @@ std::vector<PublishedResult> compare_published(const std::vector<PublishedPoint>
     apply_cluster_preset(cluster, p.preset);
     cluster.nvls = cluster.nvls && p.nvls;
     if (p.kind == "layout") {
-      res = compare_layout(p, options);
+      res = compare_layout(p, options, cluster.nvls);
     } else if (p.kind == "efficiency") {
       // PyTorch DDP on the preset: overlap, 25 MiB buckets, NCCL's allreduce; one GPU's step is all compute.
       const std::string text = fmt::format(
