@@ -28,6 +28,12 @@ std::string default_points() {
   return "bench/published/points.toml";
 }
 
+// What a point is of, for its row and the summary: the layout, the model or the message size.
+std::string point_size(const PublishedPoint& p) {
+  if (p.kind == "layout") return fmt::format("tp{} pp{}", p.tp, p.pp);
+  return p.kind == "efficiency" ? p.model : format_bytes(static_cast<double>(p.bytes));
+}
+
 int bench_published(const PublishedArgs& a) {
   const std::string path = a.points.empty() ? default_points() : a.points;
   const auto points = load_published_points(path);
@@ -42,9 +48,7 @@ int bench_published(const PublishedArgs& a) {
   std::fflush(stdout);
   const auto results = compare_published(points, opt, [](const PublishedResult& r) {
     const PublishedPoint& p = r.point;
-    const std::string size = p.kind == "layout"       ? fmt::format("tp{} pp{}", p.tp, p.pp)
-                             : p.kind == "efficiency" ? p.model
-                                                      : format_bytes(static_cast<double>(p.bytes));
+    const std::string size = point_size(p);
     std::printf("%-4s  %-34s  %-8s  %5d  %9s  %-10s  %9.3g  %9.3g  %+6.1f%%  %s\n", p.id.c_str(), p.case_name.c_str(),
                 p.preset.c_str(), p.world, size.c_str(), p.kind.c_str(), p.published, r.predicted, r.error_pct,
                 r.detail.c_str());
@@ -57,10 +61,7 @@ int bench_published(const PublishedArgs& a) {
     if (!worst || std::fabs(r.error_pct) > std::fabs(worst->error_pct)) worst = &r;
   }
   std::printf("# %zu points: median |error| %.1f%%, max |error| %.1f%% (%s, %s)\n", results.size(), median(abs_errors),
-              std::fabs(worst->error_pct), worst->point.case_name.c_str(),
-              worst->point.kind == "layout"       ? fmt::format("tp{} pp{}", worst->point.tp, worst->point.pp).c_str()
-              : worst->point.kind == "efficiency" ? worst->point.model.c_str()
-                                                : format_bytes(static_cast<double>(worst->point.bytes)).c_str());
+              std::fabs(worst->error_pct), worst->point.case_name.c_str(), point_size(worst->point).c_str());
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -23,7 +24,7 @@ ModelSpec simulated_model(const Scenario& sc) {
   if (c.compute_model != "roofline") return m;
   if (!c.device_flops || !c.device_mem_bw)
     throw std::invalid_argument("cluster.compute_model = \"roofline\" needs cluster.device_flops and device_mem_bw");
-  const double scale = sc.train.precision == "fp32" ? 1.0 : 0.5;  // the tables' activation sizes are fp32
+  const double scale = static_cast<double>(elem_bytes(activation_type(sc.train))) / 4;  // the tables' sizes are fp32
   const double flops_per_byte = *c.device_flops * c.compute_efficiency / *c.device_mem_bw;
   double input = 0;
   for (LayerSpec& l : m.layers) {

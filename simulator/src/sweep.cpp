@@ -72,13 +72,13 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
   // communicating: compute every micro-step (with what recomputation runs again), the optimizer once per
   // accumulation window.
-  const ModelSpec model = model_spec_for(scenario.model);
   const double recomputed = recomputed_share(scenario);
   const double busy_s = src.compute_s * (1 + recomputed) + src.optimizer_s / strategy.accumulate_steps;
   const double alone = busy_s > 0 ? r.layout.workers() * static_cast<double>(scenario.train.batch_size) / busy_s : 0.0;
   p.efficiency = alone > 0 ? r.samples_per_s / alone : 0.0;
   p.memory = check_memory(scenario, strategy, n, scenario.cluster.devices_per_node);
   if (const auto& peak = scenario.cluster.device_flops; peak && *peak > 0) {
+    const ModelSpec model = model_spec_for(scenario.model);
     p.mfu = r.samples_per_s * (model.forward_flops() + model.backward_flops()) / (n * *peak);
   }
   return p;

@@ -56,6 +56,11 @@ int ModelSpec::block_start(int l) const {
   return l;
 }
 
+bool ModelSpec::ends_block(int l) const {
+  const int b0 = block_start(l);
+  return b0 >= 0 && (l + 1 == static_cast<int>(layers.size()) || block_start(l + 1) != b0);
+}
+
 double ModelSpec::block_forward_flops() const {
   double f = 0;
   for (const LayerSpec& l : layers)

@@ -158,10 +158,10 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
       for (int l = ch.end - 1; l >= ch.first; --l) {
         const LayerSpec& layer = model_.layers[static_cast<std::size_t>(l)];
         // Recomputation: on reaching a block's last layer, its forward again (with its TP allreduces).
-        if (const int b0 = ctx_.recompute ? model_.block_start(l) : -1;
-            b0 >= 0 && (l + 1 == ch.end || model_.block_start(l + 1) != b0)) {
+        // (Chunks are cut between blocks, so a block ends where its chunk's part of it does.)
+        if (ctx_.recompute && model_.ends_block(l)) {
           double flops = 0;
-          for (int m = std::max(b0, ch.first); m <= l; ++m) {
+          for (int m = std::max(model_.block_start(l), ch.first); m <= l; ++m) {
             const LayerSpec& fl = model_.layers[static_cast<std::size_t>(m)];
             flops += fl.forward_flops;
             const bool syncs = tp_sync(fl, TpSplit::Row);

@@ -28,11 +28,13 @@ std::size_t Strategy::largest_shard(const Bucket& b) const {
   return chunk_of(b.count, policy_->shards == Shards::Servers ? ps_layout().number() : ctx_.world_size, 0).count;
 }
 
+ElemType activation_type(const TrainConfig& train) {
+  return train.precision == "bf16" ? ElemType::BF16 : train.precision == "fp16" ? ElemType::F16 : ElemType::F32;
+}
+
 StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
   StrategyContext ctx{world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
-  ctx.activations = sc.train.precision == "bf16"   ? ElemType::BF16
-                    : sc.train.precision == "fp16" ? ElemType::F16
-                                                   : ElemType::F32;
+  ctx.activations = activation_type(sc.train);
   ctx.recompute = sc.train.recompute == "full";
   return ctx;
 }
@@ -104,11 +106,9 @@ std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const 
                                 " has SyncBatchNorm layers, whose statistics a recomputed forward would take again");
   std::vector<int> backward(model_.layers.size(), -1);
   int grads = -1;  // the gradient sums the next layer down waits for
-  const int L = static_cast<int>(model_.layers.size());
-  for (int l = L - 1; l >= 0; --l) {
+  for (int l = static_cast<int>(model_.layers.size()) - 1; l >= 0; --l) {
     // Recomputation: on reaching a block's last layer, the block's forward again.
-    if (const int b0 = ctx_.recompute ? model_.block_start(l) : -1; b0 >= 0 && (l + 1 == L || model_.block_start(l + 1) != b0))
-      prev = add_op(plan, OpKind::Recompute, l, {prev});
+    if (ctx_.recompute && model_.ends_block(l)) prev = add_op(plan, OpKind::Recompute, l, {prev});
     std::vector<int> deps{prev};
     if (grads >= 0) deps.push_back(grads);
     backward[static_cast<std::size_t>(l)] = prev = add_op(plan, OpKind::Backward, l, deps);

@@ -63,6 +63,8 @@ struct ModelSpec {
 
   // The first layer of layer l's numbered block (layer_block), or -1 for a layer of none.
   int block_start(int l) const;
+  // Whether layer l is the last of a numbered block: where recomputation runs the block's forward again.
+  bool ends_block(int l) const;
   // Per sample, the forward FLOPs of the layers in numbered blocks: what recomputation runs again.
   double block_forward_flops() const;
 

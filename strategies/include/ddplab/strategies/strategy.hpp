@@ -36,6 +36,8 @@ struct StrategyContext {
   ElemType activations = ElemType::F32;
   bool recompute = false;
 };
+// The type [train] precision holds activations in (the tables' activation sizes are fp32's).
+ElemType activation_type(const TrainConfig& train);
 // The context of a scenario's run on world_size ranks, ranks_per_node to a node.
 StrategyContext strategy_context(const Scenario& scenario, int world_size, int ranks_per_node);
 
