@@ -250,8 +250,8 @@ void add_simulate(CLI::App& app) {
                 "Simulate every [parallel] layout of the one --world N (TP inside a node x PP x DP, microbatches) and "
                 "rank them by samples/s, with MFU and device memory");
   cmd->add_flag("--zero-stages", req->zero_stages,
-                "With --search: each layout under the strategy's ZeRO stages too (its policy, zero1, zero2: the "
-                "registered policies with a ZeRO stage), for a policy that syncs gradients every step")
+                "With --search: each layout under the strategy's ZeRO stages too (its policy, then each registered "
+                "policy with another ZeRO stage), for a policy that syncs gradients every step")
       ->needs(search_flag);
   auto* exact = cmd->add_flag_callback(
       "--exact", [mode] { *mode = "exact"; },

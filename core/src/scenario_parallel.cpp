@@ -30,7 +30,7 @@ void read_parallel(const Reader& r, const toml::table& t, ParallelConfig& p) {
   // The ZeRO stage is how the DP part syncs, so it is the strategy's policy, as the DP part's other choices are.
   if (const toml::node* n = t.get("zero"))
     r.fail(n->source(), "parallel.zero: the ZeRO stage is each [[strategy]]'s policy: policy = \"zero1\" (sharded "
-                        "optimizer state) or \"zero2\" (and gradients); ZeRO-3 is not built yet. `ddplab simulate "
+                        "optimizer state), \"zero2\" (and gradients) or \"zero3\" (and parameters). `ddplab simulate "
                         "--search --zero-stages` tries a layout under each");
   r.check_keys(t, prefix, {"tp", "pp", "dp", "microbatches", "pipeline_schedule", "virtual_stages", "placement"});
   r.read_int(t, prefix, "tp", p.tp, 1, "must be a positive integer");

@@ -17,7 +17,7 @@ Checkpointer::Checkpointer(const Scenario& sc, const StrategyConfig& st, Communi
     : comm_(comm), store_(store), run_(run), every_(sc.train.checkpoint_every), keep_(sc.train.checkpoint_keep),
       folder_(run_checkpoint_folder(sc, db_path, run)), identity_(checkpoint_identity(sc, st, comm.size())) {}
 
-bool Checkpointer::save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer) {
+bool Checkpointer::save(std::int64_t steps, bool final, PlanExecutor& executor, const nlohmann::json& trainer) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const std::string step_folder = step_checkpoint_folder(folder_, steps);

@@ -80,11 +80,12 @@ const float* Cnn::layer_input(std::size_t l) const { return l == 0 ? input_ : la
 
 const float* Cnn::layer_output(std::size_t l) const { return layout_[l].pool ? pooled_[l].data() : out_[l].data(); }
 
-void Cnn::run_segment(int s) {
-  const auto [first, end] = spec().forward_segment(s);
-  for (int l = first; l < end; ++l) run_layer(static_cast<std::size_t>(l), s > 0 && l == first);
-  // The segment ends with a sync layer's moments, which the plan sums over the ranks before the next one.
-  if (end < num_layers() && training_) {
+void Cnn::run_layers(int first, int end) {
+  // A chunk that starts at a sync layer follows one that took its moments (ModelSpec::forward_chunks).
+  const auto is_sync = [&](int l) { return spec().layers[static_cast<std::size_t>(l)].sync_channels > 0; };
+  for (int l = first; l < end; ++l) run_layer(static_cast<std::size_t>(l), training_ && l == first && first > 0 && is_sync(l));
+  // A chunk before a sync layer ends with its moments, which the plan sums over the ranks before the next.
+  if (end < num_layers() && training_ && is_sync(end)) {
     const CnnLayer& L = layout_[static_cast<std::size_t>(end)];
     ops_.channel_moments(layer_input(static_cast<std::size_t>(end)), L.rows(batch_), L.out,
                          norm_[static_cast<std::size_t>(end)].moments.data());

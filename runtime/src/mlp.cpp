@@ -48,10 +48,10 @@ void Mlp::init(std::uint64_t seed) {
   ops_.to_device(params(), host.data(), host.size());
 }
 
-void Mlp::run_segment(int) {
-  const float* in = input_;
+void Mlp::run_layers(int first, int end) {
+  const float* in = first == 0 ? input_ : acts_[static_cast<std::size_t>(first) - 1].data();
   const std::size_t n_layers = layers_.size() - 1;
-  for (std::size_t l = 0; l < n_layers; ++l) {
+  for (auto l = static_cast<std::size_t>(first); l < static_cast<std::size_t>(end); ++l) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
     float* out = acts_[l].data();
     // Y = X W^T + b, with W stored out x in as in PyTorch.

@@ -23,7 +23,7 @@ Model::Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch)
 
 const float* Model::forward(const float* x, int batch) {
   begin_forward(x, batch);
-  for (int s = 0; s < forward_segments(); ++s) forward_segment(s);
+  for (int last : spec_.forward_chunks()) forward_through(last);
   return logits_;
 }
 
@@ -34,11 +34,16 @@ void Model::begin_forward(const float* x, int batch) {
   batch_ = batch;
   input_ = x;
   logits_ = nullptr;
+  next_layer_ = 0;
 }
 
-void Model::forward_segment(int s) {
-  run_segment(s);
-  if (s + 1 == forward_segments()) logits_ = logits();
+void Model::forward_through(int last) {
+  if (last < next_layer_ || last >= num_layers())
+    throw std::logic_error(spec_.name + "::forward_through(" + std::to_string(last) + ") after layer " +
+                           std::to_string(next_layer_ - 1) + " of " + std::to_string(num_layers()));
+  run_layers(next_layer_, last + 1);
+  next_layer_ = last + 1;
+  if (next_layer_ == num_layers()) logits_ = logits();
 }
 
 float* Model::sync_stats(int layer) {

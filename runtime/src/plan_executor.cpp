@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "ddplab/strategies/schedule.hpp"
-#include "parameter_order.hpp"
 
 namespace ddplab {
 namespace {
@@ -25,9 +24,9 @@ PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy&
                            "(whose plan then holds the norm's ops), or in neither");
   if (strategy_.policy().zero >= 2 && !ops.can_release())
     throw std::invalid_argument(fmt::format(
-        "policy \"{}\" gives back the gradients outside a rank's shard once they are reduce-scattered, which backend "
+        "policy \"{}\" gives back the gradients outside a rank's shard once they are reduce-scattered{}, which backend "
         "\"{}\" cannot do (its buffers are whole allocations); it runs on the cpu backend",
-        strategy_.policy().name, ops.name()));
+        strategy_.policy().name, strategy_.policy().zero >= 3 ? " and the parameters outside it between their uses" : "", ops.name()));
   if (!staged_) norm_buf_ = DeviceBuffer(ops, 1);
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
@@ -272,11 +271,7 @@ void PlanExecutor::run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out) {
     }
   });
   // ZeRO-2: only this rank's shard of the reduced gradients is read from here on.
-  if (op.kind == OpKind::ReduceScatter && strategy_.policy().zero >= 2) {
-    const Chunk mine = strategy_.shard(b.id, comm_.rank());
-    ops_.release(device, mine.offset);
-    ops_.release(device + mine.offset + mine.count, b.count - mine.offset - mine.count);
-  }
+  if (op.kind == OpKind::ReduceScatter && strategy_.policy().zero >= 2) release_outside_shard(model_.grads(), b.id);
 }
 
 void PlanExecutor::update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors) {
@@ -307,26 +302,27 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
   const bool worker = strategy_.is_worker(comm_.rank());
   const bool shadow = worker && batch_ == 0;
   switch (op.kind) {
-    case OpKind::Forward:
+    case OpKind::Forward: {
       if (op.microbatch >= 0) {
         passes_->forward(op.microbatch, op.chunk, op.index);
         break;
       }
+      // The whole pass (index -1), or its chunk through layer `index` from where the last chunk ended.
+      const int first = op.index < 0 ? 0 : forward_from_;
+      const int last = op.index < 0 ? model_.num_layers() - 1 : op.index;
+      forward_from_ = last + 1;
       if (!worker || shadow) {
         rec.loss = std::nan("");
         // The ranks' summed batch-norm moments move every replica's running statistics alike.
-        if (op.index > 0) model_.absorb_sync_stats(model_.spec().sync_layers().at(static_cast<std::size_t>(op.index) - 1));
+        if (first > 0 && model_.spec().layers.at(static_cast<std::size_t>(first)).sync_channels > 0)
+          model_.absorb_sync_stats(first);
         break;
       }
-      if (op.index < 0) {
-        model_.forward(x_, batch_);
-      } else {  // a segment: SyncBatchNorm's statistics are summed between segments
-        if (op.index == 0) model_.begin_forward(x_, batch_);
-        model_.forward_segment(op.index);
-        if (op.index + 1 < model_.forward_segments()) break;
-      }
-      rec.loss = model_.loss_grad(y_);
+      if (first == 0) model_.begin_forward(x_, batch_);
+      model_.forward_through(last);
+      if (last + 1 == model_.num_layers()) rec.loss = model_.loss_grad(y_);
       break;
+    }
     case OpKind::Backward:
       if (op.microbatch >= 0) {
         // The first microbatch's backward of a layer replaces its gradients (but within an accumulation
@@ -362,6 +358,9 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
     }
     case OpKind::GradNorm:
       grad_sq_ = sum_squares_to_update();
+      break;
+    case OpKind::Reshard:  // ZeRO-3: the bucket's parameters outside this rank's shard, until its next gather
+      release_outside_shard(model_.params(), op.index);
       break;
     case OpKind::TpSync:
       if (!tensor_) throw std::logic_error("PlanExecutor: a TP plan without set_groups");
@@ -414,7 +413,11 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
     micro_in_window_ = 0;
     if (!first_sync_done_) {
       first_sync_done_ = true;
+      // ZeRO-3: the parameters whole in the layout they are in, then given back in the one they end in.
+      gather_parameters();
       if (strategy_.observe_ready_order(observed_order_)) apply_layout();
+      if (strategy_.policy().zero >= 3)
+        for (const Bucket& b : strategy_.bucketing().buckets) release_outside_shard(model_.params(), b.id);
     }
   } else {
     ++micro_in_window_;
@@ -437,6 +440,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   rec.ops.resize(plan.ops.size());
   for (std::size_t i = 0; i < plan.ops.size(); ++i) rec.ops[i] = {plan.ops[i].kind, plan.ops[i].index};
   step_ = plan.step;
+  forward_from_ = 0;
   exec_.reset_counters();
   // Device backends: compute ops are timed by device marks (CUDA events), host backends by the clock.
   const bool device_timing = ops_.device_memory();
@@ -547,7 +551,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
     const double d = r.end_s - r.start_s;
     if (r.kind == OpKind::Forward || r.kind == OpKind::Backward) rec.compute_s += d;
     else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer || r.kind == OpKind::GradNorm) rec.optimizer_s += d;
-    else rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
+    else if (is_comm(r.kind)) rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
     if (r.kind == OpKind::TpSync) rec.exposed_comm_s += d;  // the pass waited for it
     rec.bytes_sent += r.bytes;
   }
@@ -556,83 +560,6 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   // take the part of the step the device spent outside compute and optimizer kernels instead.
   if (device_timing) rec.exposed_comm_s = std::max(0.0, rec.step_s - rec.compute_s - rec.optimizer_s);
   return std::move(rec);  // current_ is done with: every comm op of the step has finished
-}
-
-void PlanExecutor::apply_layout() {
-  // Move the optimizer state with the parameters: read it in the old layout, write it in the new one. A
-  // sharded state is spread over the ranks, each range kept by one of them: the sum of their full-size
-  // copies (zero outside what each keeps) is all of it, from which each keeps its new ranges.
-  const std::vector<ParamInfo> old_info = model_.param_info();
-  const auto& offsets = strategy_.bucketing().grad_offset;
-  const std::size_t n = model_.num_params();
-  std::vector<std::vector<float>> slots;
-  for (std::size_t s = 0; s < optimizer_.slots(); ++s) {
-    std::vector<float> before = optimizer_.full(s, n), after(n);
-    if (strategy_.policy().shards != Shards::None) comm_.allreduce_sum(before.data(), n);
-    for (std::size_t i = 0; i < old_info.size(); ++i)
-      std::copy_n(before.begin() + static_cast<std::ptrdiff_t>(old_info[i].offset), old_info[i].count,
-                  after.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
-    slots.push_back(std::move(after));
-  }
-  model_.set_offsets(offsets);
-  optimizer_.reshard(strategy_.optimizer_ranges(comm_.rank()), slots);
-}
-
-void PlanExecutor::save(Checkpoint& c) const {
-  if (micro_in_window_ != 0)
-    throw std::logic_error("PlanExecutor::save: inside an accumulation window (" + std::to_string(micro_in_window_) +
-                           " micro-steps accumulated)");
-  const auto& info = model_.param_info();
-  std::vector<float> flat(model_.num_params());
-  ops_.to_host(flat.data(), model_.params(), flat.size());
-  c.tensors["params"] = to_parameter_order(flat, info);
-  for (std::size_t i = 0; i < optimizer_.slots(); ++i)  // zero outside what this rank keeps
-    c.tensors["optimizer." + std::to_string(i)] = to_parameter_order(optimizer_.full(i, flat.size()), info);
-  if (model_.num_buffers() > 0) {
-    std::vector<float> buffers(model_.num_buffers());
-    ops_.to_host(buffers.data(), model_.buffers(), buffers.size());
-    c.tensors["buffers"] = std::move(buffers);
-  }
-  for (auto& [key, values] : strategy_.codec().state()) c.tensors["codec." + key] = std::move(values);
-  c.meta["executor"] = {{"rebuilt_order", first_sync_done_ ? nlohmann::json(observed_order_) : nlohmann::json(nullptr)}};
-}
-
-void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
-  if (first_sync_done_ || micro_in_window_ != 0) throw std::logic_error("PlanExecutor::load: the executor has run steps");
-  const nlohmann::json& ex = c.meta.value("executor", nlohmann::json::object());
-  if (ex.contains("rebuilt_order") && !ex["rebuilt_order"].is_null()) {
-    // The buckets as DDP rebuilt them after the first sync, from the order that step saw.
-    observed_order_ = ex["rebuilt_order"].get<std::vector<int>>();
-    first_sync_done_ = true;
-    try {
-      if (strategy_.observe_ready_order(observed_order_)) model_.set_offsets(strategy_.bucketing().grad_offset);
-    } catch (const std::exception& e) {
-      throw CheckpointError(what + ": its bucket rebuild does not fit this model: " + e.what());
-    }
-  }
-  const auto& info = model_.param_info();
-  const std::size_t n = model_.num_params();
-  std::vector<std::vector<float>> host;  // kept until the copies are done
-  host.push_back(from_parameter_order(c.tensor("params", n, what), info));
-  ops_.to_device(model_.params(), host.back().data(), n);
-  const std::size_t slots = optimizer_.slots();
-  std::vector<std::vector<float>> state;
-  for (std::size_t i = 0; i < slots; ++i)
-    state.push_back(from_parameter_order(c.tensor("optimizer." + std::to_string(i), n, what), info));
-  optimizer_.reshard(strategy_.optimizer_ranges(comm_.rank()), state);  // the ranges of the layout just loaded
-  if (c.tensors.count("optimizer." + std::to_string(slots)))
-    throw CheckpointError(what + ": holds more optimizer state than train.optimizer keeps (another optimizer?)");
-  if (model_.num_buffers() > 0) ops_.to_device(model_.buffers(), c.tensor("buffers", model_.num_buffers(), what).data(), model_.num_buffers());
-  else if (c.tensors.count("buffers")) throw CheckpointError(what + ": holds batch-norm buffers this model does not have");
-  Codec::State codec;
-  for (const auto& [key, values] : c.tensors)
-    if (key.rfind("codec.", 0) == 0) codec[key.substr(6)] = values;
-  try {
-    strategy_.codec().restore(codec);
-  } catch (const std::invalid_argument& e) {
-    throw CheckpointError(what + ": " + e.what());
-  }
-  ops_.synchronize();  // `host` is pageable and goes out of scope
 }
 
 }  // namespace ddplab

@@ -310,7 +310,7 @@ double SplitModel::step_loss() const {
   return sum / static_cast<double>(step_batch_);
 }
 
-void SplitModel::run_segment(int) { throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::forward)"); }
+void SplitModel::run_layers(int, int) { throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::forward)"); }
 const float* SplitModel::logits() const { throw std::logic_error("SplitModel: logits are per microbatch"); }
 float* SplitModel::start_backward() { throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)"); }
 void SplitModel::backward_layer(int, bool) {

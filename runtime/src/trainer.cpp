@@ -452,6 +452,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   auto run_eval = [&](std::int64_t at_step) {
     assemble_server_models(comm, *ops, model, strategy);
+    executor.gather_parameters();
     average_buffers(comm, *ops, model, worker, workers);
     if (whole_model) {
       const std::vector<float> whole = rp.whole_parameters(model);
@@ -520,6 +521,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       agreement.after(strategy.plan(step), strategy.bucketing().buckets.size());
     if (tr.consistency_every > 0) {
       if (step + 1 >= next_check && agreement.agree()) {
+        executor.gather_parameters();
         if (const std::string bad = check_consistency(comm, *ops, model, strategy, step, tr.consistency_every); !bad.empty())
           throw RankError(bad);
         next_check = step + 1 + tr.consistency_every;
@@ -584,6 +586,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 
   StrategyOutcome out;
   assemble_server_models(comm, *ops, model, strategy);
+  executor.gather_parameters();
   if (checkpointer.enabled()) checkpointer.save(step, true, executor, counters());  // the trained model
   out.error = check_identical(comm, rp, *ops, model, fault);
   if (rp.split()) comm.broadcast(&last_loss, sizeof last_loss, rp.loss_rank());  // for rank 0's line

@@ -85,6 +85,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     c.strategy = *all[i].second;
     Scenario sc = scenario;
     sc.parallel = all[i].first;
+    sc.strategies = {c.strategy};  // the variant, which validate_parallel checks against the layout
     SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
     if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
     // Above kExactMaxLayoutWorld every layout is probed, pure DP too: one mode for the whole ranking.

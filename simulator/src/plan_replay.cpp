@@ -309,7 +309,7 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
       work_for(total);
       const double end = sg4::Engine::get_clock();
       const PlanOp& first = plan.ops[static_cast<std::size_t>(group.front())];
-      (is_compute_work(first.kind) ? step.compute_s : step.optimizer_s) += end - start;
+      (is_optimizer(first.kind) ? step.optimizer_s : step.compute_s) += end - start;  // a Reshard takes no time
       if (!step.ops.empty()) {
         double done_s = 0;
         for (std::size_t i = 0; i < group.size(); ++i) {

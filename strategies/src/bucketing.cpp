@@ -12,7 +12,7 @@ std::vector<int> reverse_parameter_order(const ModelSpec& model) {
 }
 
 Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, std::uint64_t cap_bytes,
-                       std::uint64_t first_cap_bytes, std::size_t elem_bytes) {
+                       std::uint64_t first_cap_bytes, std::size_t elem_bytes, bool whole_layers) {
   const std::size_t n = model.params.size();
   std::vector<bool> seen(n, false);
   if (order.size() != n) throw std::invalid_argument("bucket order names " + std::to_string(order.size()) +
@@ -35,7 +35,8 @@ Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, st
     current = Bucket{};
     current.offset = b.total;
   };
-  for (int p : order) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int p = order[i];
     const ParamSpec& ps = model.params[static_cast<std::size_t>(p)];
     b.grad_offset[static_cast<std::size_t>(p)] = b.total;
     b.bucket_of[static_cast<std::size_t>(p)] = static_cast<int>(b.buckets.size());
@@ -45,7 +46,9 @@ Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, st
     b.total += ps.count();
     // Like DDP, a bucket closes once it holds at least its cap; the first one has its own, smaller cap.
     const std::uint64_t cap = b.buckets.empty() ? first_cap_bytes : cap_bytes;
-    if (cap > 0 && current.count * elem_bytes >= cap) close();
+    const bool layer_ends = !whole_layers || i + 1 == order.size() ||
+                            model.params[static_cast<std::size_t>(order[i + 1])].layer != ps.layer;
+    if (cap > 0 && current.count * elem_bytes >= cap && layer_ends) close();
   }
   close();
   return b;

@@ -125,6 +125,13 @@ void validate_parallel(const Scenario& sc) {
         fail(sc, p.tp > 1 ? "tp" : "pp",
              fmt::format("splits the model, which strategy[{}] (\"{}\") cannot serve: its parameter servers keep whole "
                          "models' shards", i, sc.strategies[i].name));
+  if (p.model_parallel())
+    for (std::size_t i = 0; i < sc.strategies.size(); ++i)
+      if (const PolicyInfo* policy = find_policy(sc.strategies[i].policy); policy && policy->zero >= 3)
+        fail(sc, p.tp > 1 ? "tp" : "pp",
+             fmt::format("splits the model, which strategy[{}] (\"{}\", policy \"{}\") cannot shard: ZeRO-3 gathers "
+                         "parameter units around whole-batch passes (use zero1 or zero2 with a layout)",
+                         i, sc.strategies[i].name, policy->name));
 }
 
 ParallelLayout scenario_layout(const Scenario& sc, int world, const std::string& what) {

@@ -52,13 +52,42 @@ HeldActivations held_activations(const ModelSpec& model, int first, int end, dou
   return h;
 }
 
-// The parts that differ between ranks: the optimizer state of what a rank updates (and under ZeRO-2 the
-// gradients, of which it keeps that part only), and a worker's activations.
-void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, DeviceMemory& m) {
+// ZeRO-3: the buckets whole at once at the plan's peak, walking its ops in order (AllGather makes one whole,
+// Reshard gives it back); empty for the other stages.
+std::vector<int> whole_at_peak(const Strategy& strategy) {
+  if (strategy.policy().zero < 3) return {};
+  const StepPlan plan = strategy.plan(strategy.config().accumulate_steps - 1);
+  std::vector<int> whole, peak;
+  std::size_t elements = 0, most = 0;
+  for (const PlanOp& op : plan.ops) {
+    if (op.kind != OpKind::AllGather && op.kind != OpKind::Reshard) continue;
+    const auto it = std::find(whole.begin(), whole.end(), op.index);
+    const std::size_t count = strategy.bucketing().buckets.at(static_cast<std::size_t>(op.index)).count;
+    if (op.kind == OpKind::AllGather && it == whole.end()) whole.push_back(op.index), elements += count;
+    if (op.kind == OpKind::Reshard && it != whole.end()) whole.erase(it), elements -= count;
+    if (elements > most) most = elements, peak = whole;
+  }
+  return peak;
+}
+
+// The parts that differ between ranks: the optimizer state of what a rank updates (under ZeRO-2 the
+// gradients, of which it keeps that part only; under ZeRO-3 the parameters too, but for the buckets in
+// `whole`), and a worker's activations.
+void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, const std::vector<int>& whole,
+                DeviceMemory& m) {
   double updated = 0;  // what the runtime's OptimizerState holds for this rank
   for (const Chunk& c : strategy.optimizer_ranges(rank)) updated += static_cast<double>(c.count);
   m.optimizer = kFloat * updated * (optimizer.state_slots + (optimizer.scratch ? 1 : 0));
-  m.gradients = kFloat * (strategy.policy().zero >= 2 ? updated : static_cast<double>(strategy.model().parameter_count()));
+  const auto all = static_cast<double>(strategy.model().parameter_count());
+  m.gradients = kFloat * (strategy.policy().zero >= 2 ? updated : all);
+  m.parameters = kFloat * all;
+  if (strategy.policy().zero >= 3) {
+    double gathered = 0;  // the rest of each whole bucket beyond this rank's shard
+    for (int b : whole)
+      gathered += static_cast<double>(strategy.bucketing().buckets.at(static_cast<std::size_t>(b)).count -
+                                      strategy.shard(b, rank).count);
+    m.parameters = kFloat * (updated + gathered);
+  }
   m.activations = 0;
   if (!strategy.is_worker(rank)) return;
   const StrategyContext& ctx = strategy.context();
@@ -86,10 +115,9 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
 
 DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step) {
   DeviceMemory m;
-  m.parameters = kFloat * static_cast<double>(strategy.model().parameter_count());
   for (const Bucket& b : strategy.bucketing().buckets)
     m.codec += static_cast<double>(strategy.codec().state_bytes(b.layout, strategy.context().world_size, step));
-  rank_parts(strategy, rank, optimizer, m);
+  rank_parts(strategy, rank, optimizer, whole_at_peak(strategy), m);
   return m;
 }
 
@@ -97,8 +125,9 @@ std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, con
   std::pair<int, DeviceMemory> best{0, device_memory(strategy, 0, optimizer, step)};
   if (strategy.policy().shards == Shards::None) return best;  // every rank alike
   DeviceMemory m = best.second;
+  const std::vector<int> whole = whole_at_peak(strategy);
   for (int r = 1; r < strategy.context().world_size; ++r) {
-    rank_parts(strategy, r, optimizer, m);
+    rank_parts(strategy, r, optimizer, whole, m);
     if (m.total() > best.second.total()) best = {r, m};
   }
   return best;

@@ -68,13 +68,20 @@ double ModelSpec::block_forward_flops() const {
   return f;
 }
 
-std::pair<int, int> ModelSpec::forward_segment(int s) const {
-  const std::vector<int> sync = sync_layers();
-  if (s < 0 || s > static_cast<int>(sync.size()))
-    throw std::out_of_range("forward segment " + std::to_string(s) + " of " + std::to_string(sync.size() + 1));
-  const int first = s == 0 ? 0 : sync[static_cast<std::size_t>(s) - 1];
-  const int end = s == static_cast<int>(sync.size()) ? static_cast<int>(layers.size()) : sync[static_cast<std::size_t>(s)];
-  return {first, end};
+std::vector<int> ModelSpec::forward_chunks(const std::vector<int>& cuts) const {
+  const int n = static_cast<int>(layers.size());
+  std::vector<int> ends{n - 1};
+  for (int c : cuts) {
+    if (c < 0 || c >= n) throw std::out_of_range("forward chunk through layer " + std::to_string(c) + " of " + std::to_string(n));
+    ends.push_back(c);
+  }
+  for (int l : sync_layers()) {
+    if (l == 0) throw std::invalid_argument(name + ": a SyncBatchNorm layer first has no forward before it to take its moments");
+    ends.push_back(l - 1);
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  return ends;
 }
 
 const char* tp_split_name(TpSplit s) {

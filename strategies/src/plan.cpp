@@ -28,6 +28,7 @@ const char* op_name(OpKind k) {
     case OpKind::PpRecv: return "pp_recv";
     case OpKind::TpSync: return "tp_sync";
     case OpKind::Recompute: return "recompute";
+    case OpKind::Reshard: return "reshard";
   }
   return "?";
 }

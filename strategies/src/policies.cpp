@@ -22,6 +22,8 @@ const std::vector<PolicyInfo>& policies() {
        nullptr, nullptr, {}, true, 1},
       {"zero2", "ZeRO-2: as ZeRO-1, and each rank keeps only its shard of the gradients", true, Shards::Ranks,
        build_zero1, nullptr, nullptr, {}, true, 2},  // ZeRO-1's plan: the stage changes memory only
+      {"zero3", "ZeRO-3 (FSDP): parameters sharded too, each bucket all-gathered before its forward and backward",
+       true, Shards::Ranks, build_zero3, nullptr, nullptr, zero3_options(), true, 3, accumulate_zero3},
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
        Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options(), false},
   };

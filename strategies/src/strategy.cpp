@@ -40,7 +40,9 @@ StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_p
 }
 
 void Strategy::bucketize(const std::vector<int>& order) {
-  bucketing_ = policy_->bucketed ? make_buckets(model_, order, config_.bucket_cap, config_.first_bucket_cap)
+  // ZeRO-3's buckets are its parameter units: whole layers, as FSDP wraps whole modules.
+  bucketing_ = policy_->bucketed ? make_buckets(model_, order, config_.bucket_cap, config_.first_bucket_cap, 4,
+                                                policy_->zero >= 3)
                                  : make_buckets(model_, order, 0, 0);
 }
 
@@ -93,15 +95,36 @@ bool Strategy::is_sync_step(std::int64_t step) const { return (step + 1) % confi
 
 std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const {
   if (ctx_.pipeline.schedule) return add_pipeline_pass(plan);
-  // SyncBatchNorm splits forward at each synced layer: a segment ends with the layer's moments, which are
-  // summed over the ranks before the next segment normalises with them.
-  const std::vector<int> sync = model_.sync_layers();
-  int prev = add_op(plan, OpKind::Forward, sync.empty() ? -1 : 0, {});
-  for (std::size_t s = 0; s < sync.size(); ++s) {
-    const int stats = add_op(plan, OpKind::SyncBnStats, sync[s], {prev});
-    prev = add_op(plan, OpKind::Forward, static_cast<int>(s) + 1, {prev, stats});
+  return add_backward_pass(plan, add_forward_pass(plan));
+}
+
+int Strategy::add_forward_pass(StepPlan& plan, const std::vector<int>& cuts, const PassBefore& before,
+                               const PassAfter& after) const {
+  const std::vector<int> ends = model_.forward_chunks(cuts);
+  const int last = static_cast<int>(model_.layers.size()) - 1;
+  int prev = -1, first = 0;
+  for (int end : ends) {
+    std::vector<int> deps = before ? before(end) : std::vector<int>{};
+    if (prev >= 0) deps.push_back(prev);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    prev = add_op(plan, OpKind::Forward, ends.size() == 1 ? -1 : end, std::move(deps));
+    PlanOp& op = plan.ops.back();
+    op.flops = 0;
+    for (int l = first; l <= end; ++l) op.flops += ctx_.batch_size * model_.layers[static_cast<std::size_t>(l)].forward_flops;
+    first = end + 1;
+    const int id = prev;
+    // SyncBatchNorm: the moments the chunk took of the next layer are summed before the next chunk.
+    if (end < last && model_.layers[static_cast<std::size_t>(end) + 1].sync_channels > 0)
+      prev = add_op(plan, OpKind::SyncBnStats, end + 1, {prev});
+    if (after) after(end, id);
   }
-  if (ctx_.recompute && !sync.empty())
+  return prev;
+}
+
+std::vector<int> Strategy::add_backward_pass(StepPlan& plan, int prev, const PassBefore& before,
+                                             const PassAfter& after) const {
+  if (ctx_.recompute && !model_.sync_layers().empty())
     throw std::invalid_argument("train.recompute = \"full\": " + model_.name +
                                 " has SyncBatchNorm layers, whose statistics a recomputed forward would take again");
   std::vector<int> backward(model_.layers.size(), -1);
@@ -109,12 +132,16 @@ std::vector<int> Strategy::add_compute_pass(StepPlan& plan, std::int64_t) const 
   for (int l = static_cast<int>(model_.layers.size()) - 1; l >= 0; --l) {
     // Recomputation: on reaching a block's last layer, the block's forward again.
     if (ctx_.recompute && model_.ends_block(l)) prev = add_op(plan, OpKind::Recompute, l, {prev});
-    std::vector<int> deps{prev};
+    std::vector<int> deps = before ? before(l) : std::vector<int>{};
+    deps.push_back(prev);
     if (grads >= 0) deps.push_back(grads);
-    backward[static_cast<std::size_t>(l)] = prev = add_op(plan, OpKind::Backward, l, deps);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    backward[static_cast<std::size_t>(l)] = prev = add_op(plan, OpKind::Backward, l, std::move(deps));
     grads = l > 0 && model_.layers[static_cast<std::size_t>(l)].sync_channels > 0
                 ? add_op(plan, OpKind::SyncBnGrads, l, {prev})
                 : -1;
+    if (after) after(l, prev);
   }
   return backward;
 }
@@ -137,17 +164,14 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   const int n = ctx_.world_size;
   const bool on_bucket = kind != OpKind::Forward && kind != OpKind::Backward && kind != OpKind::SyncBnStats &&
                          kind != OpKind::SyncBnGrads && kind != OpKind::PpSend && kind != OpKind::PpRecv &&
-                         kind != OpKind::TpSync && kind != OpKind::Recompute;
+                         kind != OpKind::TpSync && kind != OpKind::Recompute;  // Reshard's index is a bucket's
   const Bucket* bucket = index >= 0 && on_bucket ? &bucketing_.buckets.at(static_cast<std::size_t>(index)) : nullptr;
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
   switch (kind) {
-    case OpKind::Forward: {
-      const auto [first, end] = index < 0 ? std::pair<int, int>{0, static_cast<int>(model_.layers.size())}
-                                          : model_.forward_segment(index);
-      for (int l = first; l < end; ++l) op.flops += batch * model_.layers[static_cast<std::size_t>(l)].forward_flops;
+    case OpKind::Forward:  // a whole pass's (a chunk's is set by its pass)
+      if (index < 0) op.flops = batch * model_.forward_flops();
       break;
-    }
     case OpKind::Backward:
       op.flops = batch * model_.layers.at(static_cast<std::size_t>(index)).backward_flops;
       break;
@@ -193,6 +217,8 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::PpRecv:
     case OpKind::TpSync:  // add_pipeline_pass sets its call
       break;
+    case OpKind::Reshard:  // gives memory back: no work
+      break;
     case OpKind::Recompute: {  // a whole-batch pass's (a pipeline pass sets it): the block through `index`
       for (int l = std::max(model_.block_start(index), 0); l <= index; ++l)
         op.flops += batch * model_.layers[static_cast<std::size_t>(l)].forward_flops;
@@ -213,8 +239,9 @@ StepPlan Strategy::plan(std::int64_t step) const {
   plan.step = step;
   plan.sync = is_sync_step(step);
   if (!plan.sync) {
-    // Gradient accumulation: no communication and no optimizer until the K-th micro-step (DDP's no_sync()).
-    add_compute_pass(plan, step);
+    // Gradient accumulation: no gradient sync and no optimizer until the K-th micro-step (DDP's no_sync()).
+    if (policy_->accumulate) policy_->accumulate(*this, step, plan);
+    else add_compute_pass(plan, step);
     return plan;
   }
   policy_->build(*this, step, plan);

@@ -189,12 +189,15 @@ grep -q "^search / a: 11 layouts of 4 ranks (3 refused)" "$work/out" || fail "--
 [[ $(grep -cE '^ +[0-9]+ +[124] +[124] +[124] +[1248] ' "$work/out") == 8 ]] || fail "--search: expected 8 ranked layouts"
 grep -q "refused: .*parallel.tp = 4: tensor parallelism: tp = 4 does not divide the output of layers.0" "$work/out" \
   || fail "--search: a refused layout without its reason"
-# --zero-stages: each layout under overlap, zero1 and zero2; ZeRO-2 keeps a quarter of the gradients.
+# --zero-stages: each layout under overlap, zero1, zero2 and zero3; ZeRO-3 runs pure DP only, refusing the rest.
 "$ddplab" simulate "$work/search.toml" --search --zero-stages --world 4 --db "$work/s.db" >"$work/out" 2>"$work/err" \
   || fail "simulate --search --zero-stages exited $?: $(cat "$work/err")"
-grep -q "^search / a: 11 layouts x 3 policies (overlap, zero1, zero2) of 4 ranks (9 refused)" "$work/out" \
+grep -q "^search / a: 11 layouts x 4 policies (overlap, zero1, zero2, zero3) of 4 ranks (19 refused)" "$work/out" \
   || fail "--zero-stages does not count its candidates: $(cat "$work/out")"
 [[ $(grep -cE '^ +[0-9]+ +[124] +[124] +[124] +[1248] +zero2 ' "$work/out") == 8 ]] || fail "--zero-stages: expected 8 zero2 rows"
+[[ $(grep -cE '^ +[0-9]+ +1 +1 +4 +1 +zero3 ' "$work/out") == 1 ]] || fail "--zero-stages: expected pure DP's zero3 row"
+grep -q 'zero3 .*refused: .*parallel.tp splits the model, which strategy\[0\] ("a", policy "zero3") cannot shard' "$work/out" \
+  || fail "--zero-stages: zero3 on a split model without its reason"
 "$ddplab" simulate "$work/search.toml" --zero-stages --world 4 --db "$work/s.db" >"$work/out" 2>"$work/err" \
   && fail "--zero-stages without --search"
 grep -q -- "--zero-stages requires --search" "$work/err" || fail "--zero-stages without --search not explained: $(cat "$work/err")"

@@ -79,7 +79,11 @@ std::vector<Case> cases() {
   acc.config.accumulate_steps = 2;
   v.push_back(acc);
   v.push_back(make_case("ps_colocated", "ps", "native"));
-  for (const char* policy : {"overlap", "zero1"}) {
+  // ZeRO-3 gathers on accumulating micro-steps too, and syncs their sum on the window's last.
+  Case zero3_acc = make_case("zero3_accumulate_2_ring", "zero3", "ring");
+  zero3_acc.config.accumulate_steps = 2;
+  v.push_back(zero3_acc);
+  for (const char* policy : {"overlap", "zero1", "zero3"}) {
     Case clipped = make_case(std::string(policy) + "_ring_clipped", policy, "ring");
     clipped.clip = true;
     v.push_back(clipped);
@@ -93,7 +97,7 @@ std::vector<Case> cases() {
   Case cnn_acc = make_case("cnn_sync_bn_accumulate_2_ring", "overlap", "ring");
   cnn_acc.config.accumulate_steps = 2;
   for (Case c : {make_case("cnn_sync_bn_overlap_ring", "overlap", "ring"), make_case("cnn_sync_bn_zero1_ring", "zero1", "ring"),
-                 cnn_acc}) {
+                 make_case("cnn_sync_bn_zero3_ring", "zero3", "ring"), cnn_acc}) {
     c.cnn = true;
     c.config.bucket_cap = 20000, c.config.first_bucket_cap = 4000;
     v.push_back(c);

@@ -67,6 +67,7 @@ std::vector<std::pair<bool, bool>> run(const StrategyConfig& config) {
     ops->labels_to_device(dy, y.data(), y.size());
     exec.run_step(s, dx, dy, strategy.is_worker(comm.rank()) ? kBatch : 0);
     agreement.after(strategy.plan(s), strategy.bucketing().buckets.size());
+    exec.gather_parameters();  // ZeRO-3 holds shards between steps; the trainer gathers them before its checks too
     out.emplace_back(agreement.agree(), workers_equal(*ops, model, strategy));
   }
   exec.finish(kSteps);

@@ -74,6 +74,7 @@ Result distributed(const std::string& policy, const std::string& bn, int active,
       batch(s, comm.rank() * kBatch, kBatch, x, y);
       exec.run_step(s, x.data(), y.data(), mine ? kBatch : 0);
     }
+    exec.gather_parameters();  // ZeRO-3: the whole model
   }
   return read(*ops, model);
 }

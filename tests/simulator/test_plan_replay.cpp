@@ -67,6 +67,7 @@ TEST(SimulatorPlan, BytesAreThoseOfThePlansSchedules) {
   cases.push_back({strategy("overlap", "ring", "topk", {{"ratio", "0.1"}}), 1});
   cases.push_back({strategy("overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "0"}}), 1});
   cases.push_back({strategy("zero1", "ring"), 1});
+  cases.push_back({strategy("zero3", "ring"), 1});
   cases.push_back({strategy("local_sgd", "direct"), 1});
   for (const auto& [c, rpn] : cases)
     for (int n : {3, 4}) {

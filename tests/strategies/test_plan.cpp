@@ -75,7 +75,7 @@ TEST(Policies, FlatSyncsOneBucketAfterBackward) {
   EXPECT_NEAR(p.ops[0].flops, 64.0 * (2.0 * (784 * 1024 + 2 * 1024 * 1024 + 1024 * 10) + 2.0 * (3 * 1024 + 10)), 1.0);
 }
 
-TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardSegmentsAndGradientSumsBetweenLayers) {
+TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardChunksAndGradientSumsBetweenLayers) {
   ModelConfig m;
   m.type = "cnn";  // conv1 bn1 conv2 bn2 fc1 fc2: 16 and 32 channels
   m.conv = {16, 32};
@@ -83,15 +83,16 @@ TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardSegmentsAndGradientSumsB
   const ModelSpec spec = model_spec_for(m);
   StrategyConfig c;  // flat, native: one bucket after backward
   const StepPlan p = Strategy(c, spec, {4, 1, 8, 1}).plan(0);
-  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward0", "sync_bn_stats1", "forward1", "sync_bn_stats3", "forward2",
+  // A chunk through layer i takes the moments of sync layer i + 1.
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward0", "sync_bn_stats1", "forward2", "sync_bn_stats3", "forward5",
                                                  "backward5", "backward4", "backward3", "sync_bn_grads3", "backward2",
                                                  "backward1", "sync_bn_grads1", "backward0", "sync_grads0", "optimizer0"}));
-  EXPECT_EQ(p.ops[2].deps, (std::vector<int>{0, 1}));    // normalising waits for the summed moments
+  EXPECT_EQ(p.ops[2].deps, (std::vector<int>{1}));       // normalising waits for the summed moments
   EXPECT_EQ(p.ops[9].deps, (std::vector<int>{7, 8}));    // conv2's backward waits for bn2's summed gradients
   EXPECT_EQ(p.ops[1].calls.at(0).count, 2u * 16 + 1);    // sums, squares and the row count
   EXPECT_EQ(p.ops[8].calls.at(0).count, 2u * 32);
   EXPECT_TRUE(is_comm(OpKind::SyncBnStats) && is_comm(OpKind::SyncBnGrads));
-  // The segments split the forward work: together they are the model's.
+  // The chunks split the forward work: together they are the model's.
   EXPECT_NEAR(p.ops[0].flops + p.ops[2].flops + p.ops[4].flops, 8.0 * spec.forward_flops(), 1e-6 * spec.forward_flops());
   // Local statistics need no op.
   m.bn = "local";
@@ -201,7 +202,7 @@ TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
   EXPECT_NE(bad_schedule.find("got \"tree\""), std::string::npos) << bad_schedule;
   EXPECT_EQ(validation_error(load_scenario(dir + "bad_policy.toml")),
             dir + "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
-                  "\"local_sgd\", \"zero1\", \"zero2\", \"ps\", got \"sometimes\"");
+                  "\"local_sgd\", \"zero1\", \"zero2\", \"zero3\", \"ps\", got \"sometimes\"");
   EXPECT_EQ(validation_error(parse("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
   const std::string opt = validation_error(parse("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
   EXPECT_EQ(opt.substr(0, opt.find(' ')), "x.toml:3:27:") << opt;

@@ -12,6 +12,9 @@ std::vector<OptionSpec> local_sgd_options();
 std::vector<OptionSpec> parameter_server_options();
 void finish_local_sgd(const Strategy& s, StepPlan& plan);
 void build_zero1(const Strategy& s, std::int64_t step, StepPlan& plan);
+void build_zero3(const Strategy& s, std::int64_t step, StepPlan& plan);
+void accumulate_zero3(const Strategy& s, std::int64_t step, StepPlan& plan);
+std::vector<OptionSpec> zero3_options();
 void build_parameter_server(const Strategy& s, std::int64_t step, StepPlan& plan);
 
 // Shared by zero1 (and zero2) and ps (sharded.cpp): per bucket, `gather` once ready, ShardOptimizer, then `spread`.

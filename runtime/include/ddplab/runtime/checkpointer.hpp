@@ -28,7 +28,7 @@ class Checkpointer {
   // Collective: every rank writes its file, then rank 0 records it. A failed write on any rank, or a failed
   // record, is reported and leaves no record: training goes on. Returns whether it was stored (every rank
   // learns it). `final`: after the run's end-of-run work, not to be resumed from.
-  bool save(std::int64_t steps, bool final, const PlanExecutor& executor, const nlohmann::json& trainer);
+  bool save(std::int64_t steps, bool final, PlanExecutor& executor, const nlohmann::json& trainer);
   // This rank's file of the checkpoint in `step_folder`, its identity checked against this run's. Throws
   // CheckpointError naming the file and what differs.
   Checkpoint load(const std::string& step_folder) const;

@@ -35,7 +35,7 @@ class Cnn final : public Model {
 
  private:
   Cnn(Ops& ops, std::vector<CnnLayer> layout, const ModelConfig& model, int max_batch);
-  void run_segment(int s) override;
+  void run_layers(int first, int end) override;
   const float* logits() const override { return out_.back().data(); }
   float* start_backward() override;
   void run_layer(std::size_t l, bool moments_taken);

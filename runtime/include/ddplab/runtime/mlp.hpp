@@ -22,7 +22,7 @@ class Mlp final : public Model {
   const std::vector<int>& layers() const { return layers_; }
 
  private:
-  void run_segment(int s) override;
+  void run_layers(int first, int end) override;
   const float* logits() const override { return acts_.back().data(); }
   float* start_backward() override;
 

@@ -39,14 +39,14 @@ class Model {
   // x: device, batch x input_features(). Returns device logits, batch x classes (valid until the next forward).
   // With SyncBatchNorm layers this is a replica on its own: each normalises by this batch's statistics.
   const float* forward(const float* x, int batch);
-  // Forward in the plan's segments (ModelSpec::forward_segment): begin_forward, then forward_segment(s) for s
-  // = 0 .. forward_segments() - 1. Between segments s and s + 1 the moments of sync layer s (sync_stats)
-  // may be summed over the ranks; segment s + 1 normalises with what the buffer then holds.
+  // Forward in the plan's chunks (ModelSpec::forward_chunks): begin_forward, then forward_through(last) for
+  // each chunk's last layer, ascending, the model's last layer at the end. A chunk that ends before a sync
+  // layer takes that layer's moments (sync_stats), which may be summed over the ranks before the next chunk
+  // normalises with what the buffer then holds.
   void begin_forward(const float* x, int batch);
-  void forward_segment(int s);
-  int forward_segments() const { return static_cast<int>(spec_.sync_layers().size()) + 1; }
-  // A SyncBatchNorm layer's buffers, in the backend's memory: its moments after the forward segment that
-  // ends with it (2 channels + 1 floats), and its gradient sums after its backward_layer (2 channels), which
+  void forward_through(int last);
+  // A SyncBatchNorm layer's buffers, in the backend's memory: its moments after the forward chunk that
+  // ends just before it (2 channels + 1 floats), and its gradient sums after its backward_layer (2 channels), which
   // the layer below it reads in its own backward_layer. Summing them over ranks makes the normalisation
   // and its gradient those of the ranks' whole batch.
   virtual float* sync_stats(int layer);
@@ -97,9 +97,9 @@ class Model {
 
  protected:
   Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch);
-  // Runs forward segment s on batch_ samples of input_ (a model without sync layers has only segment 0);
-  // logits() is the last segment's output.
-  virtual void run_segment(int s) = 0;
+  // Runs layers [first, end) on batch_ samples of input_, then, in training and when layer `end` is a sync
+  // layer, takes its moments; logits() is the last layer's output.
+  virtual void run_layers(int first, int end) = 0;
   virtual const float* logits() const = 0;
   // Where d(loss)/d(logits) goes (batch_ x classes), the start of the next backward_layer walk.
   virtual float* start_backward() = 0;
@@ -114,6 +114,7 @@ class Model {
   ModelSpec spec_;
   int features_, classes_, max_batch_;
   const float* logits_ = nullptr;
+  int next_layer_ = 0;
   DeviceBuffer params_, grads_;
   DeviceBuffer class_weights_;  // empty: unweighted training loss
   std::vector<ParamInfo> info_;

@@ -72,7 +72,12 @@ class PlanExecutor {
   // in parameter order, whatever the bucket layout), its codec's state and the bucket rebuild. save() is for
   // the end of an accumulation window; load() is for an executor that has run no step, and throws
   // CheckpointError naming `what` when the checkpoint does not fit this model and strategy.
-  void save(Checkpoint& c) const;
+  void save(Checkpoint& c);  // collective under ZeRO-3 (gather_parameters): its file holds the whole model
+  // ZeRO-3 (PolicyInfo::zero = 3) keeps each bucket's parameters whole only while a step uses them: between
+  // steps a rank holds its shards. This all-gathers every bucket's, so that the rank holds the whole model
+  // (for an evaluation, a checkpoint, a check of the replicas); the next step's Reshards give it back.
+  // Collective: every rank of the communicator calls it. Other policies hold whole parameters: no-op.
+  void gather_parameters();
   void load(const Checkpoint& c, const std::string& what);
 
   // A [parallel] layout's other groups (the executor's own communicator is the rank's DP group): the TP group
@@ -95,6 +100,7 @@ class PlanExecutor {
   void update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors);  // the optimizer on a range
   double sum_squares_to_update() const;  // this rank's gradients that its plan's updates read
   void apply_layout();
+  void release_outside_shard(float* base, int bucket);  // Ops::release of a bucket's range of base but this rank's shard
   // Runs f on n elements at `device`: in place, or (staged_) on their copy in host_ and copied back.
   template <class F>
   void staged(float* device, std::size_t offset, std::size_t n, F f);
@@ -122,6 +128,7 @@ class PlanExecutor {
   bool first_sync_done_ = false;
   Slowdown slowdown_;
   std::unique_ptr<CodecCompute> slowed_codec_;  // the codec's compute, stretched by slowdown_ (a straggler)
+  int forward_from_ = 0;     // the first layer of the plan's next whole-batch Forward chunk
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
   int grad_divisor_ = 0;     // set_grad_divisor's; 0 = every worker
   const float* x_ = nullptr;

@@ -62,7 +62,7 @@ class SplitModel final : public Model, public StagePasses {
   struct Run {
     std::size_t whole = 0, local = 0, count = 0;
   };
-  void run_segment(int s) override;
+  void run_layers(int first, int end) override;
   const float* logits() const override;
   float* start_backward() override;
 

@@ -7,6 +7,9 @@
 //
 // Held between steps: under ZeRO-2 (PolicyInfo::zero) a rank's gradients are its shard, the pages it gave
 // back after each bucket's reduce-scatter being taken again by the next backward (a transient, as below).
+// Under ZeRO-3 its parameters are its shard plus the buckets whole at once at the step's peak: walking the
+// plan in order, each AllGather makes a bucket whole and its Reshard gives it back (with prefetch, two units
+// and the ones the forward ends with); between steps the shard alone.
 // Left out: buffers a step allocates and frees (a codec's wire buffers), a model's backward scratch (the
 // MLP's two layer-wide buffers), the input batches, the communicator's own buffers (NCCL's, MPI's) and the
 // backend's workspace (cuBLAS). The runtime sizes its activation buffers for the larger of the training
@@ -25,7 +28,7 @@
 namespace ddplab {
 
 struct DeviceMemory {
-  double parameters = 0;   // 4 bytes per parameter: every rank holds the whole model
+  double parameters = 0;   // 4 bytes per parameter: every rank holds the whole model (ZeRO-3: above)
   double gradients = 0;    // 4 bytes per parameter (of the rank's shard under ZeRO-2)
   double optimizer = 0;    // the optimizer's state slots (and scratch) for the parameters this rank updates
   double codec = 0;        // what the codec keeps between steps, over the buckets (Codec::state_bytes)

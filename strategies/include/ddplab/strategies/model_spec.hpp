@@ -55,11 +55,13 @@ struct ModelSpec {
   // The gradient-ready order backward is expected to produce: layers last to first, and within a layer
   // in parameter order. The runtime reports the order it really observed, and buckets are rebuilt from it.
   std::vector<int> expected_ready_order() const;
-  // The layers with sync_channels, in order. Forward runs in 1 + their number segments: segment s ends
-  // with the moments of sync layer s and the next begins by normalising with the summed ones.
+  // The layers with sync_channels, in order (SyncBatchNorm: their moments are summed over the ranks).
   std::vector<int> sync_layers() const;
-  // The first layer of forward segment s (0 for s = 0, else sync layer s - 1) and one past its last.
-  std::pair<int, int> forward_segment(int s) const;
+  // The last layers of a whole-batch forward's chunks, ascending: each layer of `cuts`, the layer before
+  // each sync layer (a chunk ends by taking the next layer's moments, summed before the next chunk
+  // normalises with them) and the last layer. Throws std::out_of_range for a cut outside the model and
+  // std::invalid_argument for a sync layer first, whose moments no chunk would take.
+  std::vector<int> forward_chunks(const std::vector<int>& cuts = {}) const;
 
   // The first layer of layer l's numbered block (layer_block), or -1 for a layer of none.
   int block_start(int l) const;

@@ -15,17 +15,19 @@
 namespace ddplab {
 
 enum class OpKind {
-  Forward,         // compute: forward and loss of the micro-batch (index -1), or segment `index` of it when the
-                   // model has SyncBatchNorm layers (ModelSpec::forward_segment); in a pipeline plan
-                   // (microbatch >= 0), the microbatch's chunk from where its last Forward ended through
-                   // layer `index`
+  Forward,         // compute: forward and loss of the micro-batch (index -1), or its chunk from where the last
+                   // Forward ended through layer `index` (the loss with the last layer's): whole-batch chunks
+                   // end before each SyncBatchNorm layer, whose moments the chunk takes (ModelSpec::
+                   // forward_chunks), and at ZeRO-3's parameter units; in a pipeline plan (microbatch >= 0), the
+                   // microbatch's chunk through layer `index`
   Backward,        // compute: backward of layer `index`, producing its parameters' gradients
   SyncGrads,       // comm: bucket `index` gradients become their average over ranks (codec calls on a schedule)
   Optimizer,       // compute: optimizer update of the parameters of bucket `index`
   SyncParams,      // comm: bucket `index` parameters become their average over ranks (local SGD)
   ReduceScatter,   // comm: bucket `index` gradients reduce-scattered; rank r keeps the sum of shard r
   ShardOptimizer,  // compute: optimizer update of this rank's shard of bucket `index` (ZeRO-1, servers)
-  AllGather,       // comm: bucket `index` parameter shards all-gathered to every rank
+  AllGather,       // comm: bucket `index` parameter shards all-gathered to every rank (ZeRO-1 after the update,
+                   // ZeRO-3 before the forward and the backward that use them)
   Push,            // comm: bucket `index` gradients pushed to the parameter servers, each summing its shard
   Pull,            // comm: bucket `index` parameter shards pulled from the servers by every worker
   // Global-norm clipping ([train].clip_grad_norm): after every gradient the updates read is synced and
@@ -36,7 +38,7 @@ enum class OpKind {
                    // double on one rank, goes through float here: sharded and dense plans may clip 1e-7 apart)
   // SyncBatchNorm (LayerSpec::sync_channels), every micro-step, on the critical path:
   SyncBnStats,     // comm: layer `index`'s per-channel sums and squares and row count summed over ranks
-                   // (2 channels + 1 floats), between the forward segment that took them and the next
+                   // (2 channels + 1 floats), between the forward chunk that took them and the next
   SyncBnGrads,     // comm: layer `index`'s per-channel gradient sums summed over ranks (2 channels floats),
                    // between its backward and the backward of the layer below, which needs them
   // Pipeline parallelism ([parallel] pp > 1): a stage's plan holds every microbatch's passes in its pipeline
@@ -53,6 +55,10 @@ enum class OpKind {
   Recompute,       // compute: the forward of layers up to `index` of microbatch `microbatch` (a numbered block's,
                    // in segments ending at its row-parallel layers' TpSync), run again right before the block's
                    // backward because only the block's input was kept
+  // ZeRO-3 (PolicyInfo::zero = 3): a rank keeps only its shard of the parameters between their uses; each
+  // bucket is a parameter unit (FSDP's), all-gathered (AllGather) before the forward and again before the
+  // backward that need it, and given back after them:
+  Reshard,         // compute: bucket `index`'s parameters outside this rank's shard given back (no FLOPs)
 };
 
 // The ranks a comm op's collectives run over: the rank's DP group (every rank without [parallel]) or its

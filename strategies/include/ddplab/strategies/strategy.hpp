@@ -2,6 +2,7 @@
 // bucketing and the codec state, and emits the step plan that the runtime and the simulator execute.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,8 +77,12 @@ struct PolicyInfo {
   bool joins = true;
   // Its ZeRO stage (Rajbhandari et al. 2020): 1 shards the optimizer state (Shards::Ranks), 2 the
   // gradients too, a rank giving back those outside its shard once they are reduce-scattered (Ops::release
-  // in the runtime; DeviceMemory counts only the shard); 0 for the others.
+  // in the runtime; DeviceMemory counts only the shard), 3 the parameters too, each bucket whole only
+  // between its AllGather and Reshard; 0 for the others.
   int zero = 0;
+  // The ops of a micro-step that only accumulates (accumulate_steps > 1, sync = false); nullptr: the compute
+  // pass alone (DDP's no_sync()). ZeRO-3 gathers its parameters there too.
+  void (*accumulate)(const Strategy& strategy, std::int64_t step, StepPlan& plan) = nullptr;
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
@@ -156,6 +161,18 @@ class Strategy {
   // Under a pipeline it adds the stage's passes of every microbatch instead (pipeline_plan.cpp), and the
   // ids are the last microbatch's backward of each layer, after which its gradients are complete.
   std::vector<int> add_compute_pass(StepPlan& plan, std::int64_t step) const;
+  // Its two halves without a pipeline, for policies that put ops between the layers (ZeRO-3). The forward in
+  // chunks through each layer of ModelSpec::forward_chunks(cuts) (one Forward, index -1, when that is the last
+  // layer alone), each chunk before a SyncBatchNorm layer followed by its SyncBnStats: before(end) returns
+  // what the chunk through layer `end` waits for besides the op before it, after(end, id) runs once the chunk
+  // (op id) is added. Returns the last op's id. The backward from the last layer down after op `prev`:
+  // before(l) and after(l, id) likewise for layer l's Backward; returns the Backward ids by layer.
+  using PassBefore = std::function<std::vector<int>(int)>;
+  using PassAfter = std::function<void(int, int)>;
+  int add_forward_pass(StepPlan& plan, const std::vector<int>& cuts = {}, const PassBefore& before = {},
+                       const PassAfter& after = {}) const;
+  std::vector<int> add_backward_pass(StepPlan& plan, int prev, const PassBefore& before = {},
+                                     const PassAfter& after = {}) const;
   int add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> deps) const;
   // The Backward op after which every gradient of bucket b is ready.
   int ready_op(const std::vector<int>& backward_ids, int bucket) const;
