@@ -15,7 +15,9 @@
 #include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/model_library.hpp"
+#include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/pipeline.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
 #include "platform.hpp"
 
@@ -80,6 +82,10 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   one_of("recompute", p.recompute, {"none", "full"});
   one_of("compute_model", p.compute_model, {"flops", "roofline"});
   if (!find_pipeline_schedule(p.schedule)) r.fail(*t.get("schedule"), "schedule", fmt::format("unknown pipeline schedule \"{}\"", p.schedule));
+  if (t.get("policy")) {
+    p.policy = r.text(t, node, "policy");
+    if (!find_policy(p.policy)) r.fail(*t.get("policy"), "policy", fmt::format("unknown sync policy \"{}\"", p.policy));
+  }
   p.published = r.number(r.need(t, node, "published"), "published");
   if (p.world % (p.tp * p.pp) != 0)
     r.fail(*t.get("world"), "world", fmt::format("{} is not a multiple of tp x pp = {}", p.world, p.tp * p.pp));
@@ -89,8 +95,8 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   if (p.compute_efficiency > 1) r.fail(*t.get("compute_efficiency"), "compute_efficiency", "must be at most 1");
 }
 
-// The scenario a layout point describes: Adam, DDP's overlap with NCCL's allreduce on the DP part; nvls
-// the preset's, unless the point turns it off.
+// The scenario a layout point describes: Adam, its policy (DDP's overlap by default) with NCCL's collectives on
+// the DP part; nvls the preset's, unless the point turns it off.
 Scenario layout_scenario(const PublishedPoint& p, bool nvls) {
   const int dp = p.world / (p.tp * p.pp), per_replica = p.batch / dp;
   const std::string pipeline =
@@ -98,14 +104,17 @@ Scenario layout_scenario(const PublishedPoint& p, bool nvls) {
   const std::string text = fmt::format(
       "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\noptimizer = \"adam\"\nbatch_size = {}\n"
       "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
-      "compute_efficiency = {}\ncompute_model = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+      "compute_efficiency = {}\ncompute_model = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"{}\"\npolicy = \"{}\"\n",
       p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model,
-      nvls ? "true" : "false");
+      nvls ? "true" : "false", p.policy, p.policy);
   return parse_scenario(text, p.where);
 }
 
-PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& options, bool nvls) {
+PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& given, bool nvls) {
   const Scenario sc = layout_scenario(p, nvls);
+  // Above kExactMaxLayoutWorld every layout is probed, pure DP too, as --search does: one mode for the rows.
+  SimOptions options = given;
+  if (options.mode == "auto" && p.world > kExactMaxLayoutWorld) options.mode = "probed";
   const Store none(":memory:");
   const ComputeSource src = compute_source(sc, sc.strategies.front(), none, "flops");
   const SimPatternResult r =
@@ -138,7 +147,7 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
       static const std::vector<std::string> known{
           "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
           "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
-          "schedule", "precision", "recompute", "compute_efficiency", "compute_model"};
+          "schedule", "precision", "recompute", "compute_efficiency", "compute_model", "policy"};
       if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
         r.fail(value, std::string(key.str()), "is not a point field");
     }
@@ -173,6 +182,18 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
     }
     if (p.kind == "layout") {
       read_layout(r, *t, node, path, p);
+      try {  // the scenario it becomes, checked as `ddplab simulate` would (a policy that refuses the layout)
+        const Scenario sc = layout_scenario(p, p.nvls);
+        validate_strategies(sc);
+        validate_parallel(sc);
+      } catch (const ScenarioError& e) {
+        // Its position is in the scenario text the point became: the point's field says where.
+        std::string why = e.what();
+        if (why.rfind(p.where, 0) == 0)
+          if (const auto colon = why.find(": ", p.where.size()); colon != std::string::npos) why = why.substr(colon + 2);
+        const char* field = t->get("policy") ? "policy" : "tp";
+        r.fail(*t->get(field), field, why);
+      }
       out.push_back(p);
       continue;
     }

@@ -187,11 +187,14 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::SyncParams:
       op.calls = {{"allreduce", ElemType::F32, bucket->count, "params"}};
       break;
+    // A ZeRO rank's shards travel in the training precision: under [train] precision = "fp16" or "bf16" its
+    // gradients and parameters are 16-bit (DeepSpeed's fp16 partitions, FSDP's reduce_dtype and param_dtype);
+    // the runtime trains in fp32 only.
     case OpKind::ReduceScatter:
-      op.calls = {{"reduce_scatter", ElemType::F32, bucket->count, "grads"}};
+      op.calls = {{"reduce_scatter", ctx_.activations, bucket->count, "grads"}};
       break;
     case OpKind::AllGather:
-      op.calls = {{"all_gather_shards", ElemType::F32, bucket->count, "params"}};
+      op.calls = {{"all_gather_shards", ctx_.activations, bucket->count, "params"}};
       break;
     case OpKind::Push:
       op.calls = {{"push", ElemType::F32, bucket->count, "grads"}};

@@ -263,6 +263,29 @@ TEST(Zero3, TheMemoryModelHoldsTheShardAndTheUnitsWholeAtThePeak) {
   }
 }
 
+// Under [train] precision a ZeRO stage's shards travel in 16 bits (DeepSpeed's fp16 partitions, FSDP's
+// param_dtype and reduce_dtype): the same elements, half the bytes. The runtime trains in fp32 only.
+TEST(Zero3, ShardsTravelInTheTrainingPrecision) {
+  for (const char* policy : {"zero1", "zero3"}) {
+    StrategyConfig c = zero3(100000, 20000);
+    c.policy = policy;
+    StrategyContext ctx{4, 1, 32, 1};
+    const StepPlan fp32 = Strategy(c, kMlp, ctx).plan(0);
+    ctx.activations = ElemType::BF16;
+    const StepPlan bf16 = Strategy(c, kMlp, ctx).plan(0);
+    ASSERT_EQ(fp32.ops.size(), bf16.ops.size());
+    int shards = 0;
+    for (std::size_t i = 0; i < fp32.ops.size(); ++i) {
+      if (fp32.ops[i].kind != OpKind::AllGather && fp32.ops[i].kind != OpKind::ReduceScatter) continue;
+      ++shards;
+      EXPECT_EQ(fp32.ops[i].calls.at(0).type, ElemType::F32) << policy;
+      EXPECT_EQ(bf16.ops[i].calls.at(0).type, ElemType::BF16) << policy;
+      EXPECT_EQ(bf16.ops[i].calls.at(0).count, fp32.ops[i].calls.at(0).count) << policy;
+    }
+    EXPECT_GT(shards, 0) << policy;
+  }
+}
+
 TEST(Zero3, IsRefusedWithAModelParallelLayout) {
   Scenario sc;
   sc.path = "s.toml";

@@ -27,6 +27,7 @@ struct PublishedPoint {
   // compute_efficiency of the preset's device_flops (fitted once: points.toml's header says to what).
   int tp = 1, pp = 1, microbatch = 1;
   std::string schedule = "1f1b", precision = "fp32", recompute = "none", compute_model = "flops";
+  std::string policy = "overlap";  // the DP part's sync policy (DDP's overlap unless the point says)
   double compute_efficiency = 0;
   std::string where;        // file:line of the point
 };
