@@ -88,6 +88,8 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     std::printf("(pipelines: %s schedule; microbatch sizes 1, 2, 4, ... of the batch of %d; memory: the device that "
                 "needs the most, %s, against cluster.device_memory)\n",
                 sc.parallel.pipeline_schedule.c_str(), sc.train.batch_size, held.c_str());
+    for (const std::string& name : s.policies)  // what a ranked policy's figures were found to miss
+      if (const PolicyInfo* p = find_policy(name); p && !p->caveat.empty()) std::printf("(policy %s: %s)\n", name.c_str(), p->caveat.c_str());
   }
   if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   return 0;
@@ -141,12 +143,18 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     const std::size_t grad_bytes = largest_stage_parameters(split.stages) * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, ZeRO reduce-scatters the gradients and
     // all-gathers the parameters, every other policy allreduces.
-    const bool ranks_shard = find_policy(st.policy)->shards == Shards::Ranks;
+    // ZeRO-3 gathers before the forward and the backward; ZeRO's shards travel in the training precision.
+    const PolicyInfo& policy = *find_policy(st.policy);
+    const bool ranks_shard = policy.shards == Shards::Ranks;
+    const double shard_bytes = static_cast<double>(grad_bytes) / kGradientElemBytes * elem_bytes(activation_type(sc.train));
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))
-                          : fmt::format("{} of {}{} per sync (schedule {})", ranks_shard ? "reduce-scatter + all-gather" : "allreduce",
-                                        format_bytes(static_cast<double>(grad_bytes)),
+                          : fmt::format("{} of {}{} per sync (schedule {})",
+                                        !ranks_shard ? "allreduce"
+                                        : policy.zero >= 3 ? "all-gathers before forward and backward + reduce-scatter"
+                                                           : "reduce-scatter + all-gather",
+                                        format_bytes(ranks_shard ? shard_bytes : static_cast<double>(grad_bytes)),
                                         split.split() ? " (the largest stage's share)" : "",
                                         st.schedule != "native"                 ? st.schedule
                                         : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
@@ -156,6 +164,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                 src.origin.c_str(), sync.c_str());
     std::printf("network: %s, %s, %s per NIC link\n", network_model_for(sc.cluster, opt).c_str(), describe_cluster(sc.cluster).c_str(),
                 format_duration(sc.cluster.link_latency).c_str());
+    if (!policy.caveat.empty()) std::printf("policy %s: %s\n", policy.name.c_str(), policy.caveat.c_str());
     if (layout.pp() > 1)
       std::printf("layout: %s (at world %d). compute_ms is a stage's share; comm_ms includes its receives from the "
                   "neighbouring stages, which wait for their compute (the bubble)%s\n",

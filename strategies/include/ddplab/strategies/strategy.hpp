@@ -83,6 +83,9 @@ struct PolicyInfo {
   // The ops of a micro-step that only accumulates (accumulate_steps > 1, sync = false); nullptr: the compute
   // pass alone (DDP's no_sync()). ZeRO-3 gathers its parameters there too.
   void (*accumulate)(const Strategy& strategy, std::int64_t step, StepPlan& plan) = nullptr;
+  // What its simulated figures were found to miss against published runs, printed with them ("": nothing
+  // beyond the README's tables).
+  std::string caveat = "";
 };
 const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
