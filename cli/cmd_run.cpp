@@ -100,12 +100,11 @@ int run_scenario(const RunRequest& req) {
     // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
     if (find_policy(st.policy)->zero >= 2 && sc.train.backend != "cpu") {
       const auto at = st.where.find("policy");
-      throw ScenarioError(fmt::format("{}: strategy \"{}\": policy \"{}\" gives back the gradients outside a rank's shard "
-                                      "once reduce-scattered{}, which backend \"{}\" cannot do (its buffers are whole "
-                                      "allocations); the cpu backend runs it, and ddplab simulate models it on any cluster",
+      throw ScenarioError(fmt::format("{}: strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
+                                      "(its buffers are whole allocations); the cpu backend runs it, and ddplab simulate "
+                                      "models it on any cluster",
                                       at != st.where.end() ? at->second : req.scenario, st.name, st.policy,
-                                      find_policy(st.policy)->zero >= 3 ? " and the parameters outside it between their uses" : "",
-                                      sc.train.backend));
+                                      released_memory(*find_policy(st.policy)), sc.train.backend));
     }
     try {
       if (stages.split())

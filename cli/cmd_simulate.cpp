@@ -140,13 +140,13 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     // Under a pipeline, each stage's DP group syncs that stage's parameters: the largest stage's are shown.
     const ScenarioStages split = scenario_stages(sc, worlds.empty() ? 1 : worlds.front(), sc.cluster.devices_per_node);
     const ParallelLayout& layout = split.layout;
-    const std::size_t grad_bytes = largest_stage_parameters(split.stages) * kGradientElemBytes;
+    const std::size_t parameters = largest_stage_parameters(split.stages), grad_bytes = parameters * kGradientElemBytes;
     // What moves the gradients: a parameter server pushes and pulls, ZeRO reduce-scatters the gradients and
     // all-gathers the parameters, every other policy allreduces.
     // ZeRO-3 gathers before the forward and the backward; ZeRO's shards travel in the training precision.
     const PolicyInfo& policy = *find_policy(st.policy);
     const bool ranks_shard = policy.shards == Shards::Ranks;
-    const double shard_bytes = static_cast<double>(grad_bytes) / kGradientElemBytes * elem_bytes(activation_type(sc.train));
+    const double shard_bytes = static_cast<double>(parameters * elem_bytes(activation_type(sc.train)));
     const std::string sync =
         uses_parameter_servers(st) ? fmt::format("push + pull of {} per sync ({})", format_bytes(static_cast<double>(grad_bytes)),
                                         describe_servers(st))

@@ -24,9 +24,9 @@ PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy&
                            "(whose plan then holds the norm's ops), or in neither");
   if (strategy_.policy().zero >= 2 && !ops.can_release())
     throw std::invalid_argument(fmt::format(
-        "policy \"{}\" gives back the gradients outside a rank's shard once they are reduce-scattered{}, which backend "
-        "\"{}\" cannot do (its buffers are whole allocations); it runs on the cpu backend",
-        strategy_.policy().name, strategy_.policy().zero >= 3 ? " and the parameters outside it between their uses" : "", ops.name()));
+        "policy \"{}\" gives back {}, which backend \"{}\" cannot do (its buffers are whole allocations); it runs on "
+        "the cpu backend",
+        strategy_.policy().name, released_memory(strategy_.policy()), ops.name()));
   if (!staged_) norm_buf_ = DeviceBuffer(ops, 1);
   // Parameters and gradients live bucket by bucket, so every bucket is one contiguous range.
   model_.set_offsets(strategy_.bucketing().grad_offset);
@@ -416,8 +416,10 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
       // ZeRO-3: the parameters whole in the layout they are in, then given back in the one they end in.
       gather_parameters();
       if (strategy_.observe_ready_order(observed_order_)) apply_layout();
-      if (strategy_.policy().zero >= 3)
+      if (strategy_.policy().zero >= 3) {
         for (const Bucket& b : strategy_.bucketing().buckets) release_outside_shard(model_.params(), b.id);
+        whole_ = false;
+      }
     }
   } else {
     ++micro_in_window_;
@@ -441,6 +443,7 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   for (std::size_t i = 0; i < plan.ops.size(); ++i) rec.ops[i] = {plan.ops[i].kind, plan.ops[i].index};
   step_ = plan.step;
   forward_from_ = 0;
+  whole_ = false;  // ZeRO-3's Reshards give the parameters back
   exec_.reset_counters();
   // Device backends: compute ops are timed by device marks (CUDA events), host backends by the clock.
   const bool device_timing = ops_.device_memory();

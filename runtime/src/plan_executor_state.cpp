@@ -15,7 +15,8 @@ void PlanExecutor::release_outside_shard(float* base, int bucket) {
 }
 
 void PlanExecutor::gather_parameters() {
-  if (strategy_.policy().zero < 3 || comm_.size() == 1) return;
+  if (strategy_.policy().zero < 3 || comm_.size() == 1 || whole_) return;
+  whole_ = true;  // until the next step gives them back
   // Each bucket's shards, as its forward's AllGather would (the backend's own all-gather: this is not a step's).
   for (const Bucket& b : strategy_.bucketing().buckets) comm_.all_gather_shards(model_.params() + b.offset, b.count);
 }

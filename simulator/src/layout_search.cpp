@@ -88,8 +88,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     sc.strategies = {c.strategy};  // the variant, which validate_parallel checks against the layout
     SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
     if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
-    // Above kExactMaxLayoutWorld every layout is probed, pure DP too: one mode for the whole ranking.
-    if (own.options.mode == "auto" && world > kExactMaxLayoutWorld) own.options.mode = "probed";
+    own.options = ranking_options(own.options, world);
     if (own.options.probe_memo.empty()) own.options.probe_memo = memo.path;
     try {
       validate_parallel(sc);

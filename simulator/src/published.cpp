@@ -112,9 +112,7 @@ Scenario layout_scenario(const PublishedPoint& p, bool nvls) {
 
 PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& given, bool nvls) {
   const Scenario sc = layout_scenario(p, nvls);
-  // Above kExactMaxLayoutWorld every layout is probed, pure DP too, as --search does: one mode for the rows.
-  SimOptions options = given;
-  if (options.mode == "auto" && p.world > kExactMaxLayoutWorld) options.mode = "probed";
+  const SimOptions options = ranking_options(given, p.world);  // the rows are replayed as --search would
   const Store none(":memory:");
   const ComputeSource src = compute_source(sc, sc.strategies.front(), none, "flops");
   const SimPatternResult r =

@@ -119,6 +119,11 @@ std::string simulation_mode(const SimOptions& options, int world_size, bool pipe
       fmt::format("simulator: unknown mode \"{}\" (known: {})", options.mode, fmt::join(kModes, ", ")));
 }
 
+SimOptions ranking_options(SimOptions options, int world_size) {
+  if (options.mode == "auto" && world_size > kExactMaxLayoutWorld) options.mode = "probed";
+  return options;
+}
+
 std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                           double compute_s, double optimizer_s, const std::vector<std::int64_t>& steps,
                                           const SimOptions& options, int ranks_per_node) {

@@ -111,21 +111,28 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
   const int in_flight = peak_in_flight(pipe.schedule->order(pipe.shape, pipe.stage));
   m.activations = scale * micro * (most.kept * (in_flight - 1) + most.peak);
 }
-}  // namespace
 
-DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step) {
+// One rank's memory, the ZeRO-3 units whole at the peak given (whole_at_peak walks a plan: once per strategy).
+DeviceMemory rank_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step,
+                         const std::vector<int>& whole) {
   DeviceMemory m;
   for (const Bucket& b : strategy.bucketing().buckets)
     m.codec += static_cast<double>(strategy.codec().state_bytes(b.layout, strategy.context().world_size, step));
-  rank_parts(strategy, rank, optimizer, whole_at_peak(strategy), m);
+  rank_parts(strategy, rank, optimizer, whole, m);
   return m;
 }
 
+}  // namespace
+
+DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step) {
+  return rank_memory(strategy, rank, optimizer, step, whole_at_peak(strategy));
+}
+
 std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer, std::int64_t step) {
-  std::pair<int, DeviceMemory> best{0, device_memory(strategy, 0, optimizer, step)};
+  const std::vector<int> whole = whole_at_peak(strategy);
+  std::pair<int, DeviceMemory> best{0, rank_memory(strategy, 0, optimizer, step, whole)};
   if (strategy.policy().shards == Shards::None) return best;  // every rank alike
   DeviceMemory m = best.second;
-  const std::vector<int> whole = whole_at_peak(strategy);
   for (int r = 1; r < strategy.context().world_size; ++r) {
     rank_parts(strategy, r, optimizer, whole, m);
     if (m.total() > best.second.total()) best = {r, m};

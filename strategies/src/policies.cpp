@@ -89,6 +89,12 @@ void check_policy_options(const StrategyConfig& config) {
   }
 }
 
+std::string released_memory(const PolicyInfo& policy) {
+  if (policy.zero < 2) return "";
+  return std::string("the gradients outside a rank's shard once they are reduce-scattered") +
+         (policy.zero >= 3 ? " and the parameters outside it between their uses" : "");
+}
+
 std::string describe_servers(const StrategyConfig& config) {
   const long long n = policy_option(config, "ps_servers");
   return n > 0 ? fmt::format("{} dedicated server{}", n, n > 1 ? "s" : "") : "co-located servers";

@@ -110,7 +110,6 @@ int Strategy::add_forward_pass(StepPlan& plan, const std::vector<int>& cuts, con
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     prev = add_op(plan, OpKind::Forward, ends.size() == 1 ? -1 : end, std::move(deps));
     PlanOp& op = plan.ops.back();
-    op.flops = 0;
     for (int l = first; l <= end; ++l) op.flops += ctx_.batch_size * model_.layers[static_cast<std::size_t>(l)].forward_flops;
     first = end + 1;
     const int id = prev;
@@ -169,8 +168,7 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   // The codec counts optimizer steps, not micro-steps.
   const std::int64_t sync_step = plan.step / config_.accumulate_steps;
   switch (kind) {
-    case OpKind::Forward:  // a whole pass's (a chunk's is set by its pass)
-      if (index < 0) op.flops = batch * model_.forward_flops();
+    case OpKind::Forward:  // its pass sets its FLOPs (add_forward_pass, add_pipeline_pass)
       break;
     case OpKind::Backward:
       op.flops = batch * model_.layers.at(static_cast<std::size_t>(index)).backward_flops;

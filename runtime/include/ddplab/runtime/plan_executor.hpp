@@ -129,6 +129,7 @@ class PlanExecutor {
   Slowdown slowdown_;
   std::unique_ptr<CodecCompute> slowed_codec_;  // the codec's compute, stretched by slowdown_ (a straggler)
   int forward_from_ = 0;     // the first layer of the plan's next whole-batch Forward chunk
+  bool whole_ = false;       // gather_parameters has run since the last step: nothing to gather again
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
   int grad_divisor_ = 0;     // set_grad_divisor's; 0 = every worker
   const float* x_ = nullptr;

@@ -103,6 +103,9 @@ inline constexpr int kExactMaxLayoutWorld = 64;
 // (options.mode resolved). pipeline: a layout with pp > 1 or tp > 1, which is refused aggregated; folded is for layouts
 // only. Throws std::invalid_argument for an unknown mode or one the world does not take.
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
+// The options for one layout of a ranking (--search, published layout points): "auto" becomes "probed" above
+// kExactMaxLayoutWorld for every layout, pure DP too, so that the whole ranking is replayed one way.
+SimOptions ranking_options(SimOptions options, int world_size);
 
 // One op of the plan as one rank ran it, in simulated seconds since the step began.
 struct SimOpRecord {

@@ -100,6 +100,10 @@ void check_policy_options(const StrategyConfig& config);
 // for a policy that syncs gradients every step (shards None or Ranks, no timing); else the strategy alone.
 // What `simulate --search --zero-stages` tries for each layout.
 std::vector<StrategyConfig> zero_stage_variants(const StrategyConfig& config);
+// What a rank gives back under the policy's ZeRO stage, for the refusals of backends that cannot ("the
+// gradients outside a rank's shard once they are reduce-scattered", and at stage 3 its parameters too); ""
+// below stage 2.
+std::string released_memory(const PolicyInfo& policy);
 // Where a parameter-server strategy's servers are: "2 dedicated servers" or "co-located servers".
 std::string describe_servers(const StrategyConfig& config);
 // True when the strategy's policy syncs through parameter servers (Shards::Servers: push and pull on the
