@@ -26,6 +26,7 @@ void add_testbed(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_validate(CLI::App& app);
 void add_predict(CLI::App& app);
+void add_reference(CLI::App& app);  // cmd_reference.cpp
 
 // Shared by run and demo.
 struct RunRequest {

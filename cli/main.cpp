@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   ddplab::cli::add_validate(app);
   ddplab::cli::add_predict(app);
   ddplab::cli::add_import(app);
+  ddplab::cli::add_reference(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
