@@ -1,5 +1,5 @@
 #!/bin/bash
-# Side-by-side throughput: ddplab's bucketed-overlap strategy against PyTorch DDP (gloo), issue 3 section 6.
+# Side-by-side throughput: ddplab's bucketed-overlap strategy against PyTorch DDP (gloo) (docs/benchmarks.md).
 # Both train the 784-1024-1024-1024-10 MLP on Fashion-MNIST, batch 64 per rank, SGD lr 0.05 momentum 0.9,
 # 2 ranks with one thread each, data held in memory. Both are timed the same way: every step on every rank,
 # the slowest rank per step, the first WARMUP steps skipped, samples of all ranks over the sum of the

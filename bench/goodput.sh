@@ -1,5 +1,5 @@
 #!/bin/bash
-# Goodput (README "Goodput: time to accuracy at scale"): `ddplab predict`'s validation and the study at scale.
+# Goodput (docs/goodput.md): `ddplab predict`'s validation and the study at scale.
 #  1. The fits: every strategy of scenarios/goodput.toml at 2 ranks, per-rank batch 8, 16 and 32 (global 16, 32,
 #     64), seeds 1-6, on shared memory. Statistical efficiency does not depend on the network, so every
 #     validation below fits these runs (`--fit-below 128`) and predicts global batch 128.

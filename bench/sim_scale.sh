@@ -3,7 +3,7 @@
 # (scenarios/resnet50-scale.toml, strategy overlap-ring: 25 MiB buckets, ring allreduce), in the aggregated
 # mode at 1024, 4096 and 16384 ranks and in the exact per-message mode at 256 ranks for comparison (pass
 # "256 1024" as WORLDS_EXACT for the exact 1024-rank step too: minutes).
-# Targets (README "Simulation at scale"): 1024 ranks < 1 s; 16384 ranks < 60 s and < 8 GiB.
+# Targets (docs/simulation.md, Simulation time): 1024 ranks < 1 s; 16384 ranks < 60 s and < 8 GiB.
 # cpu_s (user + system) is printed next to wall_s: on a shared machine wall time grows with the load.
 # usage: bench/sim_scale.sh [BUILD_DIR] [WORLDS_AGGREGATED] [WORLDS_EXACT]
 set -euo pipefail

@@ -291,8 +291,8 @@ void add_simulate(CLI::App& app) {
       "A [model] type = \"table\" names a model table (resnet50, bert_large, gpt2_xl, llama2_7b, gpt3_175b or a file).\n"
       "The strategy's step plan is replayed: compute as timed work, every collective message by message\n"
       "(--exact), or with consecutive schedule steps between the same peers merged into one flow per pair\n"
-      "(--aggregated; README \"Simulation at scale\" gives its agreement with --exact per topology), or for one\n"
-      "DP replica with each distinct DP collective simulated once (--probed; README \"Which layout?\"). Without a\n"
+      "(--aggregated; docs/simulation.md gives its agreement with --exact per topology), or for one\n"
+      "DP replica with each distinct DP collective simulated once (--probed; docs/model-parallel.md). Without a\n"
       "flag, worlds above 256 ranks are aggregated and layouts above 64 ranks probed (in --search, every layout).");
   cmd->callback([req, trace, mode, worlds] {
     if (!worlds->empty()) req->worlds = world_sizes_option("--world", *worlds);

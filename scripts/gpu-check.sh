@@ -1,5 +1,5 @@
 #!/bin/bash
-# The prepared device check (issue 5): builds the GPU-only target set, runs every CUDA op and codec against
+# The prepared device check (docs/gpu.md): builds the GPU-only target set, runs every CUDA op and codec against
 # the reference, NCCL with one rank through every schedule, the PlanExecutor on the GPU (NCCL and host
 # staging) against the reference, one epoch of the default MLP on the GPU through the PlanExecutor
 # (accuracy within 0.5 points of the stored CPU run at the same seed), GEMM TFLOP/s at the model's

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch DDP reference for ddplab's throughput comparison (issue 3, section 6).
+"""PyTorch DDP reference for ddplab's throughput comparison (docs/benchmarks.md).
 
 Trains the model ddplab's default scenario trains, the same way, with PyTorch's DistributedDataParallel
 on the gloo backend, and prints its steady-state throughput:

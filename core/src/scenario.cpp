@@ -276,7 +276,7 @@ void read_topology_spec(const Reader& r, const toml::table& t, std::string_view 
   out = text->get();
 }
 
-// Node model, fabrics, topology parameters, stragglers and per-node overrides (README "Clusters").
+// Node model, fabrics, topology parameters, stragglers and per-node overrides (docs/simulation.md, Clusters).
 void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c) {
   const std::string p = "cluster.";
   if (const toml::node* n = t.get("preset")) {

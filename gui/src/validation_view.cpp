@@ -64,7 +64,7 @@ QString comparisons(std::size_t n) {
 
 QString errorText(double e) { return std::isfinite(e) ? QString::asprintf("%+.1f", e) : QStringLiteral("n/a"); }
 
-// |error| <= 5%: green, <= 10%: amber, above: red (the bounds issue 4 sets for the test bed).
+// |error| <= 5%: green, <= 10%: amber, above: red (the test bed's accuracy goals, docs/calibration.md).
 QColor errorColor(double e) {
   const double a = std::abs(e);
   if (!std::isfinite(a)) return QColor(0x7f, 0x7f, 0x7f);

@@ -181,7 +181,7 @@ WhatIfView::WhatIfView(QWidget* parent) : View(parent) {
   network_->addItems({"auto", "LV08", "CM02"});
   mode_ = new QComboBox;
   mode_->addItems({"aggregated", "exact", "auto"});
-  mode_->setToolTip(tr("aggregated: schedule steps merged into phases of flows (fast; README, Simulation at scale, says where it "
+  mode_->setToolTip(tr("aggregated: schedule steps merged into phases of flows (fast; docs/simulation.md says where it "
                        "parts from exact); exact: every message; auto: exact up to 256 ranks"));
   calibration_ = new QCheckBox(tr("the scenario's calibration (its links replace these)"));
   for (QWidget* w : {static_cast<QWidget*>(world_), static_cast<QWidget*>(bandwidth_), static_cast<QWidget*>(latency_),

@@ -130,7 +130,7 @@ class MpiCommunicator final : public Communicator {
   // transport a message above its eager limit (64 KiB with the header) waits for the receiver's go-ahead,
   // which queues behind the receiver's own outgoing data on the same connection: the two directions of a
   // pairwise exchange then take turns, and halving-doubling, the trees and `direct` ran at half the ring's
-  // bandwidth on the test bed (README, Emulated cluster). Eager-sized pieces flow both ways at once. Over
+  // bandwidth on the test bed (docs/testbed.md). Eager-sized pieces flow both ways at once. Over
   // shared memory pieces would only cost (large messages there go in one copy), so they are not cut. A
   // zero-byte message is still one message.
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {

@@ -173,10 +173,9 @@ std::vector<MessageTime> measure_exchange(Communicator& comm, Ops* device, const
 }
 
 // Unlike a bare exchange loop this includes what chaining steps costs on a busy machine (a step waits for
-// the slowest neighbour's previous one), which made training's ring steps ~20% slower than the bare
-// exchange on the 3-host test bed. The mean, not the median: the jitter of a busy machine (a late
-// neighbour, a preempted rank) is part of every training step's allreduce too; on the test bed the median
-// fitted allreduces 7-10% faster than training's, the mean within 1-4%.
+// the slowest neighbour's previous one), which training's ring steps pay too. The mean, not the median: the
+// jitter of a busy machine (a late neighbour, a preempted rank) is part of every training step's allreduce
+// too, and a median would fit allreduces faster than training's (docs/calibration.md compares the fits).
 std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes, int iters) {
   const int n = comm.size();
   if (n < 2) throw std::invalid_argument("measure_ring needs at least 2 ranks");

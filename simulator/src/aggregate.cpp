@@ -387,11 +387,10 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
     // Ranks reach a collective at different times (a DDP bucket starts when the previous one ends there). In
     // the exact mode a late rank holds back its neighbours one hop per step, so within the phase every rank of
     // a ring ends up paced from the last arrival; a head only 16 steps long sees part of that wave and would
-    // read it as a slower pace (overlap-ring at 200 ranks on the dragonfly: +40% without this wait, 0.000%
-    // with it). So a connected phase starts its head when its last rank arrives. Phases of several
-    // independent groups (the hierarchical schedule's inter-node rings) do not wait: their groups start at
-    // offsets that load shared links, and holding each group's early ranks back moved the 48-rank
-    // hierarchical schedule on the dragonfly from -0.4% to +3.1%.
+    // read it as a slower pace. So a connected phase starts its head when its last rank arrives. Phases of
+    // several independent groups (the hierarchical schedule's inter-node rings) do not wait: their groups
+    // start at offsets that load shared links, and holding each group's early ranks back would misread that
+    // load. docs/simulation.md gives the agreement with the exact mode either way.
     if (ph.skipped() > 0) ph.start_together();
     ends.assign(1, sg4::Engine::get_clock());
     int head = ph.head;

@@ -31,7 +31,7 @@ double time_precision_for(const ClusterConfig& cluster, const SimOptions& option
 // The engine is deliberately leaked: the child exits right after the simulation.
 simgrid::s4u::Engine* make_engine(const ClusterConfig& cluster, const SimOptions& options);
 
-// The cluster's platform (topology.cpp; README "Clusters"): host "r<i>" per rank, in rank order. Rank r is
+// The cluster's platform (topology.cpp; docs/simulation.md, Clusters): host "r<i>" per rank, in rank order. Rank r is
 // device r % devices_per_node of node r / devices_per_node; a straggler's host runs at kHostSpeed / factor.
 // Star with one device per node: each host on its own split-duplex link "link-r<i>" of link_bandwidth and
 // link_latency to one switch, so host -> host crosses two links (2 x latency). Full with one device per

@@ -75,7 +75,7 @@ class SendWindow {
 // serialize_from > 0: where a rank both sends to and receives from one peer in a step, messages of at
 // least that many bytes each, the two take turns, the lower rank's first. That is Open MPI's TCP transport
 // above its eager limit: a message waits for the receiver's go-ahead, which queues behind the receiver's
-// own outgoing data on the one connection of the pair (README, Emulated cluster). The runtime's own
+// own outgoing data on the one connection of the pair (docs/testbed.md). The runtime's own
 // schedules cut their messages into pieces and do not suffer it; Open MPI's native collectives do.
 std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_bytes, RankMailboxes& boxes,
                               SendTally& tally, std::uint64_t serialize_from = 0);

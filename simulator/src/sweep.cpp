@@ -140,7 +140,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"wall_s", r.wall_s},
         {"comms", r.comms},
         {"mode", simulation_mode(options, n, scenario.parallel.model_parallel())},
-        {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (README, Simulation at scale)"},
+        {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (docs/simulation.md)"},
     };
     nlohmann::json memory = {{"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};
     for (const auto& [part, bytes] : p.memory.memory.parts()) memory[part + "_bytes"] = bytes;

@@ -1,5 +1,5 @@
 // Cluster platforms: nodes of devices with an intra-node fabric and NICs, joined by a star, a full mesh, a
-// fat-tree, dragonfly or torus (SimGrid 3.32 zones). README "Clusters" documents the model; this file builds it.
+// fat-tree, dragonfly or torus (SimGrid 3.32 zones). docs/simulation.md documents the model; this file builds it.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

@@ -26,7 +26,7 @@ const std::vector<PolicyInfo>& policies() {
        true, Shards::Ranks, build_zero3, nullptr, nullptr, zero3_options(), true, 3, accumulate_zero3,
        "its gathers run at what the schedule reaches on the modelled network, overlapped as FSDP's prefetch would; "
        "against DeepSpeed's ZeRO-3 (Narayanan et al. 2021, Table 2) that is within 6% at 384 A100s and 73-235% fast "
-       "at 768-1536, an upper bound there (README, \"ZeRO-3 against 3D parallelism\")"},
+       "at 768-1536, an upper bound there (docs/published-comparisons.md)"},
       {"ps", "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)", true,
        Shards::Servers, build_parameter_server, nullptr, nullptr, parameter_server_options(), false},
   };

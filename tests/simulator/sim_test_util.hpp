@@ -8,7 +8,7 @@
 namespace ddplab::test {
 
 // CM02 without cross-traffic: no latency or bandwidth factors and no ack load on the reverse path, so a
-// transfer takes exactly size / bandwidth + route latency (FIELD-NOTES, SimGrid 3.32).
+// transfer takes exactly size / bandwidth + route latency (SimGrid 3.32's CM02 model).
 inline SimOptions alpha_beta() {
   SimOptions o;
   o.network_model = "CM02";

@@ -143,7 +143,7 @@ std::vector<PingPongSample> simulated(const SimOptions& opt, Schedule (*pattern)
   return x;
 }
 
-// The check: a calibration recovers the bandwidth and latency of a synthetic platform from
+// A calibration recovers the bandwidth and latency of a synthetic platform from
 // simulated measurements of it, within 2%. Pure alpha-beta (CM02, no cross-traffic): a route crosses two
 // links, so the one-way latency is 2 x the link's.
 TEST(CalibrationFit, RecoversBandwidthAndLatencyOfASyntheticPlatformWithin2Percent) {

@@ -1,5 +1,5 @@
-// The GPU presets against public measurements (bench/published/points.toml, published.hpp): the bounds the
-// README states, and the points file's errors.
+// The GPU presets against public measurements (bench/published/points.toml, published.hpp): the bounds that
+// docs/published-comparisons.md states, and the points file's errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,18 +26,18 @@ TEST(Published, PresetsHoldAgainstPublishedMeasurements) {
                 r.point.case_name.c_str(), static_cast<unsigned long long>(r.point.bytes), r.point.published,
                 r.predicted, r.error_pct, r.detail.c_str());
   }
-  // README "Network models": median within 10% (4.8% now). The one miss over 25% is Azure's A100 ring at
-  // 128 MiB (+25.7%: the ring's own ramp to full bandwidth is not modelled); none may pass 30%, and no
-  // new one may appear.
+  // The goal docs/published-comparisons.md states: median within 10%. The one miss over 25% is Azure's A100
+  // ring at 128 MiB (the ring's own ramp to full bandwidth is not modelled); none may pass 30%, and no new
+  // one may appear.
   EXPECT_LE(median(errors), 10.0);
   EXPECT_LE(*std::max_element(errors.begin(), errors.end()), 30.0);
   EXPECT_LE(over_25, 1);
 }
 
 // Megatron-LM's Table 1 (bench/published/layouts.toml): compute_efficiency is fitted to row 5.1, so that row
-// must agree; the others are predictions. README "Model-parallel throughput against Megatron-LM": the
-// predictions' median error 12.7%, the largest -19.1% (145.6B, TP 8 x PP 8), every row under the published
-// figure; a change that moves them past these bounds must change the README too.
+// must agree; the others are predictions, every row under the published figure, with the median and largest
+// errors that docs/published-comparisons.md states; a change that moves them past these bounds must change
+// that page too.
 TEST(Published, LayoutsAgainstMegatronLm) {
   const auto points = load_published_points(std::string(DDPLAB_SOURCE_DIR) + "/bench/published/layouts.toml");
   ASSERT_EQ(points.size(), 7u);
@@ -58,9 +58,9 @@ TEST(Published, LayoutsAgainstMegatronLm) {
 }
 
 // Narayanan et al.'s Table 2: ZeRO-3 (pure DP) against PTD-P on GPT-3 175B. The ZeRO-3 rows only (the PTD-P
-// rows' 384 to 96 microbatches take minutes each; README gives their figures): at 384 GPUs, where compute
+// rows' 384 to 96 microbatches take minutes each; docs/published-comparisons.md gives their figures): at 384 GPUs, where compute
 // dominates, the prediction holds; at 768 and 1536 the simulator hides ZeRO-3's gathers behind compute at
-// NCCL's node-wide bandwidth where DeepSpeed's of 2021 did not (README: it ranks them wrongly there).
+// NCCL's node-wide bandwidth where DeepSpeed's of 2021 did not (it ranks them wrongly there).
 TEST(Published, ZeroThreeAgainstPtdP) {
   const auto all = load_published_points(std::string(DDPLAB_SOURCE_DIR) + "/bench/published/zero3.toml");
   ASSERT_EQ(all.size(), 6u);

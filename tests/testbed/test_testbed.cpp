@@ -275,15 +275,14 @@ TEST_F(Testbed, LeftoversWithoutStateAreDetectedAndCleaned) {
   EXPECT_EQ(prefixed_objects(), "");
 }
 
-// The simulator's accuracy on a real network (issue 4, section 7): calibrate on the test bed (ping-pong, the
+// The simulator's accuracy on a real network: calibrate on the test bed (ping-pong, the
 // runtime's ring allreduce steps, per-layer compute), train a flat baseline and a bucketed-overlap strategy
 // on it, and let `validate` predict their step times from the calibration alone (network fit and per-layer
 // compute; nothing of the runs but their scenario). Goal: median |error| <= 5%, max <= 10%; the test fails
 // when a step time is more than 10% off. 3 hosts at 50 Mbit/s: the network is ~99% of the step, and the
-// milliseconds of jitter of 3 ranks on 2 shared cores weigh half what they do at 100 Mbit/s (there the error
-// was 1-9%, here 0-3%). Not 2 hosts: there Open MPI's TCP transport carries both directions of a pair on one
+// milliseconds of jitter of 3 ranks on 2 shared cores weigh half what they do at 100 Mbit/s. Not 2 hosts: there Open MPI's TCP transport carries both directions of a pair on one
 // connection, and a large message's rendezvous reply can queue behind the other direction's data, so an
-// exchange takes 1x or 2x the one-way time at random (README).
+// exchange takes 1x or 2x the one-way time at random (docs/calibration.md).
 TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   const std::string scenario = DDPLAB_SOURCE_DIR "/tests/testbed/predict.toml";
   int st = 0;
@@ -311,21 +310,19 @@ TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   if (median > 5.0) std::cout << "note: median |error| above the 5% goal (the test fails above 10% only)\n";
 }
 
-// Every shipped strategy (scenarios/strategies.toml, as README's test-bed table runs it, 40 steps) predicted
+// Every shipped strategy (scenarios/strategies.toml, as docs/calibration.md's test-bed table runs it, 40 steps) predicted
 // from a calibration of the test bed's network, in two configurations of the grid the simulator is checked
 // on. Compute is each run's own (validate --compute measured): what is checked here is the network, the
 // overlap, the codec work and the ranking the simulator derives, not the compute speed of a shared machine,
-// which drifts between the calibration and the runs (on 2026-12-03 every run's compute was 11-37% above the
-// calibration's, in CI and here, putting 3 hosts at median 24.6%); CalibratedPredictionOfStepTimes checks
-// the calibration's compute. The bounds are what holds on this 2-core machine, not the goal (median 5%,
-// max 15%): README "Every shipped strategy on the test bed" gives the figures and what is still off. Strategies with a codec get their own
+// which drifts between the calibration and the runs; CalibratedPredictionOfStepTimes checks the calibration's
+// compute. The bounds are what holds on this 2-core machine, not the goal (median 5%,
+// max 15%): docs/calibration.md gives the figures and what is still off. Strategies with a codec get their own
 // bound: their local work is timed by the calibration at one moment and paid in the run at another, and on
 // this shared machine the same loops run up to 2x slower from one minute to the next (PowerSGD rank 1 also
 // waits for cores while backward runs). Strategies that give memory back (ZeRO-2's gradients, ZeRO-3's
-// parameters too) get theirs: the runtime takes the released pages again by faulting them in, about 15-30 us
-// a page on this VM (a 12 MiB refault measured at 76-120 ms), inside its gathers, which the simulator does
-// not model (on 2026-12-05 ZeRO-3 was 26% and 33% fast at 3 hosts). At 3 hosts, 3 ranks and their comm
-// threads share 2 cores. 100 Mbit/s is not here: its run of the 16 strategies before ZeRO-2 and ZeRO-3 took 13 minutes.
+// parameters too) get theirs: the runtime takes the released pages again by faulting them in, page by page,
+// inside its gathers, which the simulator does not model. At 3 hosts, 3 ranks and their comm threads share
+// 2 cores. 100 Mbit/s is not here: the 16 strategies take many minutes there.
 struct GridPoint {
   int hosts;
   const char* rate;
@@ -372,10 +369,9 @@ class TestbedGrid : public Testbed {
   }
 };
 
-// 2 hosts: Open MPI's native allreduce takes 1x or 2x the one-way time at random there (see above); on 2026-12-02
-// five runs (one of the code before that day's changes) put it 28-52% off, PowerSGD rank 4 38-47%, and the
-// ranking at tau 0.73-0.78.
-// On 2026-12-05 one run put it 76.8% off and the median at 10.8%; the next, 45.7% and 3.6%.
+// 2 hosts: Open MPI's native allreduce takes 1x or 2x the one-way time at random there (see above), and the
+// calibration and the runs draw it at different moments, so the native allreduce's strategy, PowerSGD and the
+// ranking get wide bounds.
 TEST_F(TestbedGrid, EveryShippedStrategyOnTwoHostsAt1Gbit) { check({2, "1gbit", 12.0, 85.0, 85.0, 85.0, 0.65}); }
 
 TEST_F(TestbedGrid, EveryShippedStrategyOnThreeHostsAt1Gbit) { check({3, "1gbit", 15.0, 30.0, 70.0, 50.0, 0.8}); }

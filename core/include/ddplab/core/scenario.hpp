@@ -55,7 +55,7 @@ struct DataConfig {
   std::string path = "/usr/share/datasets/fashion-mnist";
   int synthetic_train = 4096;                            // sample counts for "synthetic"
   int synthetic_test = 1024;
-  // How the training set is split across the ranks that train (README "Data partitions"):
+  // How the training set is split across the ranks that train (docs/scenarios.md, Data partitions):
   // "iid" (a fresh global shuffle each epoch, as torch's DistributedSampler), or a fixed split each rank
   // keeps: "dirichlet" (label skew: each class's samples split by proportions drawn from Dir(alpha)),
   // "shards" (each rank holds classes_per_rank classes) or "quantity" (unequal amounts, the largest rank
@@ -131,7 +131,7 @@ struct ClusterConfig {
   std::string topology = "star";                         // inter-node: "star" | "full" | "fat_tree" | "dragonfly" | "torus"
   double link_bandwidth = 10e9 / 8;                      // bytes/s of one NIC, per direction
   double link_latency = 2e-6;                            // seconds, per NIC link
-  // Nodes: rank r is device r % devices_per_node of node r / devices_per_node (README "Clusters").
+  // Nodes: rank r is device r % devices_per_node of node r / devices_per_node (docs/simulation.md, Clusters).
   int devices_per_node = 1;
   std::optional<double> device_memory;                   // bytes per device (informational)
   std::string intra = "nvswitch";                        // devices_per_node > 1: "nvswitch" | "pcie"
@@ -145,7 +145,7 @@ struct ClusterConfig {
   double link_efficiency = 1.0;                          // NICs
   std::string device_arch;                               // "ampere" | "hopper" | "": NCCL's constants (nccl_model.hpp)
   bool nvls = false;                                     // NVLink SHARP in the NVSwitch (H100 and later): NCCL's NVLS
-  // SimGrid network model the fabric is simulated with (README "Network models"): "LV08" (TCP's measured
+  // SimGrid network model the fabric is simulated with (docs/simulation.md, Network models): "LV08" (TCP's measured
   // latency and bandwidth factors: Ethernet with TCP) or "CM02" (plain latency + size / bandwidth: RDMA fabrics).
   std::string network_model = "LV08";
   std::optional<double> fabric_bandwidth;                // full/fat_tree/dragonfly/torus links; default: a node's NIC total

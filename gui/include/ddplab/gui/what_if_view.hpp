@@ -41,9 +41,8 @@ struct WhatIfInputs {
   std::string schedule = "native", codec = "none";
   std::string network_model = "auto";  // SimOptions::network_model, as `ddplab simulate --network-model`
   bool use_calibration = true;  // the scenario's [cluster] calibration, when it names one
-  // SimOptions::mode. "aggregated" by default, which keeps a change under a second: 50x faster than "exact"
-  // at 256 ranks of scenarios/goodput.toml, with the same step time (README, Simulation at scale, for where
-  // the two part by a few %); "exact" for the reference.
+  // SimOptions::mode. "aggregated" by default, so that a change is re-simulated quickly even at large worlds
+  // (docs/simulation.md gives where it parts from "exact"); "exact" for the reference.
   std::string mode = "aggregated";
 };
 // The scenario's own values (at `world` ranks).

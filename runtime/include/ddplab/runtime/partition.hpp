@@ -1,4 +1,4 @@
-// How the training set is split across the ranks that train ([data] partition, README "Data partitions"),
+// How the training set is split across the ranks that train ([data] partition, docs/scenarios.md),
 // and the samplers that feed each rank's batches from its share. Every rank computes every rank's share
 // from the labels and the seed alone, so no rank needs another's data and rank 0 can print all of them.
 #pragma once

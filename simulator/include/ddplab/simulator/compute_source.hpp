@@ -1,6 +1,6 @@
 // Where a simulation's compute time comes from, chosen and said out loud. A sweep's step time is only as
-// good as its compute: a run measured with 4 ranks on 2 cores has twice the compute of one rank alone, and
-// picking "the newest run" silently made the same `simulate` give 50.9 ms and then 19.7 ms of compute.
+// good as its compute: a run measured with more ranks than cores has inflated compute, and a source picked
+// silently ("the newest run") would let the same `simulate` give different compute from one run to the next.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 // `ddplab simulate --search`: every [parallel] layout of a world size for a scenario's model and strategy,
-// simulated and ranked by throughput, with the device memory each needs (issue 18, section 3).
+// simulated and ranked by throughput, with the device memory each needs (docs/model-parallel.md).
 #pragma once
 #include <functional>
 #include <optional>

@@ -84,7 +84,7 @@ struct PolicyInfo {
   // pass alone (DDP's no_sync()). ZeRO-3 gathers its parameters there too.
   void (*accumulate)(const Strategy& strategy, std::int64_t step, StepPlan& plan) = nullptr;
   // What its simulated figures were found to miss against published runs, printed with them ("": nothing
-  // beyond the README's tables).
+  // beyond the figures docs/published-comparisons.md states).
   std::string caveat = "";
 };
 const std::vector<PolicyInfo>& policies();
