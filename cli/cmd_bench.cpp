@@ -26,6 +26,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/core/version.hpp"
@@ -84,7 +85,7 @@ std::vector<std::string> resolve_schedules(const BenchRequest& req) {
     if (!has_schedule(s, "allreduce")) {
       std::string known;
       for (const auto& k : allreduce_schedule_names()) known += (known.empty() ? "" : ", ") + k;
-      throw std::invalid_argument("--schedules: unknown allreduce schedule \"" + s + "\" (known: " + known + ")");
+      throw InputError("--schedules: unknown allreduce schedule \"" + s + "\" (known: " + known + ")");
     }
   return names;
 }
@@ -215,7 +216,7 @@ int bench_worker(const BenchRequest& req) {
       }
     }
     std::fflush(stderr);
-    comm->abort(1);  // the others may be waiting in a collective
+    comm->abort(rank_exit_code(e));  // the others may be waiting in a collective
   }
   return bad.empty() ? 0 : 1;
 }
@@ -230,8 +231,8 @@ std::int64_t last_bench_id(const std::string& db) {
 
 // --simulate: the same table, predicted on the scenario's or preset's cluster, stored with backend simgrid.
 int bench_simulated(const BenchRequest& req) {
-  if (req.testbed) throw std::invalid_argument("--simulate predicts a cluster; it does not run on the test bed");
-  if (!req.scenario.empty() && !req.preset.empty()) throw std::invalid_argument("give --scenario or --preset, not both");
+  if (req.testbed) throw InputError("--simulate predicts a cluster; it does not run on the test bed");
+  if (!req.scenario.empty() && !req.preset.empty()) throw InputError("give --scenario or --preset, not both");
   CollectiveSimRequest sim;
   std::string where = "the default cluster (10 Gbit/s star)";
   std::string transport = req.backend_given ? req.backend : "mpi";
@@ -251,8 +252,8 @@ int bench_simulated(const BenchRequest& req) {
   sim.schedules = resolve_schedules(req);
   try {
     sim.sizes = parse_size_list(req.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--sizes: ") + e.what());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--sizes: ") + e.what(), "--sizes");
   }
   sim.transport = transport == "nccl" ? "nccl" : "mpi";
   sim.options.network_model = req.network_model;
@@ -296,17 +297,17 @@ int bench_simulated(const BenchRequest& req) {
 int bench_collectives(const BenchRequest& req) {
   if (req.simulate) return bench_simulated(req);
   if (!req.scenario.empty() || !req.preset.empty() || req.world)
-    throw std::invalid_argument("--scenario, --preset and --world describe what --simulate predicts; add --simulate");
+    throw InputError("--scenario, --preset and --world describe what --simulate predicts; add --simulate");
   if (under_mpi_launcher()) return bench_worker(req);
   // Validate here, before starting any rank.
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np_given ? std::optional<int>(req.np) : std::nullopt);
   const int np = bed ? bed->hosts : req.np;
-  if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
+  if (np < 1) throw InputError("--np must be at least 1, got " + std::to_string(np));
   try {
     parse_size_list(req.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--sizes: ") + e.what());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--sizes: ") + e.what(), "--sizes");
   }
   const auto names = resolve_schedules(req);
   require_gpu_backend("--backend", req.backend);
@@ -342,7 +343,7 @@ int bench_collectives(const BenchRequest& req) {
 // The stored rows, one per (bench, schedule, size): an aligned table, or CSV for further processing.
 int bench_results(const std::string& db, std::optional<std::int64_t> only, bool csv) {
   if (access(db.c_str(), F_OK) != 0)
-    throw std::runtime_error(db + ": no results store here (run `ddplab bench collectives` first)");
+    throw InputError(db + ": no results store here (run `ddplab bench collectives` first)");
   Store store(db);
   if (csv)
     std::printf("bench_id,status,started_at,world_size,ranks_per_node,iters,schedule,collective,type,bytes,count,"

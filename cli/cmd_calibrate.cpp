@@ -31,6 +31,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
@@ -103,7 +104,7 @@ std::vector<std::string> resolve_schedules(const std::vector<std::string>& given
   if (given.size() == 1 && given[0] == "none") return {};
   std::vector<std::string> names = given.empty() ? allreduce_schedule_names() : given;
   for (const auto& s : names)
-    if (!has_schedule(s, "allreduce")) throw std::invalid_argument("--schedules: unknown allreduce schedule \"" + s + "\"");
+    if (!has_schedule(s, "allreduce")) throw InputError("--schedules: unknown allreduce schedule \"" + s + "\"");
   return names;
 }
 
@@ -170,7 +171,7 @@ std::vector<int> schedule_worlds(std::vector<int> worlds, int n) {
     return worlds;
   }
   for (const int w : worlds)
-    if (w < 2 || w > n) throw std::invalid_argument(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
+    if (w < 2 || w > n) throw InputError(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
   std::sort(worlds.begin(), worlds.end());
   worlds.erase(std::unique(worlds.begin(), worlds.end()), worlds.end());
   return worlds;
@@ -242,12 +243,12 @@ int calibrate_worker(const CalibrateRequest& req) {
   Transport net;  // outside the try: an error aborts the job before NCCL is torn down (see bench_worker)
   std::vector<RankGroup> groups;
   try {
-    if (n < 2) throw std::invalid_argument("calibrate needs at least 2 ranks for ping-pong (--np 2 or more)");
+    if (n < 2) throw InputError("calibrate needs at least 2 ranks for ping-pong (--np 2 or more)");
     const auto sizes = parse_size_list(req.sizes);
     std::optional<Scenario> sc;
     if (!req.scenario.empty()) sc = load_scenario(req.scenario);
     if (sc && sc->model.type != "mlp")
-      throw std::invalid_argument(req.scenario + ": per-layer compute is measured for MLP scenarios only");
+      throw InputError(req.scenario + ": per-layer compute is measured for MLP scenarios only");
     const std::string backend = resolved_backend(req, sc);
     net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
     Communicator& link = *net.comm;
@@ -343,7 +344,7 @@ int calibrate_worker(const CalibrateRequest& req) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: rank %d: calibrate: %s\n", me, e.what());
     std::fflush(stderr);
-    comm->abort(1);
+    comm->abort(rank_exit_code(e));
   }
   return 1;  // not reached: abort ends the job
 }
@@ -353,16 +354,16 @@ int calibrate(const CalibrateRequest& req) {
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np_given ? std::optional<int>(req.np) : std::nullopt);
   const int np = bed ? bed->hosts : req.np;
-  if (np < 2) throw std::invalid_argument(fmt::format("--np must be at least 2 (ping-pong needs a pair), got {}", np));
+  if (np < 2) throw InputError(fmt::format("--np must be at least 2 (ping-pong needs a pair), got {}", np));
   for (const std::string* s : {&req.sizes, &req.coll_sizes}) {
     if (s->empty()) continue;
     try {
       parse_size_list(*s);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("--sizes {}: {}", *s, e.what()));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--sizes {}: {}", *s, e.what()), "--sizes");
     }
   }
-  if (parse_size_list(req.sizes).size() < 2) throw std::invalid_argument("--sizes must give at least 2 sizes to fit");
+  if (parse_size_list(req.sizes).size() < 2) throw InputError("--sizes must give at least 2 sizes to fit");
   resolve_schedules(req.schedules);
   schedule_worlds(req.worlds, np);
   std::optional<Scenario> sc;
@@ -370,8 +371,8 @@ int calibrate(const CalibrateRequest& req) {
   const std::string backend = resolved_backend(req, sc);
   require_gpu_backend(req.backend.empty() && sc ? req.scenario + ": train.backend" : "--backend", backend);
   if (backend == "cuda+mpi" && !sc)
-    throw std::invalid_argument("--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
-                                "(the MLP and batch to time on the GPU)");
+    throw InputError("--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
+                     "(the MLP and batch to time on the GPU)");
   std::vector<std::string> args = {"calibrate", "--np", std::to_string(np), "--name", req.name, "--sizes", req.sizes,
                                    "--coll-iters", std::to_string(req.coll_iters), "--db", req.db,
                                    "--pingpong-budget", fmt::format("{}", req.pingpong_budget), "--fit", req.fit,

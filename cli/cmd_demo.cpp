@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/compute_source.hpp"
@@ -19,7 +20,7 @@ namespace {
 std::string find_default_scenario() {
   for (const fs::path& p : {fs::path("scenarios/default.toml"), fs::path(DDPLAB_SOURCE_DIR) / "scenarios/default.toml"})
     if (fs::exists(p)) return p.string();
-  throw std::runtime_error("cannot find scenarios/default.toml (run from the ddplab folder, or pass --scenario)");
+  throw InputError("cannot find scenarios/default.toml (run from the ddplab folder, or pass --scenario)");
 }
 
 std::string gui_command(const std::string& db) {

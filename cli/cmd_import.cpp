@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "launch.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/core/nccl_tests.hpp"
 #include "ddplab/core/scenario.hpp"
@@ -28,7 +29,7 @@ struct ImportRequest {
 
 int import_nccl_tests(const ImportRequest& req) {
   std::ifstream f(req.file);
-  if (!f) throw std::runtime_error(req.file + ": cannot read it");
+  if (!f) throw InputError(req.file + ": cannot read it");
   std::ostringstream text;
   text << f.rdbuf();
   const NcclTestsLog log = parse_nccl_tests(text.str(), req.file);  // refuses a malformed log before the store is touched

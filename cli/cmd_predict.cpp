@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/stats.hpp"
@@ -50,9 +51,9 @@ std::optional<FailureOptions> failure_options(const PredictRequest& req, const S
                          "at once, as measured",
                          m->checkpoints, m->checkpoints == 1 ? "" : "s", st.name, format_bytes(static_cast<double>(m->bytes)));
   } else {
-    throw std::invalid_argument(fmt::format("--node-mtbf: strategy \"{}\" has no measured checkpoint to take its write "
-                                            "time from (ddplab run with train.checkpoint_every = N); or give --checkpoint-write",
-                                            st.name));
+    throw InputError(fmt::format("--node-mtbf: strategy \"{}\" has no measured checkpoint to take its write "
+                                 "time from (ddplab run with train.checkpoint_every = N); or give --checkpoint-write",
+                                 st.name));
   }
   return o;
 }
@@ -126,6 +127,7 @@ int predict(const PredictRequest& req) {
               sc.name.c_str(), req.target);
   std::vector<GoodputPrediction> done;
   int failed = 0;
+  int exit_code = 0;  // the worst kind among the strategies that could not be predicted (error.hpp)
   bool found = false;
   for (const StrategyConfig& st : sc.strategies) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
@@ -146,10 +148,11 @@ int predict(const PredictRequest& req) {
     } catch (const std::exception& e) {  // no fit, no compute source, a failed simulation: the others go on
       std::fprintf(stderr, "error: %s\n", e.what());
       ++failed;
+      exit_code = std::max(exit_code, exit_code_of(e));  // a bug over bad input over a fault of the run
     }
     std::fflush(stdout);
   }
-  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  if (!found) throw InputError(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   if (done.size() > 1) {
     std::printf("best strategy per world size (predicted training time to %.3g%s):\n", req.target,
                 req.node_mtbf.empty() ? "" : ", with failures");
@@ -162,7 +165,7 @@ int predict(const PredictRequest& req) {
     }
   }
   if (failed) std::fprintf(stderr, "%d of the scenario's strategies could not be predicted (above)\n", failed);
-  return failed ? 1 : 0;
+  return exit_code;
 }
 
 }  // namespace

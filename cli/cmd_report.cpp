@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "validators.hpp"
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/flight.hpp"
 #include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/report.hpp"
@@ -62,7 +63,7 @@ void add_report(CLI::App& app) {
                   "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
   cmd->callback([a] {
-    if (!std::ifstream(a->db)) throw std::runtime_error(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
+    if (!std::ifstream(a->db)) throw InputError(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
     auto write = [&](const std::string& text, const std::string& what) {
       if (a->out.empty()) {
@@ -70,31 +71,31 @@ void add_report(CLI::App& app) {
         return;
       }
       std::ofstream f(a->out);
-      if (!(f << text)) throw std::runtime_error(a->out + ": cannot write");
+      if (!(f << text)) throw InputError(a->out + ": cannot write");
       std::fprintf(stderr, "wrote %s to %s\n", what.c_str(), a->out.c_str());
     };
     if (a->ranks) {
       const auto run = store.run(*a->ranks);
-      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
+      if (!run) throw InputError(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->ranks));
       const RankReport ranks = rank_report(store.steps(run->id), a->skip_steps, store.resources(run->id));
       write(rank_report_text(*run, ranks), fmt::format("run {}'s ranks", run->id));
       return;
     }
     if (a->flight) {
       const auto run = store.run(*a->flight);
-      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->flight));
+      if (!run) throw InputError(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->flight));
       const auto calls = store.flight(run->id);
       if (calls.empty())
-        throw std::invalid_argument(fmt::format("{}: run {} has no flight recorder dump (its ranks leave one when the job "
-                                                "fails under `ddplab run`)",
-                                                a->db, run->id));
+        throw InputError(fmt::format("{}: run {} has no flight recorder dump (its ranks leave one when the job "
+                                     "fails under `ddplab run`)",
+                                     a->db, run->id));
       write(fmt::format("run {} ({}, {})\n", run->id, run->info.strategy, run->status) + flight_report(calls, run->info.world_size),
             fmt::format("run {}'s flight recorder", run->id));
       return;
     }
     if (a->classes) {
       const auto run = store.run(*a->classes);
-      if (!run) throw std::invalid_argument(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->classes));
+      if (!run) throw InputError(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->classes));
       const auto evals = store.evaluations(run->id);
       write(a->csv ? class_report_csv(*run, evals, a->step) : class_report_text(*run, evals, a->step),
             fmt::format("run {}'s classes", run->id));

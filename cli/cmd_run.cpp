@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/resume.hpp"
 #include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/scenario.hpp"
@@ -47,9 +48,9 @@ int run_scenario(const RunRequest& req) {
   Scenario sc = load_validated_scenario(req.scenario);
   if (!sc.model.trainable()) {  // model tables are for `ddplab simulate`
     const auto at = sc.model.where.find("type");
-    throw std::invalid_argument((at != sc.model.where.end() ? at->second : req.scenario) +
-                                ": ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + sc.model.type + "\" model (" +
-                                sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
+    throw InputError(InputLocation::at(at != sc.model.where.end() ? at->second : req.scenario, "model.type"),
+                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + sc.model.type + "\" model (" +
+                         sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (req.batch_size) sc.train.batch_size = *req.batch_size;
@@ -74,7 +75,7 @@ int run_scenario(const RunRequest& req) {
     const auto dir = std::filesystem::path(req.trace).parent_path();
     std::error_code ec;
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-    if (ec) throw std::runtime_error("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
+    if (ec) throw InputError("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
   // Say now, not once per rank after mpirun started, when this machine cannot run the GPU backend.
   require_gpu_backend(req.backend ? "--backend" : req.scenario + ": train.backend", sc.train.backend);
@@ -89,7 +90,7 @@ int run_scenario(const RunRequest& req) {
     resume = find_resume_point(store, sc, bed || req.np ? np : 0, *req.resume > 0 ? req.resume : std::nullopt);
     np = resume->world;
   }
-  if (np < 1) throw std::invalid_argument("--np must be at least 1, got " + std::to_string(np));
+  if (np < 1) throw InputError("--np must be at least 1, got " + std::to_string(np), "--np");
   scenario_layout(sc, np, fmt::format("{} ranks", np));
   require_runnable_layout(sc);
   // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
@@ -100,27 +101,29 @@ int run_scenario(const RunRequest& req) {
     // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
     if (find_policy(st.policy)->zero >= 2 && sc.train.backend != "cpu") {
       const auto at = st.where.find("policy");
-      throw ScenarioError(fmt::format("{}: strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
+      throw ScenarioError(InputLocation::at(at != st.where.end() ? at->second : req.scenario,
+                                            fmt::format("strategy[{}].policy", &st - sc.strategies.data())),
+                          fmt::format("strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
                                       "(its buffers are whole allocations); the cpu backend runs it, and ddplab simulate "
                                       "models it on any cluster",
-                                      at != st.where.end() ? at->second : req.scenario, st.name, st.policy,
-                                      released_memory(*find_policy(st.policy)), sc.train.backend));
+                                      st.name, st.policy, released_memory(*find_policy(st.policy)), sc.train.backend));
     }
     try {
       if (stages.split())
         for (const StageSpec& stage : stages.stages) Strategy(st, stage.model, stage.context);
       else
         Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: {}", req.scenario, st.name, np,
-                                              np == 1 ? "" : "s", e.what()));
+    } catch (const InputError& e) {
+      throw e.prefixed(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: ", req.scenario, st.name, np,
+                                   np == 1 ? "" : "s"));
     }
   }
   for (int r = 0; r < np; ++r)
     if (const double f = sc.cluster.compute_factor(r); !(f >= 1))
-      throw std::invalid_argument(fmt::format("{}: cluster.stragglers make rank {} faster (factor {}): a real run can only "
-                                              "slow a rank down (factor >= 1); ddplab simulate accepts it",
-                                              req.scenario, r, f));
+      throw InputError(InputLocation{.file = req.scenario, .field = "cluster.stragglers"},
+                       fmt::format("cluster.stragglers make rank {} faster (factor {}): a real run can only "
+                                   "slow a rank down (factor >= 1); ddplab simulate accepts it",
+                                   r, f));
   require_writable_store(req.db);
   std::int64_t before = last_run_id(req.db);
   if (resume) {
@@ -201,7 +204,7 @@ void add_run(CLI::App& app) {
          [req](const std::string& v) {
            const auto colon = v.find(':');
            try {
-             if (colon == std::string::npos) throw std::invalid_argument(v);
+             if (colon == std::string::npos) throw InputError(v);
              req->trace_first = std::stoll(v.substr(0, colon));
              req->trace_last = std::stoll(v.substr(colon + 1));
            } catch (const std::exception&) {

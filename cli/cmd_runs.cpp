@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/store.hpp"
@@ -19,7 +20,7 @@ namespace ddplab::cli {
 
 namespace {
 void require_store(const std::string& db) {
-  if (!std::ifstream(db)) throw std::runtime_error(db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
+  if (!std::ifstream(db)) throw InputError(db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
 }
 
 std::string describe(const RunRow& r) {

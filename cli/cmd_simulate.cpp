@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/trace.hpp"
@@ -38,8 +39,8 @@ std::string describe_compute(const Scenario& sc, const ComputeSource& src) {
 int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int>& worlds, Store& store,
            const SimOptions& opt, bool tty) {
   if (worlds.size() != 1)
-    throw std::invalid_argument(fmt::format("--search ranks the layouts of one world size: give a single --world N (got {})",
-                                            worlds.size()));
+    throw InputError(fmt::format("--search ranks the layouts of one world size: give a single --world N (got {})",
+                                 worlds.size()));
   bool found = false;
   for (const auto& st : sc.strategies) {
     if (!req.strategy.empty() && st.name != req.strategy) continue;
@@ -91,7 +92,7 @@ int search(const SimulateRequest& req, const Scenario& sc, const std::vector<int
     for (const std::string& name : s.policies)  // what a ranked policy's figures were found to miss
       if (const PolicyInfo* p = find_policy(name); p && !p->caveat.empty()) std::printf("(policy %s: %s)\n", name.c_str(), p->caveat.c_str());
   }
-  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  if (!found) throw InputError(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   return 0;
 }
 
@@ -102,22 +103,22 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
   const std::vector<int> worlds = req.worlds.empty() ? sc.cluster.simulate_world : req.worlds;
   const ModelSpec model = model_spec_for(sc.model);
   for (int w : worlds) {  // every world fits the layout, and the model its stages, before anything is looked up
-    if (w < 1) throw std::invalid_argument(fmt::format("--world: world sizes must be >= 1, got {}", w));
+    if (w < 1) throw InputError(fmt::format("--world: world sizes must be >= 1, got {}", w));
     (void)stage_specs(sc, model, scenario_layout(sc, w, fmt::format("--world {}", w)), sc.cluster.devices_per_node);
   }
   if (!trace_path.empty() && req.search)
-    throw std::invalid_argument("--trace writes one simulation's timeline; --search runs many: give one of them");
+    throw InputError("--trace writes one simulation's timeline; --search runs many: give one of them");
   if (!trace_path.empty()) {
     if (worlds.size() != 1)
-      throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",
-                                              worlds.size()));
+      throw InputError(fmt::format("--trace writes one simulation's timeline: give a single --world N (got {} world sizes)",
+                                   worlds.size()));
     if (req.strategy.empty() && sc.strategies.size() > 1)
-      throw std::invalid_argument(fmt::format("--trace writes one simulation's timeline: pick one of the {} strategies with --strategy",
-                                              sc.strategies.size()));
+      throw InputError(fmt::format("--trace writes one simulation's timeline: pick one of the {} strategies with --strategy",
+                                   sc.strategies.size()));
     // Fail before a long simulation rather than after it.
     const auto dir = std::filesystem::path(trace_path).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
-      throw std::invalid_argument(fmt::format("--trace {}: directory {} does not exist", trace_path, dir.string()));
+      throw InputError(fmt::format("--trace {}: directory {} does not exist", trace_path, dir.string()));
   }
   Store store(req.db);
   SimOptions opt;
@@ -222,7 +223,7 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
     }
     std::fflush(stdout);
   }
-  if (!found) throw std::invalid_argument(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
+  if (!found) throw InputError(fmt::format("{}: no strategy named \"{}\"", req.scenario, req.strategy));
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "commands.hpp"
 #include "launch.hpp"
 #include "validators.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/validation.hpp"
@@ -99,7 +100,7 @@ void print_summary(const ValidationReport& r) {
 
 int validate(const ValidateRequest& req) {
   if (access(req.db.c_str(), F_OK) != 0)
-    throw std::runtime_error(req.db + ": no results store here (run `ddplab run` or `ddplab calibrate` first)");
+    throw InputError(req.db + ": no results store here (run `ddplab run` or `ddplab calibrate` first)");
   require_writable_store(req.db);  // validate stores its rows: say so before simulating, not after
   Store store(req.db);
   StoreValidation validation(store, req.options);

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/job_notes.hpp"
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,7 @@ bool under_mpi_launcher() {
 std::string self_executable() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error(std::string("cannot resolve /proc/self/exe: ") + std::strerror(errno));
+  if (n <= 0) throw RunFault(std::string("cannot resolve /proc/self/exe: ") + std::strerror(errno));
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
@@ -151,8 +152,8 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
   const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp);
   if (rc != 0) {
     restore();
-    throw std::runtime_error("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
-                             " (install openmpi-bin, or run scripts/setup.sh)");
+    throw RunFault("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
+                   " (install openmpi-bin, or run scripts/setup.sh)");
   }
   using Clock = std::chrono::steady_clock;
   int status = 0;
@@ -169,7 +170,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
     if (got == pid) break;
     if (got < 0 && errno != EINTR) {
       restore();
-      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+      throw RunFault(std::string("waitpid: ") + std::strerror(errno));
     }
     for (int usr1s = g_usr1s; usr1s > usr1_forwarded; ++usr1_forwarded) kill(pid, SIGUSR1);  // mpirun passes it on
     const int seen = g_signals;
@@ -224,7 +225,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
 JobEnd execute(const LaunchPlan& plan) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ddplab-job-XXXXXX";
-  if (!mkdtemp(dir.data())) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  if (!mkdtemp(dir.data())) throw RunFault(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
   struct RemoveDir {
     const std::string& dir;
     ~RemoveDir() {
@@ -279,7 +280,7 @@ void require_writable_store(const std::string& db) {
   std::error_code ec;
   fs::create_directories(dir, ec);  // the store's own open creates them too; a failure shows below
   auto fail = [&](const std::string& what) {
-    throw std::runtime_error(fmt::format("results store {} is not writable: {}", db, what));
+    throw InputError(fmt::format("results store {} is not writable: {}", db, what));
   };
   if (fs::exists(path)) {
     FILE* f = std::fopen(db.c_str(), "r+");

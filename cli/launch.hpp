@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 
 namespace ddplab::cli {
@@ -36,13 +37,20 @@ void retry_unstarted(LaunchPlan& plan, int attempts);
 void mark_rank_started();
 
 // How a job ended: mpirun's exit status (128 + signal when it was killed), and the SIGINT, SIGTERM or SIGHUP
-// the launcher received while it ran (0: none). An interrupted launcher exits with 128 + that signal (130, 143).
+// the launcher received while it ran (0: none).
 struct JobEnd {
   int rc = 0;
   int signal = 0;
   std::vector<std::string> failures;  // the ranks' failure notes (job_notes.hpp), rank order
   std::vector<std::string> flights;   // the ranks' flight recorder dumps (JSON, core/flight.hpp), rank order
-  int exit_code() const { return signal ? 128 + signal : rc; }
+  // What the launcher exits with: 128 + the signal it got (130, 143) when interrupted; else the kind of error a
+  // rank ended the job with, which mpirun passes on (2: bad input, 70: a bug in ddplab, error.hpp); any other
+  // failure (a rank that died, was killed, timed out, or disagreed with the others) is a fault of the run: 1.
+  int exit_code() const {
+    if (signal) return 128 + signal;
+    if (rc == 0 || rc == InputError::kExitCode || rc == InternalError::kExitCode) return rc;
+    return RunFault::kExitCode;
+  }
 };
 
 // Runs the plan in a process group of its own and waits, with a job folder of its own that the ranks find
@@ -59,7 +67,7 @@ JobEnd execute(const LaunchPlan& plan);
 // inherit DDPLAB_LAUNCH_ID; version.cpp). Another job may be writing the same store at the same time.
 std::vector<RunRow> launch_runs(Store& store, std::int64_t after_id, const std::string& launch_id);
 
-// Throws std::runtime_error naming the store when it could not be written (a read-only or immutable file, or
+// Throws InputError naming the store when it could not be written (a read-only or immutable file, or
 // a directory where SQLite cannot create its journal), before a job starts that would fail on its first row.
 void require_writable_store(const std::string& db);
 

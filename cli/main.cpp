@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "launch.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/version.hpp"
 
 int main(int argc, char** argv) {
@@ -28,10 +29,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
+    // CLI11 prints it (help and --version are "errors" that exit 0); a refused command line is bad input.
+    return app.exit(e) == 0 ? 0 : ddplab::InputError::kExitCode;
+  } catch (const ddplab::InternalError& e) {
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const ddplab::Error& e) {  // bad input (2) or a fault of the run (1)
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return e.exit_code();
+  } catch (const std::exception& e) {  // outside the hierarchy: a broken invariant
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return ddplab::InternalError::kExitCode;
   }
   return ddplab::cli::g_exit_code;
 }

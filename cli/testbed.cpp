@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
 #include "launch.hpp"
@@ -56,7 +57,7 @@ T field(const nlohmann::json& j, const char* name) {
   try {
     return j.at(name).get<T>();
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("field \"") + name + "\": " + e.what());
+    throw InputError(std::string("field \"") + name + "\": " + e.what());
   }
 }
 
@@ -69,17 +70,17 @@ std::uint64_t parse_rate(std::string_view text) {
   const std::string number = t.substr(0, i), unit = t.substr(i);
   const std::string expected = "expected a tc rate such as 100mbit, 1gbit or 10gbit, got \"" + std::string(text) + "\"";
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".")
-    throw std::invalid_argument(expected);
+    throw InputError(expected);
   double bits_per_unit = 0;
   if (unit.empty()) bits_per_unit = 1;  // tc: a bare number is bits per second
   for (const auto& u : kRateUnits)
     if (unit == u.name) bits_per_unit = u.bits;
   if (bits_per_unit == 0)
-    throw std::invalid_argument(expected + " (unknown unit \"" + unit + "\"; use bit, kbit, mbit, gbit, tbit, "
-                                "kibit..tibit, or bps, kbps, mbps, gbps, tbps for bytes per second)");
+    throw InputError(expected + " (unknown unit \"" + unit + "\"; use bit, kbit, mbit, gbit, tbit, "
+                     "kibit..tibit, or bps, kbps, mbps, gbps, tbps for bytes per second)");
   const double bits = std::strtod(number.c_str(), nullptr) * bits_per_unit;
   if (!(bits >= static_cast<double>(kMinRate)) || bits > static_cast<double>(kMaxRate))
-    throw std::invalid_argument("rate \"" + std::string(text) + "\" is out of range (1kbit to 1tbit)");
+    throw InputError("rate \"" + std::string(text) + "\" is out of range (1kbit to 1tbit)");
   return static_cast<std::uint64_t>(std::llround(bits));
 }
 
@@ -128,57 +129,57 @@ bool Subnet::contains(std::uint32_t addr) const {
 Subnet parse_subnet(std::string_view text) {
   const std::string expected = "expected a private IPv4 network such as 10.77.0.0/24, got \"" + std::string(text) + "\"";
   const auto slash = text.find('/');
-  if (slash == std::string_view::npos) throw std::invalid_argument(expected);
+  if (slash == std::string_view::npos) throw InputError(expected);
   const auto addr = parse_ipv4(text.substr(0, slash));
   const std::string len_text(text.substr(slash + 1));
   if (!addr || len_text.empty() || len_text.size() > 2 ||
       !std::all_of(len_text.begin(), len_text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    throw std::invalid_argument(expected);
+    throw InputError(expected);
   Subnet s;
   s.network = *addr;
   s.prefix_len = std::stoi(len_text);
   if (s.prefix_len < 8 || s.prefix_len > 30)
-    throw std::invalid_argument(expected + " (prefix length must be 8..30)");
+    throw InputError(expected + " (prefix length must be 8..30)");
   if ((s.network & ((1u << (32 - s.prefix_len)) - 1)) != 0)
-    throw std::invalid_argument(expected + " (host bits set; did you mean " +
-                                ipv4_text(s.network & ~((1u << (32 - s.prefix_len)) - 1)) + "/" + len_text + "?)");
+    throw InputError(expected + " (host bits set; did you mean " +
+                     ipv4_text(s.network & ~((1u << (32 - s.prefix_len)) - 1)) + "/" + len_text + "?)");
   const bool is_private = (s.network >> 24) == 10 || ((s.network >> 20) == ((172u << 4) | 1)) ||
                           ((s.network >> 16) == ((192u << 8) | 168));
   const int min_len = (s.network >> 24) == 10 ? 8 : (s.network >> 24) == 172 ? 12 : 16;
   if (!is_private || s.prefix_len < min_len)
-    throw std::invalid_argument(expected + " (not inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16)");
+    throw InputError(expected + " (not inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16)");
   return s;
 }
 
 Options make_options(int hosts, const std::string& rate, const std::string& delay, const std::string& subnet) {
   Options o;
   if (hosts < 1 || hosts > kMaxHosts)
-    throw std::invalid_argument("--hosts must be 1.." + std::to_string(kMaxHosts) + ", got " + std::to_string(hosts));
+    throw InputError("--hosts must be 1.." + std::to_string(kMaxHosts) + ", got " + std::to_string(hosts));
   o.hosts = hosts;
   try {
     o.rate_bps = parse_rate(rate);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--rate: ") + e.what());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--rate: ") + e.what(), "--rate");
   }
   if (!delay.empty()) {
     try {
       o.delay_s = parse_duration(delay);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("--delay: ") + e.what());
+    } catch (const InputError& e) {
+      throw InputError(std::string("--delay: ") + e.what(), "--delay");
     }
     if (!(o.delay_s > 0) || o.delay_s > 10)
-      throw std::invalid_argument("--delay must be above 0 and at most 10s, got \"" + delay + "\"");
+      throw InputError("--delay must be above 0 and at most 10s, got \"" + delay + "\"");
     o.delay = delay;
   }
   try {
     o.subnet = parse_subnet(subnet);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--subnet: ") + e.what());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--subnet: ") + e.what(), "--subnet");
   }
   if (static_cast<std::uint32_t>(hosts) + 1 > o.subnet.capacity())
-    throw std::invalid_argument("--subnet " + o.subnet.text() + " has room for " + std::to_string(o.subnet.capacity()) +
-                                " addresses; " + std::to_string(hosts) + " hosts and the bridge need " +
-                                std::to_string(hosts + 1));
+    throw InputError("--subnet " + o.subnet.text() + " has room for " + std::to_string(o.subnet.capacity()) +
+                     " addresses; " + std::to_string(hosts) + " hosts and the bridge need " +
+                     std::to_string(hosts + 1));
   return o;
 }
 
@@ -220,11 +221,11 @@ nlohmann::json to_json(const State& s) {
 }
 
 State state_from_json(const nlohmann::json& j) {
-  if (field<int>(j, "version") != 1) throw std::runtime_error("field \"version\": this build reads version 1");
+  if (field<int>(j, "version") != 1) throw InputError("field \"version\": this build reads version 1");
   State s;
   s.phase = field<std::string>(j, "phase");
   if (s.phase != "creating" && s.phase != "up")
-    throw std::runtime_error("field \"phase\": expected \"creating\" or \"up\", got \"" + s.phase + "\"");
+    throw InputError("field \"phase\": expected \"creating\" or \"up\", got \"" + s.phase + "\"");
   s.hosts = field<int>(j, "hosts");
   s.rate_bps = field<std::uint64_t>(j, "rate_bps");
   s.delay = field<std::string>(j, "delay");
@@ -239,14 +240,14 @@ State state_from_json(const nlohmann::json& j) {
     s.nodes.push_back({field<std::string>(n, "ns"), field<std::string>(n, "ip"), field<std::string>(n, "veth_root"),
                        field<std::string>(n, "veth_ns")});
   if (static_cast<int>(s.nodes.size()) != s.hosts)
-    throw std::runtime_error("field \"nodes\": " + std::to_string(s.nodes.size()) + " entries for " +
-                             std::to_string(s.hosts) + " hosts");
+    throw InputError("field \"nodes\": " + std::to_string(s.nodes.size()) + " entries for " +
+                     std::to_string(s.hosts) + " hosts");
   // Only our own names: `down` deletes what the file lists, so a file edited by hand must not reach further.
   auto ours = [](const std::string& name) { return name.rfind(kPrefix, 0) == 0 && name.size() <= 15; };
-  if (!ours(s.bridge)) throw std::runtime_error("field \"bridge\": \"" + s.bridge + "\" lacks the prefix " + kPrefix);
+  if (!ours(s.bridge)) throw InputError("field \"bridge\": \"" + s.bridge + "\" lacks the prefix " + kPrefix);
   for (const auto& n : s.nodes)
     for (const auto* name : {&n.ns, &n.veth_root, &n.veth_ns})
-      if (!ours(*name)) throw std::runtime_error("field \"nodes\": \"" + *name + "\" lacks the prefix " + kPrefix);
+      if (!ours(*name)) throw InputError("field \"nodes\": \"" + *name + "\" lacks the prefix " + kPrefix);
   return s;
 }
 
@@ -254,28 +255,28 @@ void write_state(const State& s, const std::string& path) {
   const std::filesystem::path p(path);
   std::error_code ec;
   std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create " + p.parent_path().string() + ": " + ec.message());
+  if (ec) throw RunFault("cannot create " + p.parent_path().string() + ": " + ec.message());
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << to_json(s).dump(2) << "\n";
     out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
+    if (!out) throw RunFault("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  if (ec) throw RunFault("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
 std::optional<State> read_state(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     if (access(path.c_str(), F_OK) != 0) return std::nullopt;
-    throw std::runtime_error("cannot read the test bed state " + path);
+    throw RunFault("cannot read the test bed state " + path);
   }
   try {
     return state_from_json(nlohmann::json::parse(in));
   } catch (const std::exception& e) {
-    throw std::runtime_error("test bed state " + path + " is unreadable: " + e.what());
+    throw InputError("test bed state " + path + " is unreadable: " + e.what());
   }
 }
 

@@ -21,7 +21,7 @@ inline constexpr int kMaxHosts = 64;
 
 // Rates as tc writes them: a number and a unit, bit (or none), kbit, mbit, gbit, tbit, the IEC forms kibit,
 // mibit, ..., and bytes per second bps, kbps, mbps, gbps, tbps, kibps, ... Case-insensitive. Returns bits/s;
-// throws std::invalid_argument naming the expected form.
+// throws InputError naming the expected form.
 std::uint64_t parse_rate(std::string_view text);
 std::string format_rate(std::uint64_t bits_per_s);  // "1gbit", "100mbit", "1500kbit": parse_rate's inverse
 
@@ -78,7 +78,7 @@ std::string state_path();
 State plan_state(const Options& opt, const std::string& dir);
 
 nlohmann::json to_json(const State& s);
-State state_from_json(const nlohmann::json& j);  // throws std::runtime_error naming the bad field
+State state_from_json(const nlohmann::json& j);  // throws InputError naming the bad field
 // Written to a temporary file and renamed, so a crash never leaves half a state file.
 void write_state(const State& s, const std::string& path);
 std::optional<State> read_state(const std::string& path);  // nullopt when absent; throws when unreadable

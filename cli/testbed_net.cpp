@@ -19,6 +19,7 @@
 #include "launch.hpp"
 #include "testbed.hpp"
 #include "testbed_proc.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab::cli::testbed {
 
@@ -134,9 +135,9 @@ class Lock {
     std::filesystem::create_directories(dir, ec);
     const std::string path = dir + "/lock";
     fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    if (fd_ < 0) throw RunFault("cannot open " + path + ": " + std::strerror(errno));
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0)
-      throw std::runtime_error("another `ddplab testbed up/down` holds " + path + "; wait for it to finish");
+      throw RunFault("another `ddplab testbed up/down` holds " + path + "; wait for it to finish");
   }
   ~Lock() { close(fd_); }
   Lock(const Lock&) = delete;
@@ -148,8 +149,8 @@ class Lock {
 
 void require_root(const char* what) {
   if (geteuid() != 0)
-    throw std::runtime_error(std::string("ddplab testbed ") + what +
-                             " needs root (network namespaces, veths and tc qdiscs); run it as root or with sudo");
+    throw InputError(std::string("ddplab testbed ") + what +
+                     " needs root (network namespaces, veths and tc qdiscs); run it as root or with sudo");
 }
 
 std::string delay_arg(double seconds) { return std::to_string(std::llround(seconds * 1e6)) + "us"; }
@@ -178,7 +179,7 @@ void probe(const Options& opt) {
     problem = e.what();
   }
   check_command({"ip", "netns", "del", ns});
-  if (!problem.empty()) throw std::runtime_error(problem);
+  if (!problem.empty()) throw RunFault(problem);
 }
 
 // Refuses a subnet that an interface outside the test bed already uses.
@@ -187,8 +188,8 @@ void check_subnet_free(const Subnet& subnet) {
     for (const auto& a : l.value("addr_info", nlohmann::json::array())) {
       const auto addr = parse_ipv4(a.value("local", ""));
       if (addr && subnet.contains(*addr))
-        throw std::runtime_error("--subnet " + subnet.text() + " is in use: " + a.value("local", "") + " on " +
-                                 l.value("ifname", "?") + "; choose another with --subnet");
+        throw InputError("--subnet " + subnet.text() + " is in use: " + a.value("local", "") + " on " +
+                         l.value("ifname", "?") + "; choose another with --subnet");
     }
 }
 
@@ -235,11 +236,11 @@ void create(const State& s, const Options& opt) {
       std::_Exit(86);
     }
     if (fail_after >= 0 && static_cast<int>(i) + 1 >= fail_after)
-      throw std::runtime_error("DDPLAB_TESTBED_FAULT: failing after " + std::to_string(i + 1) + " hosts");
+      throw RunFault("DDPLAB_TESTBED_FAULT: failing after " + std::to_string(i + 1) + " hosts");
   }
   std::ofstream(s.hostfile, std::ios::trunc) << hostfile_text(s);
   std::ofstream(s.agent, std::ios::trunc) << agent_script(s);
-  if (chmod(s.agent.c_str(), 0755) != 0) throw std::runtime_error("chmod " + s.agent + ": " + std::strerror(errno));
+  if (chmod(s.agent.c_str(), 0755) != 0) throw RunFault("chmod " + s.agent + ": " + std::strerror(errno));
 }
 
 // Removes what the state lists (when given) and then every prefixed leftover; returns what it removed.
@@ -315,22 +316,22 @@ int up(const Options& opt) {
   try {
     existing = read_state(state_path());
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string(e.what()) + "; run `ddplab testbed down` to clean up");
+    throw InputError(std::string(e.what()) + "; run `ddplab testbed down` to clean up");
   }
   if (existing) {
     const Health h = inspect(&*existing, scan());
     if (h.whole(*existing))
-      throw std::runtime_error("a test bed is already up (" + std::to_string(existing->hosts) + " hosts at " +
-                               existing->rate() + "); run `ddplab testbed down` first");
-    throw std::runtime_error("a test bed left over from a crash is here (state " + state_path() + ", phase " +
-                             existing->phase + "); run `ddplab testbed down` to remove it, then `up` again");
+      throw InputError("a test bed is already up (" + std::to_string(existing->hosts) + " hosts at " +
+                       existing->rate() + "); run `ddplab testbed down` first");
+    throw InputError("a test bed left over from a crash is here (state " + state_path() + ", phase " +
+                     existing->phase + "); run `ddplab testbed down` to remove it, then `up` again");
   }
   const Inventory inv = scan();
   if (!inv.netns.empty() || !inv.links.empty()) {
     std::string list;
     for (const auto& l : inspect(nullptr, inv).leftovers) list += (list.empty() ? "" : ", ") + l;
-    throw std::runtime_error("leftovers of an earlier test bed, not in any state file: " + list +
-                             "; run `ddplab testbed down` to remove them");
+    throw InputError("leftovers of an earlier test bed, not in any state file: " + list +
+                     "; run `ddplab testbed down` to remove them");
   }
   check_subnet_free(opt.subnet);
   probe(opt);
@@ -347,7 +348,7 @@ int up(const Options& opt) {
     } catch (const std::exception& e2) {
       cleanup = std::string("cleanup failed too (") + e2.what() + "); run `ddplab testbed down`";
     }
-    throw std::runtime_error(std::string("testbed up failed: ") + e.what() + "; " + cleanup);
+    throw RunFault(std::string("testbed up failed: ") + e.what() + "; " + cleanup);
   }
   s.phase = "up";
   write_state(s, state_path());
@@ -380,7 +381,7 @@ int down() {
     left = scan();
   }
   if (!left.netns.empty() || !left.links.empty())
-    throw std::runtime_error("some " + std::string(kPrefix) + " objects survived `down`; see `ddplab testbed status`");
+    throw RunFault("some " + std::string(kPrefix) + " objects survived `down`; see `ddplab testbed status`");
   if (removed.empty() && !s) std::printf("no test bed was up\n");
   return 0;
 }
@@ -432,15 +433,15 @@ int status() {
 State require_up(std::optional<int> np) {
   std::optional<State> s = read_state(state_path());
   if (!s)
-    throw std::runtime_error("--testbed: no test bed is up (no " + state_path() +
-                             "); start one with `ddplab testbed up --hosts N --rate 1gbit`");
-  if (geteuid() != 0) throw std::runtime_error("--testbed needs root: the launch agent enters network namespaces");
+    throw InputError("--testbed: no test bed is up (no " + state_path() +
+                     "); start one with `ddplab testbed up --hosts N --rate 1gbit`");
+  if (geteuid() != 0) throw InputError("--testbed needs root: the launch agent enters network namespaces");
   if (!inspect(&*s, scan()).whole(*s))
-    throw std::runtime_error("--testbed: the test bed is incomplete or has leftovers; see `ddplab testbed status`, "
-                             "then `ddplab testbed down` and `up` again");
+    throw InputError("--testbed: the test bed is incomplete or has leftovers; see `ddplab testbed status`, "
+                     "then `ddplab testbed down` and `up` again");
   if (np && *np != s->hosts)
-    throw std::invalid_argument("--np " + std::to_string(*np) + " disagrees with the test bed's " +
-                                std::to_string(s->hosts) + " hosts (one rank per host); leave out --np");
+    throw InputError("--np " + std::to_string(*np) + " disagrees with the test bed's " +
+                     std::to_string(s->hosts) + " hosts (one rank per host); leave out --np");
   return *s;
 }
 

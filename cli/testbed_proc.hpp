@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab::cli::testbed {
 
 struct CommandResult {
@@ -12,8 +14,9 @@ struct CommandResult {
   std::string out, err;
 };
 
-struct CommandError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A command the test bed needs (ip, tc) that could not start or failed: a fault of the run (exit 1).
+struct CommandError : RunFault {
+  using RunFault::RunFault;
 };
 
 // Runs argv[0] (looked up in PATH) and waits. Throws CommandError only when it cannot be started.

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab::cli {
 
 Transport open_transport(Communicator& mpi, const std::string& name, double timeout_s) {
@@ -13,7 +15,7 @@ Transport open_transport(Communicator& mpi, const std::string& name, double time
     t.nccl = open_nccl_communicator(mpi, *t.device, timeout_s);
     t.comm = t.nccl.get();
   } else if (name != "mpi") {
-    throw std::invalid_argument("unknown transport \"" + name + "\" (known: mpi, nccl)");
+    throw InputError("unknown transport \"" + name + "\" (known: mpi, nccl)");
   }
   return t;
 }
@@ -21,7 +23,7 @@ Transport open_transport(Communicator& mpi, const std::string& name, double time
 void require_gpu_backend(const std::string& option, const std::string& backend) {
   if (backend == "cpu" || backend == "mpi") return;
   const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) throw std::runtime_error(option + " \"" + backend + "\" cannot run here: " + why);
+  if (!why.empty()) throw InputError(option + " \"" + backend + "\" cannot run here: " + why);
 }
 
 }  // namespace ddplab::cli

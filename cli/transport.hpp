@@ -21,7 +21,7 @@ struct Transport {
 // On every rank: `name` over `mpi`. NCCL's watchdog aborts a collective stuck longer than timeout_s.
 Transport open_transport(Communicator& mpi, const std::string& name, double timeout_s);
 
-// Before mpirun starts any rank: throws std::runtime_error saying why this machine cannot run a GPU
+// Before mpirun starts any rank: throws InputError saying why this machine cannot run a GPU
 // `backend` ("cuda", "cuda+mpi" or transport "nccl"), naming the option it came from; nothing for "cpu"/"mpi".
 void require_gpu_backend(const std::string& option, const std::string& backend);
 

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/units.hpp"
 
 namespace ddplab::cli {
@@ -41,8 +42,8 @@ inline CLI::Validator non_negative_int() { return number_in(0, std::numeric_limi
 inline std::vector<int> world_sizes_option(const char* option, const std::string& text) {
   try {
     return parse_world_list(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("{}: {}", option, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", option, e.what()), option);
   }
 }
 

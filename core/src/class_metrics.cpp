@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -17,14 +19,14 @@ const Evaluation& pick(const RunRow& run, const std::vector<Evaluation>& evals, 
   if (!found) {
     std::string steps;
     for (const Evaluation& e : evals) steps += (steps.empty() ? "" : ", ") + std::to_string(e.step);
-    throw std::invalid_argument(
+    throw InputError(
         step ? fmt::format("run {} has no evaluation at step {} (it has: {})", run.id, *step, steps.empty() ? "none" : steps)
              : fmt::format("run {} has no evaluation", run.id));
   }
   if (found->confusion.empty())
-    throw std::invalid_argument(fmt::format("run {}'s evaluation at step {} has no confusion matrix (stored before schema "
-                                            "version 5); run it again for per-class metrics",
-                                            run.id, found->step));
+    throw InputError(fmt::format("run {}'s evaluation at step {} has no confusion matrix (stored before schema "
+                                 "version 5); run it again for per-class metrics",
+                                 run.id, found->step));
   return *found;
 }
 
@@ -45,10 +47,10 @@ std::vector<std::vector<std::int64_t>> confusion_rows(const Evaluation& e) {
 
 ClassMetrics class_metrics(const std::vector<std::int64_t>& m, int classes) {
   if (classes < 1 || m.size() != static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes))
-    throw std::invalid_argument(fmt::format("a confusion matrix of {} classes needs {} counts, got {}", classes,
-                                            classes * classes, m.size()));
+    throw InputError(fmt::format("a confusion matrix of {} classes needs {} counts, got {}", classes,
+                                 classes * classes, m.size()));
   if (std::any_of(m.begin(), m.end(), [](std::int64_t v) { return v < 0; }))
-    throw std::invalid_argument("a confusion matrix holds counts: a negative entry");
+    throw InputError("a confusion matrix holds counts: a negative entry");
   ClassMetrics out;
   out.classes = classes;
   const auto at = [&](int t, int p) { return m[static_cast<std::size_t>(t * classes + p)]; };

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 
 namespace ddplab {
@@ -18,12 +19,12 @@ std::vector<std::vector<unsigned>> parse_topology_spec(std::string_view text) {
     const auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
     const std::size_t used = static_cast<std::size_t>(end - text.data()) - i;
     if (ec != std::errc() || used == 0 || v == 0)
-      throw std::invalid_argument(fmt::format("expected a positive integer at character {}", i + 1));
+      throw InputError(fmt::format("expected a positive integer at character {}", i + 1));
     groups.back().push_back(v);
     i += used;
     if (i == text.size()) return groups;
     if (text[i] == ';') groups.emplace_back();
-    else if (text[i] != ',') throw std::invalid_argument(fmt::format("unexpected '{}' at character {}", text[i], i + 1));
+    else if (text[i] != ',') throw InputError(fmt::format("unexpected '{}' at character {}", text[i], i + 1));
     ++i;
   }
 }
@@ -75,7 +76,7 @@ void apply_cluster_preset(ClusterConfig& c, std::string_view preset) {
     c.link_bandwidth = 1e9 / 8;
     c.topology = "star";
   } else {
-    throw std::invalid_argument(fmt::format("unknown cluster preset \"{}\"", preset));
+    throw InputError(fmt::format("unknown cluster preset \"{}\"", preset));
   }
 }
 

@@ -10,6 +10,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::string flight_to_json(const std::vector<FlightRecord>& records) {
@@ -23,7 +25,7 @@ std::string flight_to_json(const std::vector<FlightRecord>& records) {
 
 std::vector<FlightRecord> flight_from_json(const std::string& text) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_array()) throw std::invalid_argument("a flight recorder dump must be a JSON array");
+  if (!j.is_array()) throw InputError("a flight recorder dump must be a JSON array");
   std::vector<FlightRecord> out;
   try {
     for (const auto& e : j) {
@@ -40,7 +42,7 @@ std::vector<FlightRecord> flight_from_json(const std::string& text) {
       out.push_back(std::move(r));
     }
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("flight recorder dump, record {}: {}", out.size(), e.what()));
+    throw InputError(fmt::format("flight recorder dump, record {}: {}", out.size(), e.what()));
   }
   return out;
 }

@@ -6,13 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 
 namespace ddplab {
 
 RankReport rank_report(const std::vector<StepMetrics>& steps, std::int64_t skip_steps,
                        const std::vector<Resources>& resources) {
-  if (steps.empty()) throw std::invalid_argument("the run stored no steps");
+  if (steps.empty()) throw InputError("the run stored no steps");
   std::int64_t last = 0;
   for (const auto& s : steps) last = std::max(last, s.step);
   const std::int64_t from = std::min(skip_steps, last);

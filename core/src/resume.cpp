@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::string run_checkpoint_folder(const Scenario& sc, const std::string& db_path, std::int64_t run) {
@@ -44,7 +46,7 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
   ResumePoint p;
   if (run_id) {
     const auto row = store.run(*run_id);
-    if (!row) throw std::invalid_argument(fmt::format("--resume {}: no run with that id in {}", *run_id, store.path()));
+    if (!row) throw InputError(fmt::format("--resume {}: no run with that id in {}", *run_id, store.path()));
     p.run = *row;
   } else {
     // The newest unfinished measured run of this scenario that has a checkpoint to continue from, and that no
@@ -63,59 +65,59 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
       if (found) p.run = *it;
     }
     if (!found)
-      throw std::invalid_argument(fmt::format("--resume: scenario \"{}\" has no failed, interrupted or abandoned run with a "
-                                              "checkpoint in {} (train.checkpoint_every = N takes them)",
-                                              sc.name, store.path()));
+      throw InputError(fmt::format("--resume: scenario \"{}\" has no failed, interrupted or abandoned run with a "
+                                   "checkpoint in {} (train.checkpoint_every = N takes them)",
+                                   sc.name, store.path()));
   }
   const RunRow& r = p.run;
   if (r.status == "completed")
-    throw std::invalid_argument(fmt::format("--resume {}: run {} is completed; there is nothing to continue", r.id, r.id));
+    throw InputError(fmt::format("--resume {}: run {} is completed; there is nothing to continue", r.id, r.id));
   if (r.status == "running")
-    throw std::invalid_argument(fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
-                                            "machine); stop it first",
-                                            r.id, r.id));
+    throw InputError(fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
+                                 "machine); stop it first",
+                                 r.id, r.id));
   if (r.info.source != "measured")
-    throw std::invalid_argument(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, r.info.source));
+    throw InputError(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, r.info.source));
   if (r.info.scenario != sc.name)
-    throw std::invalid_argument(fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id,
-                                            r.info.scenario, sc.name));
+    throw InputError(fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id,
+                                 r.info.scenario, sc.name));
   bool have = false;
   for (const CheckpointRow& c : store.checkpoints(r.id))
     if (!c.final) p.checkpoint = c, have = true;
   if (!have)
-    throw std::invalid_argument(fmt::format("--resume {}: run {} has no checkpoint (train.checkpoint_every was 0, or it "
-                                            "stopped before the first one)",
-                                            r.id, r.id));
+    throw InputError(fmt::format("--resume {}: run {} has no checkpoint (train.checkpoint_every was 0, or it "
+                                 "stopped before the first one)",
+                                 r.id, r.id));
   p.strategy_index = sc.strategies.size();
   for (std::size_t i = 0; i < sc.strategies.size(); ++i)
     if (sc.strategies[i].name == r.info.strategy) p.strategy_index = i;
   if (p.strategy_index == sc.strategies.size())
-    throw std::invalid_argument(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
-                                            r.info.strategy));
+    throw InputError(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
+                                 r.info.strategy));
   p.world = world > 0 ? world : r.info.world_size;
   const std::string file = rank_checkpoint_file(p.checkpoint.path, 0);
   Checkpoint head;
   try {
     head = read_checkpoint(file);
   } catch (const CheckpointError& e) {
-    throw std::invalid_argument(fmt::format("--resume {}: {}", r.id, e.what()));
+    throw e.prefixed(fmt::format("--resume {}: ", r.id));
   }
   // On another number of ranks the world size differs by design; nothing else may.
   nlohmann::json now = checkpoint_identity(sc, sc.strategies[p.strategy_index], r.info.world_size);
   const std::string diff = identity_differences(head.meta.value("identity", nlohmann::json()), now);
   if (!diff.empty())
-    throw std::invalid_argument(fmt::format("--resume {}: {} was written for other settings: {}", r.id, file, diff));
+    throw InputError(fmt::format("--resume {}: {} was written for other settings: {}", r.id, file, diff));
   if (p.elastic()) {
     const auto agree = head.meta.value("trainer", nlohmann::json::object()).value("agreement", std::vector<int>{});
     if (std::find(agree.begin(), agree.end(), 0) != agree.end())
-      throw std::invalid_argument(fmt::format("--resume {}: its checkpoint at step {} falls where the replicas differ "
-                                              "(between local SGD's syncs): it can continue on its {} ranks only",
-                                              r.id, p.checkpoint.step, r.info.world_size));
+      throw InputError(fmt::format("--resume {}: its checkpoint at step {} falls where the replicas differ "
+                                   "(between local SGD's syncs): it can continue on its {} ranks only",
+                                   r.id, p.checkpoint.step, r.info.world_size));
     for (int rank = 1; rank < r.info.world_size; ++rank)
       if (!std::filesystem::exists(rank_checkpoint_file(p.checkpoint.path, rank)))
-        throw std::invalid_argument(fmt::format("--resume {}: {} is missing: on another number of ranks every old rank's "
-                                                "file is read",
-                                                r.id, rank_checkpoint_file(p.checkpoint.path, rank)));
+        throw InputError(fmt::format("--resume {}: {} is missing: on another number of ranks every old rank's "
+                                     "file is read",
+                                     r.id, rank_checkpoint_file(p.checkpoint.path, rank)));
   }
   return p;
 }

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 const std::vector<std::string>& run_statuses() {
@@ -21,7 +23,7 @@ std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::
   const auto& known = run_statuses();
   for (const std::string& s : statuses)
     if (std::find(known.begin(), known.end(), s) == known.end())
-      throw std::invalid_argument(fmt::format("unknown run status \"{}\" (one of: {})", s, fmt::join(known, ", ")));
+      throw InputError(fmt::format("unknown run status \"{}\" (one of: {})", s, fmt::join(known, ", ")));
   const std::set<std::string> wanted(statuses.begin(), statuses.end());
   std::vector<RunRow> out;
   for (RunRow& r : store.runs())
@@ -44,7 +46,7 @@ std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int
   if (!running.empty())
     why.push_back(fmt::format("run {} still marked running (its launcher may be writing it; stop it first)",
                               fmt::join(running, ", ")));
-  if (!why.empty()) throw std::invalid_argument(fmt::format("nothing deleted: {}", fmt::join(why, "; ")));
+  if (!why.empty()) throw InputError(fmt::format("nothing deleted: {}", fmt::join(why, "; ")));
   std::vector<std::int64_t> checked;
   std::vector<std::string> folders;  // the runs' checkpoints, removed once their rows are gone
   for (const RunRow& r : rows) {
@@ -80,7 +82,7 @@ JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs
   std::vector<FlightRecord> calls;
   for (const std::string& dump : outcome.flights) try {
       for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
-    } catch (const std::invalid_argument& e) {
+    } catch (const InputError& e) {
       out.unreadable.push_back(e.what());
     }
   if (unfinished != launch_runs.rend() && !calls.empty()) {

@@ -260,7 +260,7 @@ void read_topology_spec(const Reader& r, const toml::table& t, std::string_view 
   std::vector<std::vector<unsigned>> g;
   try {
     g = parse_topology_spec(text->get());
-  } catch (const std::invalid_argument& e) {
+  } catch (const InputError& e) {
     r.fail(*n, field, fmt::format("must be {} ({})", syntax, e.what()));
   }
   bool ok = true;
@@ -515,7 +515,8 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
 
 Scenario load_scenario(const std::string& path) {
   auto cannot_open = [&](int err) {
-    return ScenarioError(fmt::format("{}: cannot open scenario file ({})", path, std::strerror(err)));
+    return ScenarioError(InputLocation{.file = path},
+                         fmt::format("cannot open scenario file ({})", std::strerror(err)));
   };
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw cannot_open(errno);

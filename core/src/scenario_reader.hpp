@@ -109,11 +109,14 @@ class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
 
-  [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
-    throw ScenarioError(fmt::format("{}:{}:{}: {}", path_, where.begin.line, where.begin.column, message));
+  // "FILE:LINE:COL: MESSAGE", the field (when one is at fault) carried beside it.
+  [[noreturn]] void fail(const toml::source_region& where, const std::string& message, std::string field = {}) const {
+    throw ScenarioError(InputLocation{path_, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column),
+                                      std::move(field)},
+                        message);
   }
   [[noreturn]] void fail(const toml::node& node, const std::string& field, std::string_view problem) const {
-    fail(node.source(), fmt::format("{} {}, got {}", field, problem, show(node)));
+    fail(node.source(), fmt::format("{} {}, got {}", field, problem, show(node)), field);
   }
 
   // Rejects keys of `table` outside `known`; reports the first one in the file.
@@ -126,7 +129,7 @@ class Reader {
     if (!first) return;
     std::string message = fmt::format("unknown key {}{}", prefix, first->str());
     if (auto guess = closest(first->str(), known)) message += fmt::format(" (did you mean {}{}?)", prefix, *guess);
-    fail(first->source(), message);
+    fail(first->source(), message, prefix + std::string(first->str()));
   }
 
   // A registry entry's options table (`key = { ratio = 0.01 }`): values as text into `out`, and each
@@ -219,12 +222,8 @@ class Reader {
       } else {
         parse("-");
       }
-    } catch (const std::invalid_argument& e) {
-      std::string_view what = e.what();
-      const auto got = what.rfind(", got ");  // replace the parser's quoting with ours
-      std::string_view expectation = what.substr(0, got);
-      if (expectation.starts_with("expected ")) expectation.remove_prefix(9);
-      fail(n, field, fmt::format("must be {}", expectation));
+    } catch (const UnitError& e) {
+      fail(n, field, fmt::format("must be {}", e.expected()));  // our own quoting of the value, not the parser's
     }
     if (positive && v <= 0) fail(n, field, "must be greater than 0");
     return v;

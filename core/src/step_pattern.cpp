@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::size_t StepPattern::segment_of(std::int64_t s) const {
@@ -39,7 +41,7 @@ StepPattern StepPattern::from_json(const nlohmann::json& j) {
     p.segments.push_back({s.at("first").get<std::int64_t>(), s.at("length").get<std::int64_t>(),
                           s.at("repeats").get<std::int64_t>(), s.value("what", std::string())});
   if (p.segments.empty() || p.steady().length < 1)
-    throw std::invalid_argument("step pattern: no steady segment of at least one micro-step");
+    throw InputError("step pattern: no steady segment of at least one micro-step");
   return p;
 }
 

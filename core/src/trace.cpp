@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -53,10 +55,10 @@ nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const nlohman
 void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events, const nlohmann::json& metadata) {
   const std::string text = chrome_trace(events, metadata).dump();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw std::runtime_error("cannot write trace " + path + ": " + std::strerror(errno));
+  if (!f) throw InputError("cannot write trace " + path + ": " + std::strerror(errno));
   f << text << '\n';
   f.flush();
-  if (!f) throw std::runtime_error("cannot write trace " + path + ": write failed");
+  if (!f) throw InputError("cannot write trace " + path + ": write failed");
 }
 
 std::int64_t trace_step(const TraceEvent& e) {

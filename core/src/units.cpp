@@ -42,7 +42,8 @@ double parse_with_units(std::string_view text, std::initializer_list<Unit> units
 }
 
 [[noreturn]] void reject(std::string_view kind, std::string_view example, std::string_view text) {
-  throw std::invalid_argument(fmt::format("expected a {} such as \"{}\", got \"{}\"", kind, example, text));
+  const std::string expected = fmt::format("a {} such as \"{}\"", kind, example);
+  throw UnitError(fmt::format("expected {}, got \"{}\"", expected, text), expected);
 }
 
 }  // namespace
@@ -119,7 +120,7 @@ std::string format_duration(double seconds) {
 
 std::vector<int> parse_world_list(std::string_view text) {
   auto fail = [&](const std::string& why) {
-    return std::invalid_argument(fmt::format("world sizes \"{}\": {}", text, why));
+    return InputError(fmt::format("world sizes \"{}\": {}", text, why));
   };
   std::vector<std::string> items;
   std::stringstream in{std::string(text)};

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/gui/breakdown_view.hpp"
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/schedule.hpp"
@@ -68,13 +69,13 @@ WhatIfResult run_what_if(const WhatIfRequest& req) {
   WhatIfResult r;
   r.id = req.id;
   try {
-    if (req.strategy >= req.scenario.strategies.size()) throw std::invalid_argument("no such strategy in the scenario");
+    if (req.strategy >= req.scenario.strategies.size()) throw InternalError("no such strategy in the scenario");
     const StrategyConfig& st = req.scenario.strategies[req.strategy];
     const Store store(req.store_path, Store::Access::ReadOnly);
     // As written: the scenario's own cluster and strategy, at the chosen size.
     if (req.inputs.mode == "exact" && req.inputs.world > kExactMaxWorld)
-      throw std::invalid_argument("exact simulation above " + std::to_string(kExactMaxWorld) +
-                                  " ranks takes minutes and cannot be interrupted here; use aggregated (or `ddplab simulate --exact`)");
+      throw InputError("exact simulation above " + std::to_string(kExactMaxWorld) +
+                       " ranks takes minutes and cannot be interrupted here; use aggregated (or `ddplab simulate --exact`)");
     SimOptions given;
     given.mode = req.inputs.mode;
     given.keep_trace = false;  // as `ddplab simulate` without --trace: no per-op records through the pipe

@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "host_layers.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
@@ -113,7 +114,7 @@ std::unique_ptr<Ops> make_ops(const std::string& backend) {
   if (backend == "cpu") return std::make_unique<CpuOps>();
   if (backend == "reference") return make_reference_ops();
   if (backend == "cuda") return make_cuda_ops();
-  throw std::invalid_argument("unknown backend \"" + backend + "\" (known: cpu, reference, cuda)");
+  throw InputError("unknown backend \"" + backend + "\" (known: cpu, reference, cuda)");
 }
 
 }  // namespace ddplab

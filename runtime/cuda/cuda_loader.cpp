@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuda_plugin.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
 
@@ -89,20 +90,22 @@ std::string cuda_unavailable_reason() {
 std::unique_ptr<Ops> make_cuda_ops(bool tf32) {
   std::string error;
   const Plugin p = load(&error);
-  if (!p.make_ops) throw std::runtime_error(error);
+  if (!p.make_ops) throw InputError(error);
   char why[1024] = "";
   Ops* ops = p.make_ops(tf32, -1, why, sizeof why);
-  if (!ops) throw std::runtime_error(std::string("backend \"cuda\" is not available: ") + why);
+  if (!ops) throw InputError(std::string("backend \"cuda\" is not available: ") + why);
   return std::unique_ptr<Ops>(ops);
 }
 
 std::unique_ptr<Communicator> open_nccl_communicator(Communicator& bootstrap, Ops& cuda_ops, double timeout_s) {
   std::string error;
   const Plugin p = load(&error);
-  if (!p.make_nccl) throw std::runtime_error(error);
+  if (!p.make_nccl) throw InputError(error);
   char why[1024] = "";
   Communicator* c = p.make_nccl(&bootstrap, &cuda_ops, timeout_s, why, sizeof why);
-  if (!c) throw std::runtime_error(std::string("rank ") + std::to_string(bootstrap.rank()) + ": NCCL: " + why);
+  if (!c)
+    throw RunFault(std::string("rank ") + std::to_string(bootstrap.rank()) + ": NCCL: " + why,
+                   {.rank = bootstrap.rank(), .op = "NCCL init"});
   return std::unique_ptr<Communicator>(c);
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/strategies/half.hpp"
 #include "ddplab/strategies/schedule.hpp"
@@ -24,7 +25,7 @@ void check(int rc, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+  throw RunFault(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)), {.op = what});
 }
 #define MPI_CHECK(call) check((call), #call)
 
@@ -99,7 +100,7 @@ class MpiCommunicator final : public Communicator {
       case ElemType::IndexValue:
         break;
     }
-    throw std::invalid_argument(std::string("allreduce of ") + elem_name(type) + " is not a sum");
+    throw InternalError(std::string("allreduce of ") + elem_name(type) + " is not a sum");
   }
   void all_gather(void* data, std::size_t bytes_per_rank) override {
     MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, data, as_int(bytes_per_rank), MPI_BYTE, comm_));

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 
@@ -76,7 +77,7 @@ std::vector<LocalWork> codec_probe_works(std::size_t max_elements) {
 }
 
 std::vector<CodecWorkTiming> measure_codec_work(Communicator& comm, Ops& ops, int reps, std::size_t max_elements) {
-  if (reps < 1) throw std::invalid_argument("measure_codec_work: reps must be >= 1");
+  if (reps < 1) throw InputError("measure_codec_work: reps must be >= 1");
   CodecCompute& cc = ops.codec_compute();
   const std::vector<LocalWork> works = codec_probe_works(max_elements);
   std::size_t floats = max_elements, pairs = max_elements / 10 + 1;

@@ -1,6 +1,7 @@
 // Collective benchmark: see collective_bench.hpp for the metric definitions.
 #include "ddplab/runtime/collective_bench.hpp"
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ std::string_view trim(std::string_view s) {
 std::uint64_t whole_floats(std::string_view text) {
   const std::uint64_t bytes = parse_bytes(trim(text));
   if (bytes < kElem)
-    throw std::invalid_argument("size \"" + std::string(trim(text)) + "\" is less than one float (4 bytes)");
+    throw InputError("size \"" + std::string(trim(text)) + "\" is less than one float (4 bytes)");
   return bytes / kElem * kElem;
 }
 
@@ -72,7 +73,7 @@ std::vector<std::uint64_t> parse_size_list(std::string_view text) {
   if (const auto colon = text.find(':'); colon != std::string_view::npos) {
     const std::uint64_t lo = whole_floats(text.substr(0, colon)), hi = whole_floats(text.substr(colon + 1));
     if (lo > hi)
-      throw std::invalid_argument("size range \"" + std::string(text) + "\": the first size exceeds the last");
+      throw InputError("size range \"" + std::string(text) + "\": the first size exceeds the last");
     for (std::uint64_t s = lo; s <= hi; s *= 2) sizes.push_back(s);
   } else {
     std::size_t start = 0;
@@ -88,12 +89,12 @@ std::vector<std::uint64_t> parse_size_list(std::string_view text) {
 void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt, const BenchRowSink& on_row,
                           const BenchProgress& on_progress) {
   using Clock = std::chrono::steady_clock;
-  if (opt.iters < 1) throw std::invalid_argument("iters must be >= 1");
-  if (opt.warmup < 0) throw std::invalid_argument("warmup must be >= 0");
+  if (opt.iters < 1) throw InputError("iters must be >= 1");
+  if (opt.warmup < 0) throw InputError("warmup must be >= 0");
   const int n = comm.size(), me = comm.rank();
   if (comm.chunk_memory() && !opt.device)
-    throw std::invalid_argument("collective bench: this communicator's buffers live on a device (NCCL); "
-                                "CollectiveBenchOptions::device must name the backend that allocates them");
+    throw InternalError("collective bench: this communicator's buffers live on a device (NCCL); "
+                        "CollectiveBenchOptions::device must name the backend that allocates them");
   const std::uint64_t max_bytes = opt.sizes.empty() ? 0 : *std::max_element(opt.sizes.begin(), opt.sizes.end());
   std::vector<float> buf(max_bytes / kElem);  // the inputs and results, on the host
   DeviceBuffer dev;                            // the reduced buffer itself with opt.device

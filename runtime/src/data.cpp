@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 Dataset load_fashion_mnist(const std::string& dir, bool train) {
@@ -47,7 +49,7 @@ void shuffle_indices(std::vector<std::size_t>& v, std::mt19937_64& rng) {
 DistributedSampler::DistributedSampler(std::size_t n, int rank, int world, std::uint64_t seed, bool shuffle, bool drop_last)
     : n_(n), per_rank_(drop_last ? n / static_cast<std::size_t>(std::max(world, 1)) : (n + world - 1) / world),
       rank_(rank), world_(world), seed_(seed), shuffle_(shuffle) {
-  if (world < 1 || rank < 0 || rank >= world) throw std::invalid_argument("DistributedSampler: bad rank/world size");
+  if (world < 1 || rank < 0 || rank >= world) throw InternalError("DistributedSampler: bad rank/world size");
   if (n == 0) throw DataError("DistributedSampler: empty dataset");
   if (per_rank_ == 0)
     throw DataError("DistributedSampler: " + std::to_string(n) + " samples for " + std::to_string(world) +
@@ -87,13 +89,13 @@ Dataset load_scenario_data(const Scenario& s, bool train) {
                                    s.train.seed + (train ? 0 : 1))
                   : load_fashion_mnist(s.data.path, train);
   if (d.features != features)
-    throw std::invalid_argument(fmt::format("{}: {} is {} but dataset {} has {} features per sample", s.path,
-                                            cnn ? "model.image (height x width x channels)" : "model.layers[0]",
-                                            features, s.data.dataset, d.features));
+    throw InputError(fmt::format("{}: {} is {} but dataset {} has {} features per sample", s.path,
+                                 cnn ? "model.image (height x width x channels)" : "model.layers[0]",
+                                 features, s.data.dataset, d.features));
   if (d.classes != classes)
-    throw std::invalid_argument(fmt::format("{}: {} is {} but dataset {} has {} classes", s.path,
-                                            cnn ? "model.classes" : "the last of model.layers", classes,
-                                            s.data.dataset, d.classes));
+    throw InputError(fmt::format("{}: {} is {} but dataset {} has {} classes", s.path,
+                                 cnn ? "model.classes" : "the last of model.layers", classes,
+                                 s.data.dataset, d.classes));
   return d;
 }
 

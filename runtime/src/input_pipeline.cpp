@@ -5,6 +5,8 @@
 #include <string>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 InputPipeline::InputPipeline(Ops& ops, const Dataset& data, int batch_size)
@@ -36,15 +38,15 @@ InputPipeline::~InputPipeline() {
 
 void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, std::size_t first, int count) {
   if (slot > 1 || count < 0 || static_cast<std::size_t>(count) > batch_)
-    throw std::invalid_argument("InputPipeline::load: slot or batch size out of range");
+    throw InternalError("InputPipeline::load: slot or batch size out of range");
   join_load();
   do_load(Load{slot, first, count, -1}, idx);  // no epoch: not augmented
 }
 
 void InputPipeline::set_augment(const AugmentConfig& config, int side, float background, std::uint64_t seed) {
   if (config.active() && static_cast<long long>(side) * side != data_.features)
-    throw std::invalid_argument("InputPipeline::set_augment: samples of " + std::to_string(data_.features) +
-                                " features are not " + std::to_string(side) + " x " + std::to_string(side) + " images");
+    throw InputError("InputPipeline::set_augment: samples of " + std::to_string(data_.features) +
+                     " features are not " + std::to_string(side) + " x " + std::to_string(side) + " images");
   join_load();
   augment_ = config, side_ = side, background_ = background, augment_seed_ = seed;
 }

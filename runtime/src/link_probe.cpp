@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
@@ -26,8 +27,8 @@ class MessageBuffer {
  public:
   MessageBuffer(Communicator& comm, Ops* device, std::size_t floats) : device_(comm.chunk_memory() ? device : nullptr) {
     if (comm.chunk_memory() && !device)
-      throw std::invalid_argument("link probe: this communicator's buffers live on a device (NCCL); pass the "
-                                  "backend that allocates them");
+      throw InternalError("link probe: this communicator's buffers live on a device (NCCL); pass the "
+                          "backend that allocates them");
     floats = std::max<std::size_t>(floats, 1);
     if (device_) dev_ = DeviceBuffer(*device_, floats);
     else host_.assign(floats, 1.0f);
@@ -178,7 +179,7 @@ std::vector<MessageTime> measure_exchange(Communicator& comm, Ops* device, const
 // too, and a median would fit allreduces faster than training's (docs/calibration.md compares the fits).
 std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes, int iters) {
   const int n = comm.size();
-  if (n < 2) throw std::invalid_argument("measure_ring needs at least 2 ranks");
+  if (n < 2) throw InputError("measure_ring needs at least 2 ranks");
   ScheduleExecutor exec(comm);
   std::vector<MessageTime> samples;
   for (std::uint64_t s : sizes) {
@@ -206,8 +207,8 @@ std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std
 
 MlpComputeTimes measure_mlp_compute(Communicator& comm, Ops& ops, const std::vector<int>& w, int batch,
                                     std::uint64_t seed, int reps, const OptimizerConfig& optimizer_config) {
-  if (w.size() < 2) throw std::invalid_argument("measure_mlp_compute: an MLP needs at least 2 widths");
-  if (batch < 1 || reps < 1) throw std::invalid_argument("measure_mlp_compute: batch and reps must be >= 1");
+  if (w.size() < 2) throw InputError("measure_mlp_compute: an MLP needs at least 2 widths");
+  if (batch < 1 || reps < 1) throw InputError("measure_mlp_compute: batch and reps must be >= 1");
   const int L = static_cast<int>(w.size()) - 1;
   const auto ul = [](int l) { return static_cast<std::size_t>(l); };
   Mlp mlp(ops, w, batch);

@@ -5,6 +5,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint64_t seed) {
@@ -22,7 +24,7 @@ std::vector<float> mlp_initial_params(const std::vector<int>& widths, std::uint6
 
 namespace {
 const std::vector<int>& checked(const std::vector<int>& layers) {
-  if (layers.size() < 2) throw std::invalid_argument("Mlp needs at least an input and an output width");
+  if (layers.size() < 2) throw InputError("Mlp needs at least an input and an output width");
   return layers;
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/runtime/mlp.hpp"
 
@@ -9,7 +10,7 @@ namespace ddplab {
 
 Model::Model(Ops& ops, ModelSpec spec, int features, int classes, int max_batch)
     : ops_(ops), spec_(std::move(spec)), features_(features), classes_(classes), max_batch_(max_batch) {
-  if (max_batch < 1) throw std::invalid_argument("a model needs a batch of at least 1");
+  if (max_batch < 1) throw InternalError("a model needs a batch of at least 1");
   std::size_t offset = 0;
   layer_params_.resize(spec_.layers.size());
   for (const ParamSpec& p : spec_.params) {
@@ -29,8 +30,8 @@ const float* Model::forward(const float* x, int batch) {
 
 void Model::begin_forward(const float* x, int batch) {
   if (batch < 1 || batch > max_batch_)
-    throw std::invalid_argument(spec_.name + "::forward: batch " + std::to_string(batch) + " outside [1, " +
-                                std::to_string(max_batch_) + "]");
+    throw InternalError(spec_.name + "::forward: batch " + std::to_string(batch) + " outside [1, " +
+                        std::to_string(max_batch_) + "]");
   batch_ = batch;
   input_ = x;
   logits_ = nullptr;
@@ -81,8 +82,8 @@ void Model::set_class_weights(const std::vector<float>& w) {
     return;
   }
   if (w.size() != static_cast<std::size_t>(classes_))
-    throw std::invalid_argument(spec_.name + "::set_class_weights: " + std::to_string(w.size()) + " weights for " +
-                                std::to_string(classes_) + " classes");
+    throw InternalError(spec_.name + "::set_class_weights: " + std::to_string(w.size()) + " weights for " +
+                        std::to_string(classes_) + " classes");
   class_weights_ = DeviceBuffer(ops_, w.size());
   ops_.to_device(class_weights_.data(), w.data(), w.size());
 }
@@ -90,15 +91,15 @@ void Model::set_class_weights(const std::vector<float>& w) {
 void Model::set_offsets(const std::vector<std::size_t>& offsets) {
   const std::string who = spec_.name + "::set_offsets: ";
   if (offsets.size() != info_.size())
-    throw std::invalid_argument(who + std::to_string(offsets.size()) + " offsets for " + std::to_string(info_.size()) +
-                                " parameters");
+    throw InternalError(who + std::to_string(offsets.size()) + " offsets for " + std::to_string(info_.size()) +
+                        " parameters");
   std::vector<float> before(num_params()), after(num_params());
   ops_.to_host(before.data(), params(), before.size());
   std::vector<bool> covered(num_params(), false);
   for (std::size_t i = 0; i < info_.size(); ++i) {
-    if (offsets[i] + info_[i].count > num_params()) throw std::invalid_argument(who + "parameter out of range");
+    if (offsets[i] + info_[i].count > num_params()) throw InternalError(who + "parameter out of range");
     for (std::size_t k = 0; k < info_[i].count; ++k) {
-      if (covered[offsets[i] + k]) throw std::invalid_argument(who + "parameters overlap");
+      if (covered[offsets[i] + k]) throw InternalError(who + "parameters overlap");
       covered[offsets[i] + k] = true;
       after[offsets[i] + k] = before[info_[i].offset + k];
     }
@@ -110,7 +111,7 @@ void Model::set_offsets(const std::vector<std::size_t>& offsets) {
 std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch) {
   if (model.type == "mlp") return std::make_unique<Mlp>(ops, model.layers, max_batch);
   if (model.type == "cnn") return std::make_unique<Cnn>(ops, model, max_batch);
-  throw std::invalid_argument("the runtime trains model types \"mlp\" and \"cnn\", not \"" + model.type + "\"");
+  throw InputError("the runtime trains model types \"mlp\" and \"cnn\", not \"" + model.type + "\"");
 }
 
 }  // namespace ddplab

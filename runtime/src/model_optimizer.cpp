@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 #include "ddplab/strategies/model_spec.hpp"
 
@@ -23,7 +24,7 @@ void OptimizerState::allocate() {
   held_count_ = 0;
   for (std::size_t i = 0; i < held_.size(); ++i) {
     if (i > 0 && held_[i].offset < held_[i - 1].offset + held_[i - 1].count)
-      throw std::invalid_argument("OptimizerState: held ranges must be ascending and disjoint");
+      throw InternalError("OptimizerState: held ranges must be ascending and disjoint");
     held_count_ += held_[i].count;
   }
   for (DeviceBuffer& s : state_) s = DeviceBuffer();  // the old state goes before the new one is made

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -23,7 +25,7 @@ std::vector<std::vector<std::size_t>> by_class(const std::vector<std::int32_t>& 
 
 // Splits `v` into consecutive runs whose sizes follow `weights` (largest remainders get the leftovers).
 std::vector<std::vector<std::size_t>> split_by(const std::vector<std::size_t>& v, const std::vector<double>& weights) {
-  if (weights.empty()) throw std::invalid_argument("split_by: no weights");
+  if (weights.empty()) throw InternalError("split_by: no weights");
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
   std::vector<std::size_t> sizes(weights.size());
   std::vector<std::pair<double, std::size_t>> rest;
@@ -117,14 +119,14 @@ bool fixed_split(const DataConfig& d) { return d.partition != "iid"; }
 
 Partition partition_dataset(const std::vector<std::int32_t>& labels, int classes, int world, const DataConfig& d,
                             std::uint64_t seed) {
-  if (world < 1) throw std::invalid_argument("partition_dataset: world size must be >= 1");
+  if (world < 1) throw InputError("partition_dataset: world size must be >= 1");
   // A stream of its own, so the split does not move when the epochs' shuffles change.
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   Partition p;
   if (d.partition == "dirichlet") p = dirichlet(labels, classes, world, d.alpha, rng);
   else if (d.partition == "shards") p = shards(labels, classes, world, d.classes_per_rank, rng);
   else if (d.partition == "quantity") p = quantity(labels.size(), world, d.skew, rng);
-  else throw std::invalid_argument("partition_dataset: not a fixed split: \"" + d.partition + "\"");
+  else throw InternalError("partition_dataset: not a fixed split: \"" + d.partition + "\"");
   for (auto& s : p.samples) std::sort(s.begin(), s.end());
   return p;
 }
@@ -185,7 +187,7 @@ std::vector<float> balanced_class_weights(const std::vector<std::size_t>& histog
 }
 
 JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch) {
-  if (d.uneven != "join" || batch < 1) throw std::invalid_argument("join_schedule: data.uneven is not \"join\"");
+  if (d.uneven != "join" || batch < 1) throw InternalError("join_schedule: data.uneven is not \"join\"");
   JoinSchedule j;
   j.batch = batch;
   for (const auto& s : partition_dataset(train.labels, train.classes, world, d, seed).samples)

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -23,7 +24,7 @@ PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy&
     throw std::logic_error("PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
                            "(whose plan then holds the norm's ops), or in neither");
   if (strategy_.policy().zero >= 2 && !ops.can_release())
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "policy \"{}\" gives back {}, which backend \"{}\" cannot do (its buffers are whole allocations); it runs on "
         "the cpu backend",
         strategy_.policy().name, released_memory(strategy_.policy()), ops.name()));
@@ -121,7 +122,7 @@ std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, 
     comm.all_gather_shards(static_cast<float*>(buf), call.count);
     factor = (nd - 1) / nd;
   } else {
-    throw std::invalid_argument("plan names an unknown collective \"" + call.collective + "\"");
+    throw InternalError("plan names an unknown collective \"" + call.collective + "\"");
   }
   return static_cast<std::uint64_t>(std::llround(factor * total));
 }
@@ -144,14 +145,14 @@ void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
   const PipelineStage& pipe = strategy_.context().pipeline;
   if (!pipe.schedule) throw std::logic_error("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
   passes_ = model_.stage_passes();
-  if (!passes_) throw std::invalid_argument("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
-  if (staged_) throw std::invalid_argument("PlanExecutor: pipeline stages and TP shares run on host-memory communicators only");
+  if (!passes_) throw InputError("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
+  if (staged_) throw InputError("PlanExecutor: pipeline stages and TP shares run on host-memory communicators only");
   if (!tensor || tensor->size() != strategy_.context().tp)
-    throw std::invalid_argument("PlanExecutor::set_groups: a TP group of " + std::to_string(tensor ? tensor->size() : 0) +
-                                " ranks for tp = " + std::to_string(strategy_.context().tp));
+    throw InternalError("PlanExecutor::set_groups: a TP group of " + std::to_string(tensor ? tensor->size() : 0) +
+                        " ranks for tp = " + std::to_string(strategy_.context().tp));
   if (!pipeline || pipeline->size() != pipe.shape.stages || pipeline->rank() != pipe.stage)
-    throw std::invalid_argument("PlanExecutor::set_groups: the pipeline group does not hold this rank as stage " +
-                                std::to_string(pipe.stage) + " of " + std::to_string(pipe.shape.stages));
+    throw InternalError("PlanExecutor::set_groups: the pipeline group does not hold this rank as stage " +
+                        std::to_string(pipe.stage) + " of " + std::to_string(pipe.shape.stages));
   tensor_ = tensor, pipeline_ = pipeline;
 }
 
@@ -378,8 +379,8 @@ CodecCompute& PlanExecutor::bucket_compute() { return staged_ ? host_codec_compu
 
 void PlanExecutor::set_grad_divisor(int ranks) {
   if (ranks < 1 || ranks > comm_.size())
-    throw std::invalid_argument("PlanExecutor::set_grad_divisor: " + std::to_string(ranks) + " ranks of " +
-                                std::to_string(comm_.size()));
+    throw InternalError("PlanExecutor::set_grad_divisor: " + std::to_string(ranks) + " ranks of " +
+                        std::to_string(comm_.size()));
   grad_divisor_ = ranks;
 }
 

@@ -93,7 +93,7 @@ void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
     if (key.rfind("codec.", 0) == 0) codec[key.substr(6)] = values;
   try {
     strategy_.codec().restore(codec);
-  } catch (const std::invalid_argument& e) {
+  } catch (const InputError& e) {
     throw CheckpointError(what + ": " + e.what());
   }
   ops_.synchronize();  // `host` is pageable and goes out of scope

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/half.hpp"
 
 namespace ddplab {
@@ -31,8 +32,8 @@ bool receives_in_place(const ScheduleStep& step, std::size_t i) {
 void ScheduleExecutor::run(const Schedule& s, void* buffer, ElemType type) {
   const int me = comm_.rank();
   if (s.world_size != comm_.size())
-    throw std::invalid_argument("schedule " + s.name + " built for " + std::to_string(s.world_size) +
-                                " ranks, communicator has " + std::to_string(comm_.size()));
+    throw InternalError("schedule " + s.name + " built for " + std::to_string(s.world_size) +
+                        " ranks, communicator has " + std::to_string(comm_.size()));
   const std::size_t eb = elem_bytes(type);
   auto* buf = static_cast<unsigned char*>(buffer);
   ChunkMemory* device = comm_.chunk_memory();  // null: host memory

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/communicator.hpp"
 
 namespace ddplab {
@@ -38,10 +39,10 @@ class SingleProcessCommunicator final : public Communicator {
 
  private:
   static void check_root(int root) {
-    if (root != 0) throw std::invalid_argument("single-process communicator: root " + std::to_string(root) + " does not exist");
+    if (root != 0) throw InternalError("single-process communicator: root " + std::to_string(root) + " does not exist");
   }
   [[noreturn]] static void no_peer(int peer) {
-    throw std::invalid_argument("single-process communicator: no rank " + std::to_string(peer) + " to talk to");
+    throw InternalError("single-process communicator: no rank " + std::to_string(peer) + " to talk to");
   }
 };
 

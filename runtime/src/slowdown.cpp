@@ -4,12 +4,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 Slowdown::Slowdown(double factor) : factor_(factor) {
   if (!(factor >= 1) || !std::isfinite(factor))
-    throw std::invalid_argument("a straggler's factor must be at least 1 in a real run (a rank cannot be made faster "
-                                "than its hardware), got " + std::to_string(factor));
+    throw InputError("a straggler's factor must be at least 1 in a real run (a rank cannot be made faster "
+                     "than its hardware), got " + std::to_string(factor));
 }
 
 void Slowdown::stretch(Clock::time_point start) const {

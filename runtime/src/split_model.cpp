@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cnn_kernels.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/runtime/mlp.hpp"
 
@@ -19,7 +20,7 @@ using Kind = CnnLayer::Kind;
 
 int largest_microbatch(int batch, int microbatches) {
   if (microbatches < 1 || batch < microbatches)
-    throw std::invalid_argument(fmt::format("SplitModel: a batch of {} in {} microbatches", batch, microbatches));
+    throw InputError(fmt::format("SplitModel: a batch of {} in {} microbatches", batch, microbatches));
   return (batch + microbatches - 1) / microbatches;
 }
 
@@ -28,10 +29,10 @@ std::vector<CnnLayer> whole_layers(const ModelConfig& model) {
   if (model.type == "cnn") {
     std::vector<CnnLayer> layout = cnn_layout(model);
     for (const CnnLayer& L : layout)
-      if (L.kind == Kind::Norm) throw std::invalid_argument("SplitModel: batch norm (" + L.name + ") in a split model");
+      if (L.kind == Kind::Norm) throw InputError("SplitModel: batch norm (" + L.name + ") in a split model");
     return layout;
   }
-  if (model.type != "mlp") throw std::invalid_argument("SplitModel: the MLP and the CNN split, not model type \"" + model.type + "\"");
+  if (model.type != "mlp") throw InputError("SplitModel: the MLP and the CNN split, not model type \"" + model.type + "\"");
   std::vector<CnnLayer> out;
   for (std::size_t g = 0; g + 1 < model.layers.size(); ++g) {
     CnnLayer L;
@@ -58,7 +59,7 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
   const ModelSpec whole = whole_spec(model, whole_layers_);
   const int L = static_cast<int>(whole_layers_.size());
   const std::string who = "SplitModel (" + spec().name + "): ";
-  if (tp < 1 || tp_rank < 0 || tp_rank >= tp) throw std::invalid_argument(who + fmt::format("TP rank {} of {}", tp_rank, tp));
+  if (tp < 1 || tp_rank < 0 || tp_rank >= tp) throw InternalError(who + fmt::format("TP rank {} of {}", tp_rank, tp));
   // Each whole layer's parameters (weight, then bias) by their offset and index in parameter order.
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> whole_params(sz(L));
   for (std::size_t i = 0, at = 0; i < whole.params.size(); at += whole.params[i].count(), ++i)
@@ -71,15 +72,15 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
     for (int l = ch.first; l < ch.end; ++l) {
       const int g = ch.model_first + (l - ch.first);
       if (l < 0 || l >= num_layers() || g < 0 || g >= L)
-        throw std::invalid_argument(who + fmt::format("chunk {} reaches layer {} (whole layer {})", c, l, g));
+        throw InternalError(who + fmt::format("chunk {} reaches layer {} (whole layer {})", c, l, g));
       const CnnLayer& W = whole_layers_[sz(g)];
       Layer& y = layers_[sz(l)];
       y.global = g, y.chunk = static_cast<int>(c), y.shape = W;
       y.split = tp > 1 ? whole.layers[sz(g)].tp : TpSplit::None;
       if (y.split != TpSplit::None && W.kind != Kind::Linear)
-        throw std::invalid_argument(who + fmt::format("layer {} ({}) is marked for a TP split", g, W.name));
+        throw InternalError(who + fmt::format("layer {} ({}) is marked for a TP split", g, W.name));
       if ((y.split == TpSplit::Column && W.out % tp) || (y.split == TpSplit::Row && W.in % tp))
-        throw std::invalid_argument(who + fmt::format("tp = {} does not divide layer {} ({} x {})", tp, g, W.out, W.in));
+        throw InputError(who + fmt::format("tp = {} does not divide layer {} ({} x {})", tp, g, W.out, W.in));
       if (y.split == TpSplit::Row) y.shape.in = W.in / tp;
       if (y.split == TpSplit::Column) y.shape.out = W.out / tp;
       y.sums = y.split == TpSplit::Row;
@@ -94,7 +95,7 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
       const std::size_t bias = y.split == TpSplit::Column ? lout : sz(W.out);
       if (ps.size() != 2 || wp.size() != 2 || info[sz(ps[0])].count != lout * ckk || info[sz(ps[1])].count != bias ||
           info[sz(ps[0])].name != whole.params[wp[0].second].name)
-        throw std::invalid_argument(who + fmt::format("layer {} is not this model's layer {} at tp = {}", l, g, tp));
+        throw InternalError(who + fmt::format("layer {} is not this model's layer {} at tp = {}", l, g, tp));
       // Where the share's elements are in the whole model.
       const std::size_t w = wp[0].first, b = wp[1].first;
       std::vector<Run>& wr = runs_[sz(ps[0])];
@@ -113,7 +114,7 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
     }
   }
   for (std::size_t i = 0; i < runs_.size(); ++i)
-    if (runs_[i].empty()) throw std::invalid_argument(who + "parameter " + param_info()[i].name + " is in no chunk");
+    if (runs_[i].empty()) throw InternalError(who + "parameter " + param_info()[i].name + " is in no chunk");
   const auto M = static_cast<std::size_t>(pipe_.shape.microbatches), mu = static_cast<std::size_t>(micro_);
   std::size_t widest_in = 1, widest_out = 1, col = 1;
   for (const Layer& y : layers_) {
@@ -174,8 +175,8 @@ std::vector<float> SplitModel::whole_contribution(bool replicated, bool gradient
 
 void SplitModel::begin_step(const float* x, const std::int32_t* y, int batch, int microbatches) {
   if (microbatches != pipe_.shape.microbatches || batch < microbatches || batch > batch_cap_)
-    throw std::invalid_argument(fmt::format("SplitModel: a batch of {} in {} microbatches (built for {} in {})", batch,
-                                            microbatches, batch_cap_, pipe_.shape.microbatches));
+    throw InternalError(fmt::format("SplitModel: a batch of {} in {} microbatches (built for {} in {})", batch,
+                                    microbatches, batch_cap_, pipe_.shape.microbatches));
   x_ = x, y_ = y, step_batch_ = batch;
   rows_.assign(static_cast<std::size_t>(microbatches), batch / microbatches);
   for (int m = 0; m < batch % microbatches; ++m) ++rows_[static_cast<std::size_t>(m)];

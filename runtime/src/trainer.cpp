@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/job_notes.hpp"
 #include "ddplab/core/resume.hpp"
 #include "ddplab/core/store.hpp"
@@ -45,11 +46,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// An error that already names its rank and step.
-struct RankError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // Test hooks, read from DDPLAB_FAULT: "exit:RANK:STEP" kills a rank mid-run (the others must not hang);
 // "perturb:RANK" changes one parameter of a rank before the final check (which must then fail loudly);
@@ -251,7 +247,7 @@ Resume resolve_resume(const Scenario& sc, Communicator& comm, Store* store, std:
   std::string text = error.empty() ? r.folder : error;
   text.resize(static_cast<std::size_t>(head[4]));
   comm.broadcast(text.data(), text.size(), 0);
-  if (head[0] == 0) throw RankError(fmt::format("rank {}: {}", comm.rank(), text));
+  if (head[0] == 0) throw InputError(text);  // run_worker names the rank
   return {head[0], head[1], static_cast<std::size_t>(head[2]), static_cast<int>(head[3]), text};
 }
 
@@ -387,10 +383,11 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       if (store) store->delete_checkpoint(resume->run, resume->step);
       int dropped = 1;
       comm.broadcast(&dropped, sizeof dropped, 0);
-      throw RankError(fmt::format("rank {}: run {}'s checkpoint at step {} could not be loaded on rank {} ({}); it is "
-                                  "dropped from the store: --resume again continues from the one before it, if one is kept",
-                                  rank, resume->run, resume->step, fmt::join(failed, ", "),
-                                  problem.empty() ? "see that rank's error" : problem));
+      throw RunFault(fmt::format("rank {}: run {}'s checkpoint at step {} could not be loaded on rank {} ({}); it is "
+                                 "dropped from the store: --resume again continues from the one before it, if one is kept",
+                                 rank, resume->run, resume->step, fmt::join(failed, ", "),
+                                 problem.empty() ? "see that rank's error" : problem),
+                     {.rank = rank, .step = resume->step, .op = "resume"});
     }
   }
 
@@ -504,7 +501,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     trace.add(rank, step, rec);
     m.loss = rec.loss;  // NaN on a server and before a pipeline's last stage: stored as NULL, not averaged
     if (worker && b > 0 && rp.holds_loss() && !std::isfinite(m.loss))
-      throw RankError(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss));
+      throw RunFault(fmt::format("rank {} step {}: loss is {} (diverged; lower train.lr?)", rank, step, m.loss),
+                     {.rank = rank, .step = step, .op = "loss"});
     m.compute_s = rec.compute_s;
     m.comm_s = rec.comm_s;
     m.exposed_comm_s = rec.exposed_comm_s;
@@ -523,7 +521,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       if (step + 1 >= next_check && agreement.agree()) {
         executor.gather_parameters();
         if (const std::string bad = check_consistency(comm, *ops, model, strategy, step, tr.consistency_every); !bad.empty())
-          throw RankError(bad);
+          throw RunFault(bad, {.rank = rank, .step = step, .op = "consistency check"});
         next_check = step + 1 + tr.consistency_every;
       }
     }
@@ -627,14 +625,18 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
   std::unique_ptr<Store> store;
   Where where;
   // A rank's failure: said, left as a note with its flight recorder for the launcher, the run marked, the job
-  // ended.
-  auto fail = [&](const std::string& why) {
+  // ended with the error's exit code (mpirun passes it on to the launcher).
+  auto fail = [&](const std::string& why, int exit_code) {
     std::fprintf(stderr, "error: %s\n", why.c_str());
     write_job_note(rank_note("failure"), why);
     comm.dump_flight();
     fail_run(store.get(), where, why);
     std::fflush(stderr);
-    comm.abort(1);
+    comm.abort(exit_code);
+  };
+  auto named = [&](const std::exception& e) {
+    const std::string at = where.step >= 0 ? fmt::format(" step {}", where.step) : std::string();
+    return fmt::format("rank {}{}: {}", comm.rank(), at, e.what());
   };
   try {
     if (comm.rank() == 0) store = std::make_unique<Store>(opt.db_path);
@@ -656,12 +658,12 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
     }
     // A rank stopped by its own signal (srun) exits as the signal would have had it: 128 + its number.
     if (const int sig = g_stop_signal.load(); sig != 0) return 128 + sig;
-    return failures == 0 ? 0 : 2;
-  } catch (const RankError& e) {  // names its rank and step itself
-    fail(e.what());
+    return failures == 0 ? 0 : RunFault::kExitCode;  // replicas that ended apart: the run failed
+  } catch (const RunFault& e) {
+    // The trainer's own name their rank and step; a communicator's does not.
+    fail(e.rank() ? e.what() : named(e), e.exit_code());
   } catch (const std::exception& e) {
-    const std::string at = where.step >= 0 ? fmt::format(" step {}", where.step) : std::string();
-    fail(fmt::format("rank {}{}: {}", comm.rank(), at, e.what()));
+    fail(named(e), rank_exit_code(e));
   }
   return 1;  // not reached: abort ends the process
 }

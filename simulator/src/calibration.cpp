@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
@@ -262,7 +263,7 @@ RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<
   RowsByNode out;
   for (const PingPongRow& r : rows) {
     if (r.dst < 0 || static_cast<std::size_t>(r.dst) >= node_of.size() || node_of.empty())
-      throw std::invalid_argument(fmt::format("rows_by_node: no node for rank {} ({} known)", r.dst, node_of.size()));
+      throw InputError(fmt::format("rows_by_node: no node for rank {} ({} known)", r.dst, node_of.size()));
     (node_of[static_cast<std::size_t>(r.dst)] == node_of[static_cast<std::size_t>(r.src)] ? out.intra : out.inter).push_back(r);
   }
   return out;

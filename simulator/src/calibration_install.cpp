@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "platform.hpp"
 
@@ -56,8 +57,8 @@ void apply_calibrated_compute(OpCosts& costs, const StepPlan& plan, const SimOpt
   for (const PlanOp& op : plan.ops)
     if (op.kind == OpKind::Backward) layers = std::max(layers, op.index + 1);
   if (static_cast<std::size_t>(layers) > cal->layers.size())
-    throw std::runtime_error(fmt::format("calibration \"{}\" has compute times of {} layers, the plan has {}", cal->name,
-                                         cal->layers.size(), layers));
+    throw InputError(fmt::format("calibration \"{}\" has compute times of {} layers, the plan has {}", cal->name,
+                                 cal->layers.size(), layers));
   costs.forward_s = 0;
   costs.backward_s.clear();
   for (const LayerTime& l : cal->layers) {

@@ -16,7 +16,7 @@ namespace ddplab::sim {
 void install_calibration(simgrid::s4u::Engine* engine, const ClusterConfig& cluster, const SimOptions& options);
 
 // Replaces the FLOP split of compute_s by the calibration's measured per-layer times (forward: their sum,
-// backward of layer i: layer i's) when the job's calibration carries them. Throws std::runtime_error when
+// backward of layer i: layer i's) when the job's calibration carries them. Throws InputError when
 // they do not cover the plan's layers.
 void apply_calibrated_compute(OpCosts& costs, const StepPlan& plan, const SimOptions& options);
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/plan.hpp"
@@ -14,16 +15,16 @@ namespace ddplab {
 std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
                                                           const std::function<void(const CollectiveBenchRow&)>& on_row) {
   const int n = req.world_size;
-  if (n < 1) throw std::invalid_argument(fmt::format("world size must be >= 1, got {}", n));
+  if (n < 1) throw InputError(fmt::format("world size must be >= 1, got {}", n));
   for (const std::string& s : req.schedules)
-    if (!has_schedule(s, "allreduce")) throw std::invalid_argument(fmt::format("unknown allreduce schedule \"{}\"", s));
+    if (!has_schedule(s, "allreduce")) throw InputError(fmt::format("unknown allreduce schedule \"{}\"", s));
   std::vector<CollectiveBenchRow> rows;
   const NcclFabric fabric = sim::nccl_fabric(req.cluster);
   const int per_node = req.ranks_per_node > 0 ? req.ranks_per_node : req.cluster.devices_per_node;
   for (const std::string& s : req.schedules)
     for (const std::uint64_t bytes : req.sizes) {
       const std::size_t count = static_cast<std::size_t>(bytes / 4);
-      if (count == 0) throw std::invalid_argument(fmt::format("size {} B holds no float32 element", bytes));
+      if (count == 0) throw InputError(fmt::format("size {} B holds no float32 element", bytes));
       const CollectiveCall call{"allreduce", ElemType::F32, count, "", {}, {}};
       const Schedule sched = schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric}, req.transport);
       // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/simulator/calibration.hpp"
@@ -23,7 +24,7 @@ ModelSpec simulated_model(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
   if (c.compute_model != "roofline") return m;
   if (!c.device_flops || !c.device_mem_bw)
-    throw std::invalid_argument("cluster.compute_model = \"roofline\" needs cluster.device_flops and device_mem_bw");
+    throw InputError("cluster.compute_model = \"roofline\" needs cluster.device_flops and device_mem_bw");
   const double scale = static_cast<double>(elem_bytes(activation_type(sc.train))) / 4;  // the tables' sizes are fp32
   const double flops_per_byte = *c.device_flops * c.compute_efficiency / *c.device_mem_bw;
   double input = 0;
@@ -79,7 +80,7 @@ ComputeSource from_flops(const Scenario& sc) {
 
 ComputeSource from_run(const Store& store, const RunRow& run) {
   const RunSummary s = store.summary(run.id);
-  if (s.steps == 0) throw std::runtime_error(fmt::format("measured run #{} has no steps", run.id));
+  if (s.steps == 0) throw InputError(fmt::format("measured run #{} has no steps", run.id));
   const int n = run.info.world_size;
   const Scenario sc = measured_scenario(run);
   // A straggler's compute ([cluster].stragglers) was stretched: the means of its rows without the stretch.
@@ -105,7 +106,7 @@ ComputeSource from_run(const Store& store, const RunRow& run) {
 }
 
 [[noreturn]] void refuse_oversubscribed(const RunRow& run, const std::string& why) {
-  throw std::runtime_error(fmt::format(
+  throw InputError(fmt::format(
       "measured run #{} had {}: its compute waited for cores and would inflate every simulated step. Measure with "
       "--np no larger than the cores (`ddplab run SCENARIO --np N`), or set [cluster].compute_s, or pass --compute "
       "run:{} --allow-oversubscribed to use it anyway",
@@ -171,13 +172,13 @@ std::vector<StepMetrics> without_stragglers(std::vector<StepMetrics> rows, const
 Scenario measured_scenario(const RunRow& run) {
   const auto cfg = nlohmann::json::parse(run.info.config_json, nullptr, false);
   if (!cfg.is_object() || !cfg.contains("model") || !cfg.contains("strategy"))
-    throw std::invalid_argument(fmt::format("run #{}: its stored configuration has no model or strategy", run.id));
+    throw InputError(fmt::format("run #{}: its stored configuration has no model or strategy", run.id));
   try {
     Scenario sc;
     sc.name = run.info.scenario;
     sc.model = ModelConfig::from_json(cfg.at("model"));
     if (!sc.model.trainable())
-      throw std::invalid_argument(fmt::format("model type \"{}\" (the runtime trains \"mlp\" and \"cnn\")", sc.model.type));
+      throw InputError(fmt::format("model type \"{}\" (the runtime trains \"mlp\" and \"cnn\")", sc.model.type));
     const auto& train = cfg.at("train");
     sc.train.batch_size = train.at("batch_size").get<int>();
     sc.train.seed = train.at("seed").get<std::uint64_t>();
@@ -211,7 +212,7 @@ Scenario measured_scenario(const RunRow& run) {
     sc.strategies = {st};
     return sc;
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("run #{}: its stored configuration is incomplete: {}", run.id, e.what()));
+    throw InputError(fmt::format("run #{}: its stored configuration is incomplete: {}", run.id, e.what()));
   }
 }
 
@@ -249,7 +250,7 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
       if (!passed_over.empty()) src.origin += "; measured " + passed_over;
       return src;
     }
-    throw std::runtime_error(fmt::format(
+    throw InputError(fmt::format(
         "no compute time to simulate {}: the scenario sets no [cluster].compute_s (seconds per step; optionally "
         "[cluster].optimizer_s), no calibration with per-layer times of its model, no [cluster].device_flops (peak "
         "FLOP/s, to derive it from the model's FLOPs), and the store {} has no completed measured run of it{} "
@@ -258,10 +259,10 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
   }
   if (spec == "calibration") {
     if (sc.cluster.calibration.empty())
-      throw std::runtime_error(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
+      throw InputError(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
     auto cal = load_calibration(store, sc.cluster.calibration);
     if (cal->layers.empty() || !calibration_fits_model(*cal, sc))
-      throw std::runtime_error(fmt::format(
+      throw InputError(fmt::format(
           "--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
           "(measure them with `ddplab calibrate --scenario SCENARIO`)",
           cal->name));
@@ -269,7 +270,7 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
   }
   if (spec == "flops") {
     if (!sc.cluster.device_flops)
-      throw std::runtime_error(fmt::format("--compute flops: {} sets no [cluster].device_flops", scenario));
+      throw InputError(fmt::format("--compute flops: {} sets no [cluster].device_flops", scenario));
     return from_flops(sc);
   }
   if (spec.rfind("run:", 0) == 0) {
@@ -277,20 +278,20 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
     try {
       std::size_t used = 0;
       id = std::stoll(spec.substr(4), &used);
-      if (used != spec.size() - 4 || id <= 0) throw std::invalid_argument("");
+      if (used != spec.size() - 4 || id <= 0) throw InputError("");
     } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("--compute {}: a run is run:ID with a positive integer ID", spec));
+      throw InputError(fmt::format("--compute {}: a run is run:ID with a positive integer ID", spec));
     }
     const auto run = store.run(id);
-    if (!run) throw std::runtime_error(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
+    if (!run) throw InputError(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
     if (run->info.source != "measured" || run->status != "completed")
-      throw std::runtime_error(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
-                                           "measured run", id, id, run->info.source, run->status));
+      throw InputError(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
+                                   "measured run", id, id, run->info.source, run->status));
     const Scenario theirs = measured_scenario(*run);
     if (theirs.model.to_json() != sc.model.to_json() || theirs.train.batch_size != sc.train.batch_size)
-      throw std::runtime_error(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",
-                                           id, id, theirs.model.to_json().dump(), theirs.train.batch_size, scenario,
-                                           sc.model.to_json().dump(), sc.train.batch_size));
+      throw InputError(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",
+                                   id, id, theirs.model.to_json().dump(), theirs.train.batch_size, scenario,
+                                   sc.model.to_json().dump(), sc.train.batch_size));
     if (const std::string over = oversubscription(run->info.host_info); !over.empty() && !allow_oversubscribed)
       refuse_oversubscribed(*run, over);
     return from_run(store, *run);
@@ -300,10 +301,10 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
   try {
     seconds = parse_duration(spec);
   } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "--compute {}: expected auto, calibration, run:ID, flops or a time per micro-step such as 13ms", spec));
   }
-  if (!(seconds > 0)) throw std::invalid_argument(fmt::format("--compute {}: the time must be positive", spec));
+  if (!(seconds > 0)) throw InputError(fmt::format("--compute {}: the time must be positive", spec));
   return {seconds, sc.cluster.optimizer_s.value_or(0.0), "given", fmt::format("--compute {}", spec), {}};
 }
 

@@ -1,5 +1,6 @@
 #include "ddplab/simulator/goodput.hpp"
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/step_totals.hpp"
 
 #include <algorithm>
@@ -53,7 +54,7 @@ std::optional<double> measured_training_time(const Store& store, std::int64_t ru
 
 GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, Store& store, const GoodputOptions& options) {
   if (sc.data.uneven == "join")
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "scenario \"{}\": data.uneven = \"join\" changes the global batch within an epoch as ranks run out; a "
         "time-to-accuracy prediction needs one global batch per world size (use \"pad\" or \"drop_last\")", sc.name));
   GoodputPrediction out;
@@ -63,8 +64,8 @@ GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, 
     if (!(options.fit_below > 0) || p.global_batch < options.fit_below) out.points.push_back(p);
   try {
     out.fit = fit_noise_scale(out.points);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(missing_fit(sc, st, options, out.points, out.missed, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(missing_fit(sc, st, options, out.points, out.missed, e.what()));
   }
   out.compute_origin = compute_source(sc, st, store, options.sim.compute, options.sim.allow_oversubscribed).origin;
 
@@ -106,8 +107,8 @@ std::vector<WorldRanking> rank_by_world(const std::vector<GoodputPrediction>& pr
     r.world_size = predictions.front().worlds[i].world_size;
     for (const GoodputPrediction& p : predictions) {
       if (i >= p.worlds.size() || p.worlds[i].world_size != r.world_size)
-        throw std::invalid_argument(fmt::format("rank_by_world: strategy \"{}\" was not predicted at world size {}",
-                                                p.strategy, r.world_size));
+        throw InternalError(fmt::format("rank_by_world: strategy \"{}\" was not predicted at world size {}",
+                                        p.strategy, r.world_size));
       r.by_time.emplace_back(p.strategy, p.worlds[i].time_s);
     }
     std::stable_sort(r.by_time.begin(), r.by_time.end(), [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab::sim {
 namespace {
 
@@ -33,6 +35,15 @@ void write_all(int fd, const std::string& data) {
   int code = 0;
   try {
     payload = fn().dump();
+  } catch (const InputError& e) {  // its kind and location go back with it (rethrown by run_in_child)
+    const InputLocation& at = e.where();
+    payload = nlohmann::json{{"error", e.what()}, {"exit_code", e.exit_code()}, {"file", at.file},
+                             {"line", at.line.value_or(-1)}, {"column", at.column.value_or(-1)}, {"field", at.field}}
+                  .dump();
+    code = 1;
+  } catch (const Error& e) {
+    payload = nlohmann::json{{"error", e.what()}, {"exit_code", e.exit_code()}}.dump();
+    code = 1;
   } catch (const std::exception& e) {
     payload = nlohmann::json{{"error", e.what()}}.dump();
     code = 1;
@@ -61,7 +72,7 @@ std::string describe_status(int status) {
 nlohmann::json run_in_child(const std::string& what, const std::function<nlohmann::json()>& fn, bool keep_stderr) {
   int out[2], err[2] = {-1, -1};
   auto fail = [&](const char* call) {
-    return std::runtime_error(fmt::format("simulation of {}: {} failed: {}", what, call, std::strerror(errno)));
+    return RunFault(fmt::format("simulation of {}: {} failed: {}", what, call, std::strerror(errno)));
   };
   if (::pipe(out) != 0) throw fail("pipe");
   if (!keep_stderr && ::pipe(err) != 0) {
@@ -123,12 +134,24 @@ nlohmann::json run_in_child(const std::string& what, const std::function<nlohman
   if (errors.size() > kStderrTail) errors.erase(0, errors.size() - kStderrTail);
   const std::string tail = errors.empty() ? "" : fmt::format("; its stderr ended with:\n{}", errors);
   nlohmann::json j = nlohmann::json::parse(result, nullptr, /*allow_exceptions=*/false);
-  if (WIFEXITED(status) && j.is_object() && j.contains("error"))
-    throw std::runtime_error(fmt::format("simulation of {} failed: {}{}", what, j["error"].get<std::string>(), tail));
+  if (WIFEXITED(status) && j.is_object() && j.contains("error")) {
+    // The child's error, of the kind it was there.
+    const std::string message = fmt::format("simulation of {} failed: {}{}", what, j["error"].get<std::string>(), tail);
+    const int kind = j.value("exit_code", InternalError::kExitCode);
+    if (kind == InputError::kExitCode) {
+      InputLocation at{j.value("file", ""), std::nullopt, std::nullopt, j.value("field", "")};
+      if (const int line = j.value("line", -1); line >= 0) at.line = line;
+      if (const int column = j.value("column", -1); column >= 0) at.column = column;
+      throw InputError(message, at);
+    }
+    if (kind == RunFault::kExitCode) throw RunFault(message);
+    throw InternalError(message);
+  }
+  // Killed (out of memory, a signal) or gone without a word: the simulation failed to run.
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("simulation of {} {}{}", what, describe_status(status), tail));
+    throw RunFault(fmt::format("simulation of {} {}{}", what, describe_status(status), tail));
   if (j.is_discarded() || !j.is_object())
-    throw std::runtime_error(fmt::format("simulation of {} returned no readable result{}", what, tail));
+    throw RunFault(fmt::format("simulation of {} returned no readable result{}", what, tail));
   return j;
 }
 

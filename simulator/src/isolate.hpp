@@ -14,8 +14,9 @@
 namespace ddplab::sim {
 
 // Forks, runs `fn` in the child, returns its JSON. `what` names the simulation in errors ("world size
-// 64"). Throws std::runtime_error when the child throws, crashes (signal) or exits without a result;
-// unless `keep_stderr`, the child's stderr is captured and its tail is quoted in the error.
+// 64"). Throws the child's error, of its kind (error.hpp), when it throws, and RunFault when it crashes
+// (signal) or exits without a result; unless `keep_stderr`, the child's stderr is captured and its tail is
+// quoted in the error.
 nlohmann::json run_in_child(const std::string& what, const std::function<nlohmann::json()>& fn, bool keep_stderr);
 
 nlohmann::json result_to_json(const SimStepResult& r);

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -66,7 +67,7 @@ std::vector<ParallelConfig> layouts(const Scenario& sc, int world) {
 
 LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
                             const std::function<void(int, int)>& progress, bool zero_stages) {
-  if (world < 1) throw std::invalid_argument("--search: the world size must be >= 1");
+  if (world < 1) throw InputError("--search: the world size must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
   LayoutSearch out;
   // Every layout, under each strategy variant (layout-major: a layout's variants share their probes).
@@ -94,9 +95,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
       validate_parallel(sc);
       c.mode = simulation_mode(own.options, world, sc.parallel.model_parallel());
       c.point = simulate_point(sc, c.strategy, world, own);
-    } catch (const ScenarioError& e) {  // the model does not split this way, or the strategy refuses it
-      c.refused = e.what();
-    } catch (const std::invalid_argument& e) {
+    } catch (const InputError& e) {  // the model does not split this way, or the strategy refuses it
       c.refused = e.what();
     }
   };

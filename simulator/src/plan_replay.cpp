@@ -17,6 +17,7 @@
 #include "platform.hpp"
 #include "replay.hpp"
 #include "work_cost.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -398,12 +399,12 @@ void check_probed(const PlanJob& job, const Chains& chains, int n) {
   if (job.layout) return;
   for (int r = 0; r < n; ++r)
     if (job.cluster.compute_factor(r) != 1)
-      throw std::invalid_argument(fmt::format(
+      throw InputError(fmt::format(
           "simulator: the probed mode replays rank 0 for every rank; rank {} is a straggler (factor {}): use exact or "
           "aggregated",
           r, job.cluster.compute_factor(r)));
   if (uses_parameter_servers(chains.front()->front().strategy->config()))
-    throw std::invalid_argument(
+    throw InputError(
         "simulator: the probed mode replays rank 0 for every rank; a parameter server's ranks differ: use exact "
         "or aggregated");
 }
@@ -442,10 +443,10 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   if (job.stages.empty()) chains.push_back(&job.steps);
   for (const auto& c : job.stages) chains.push_back(&c);
   if (!job.stages.empty() && (!job.layout || job.layout->pp() != static_cast<int>(job.stages.size())))
-    throw std::invalid_argument("simulator: a chain per pipeline stage needs the layout they are the stages of");
+    throw InternalError("simulator: a chain per pipeline stage needs the layout they are the stages of");
   for (const auto* c : chains)
     if (c->empty() || c->size() != chains.front()->size())
-      throw std::invalid_argument("simulator: no micro-step to simulate, or stages with chains of different lengths");
+      throw InternalError("simulator: no micro-step to simulate, or stages with chains of different lengths");
   const Strategy& first = *chains.front()->front().strategy;
   const int n = job.stages.empty() ? first.context().world_size : job.layout->world();
   const std::size_t length = chains.front()->size();
@@ -578,7 +579,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       RankState& st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])];
       StepState& step = st.steps[k];
       if (!st.compute_finished || !step.comm_finished)
-        throw std::runtime_error(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
+        throw InternalError(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
       SimRankTimes& t = res.ranks[static_cast<std::size_t>(r)];
       t.compute_s = step.compute_s;
       t.optimizer_s = step.optimizer_s;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "calibration_install.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -17,30 +18,30 @@ void validate_cluster(const ClusterConfig& c) {
     return std::any_of(known.begin(), known.end(), [&](const char* k) { return v == k; });
   };
   if (!one_of(c.topology, {"star", "full", "fat_tree", "dragonfly", "torus"}))
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "simulator: topology \"{}\" is not supported (known: star, full, fat_tree, dragonfly, torus)", c.topology));
   if (!(c.link_bandwidth > 0))
-    throw std::invalid_argument("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
-  if (!(c.link_latency >= 0)) throw std::invalid_argument("simulator: [cluster].link_latency must be >= 0 s");
-  if (c.devices_per_node < 1) throw std::invalid_argument("simulator: [cluster].devices_per_node must be >= 1");
+    throw InputError("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
+  if (!(c.link_latency >= 0)) throw InputError("simulator: [cluster].link_latency must be >= 0 s");
+  if (c.devices_per_node < 1) throw InputError("simulator: [cluster].devices_per_node must be >= 1");
   if (!one_of(c.intra, {"nvswitch", "pcie"}))
-    throw std::invalid_argument(fmt::format("simulator: [cluster].intra \"{}\" is not nvswitch or pcie", c.intra));
+    throw InputError(fmt::format("simulator: [cluster].intra \"{}\" is not nvswitch or pcie", c.intra));
   if (!one_of(c.nics, {"per_device", "per_node"}))
-    throw std::invalid_argument(fmt::format("simulator: [cluster].nics \"{}\" is not per_device or per_node", c.nics));
+    throw InputError(fmt::format("simulator: [cluster].nics \"{}\" is not per_device or per_node", c.nics));
   if (!(c.intra_bandwidth > 0) || !(c.pcie_bandwidth > 0) || !(c.intra_latency >= 0) ||
       !(c.fabric_bandwidth.value_or(1) > 0) || !(c.fabric_latency.value_or(0) >= 0))
-    throw std::invalid_argument("simulator: [cluster] intra, pcie and fabric bandwidths must be > 0, latencies >= 0");
+    throw InputError("simulator: [cluster] intra, pcie and fabric bandwidths must be > 0, latencies >= 0");
   for (const auto& s : c.stragglers)
-    if (!(s.factor > 0)) throw std::invalid_argument("simulator: [cluster].stragglers factors must be > 0");
+    if (!(s.factor > 0)) throw InputError("simulator: [cluster].stragglers factors must be > 0");
   for (const auto& o : c.nodes)
     if (o.node < 0 || !(o.link_bandwidth.value_or(1) > 0) || !(o.intra_bandwidth.value_or(1) > 0))
-      throw std::invalid_argument("simulator: [cluster].nodes entries need node >= 0 and bandwidths > 0");
+      throw InputError("simulator: [cluster].nodes entries need node >= 0 and bandwidths > 0");
   try {  // shapes; leaf counts are checked per world size when the platform is built
     fat_tree_shape(c, 0);
     dragonfly_shape(c, 0);
     torus_shape(c, 0);
   } catch (const std::exception& e) {
-    throw std::invalid_argument(fmt::format("simulator: [cluster] topology parameters: {}", e.what()));
+    throw InputError(fmt::format("simulator: [cluster] topology parameters: {}", e.what()));
   }
 }
 

@@ -16,7 +16,7 @@ namespace ddplab::sim {
 // Every host gets this speed; compute is modelled as Exec(duration * speed), so its value is arbitrary.
 inline constexpr double kHostSpeed = 1e9;  // flop/s
 
-// Throws std::invalid_argument when the cluster cannot be modelled (topology, bandwidth, latency).
+// Throws InputError when the cluster cannot be modelled (topology, bandwidth, latency).
 void validate_cluster(const ClusterConfig& cluster);
 
 // The TCP-gamma window (bytes) that keeps SimGrid's per-flow cap gamma / (2 * route latency) far above
@@ -35,7 +35,7 @@ simgrid::s4u::Engine* make_engine(const ClusterConfig& cluster, const SimOptions
 // device r % devices_per_node of node r / devices_per_node; a straggler's host runs at kHostSpeed / factor.
 // Star with one device per node: each host on its own split-duplex link "link-r<i>" of link_bandwidth and
 // link_latency to one switch, so host -> host crosses two links (2 x latency). Full with one device per
-// node: one link per pair of hosts (1 x fabric latency). Throws std::invalid_argument when the world does
+// node: one link per pair of hosts (1 x fabric latency). Throws InputError when the world does
 // not fit the topology (a shape with too few leaves, a full mesh of more than kMaxFullMeshNodes nodes).
 std::vector<simgrid::s4u::Host*> build_platform(const ClusterConfig& cluster, int world_size);
 
@@ -43,7 +43,7 @@ std::vector<simgrid::s4u::Host*> build_platform(const ClusterConfig& cluster, in
 std::vector<simgrid::s4u::Host*> build_star_platform(const ClusterConfig& cluster, int world_size);
 
 // Full mesh ("full"): n (n - 1) / 2 pair links, about 1.6 kB each in SimGrid 3.32 (measured: 1024 nodes,
-// 523,776 links, 0.84 GB and 9.6 s to build). check_full_mesh_size throws std::invalid_argument, naming
+// 523,776 links, 0.84 GB and 9.6 s to build). check_full_mesh_size throws InputError, naming
 // the counts and the alternatives, above kMaxFullMeshNodes nodes.
 inline constexpr int kMaxFullMeshNodes = 1024;
 std::int64_t full_mesh_links(int nodes);
@@ -62,7 +62,7 @@ struct FatTreeShape {
   std::vector<unsigned> down, up, count;
 };
 // The topology actually built for `nodes` nodes: the scenario's string, or one sized to fit. Throws
-// std::invalid_argument when the scenario's shape has fewer leaves than nodes.
+// InputError when the scenario's shape has fewer leaves than nodes.
 FatTreeShape fat_tree_shape(const ClusterConfig& cluster, int nodes);
 std::vector<unsigned> dragonfly_shape(const ClusterConfig& cluster, int nodes);  // groups, links, chassis, links, routers, links, nodes
 std::vector<unsigned> torus_shape(const ClusterConfig& cluster, int nodes);

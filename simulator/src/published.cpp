@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/units.hpp"
@@ -27,7 +28,8 @@ namespace {
 struct PointReader {
   std::string path;
   [[noreturn]] void fail(const toml::node& n, const std::string& field, const std::string& problem) const {
-    throw std::invalid_argument(fmt::format("{}:{}: {}: {}", path, n.source().begin.line, field, problem));
+    throw InputError(InputLocation{path, static_cast<int>(n.source().begin.line), std::nullopt, field},
+                     fmt::format("{}: {}", field, problem));
   }
   const toml::node& need(const toml::table& t, const toml::node& at, const std::string& key) const {
     const toml::node* n = t.get(key);
@@ -132,11 +134,11 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
   try {
     doc = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    throw std::invalid_argument(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    throw InputError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
   }
   const PointReader r{path};
   const toml::array* points = doc["point"].as_array();
-  if (!points || points->empty()) throw std::invalid_argument(path + ": no [[point]] entries");
+  if (!points || points->empty()) throw InputError(path + ": no [[point]] entries");
   std::vector<PublishedPoint> out;
   for (const toml::node& node : *points) {
     const toml::table* t = node.as_table();
@@ -156,7 +158,7 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
     try {
       ClusterConfig check;
       apply_cluster_preset(check, p.preset);
-    } catch (const std::invalid_argument& e) {
+    } catch (const InputError& e) {
       r.fail(*t->get("preset"), "preset", e.what());
     }
     p.kind = r.text(*t, node, "kind");
@@ -171,7 +173,7 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
       p.batch = static_cast<int>(r.integer(*t, node, "batch", 1));
       try {
         p.compute_s = parse_duration(r.text(*t, node, "compute"));
-      } catch (const std::invalid_argument& e) {
+      } catch (const InputError& e) {
         r.fail(*t->get("compute"), "compute", e.what());
       }
       p.published = r.number(r.need(*t, node, "published"), "published");
@@ -185,12 +187,9 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
         validate_strategies(sc);
         validate_parallel(sc);
       } catch (const ScenarioError& e) {
-        // Its position is in the scenario text the point became: the point's field says where.
-        std::string why = e.what();
-        if (why.rfind(p.where, 0) == 0)
-          if (const auto colon = why.find(": ", p.where.size()); colon != std::string::npos) why = why.substr(colon + 2);
+        // Its position is in the scenario text the point became: the point's field says where instead.
         const char* field = t->get("policy") ? "policy" : "tp";
-        r.fail(*t->get(field), field, why);
+        r.fail(*t->get(field), field, e.detail());
       }
       out.push_back(p);
       continue;

@@ -10,6 +10,7 @@
 
 #include "aggregate.hpp"
 #include "platform.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -133,16 +134,16 @@ bool lockstep_symmetric(const Schedule& s) {
 
 void validate_schedule(const Schedule& s) {
   const int n = s.world_size;
-  if (n < 1) throw std::invalid_argument("simulator: schedule world size must be >= 1");
+  if (n < 1) throw InternalError("simulator: schedule world size must be >= 1");
   if (s.ranks.size() != static_cast<std::size_t>(n))
-    throw std::invalid_argument(fmt::format("simulator: schedule \"{}\" has {} rank lists for world size {}", s.name,
-                                            s.ranks.size(), n));
+    throw InternalError(fmt::format("simulator: schedule \"{}\" has {} rank lists for world size {}", s.name,
+                                    s.ranks.size(), n));
   std::map<std::pair<int, int>, long> balance;  // sends minus receives per (src, dst)
   for (int r = 0; r < n; ++r)
     for (const auto& step : s.ranks[static_cast<std::size_t>(r)]) {
       auto check = [&](int peer) {
         if (peer < 0 || peer >= n || peer == r)
-          throw std::invalid_argument(
+          throw InternalError(
               fmt::format("simulator: schedule \"{}\" rank {} has invalid peer {}", s.name, r, peer));
       };
       for (const auto& op : step.sends) {
@@ -156,7 +157,7 @@ void validate_schedule(const Schedule& s) {
     }
   for (const auto& [pair, diff] : balance)
     if (diff != 0)
-      throw std::invalid_argument(fmt::format(
+      throw InternalError(fmt::format(
           "simulator: schedule \"{}\": sends from rank {} to rank {} and the receives for them do not match "
           "({} unmatched); it would deadlock",
           s.name, pair.first, pair.second, diff));
@@ -197,7 +198,7 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
   res.ranks.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     const auto& rec = records[static_cast<std::size_t>(r)];
-    if (!rec.finished) throw std::runtime_error(fmt::format("rank {} did not finish its schedule (deadlock)", r));
+    if (!rec.finished) throw InternalError(fmt::format("rank {} did not finish its schedule (deadlock)", r));
     auto& t = res.ranks[static_cast<std::size_t>(r)];
     t.comm_s = t.exposed_comm_s = t.step_s = rec.end;  // the collective is all there is: nothing hides it
     res.bytes_sent[static_cast<std::size_t>(r)] = rec.tally.bytes;

@@ -86,7 +86,7 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
 // whose leaves only send, or a rank that idles a step, is not.
 bool lockstep_symmetric(const Schedule& s);
 
-// Throws std::invalid_argument when the schedule cannot run: peers out of range, a rank sending to
+// Throws InternalError when the schedule cannot run: peers out of range, a rank sending to
 // itself, or sends and receives between a pair that do not match in number (it would deadlock).
 void validate_schedule(const Schedule& schedule);
 

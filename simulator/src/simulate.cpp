@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
@@ -34,9 +35,9 @@ void validate_options(const SimOptions& o) {
   bool known = false;
   for (const char* m : {"auto", "LV08", "CM02", "SMPI", "IB", "Constant"}) known = known || o.network_model == m;
   if (!known)
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "simulator: unknown network model \"{}\" (known: auto, LV08, CM02, SMPI, IB, Constant)", o.network_model));
-  if (!(o.time_precision_s >= 0)) throw std::invalid_argument("simulator: time_precision_s must be >= 0");
+  if (!(o.time_precision_s >= 0)) throw InputError("simulator: time_precision_s must be >= 0");
   if (std::find(std::begin(kModes), std::end(kModes), o.mode) == std::end(kModes))
     simulation_mode(o, 1);  // throws: an unknown mode
 }
@@ -104,10 +105,10 @@ SimStepResult run_isolated(int world_size, const SimOptions& options, const std:
 
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline) {
   if (pipeline && options.mode == "aggregated")
-    throw std::invalid_argument(
+    throw InputError(
         "simulator: the aggregated mode does not replay model-parallel layouts (mode exact, folded, probed or auto)");
   if (!pipeline && options.mode == "folded")
-    throw std::invalid_argument(
+    throw InputError(
         "simulator: the folded mode replays one replica of a model-parallel layout (tp or pp > 1); this has none");
   if (options.mode != "auto" && std::find(std::begin(kModes), std::end(kModes), options.mode) != std::end(kModes))
     return options.mode;
@@ -115,7 +116,7 @@ std::string simulation_mode(const SimOptions& options, int world_size, bool pipe
     if (pipeline) return world_size > kExactMaxLayoutWorld ? "probed" : "exact";
     return world_size > kExactMaxWorld ? "aggregated" : "exact";
   }
-  throw std::invalid_argument(
+  throw InputError(
       fmt::format("simulator: unknown mode \"{}\" (known: {})", options.mode, fmt::join(kModes, ", ")));
 }
 
@@ -127,20 +128,20 @@ SimOptions ranking_options(SimOptions options, int world_size) {
 std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const StrategyConfig& config, int world_size,
                                           double compute_s, double optimizer_s, const std::vector<std::int64_t>& steps,
                                           const SimOptions& options, int ranks_per_node) {
-  if (world_size < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", world_size));
+  if (world_size < 1) throw InputError(fmt::format("simulator: world size must be >= 1, got {}", world_size));
   if (!(compute_s >= 0) || !(optimizer_s >= 0))
-    throw std::invalid_argument("simulator: compute_s and optimizer_s must be >= 0");
-  if (steps.empty()) throw std::invalid_argument("simulator: no micro-step to simulate");
+    throw InputError("simulator: compute_s and optimizer_s must be >= 0");
+  if (steps.empty()) throw InputError("simulator: no micro-step to simulate");
   for (std::size_t i = 0; i < steps.size(); ++i)
     if (steps[i] < 0 || (i > 0 && steps[i] <= steps[i - 1]))
-      throw std::invalid_argument(fmt::format("simulator: micro-steps must be >= 0 and increasing, got {} after {}", steps[i],
-                                              i > 0 ? steps[i - 1] : -1));
+      throw InputError(fmt::format("simulator: micro-steps must be >= 0 and increasing, got {} after {}", steps[i],
+                                   i > 0 ? steps[i - 1] : -1));
   if (ranks_per_node < 1)
-    throw std::invalid_argument(fmt::format("simulator: ranks_per_node must be >= 1, got {}", ranks_per_node));
+    throw InputError(fmt::format("simulator: ranks_per_node must be >= 1, got {}", ranks_per_node));
   validate_options(options);
   sim::validate_cluster(scenario.cluster);
   if (!scenario.cluster.calibration.empty() && !options.calibration)
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "simulator: the scenario names calibration \"{}\" but none was loaded (simulate_sweep loads it from the store; "
         "else set SimOptions::calibration = load_calibration(store, name))",
         scenario.cluster.calibration));
@@ -148,7 +149,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
     make_schedule(config.schedule, 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plans are the ones it executes. Unknown
-  // policies and codecs throw std::invalid_argument here, in the caller's process. The runtime rebuilds
+  // policies and codecs throw InputError here, in the caller's process. The runtime rebuilds
   // buckets after its first sync step (micro-step accumulate_steps - 1) from the gradient-ready order it
   // observed, which for the MLP is the expected one.
   // Under [parallel] tp or pp > 1, one Strategy per pipeline stage, over a TP rank's share of its layers
@@ -203,7 +204,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
 
 SimStepResult simulate_step(const Scenario& scenario, const StrategyConfig& config, int world_size, double compute_s,
                             double optimizer_s, const SimOptions& options, const SimStepSpec& spec) {
-  if (spec.step < 0) throw std::invalid_argument(fmt::format("simulator: step must be >= 0, got {}", spec.step));
+  if (spec.step < 0) throw InputError(fmt::format("simulator: step must be >= 0, got {}", spec.step));
   return simulate_steps(scenario, config, world_size, compute_s, optimizer_s, {spec.step}, options, spec.ranks_per_node)
       .front();
 }
@@ -217,19 +218,19 @@ namespace {
 void expand_join(const Scenario& sc, int world_size, const SimOptions& options, SimPatternResult& out) {
   const auto it = options.join.find(world_size);
   if (it == options.join.end())
-    throw std::invalid_argument(fmt::format("data.uneven = \"join\": the simulator needs each rank's share at {} ranks "
-                                            "(SimOptions::join; ddplab simulate computes it from the dataset)",
-                                            world_size));
+    throw InputError(fmt::format("data.uneven = \"join\": the simulator needs each rank's share at {} ranks "
+                                 "(SimOptions::join; ddplab simulate computes it from the dataset)",
+                                 world_size));
   for (int r = 0; r < world_size; ++r)
     if (sc.cluster.compute_factor(r) != 1)
-      throw std::invalid_argument(fmt::format("data.uneven = \"join\" with cluster.stragglers: a straggler that runs out "
-                                              "of data stops slowing the others, which the simulator does not replay "
-                                              "yet (rank {} has factor {})",
-                                              r, sc.cluster.compute_factor(r)));
+      throw InputError(fmt::format("data.uneven = \"join\" with cluster.stragglers: a straggler that runs out "
+                                   "of data stops slowing the others, which the simulator does not replay "
+                                   "yet (rank {} has factor {})",
+                                   r, sc.cluster.compute_factor(r)));
   const JoinSchedule& join = it->second;
   if (join.samples.size() != static_cast<std::size_t>(world_size) || join.batch != out.batch_per_rank)
-    throw std::invalid_argument(fmt::format("data.uneven = \"join\": shares of {} ranks at batch {} given for {} ranks at batch {}",
-                                            join.samples.size(), join.batch, world_size, out.batch_per_rank));
+    throw InputError(fmt::format("data.uneven = \"join\": shares of {} ranks at batch {} given for {} ranks at batch {}",
+                                 join.samples.size(), join.batch, world_size, out.batch_per_rank));
   const std::int64_t first = out.pattern.warmup_steps(), period = out.pattern.period();
   const std::int64_t epoch = join.per_epoch();
   const std::int64_t length = std::lcm(epoch, period);  // whole epochs in whole steady blocks

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/compute_source.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -27,13 +28,13 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points) {
   std::set<double> batches;
   for (const BatchPoint& p : points) {
     if (!(p.global_batch > 0) || !(p.updates > 0))
-      throw std::invalid_argument(fmt::format("a batch point needs a positive batch and updates, got batch {:g}, {:g} updates",
-                                              p.global_batch, p.updates));
+      throw InputError(fmt::format("a batch point needs a positive batch and updates, got batch {:g}, {:g} updates",
+                                   p.global_batch, p.updates));
     batches.insert(p.global_batch);
   }
   if (batches.size() < 3)
-    throw std::invalid_argument(fmt::format("fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch "
-                                            "sizes, got {} ({})", batches.size(), describe(points)));
+    throw InputError(fmt::format("fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch "
+                                 "sizes, got {} ({})", batches.size(), describe(points)));
   // Weighted least squares of y = a + b x, x = 1 / B, weights 1 / y^2 (relative residuals).
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const BatchPoint& p : points) {
@@ -42,7 +43,7 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points) {
   }
   const double b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), a = (sy - b * sx) / sw;
   if (!(a > 0) || b < 0)
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "the runs do not follow S(B) = S_min (1 + B_noise / B): the fit gives S_min = {:.3g} and S_min B_noise = {:.3g} "
         "({}); updates should fall as the batch grows, towards a positive floor", a, b, describe(points)));
   NoiseScaleFit f;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 
 namespace ddplab {
@@ -22,7 +23,7 @@ SteadyState steady_state(const std::vector<StepMetrics>& rows, const StepPattern
   StepWindow w = steady_window(pattern, out.run_steps, min_first);
   if (w.steps() == 0) w = steady_window(pattern, out.run_steps, 0);
   if (w.steps() == 0)
-    throw std::invalid_argument(fmt::format(
+    throw InputError(fmt::format(
         "the run has {} steps, and its steady state needs {} warm-up steps then at least one block of {}", out.run_steps,
         pattern.warmup_steps(), out.period));
   out.first = w.first;

@@ -10,6 +10,7 @@
 #include <xbt/base.h>  // simgrid/version.h needs its macros
 #include <simgrid/version.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
@@ -60,7 +61,7 @@ SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy,
 }
 
 SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strategy, int n, const SweepSetup& setup) {
-  if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
+  if (n < 1) throw InputError(fmt::format("simulator: world size must be >= 1, got {}", n));
   const ComputeSource& src = setup.compute;
   SweepPoint p;
   p.world_size = n;
@@ -102,7 +103,7 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
                                        const std::vector<int>& worlds, Store& store, const SimOptions& given,
                                        std::function<void(int, int)> progress) {
   for (int n : worlds)
-    if (n < 1) throw std::invalid_argument(fmt::format("simulator: world size must be >= 1, got {}", n));
+    if (n < 1) throw InputError(fmt::format("simulator: world size must be >= 1, got {}", n));
   const SweepSetup setup = sweep_setup(scenario, strategy, store, given);
   const ComputeSource& src = setup.compute;
   const SimOptions& options = setup.options;

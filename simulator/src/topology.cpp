@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "platform.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace sg4 = simgrid::s4u;
 using simgrid::kernel::routing::NetPoint;
@@ -237,9 +238,9 @@ unsigned product(const std::vector<unsigned>& v) {
 
 void check_leaves(const ClusterConfig& c, unsigned leaves, int nodes, const std::string& spec) {
   if (leaves < static_cast<unsigned>(nodes))
-    throw std::invalid_argument(fmt::format("simulator: [cluster].{} = \"{}\" has {} leaves, but the world needs {} nodes "
-                                            "({} devices per node)",
-                                            c.topology, spec, leaves, nodes, c.devices_per_node));
+    throw InputError(fmt::format("simulator: [cluster].{} = \"{}\" has {} leaves, but the world needs {} nodes "
+                                 "({} devices per node)",
+                                 c.topology, spec, leaves, nodes, c.devices_per_node));
 }
 
 }  // namespace
@@ -253,7 +254,7 @@ void check_full_mesh_size(const ClusterConfig& c, int nodes) {
   if (nodes <= kMaxFullMeshNodes) return;
   // Measured: 523,776 links (1024 nodes) took 0.84 GB, about 1.6 kB a link.
   auto gigabytes = [](std::int64_t links) { return static_cast<double>(links) * 1.6e3 / 1e9; };
-  throw std::invalid_argument(fmt::format(
+  throw InputError(fmt::format(
       "simulator: [cluster].topology = \"full\" gives every pair of nodes its own link: {} nodes ({} devices per node) "
       "need {} links, about {:.2f} GB of SimGrid platform; the limit is {} nodes ({} links, about {:.2f} GB and 10 s "
       "to build). Use topology = \"fat_tree\" (sized to the world, full bisection) or more devices_per_node",
@@ -295,9 +296,9 @@ std::vector<unsigned> dragonfly_shape(const ClusterConfig& c, int nodes) {
     // SimGrid links group j to router j of every group: a group needs at least as many routers as there
     // are groups (3.32 reads past its router table otherwise and crashes).
     if (out[2] * out[4] < out[0])
-      throw std::invalid_argument(fmt::format("simulator: [cluster].dragonfly = \"{}\" has {} groups but {} routers per group; "
-                                              "a group needs at least one router per group",
-                                              c.dragonfly, out[0], out[2] * out[4]));
+      throw InputError(fmt::format("simulator: [cluster].dragonfly = \"{}\" has {} groups but {} routers per group; "
+                                   "a group needs at least one router per group",
+                                   c.dragonfly, out[0], out[2] * out[4]));
     return out;
   }
   // Sized to the world: G groups of one chassis with R >= G routers of 2 nodes, one link between groups.

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/simulator/compute_source.hpp"
@@ -78,7 +79,7 @@ struct StoreValidation::Impl {
     }
     net.network_model = net_cal.network_model = opt.network_model;
     if (report.calibration.empty()) {
-      if (opt.compute == "calibration") throw std::invalid_argument("--compute calibration needs a stored calibration");
+      if (opt.compute == "calibration") throw InputError("--compute calibration needs a stored calibration");
       return;
     }
     report.fit = load_calibration(store, report.calibration);
@@ -108,7 +109,7 @@ struct StoreValidation::Impl {
     const bool fits = fit && calibration_fits_model(*fit, sc);
     v.compute_from_calibration = opt.compute == "calibration" || (opt.compute == "auto" && fits);
     if (v.compute_from_calibration && !fits)
-      throw std::invalid_argument(fmt::format(
+      throw InputError(fmt::format(
           "--compute calibration: calibration \"{}\" measured {} at batch {} on {}, the run trained {} at batch {} on {}",
           report.calibration,
           fit->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(fit->layer_widths, "-")),
@@ -160,7 +161,7 @@ struct StoreValidation::Impl {
 StoreValidation::StoreValidation(Store& store, const ValidationOptions& options)
     : impl_(new Impl{store, options, {}, {}, {}, {}, {}, {}}) {
   if (options.compute != "auto" && options.compute != "calibration" && options.compute != "measured")
-    throw std::invalid_argument("--compute must be auto, calibration or measured, got \"" + options.compute + "\"");
+    throw InputError("--compute must be auto, calibration or measured, got \"" + options.compute + "\"");
   impl_->load_calibration_named();
 }
 

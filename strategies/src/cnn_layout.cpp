@@ -2,16 +2,18 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
-  if (m.type != "cnn") throw std::invalid_argument("cnn_layout: model type \"" + m.type + "\" is not \"cnn\"");
-  if (m.image.size() != 3) throw std::invalid_argument("cnn_layout: image must be [height, width, channels]");
+  if (m.type != "cnn") throw InternalError("cnn_layout: model type \"" + m.type + "\" is not \"cnn\"");
+  if (m.image.size() != 3) throw InputError("cnn_layout: image must be [height, width, channels]");
   std::vector<CnnLayer> layers;
   const bool norm = m.bn != "none";
   int h = m.image[0], w = m.image[1], c = m.image[2];
   for (std::size_t b = 0; b < m.conv.size(); ++b) {
-    if (h % 2 || w % 2) throw std::invalid_argument("cnn_layout: a conv block would max-pool an odd image");
+    if (h % 2 || w % 2) throw InputError("cnn_layout: a conv block would max-pool an odd image");
     const std::string n = std::to_string(b + 1);
     CnnLayer conv{CnnLayer::Kind::Conv, "conv" + n, h, w, c, m.conv[b], m.kernel, !norm, !norm, !norm};
     layers.push_back(conv);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -19,14 +20,14 @@ std::vector<std::string> pipeline_schedule_names() {
 
 ParallelLayout::ParallelLayout(const ParallelConfig& p, int world) : tp_(p.tp), pp_(p.pp), dp_inside_(p.placement == "tp-dp-pp") {
   if (p.placement != "tp-dp-pp" && p.placement != "tp-pp-dp")
-    throw std::invalid_argument(fmt::format("placement must be \"tp-dp-pp\" or \"tp-pp-dp\", got \"{}\"", p.placement));
+    throw InputError(fmt::format("placement must be \"tp-dp-pp\" or \"tp-pp-dp\", got \"{}\"", p.placement));
   if (tp_ < 1 || pp_ < 1 || world < 1 || world % (tp_ * pp_) != 0)
-    throw std::invalid_argument(fmt::format("tp x pp = {} x {} = {} does not divide the world of {} ranks", tp_, pp_,
-                                            tp_ * pp_, world));
+    throw InputError(fmt::format("tp x pp = {} x {} = {} does not divide the world of {} ranks", tp_, pp_,
+                                 tp_ * pp_, world));
   dp_ = world / (tp_ * pp_);
   if (p.dp && *p.dp != dp_)
-    throw std::invalid_argument(fmt::format("tp x pp x dp = {} x {} x {} = {} is not the world of {} ranks", tp_, pp_,
-                                            *p.dp, tp_ * pp_ * *p.dp, world));
+    throw InputError(fmt::format("tp x pp x dp = {} x {} x {} = {} is not the world of {} ranks", tp_, pp_,
+                                 *p.dp, tp_ * pp_ * *p.dp, world));
 }
 
 RankCoord ParallelLayout::coord(int rank) const {
@@ -89,7 +90,7 @@ std::string at(const Scenario& sc, const std::string& key, const std::string& fa
 }
 
 [[noreturn]] void fail(const Scenario& sc, const std::string& key, const std::string& message, const std::string& fallback = "") {
-  throw ScenarioError(fmt::format("{}: parallel.{} {}", at(sc, key, fallback), key, message));
+  throw ScenarioError(InputLocation::at(at(sc, key, fallback), "parallel." + key), fmt::format("parallel.{} {}", key, message));
 }
 
 }  // namespace
@@ -137,8 +138,10 @@ void validate_parallel(const Scenario& sc) {
 ParallelLayout scenario_layout(const Scenario& sc, int world, const std::string& what) {
   try {
     return ParallelLayout(sc.parallel, world);
-  } catch (const std::invalid_argument& e) {
-    throw ScenarioError(fmt::format("{}: [parallel] does not fit {}: {}", at(sc, sc.parallel.dp ? "dp" : "tp"), what, e.what()));
+  } catch (const InputError& e) {
+    const std::string key = sc.parallel.dp ? "dp" : "tp";
+    throw ScenarioError(InputLocation::at(at(sc, key), "parallel." + key),
+                        fmt::format("[parallel] does not fit {}: {}", what, e.what()));
   }
 }
 

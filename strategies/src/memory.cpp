@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/units.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/stages.hpp"
@@ -157,7 +158,7 @@ std::string MemoryCheck::describe() const {
 
 MemoryCheck check_memory(const Scenario& scenario, const StrategyConfig& config, int world, int ranks_per_node) {
   const OptimizerInfo* optimizer = find_optimizer(scenario.train.optimizer);
-  if (!optimizer) throw std::invalid_argument("unknown optimizer \"" + scenario.train.optimizer + "\"");
+  if (!optimizer) throw InputError("unknown optimizer \"" + scenario.train.optimizer + "\"");
   const ScenarioStages split = scenario_stages(scenario, world, ranks_per_node);
   MemoryCheck c;
   for (std::size_t s = 0; s < split.stages.size(); ++s) {  // each stage's most loaded rank of its DP group

@@ -1,6 +1,7 @@
 // Model tables (CSV, see model_library.hpp) -> ModelSpec. Every error names file:line:col and the field.
 #include "ddplab/strategies/model_library.hpp"
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/cnn_layout.hpp"
 
 #include <algorithm>
@@ -70,7 +71,7 @@ class TableParser {
   explicit TableParser(std::string path) : path_(std::move(path)) {}
 
   [[noreturn]] void fail(std::size_t line, std::size_t col, const std::string& message) const {
-    throw ModelTableError(fmt::format("{}:{}:{}: {}", path_, line, col, message));
+    throw ModelTableError(InputLocation{path_, static_cast<int>(line), static_cast<int>(col), {}}, message);
   }
 
   ModelSpec parse(const std::string& text) {
@@ -190,8 +191,8 @@ ModelSpec load_model_table(const std::string& name_or_path) {
   std::ifstream f(path, std::ios::binary);
   std::error_code ec;
   if (!f || std::filesystem::is_directory(path, ec))
-    throw ModelTableError(fmt::format("{}: cannot open model table ({})", path,
-                                      f ? "it is a directory" : std::strerror(errno)));
+    throw ModelTableError(InputLocation{.file = path},
+                          fmt::format("cannot open model table ({})", f ? "it is a directory" : std::strerror(errno)));
   std::ostringstream text;
   text << f.rdbuf();
   return parse_model_table(text.str(), path);
@@ -201,7 +202,7 @@ ModelSpec model_spec_for(const ModelConfig& model) {
   if (model.type == "mlp") return ModelSpec::mlp(model.layers);
   if (model.type == "cnn") return cnn_model_spec(cnn_layout(model));
   if (model.type == "table") return load_model_table(model.table);
-  throw std::invalid_argument(fmt::format("unknown model type \"{}\" (known: mlp, cnn, table)", model.type));
+  throw InputError(fmt::format("unknown model type \"{}\" (known: mlp, cnn, table)", model.type));
 }
 
 }  // namespace ddplab

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 std::size_t ModelSpec::parameter_count() const {
@@ -76,7 +78,7 @@ std::vector<int> ModelSpec::forward_chunks(const std::vector<int>& cuts) const {
     ends.push_back(c);
   }
   for (int l : sync_layers()) {
-    if (l == 0) throw std::invalid_argument(name + ": a SyncBatchNorm layer first has no forward before it to take its moments");
+    if (l == 0) throw InputError(name + ": a SyncBatchNorm layer first has no forward before it to take its moments");
     ends.push_back(l - 1);
   }
   std::sort(ends.begin(), ends.end());
@@ -95,7 +97,7 @@ const char* tp_split_name(TpSplit s) {
 }
 
 ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
-  if (widths.size() < 2) throw std::invalid_argument("an MLP needs at least an input and an output width");
+  if (widths.size() < 2) throw InputError("an MLP needs at least an input and an output width");
   ModelSpec m;
   m.name = "mlp";
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {

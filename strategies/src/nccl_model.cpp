@@ -9,6 +9,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -216,7 +218,7 @@ double nvls_seconds_per_byte(const NcclFabric& f, int n) { return (n + 1.0) / n 
 
 NcclChoice nccl_choose(const NcclFabric& f, const std::string& coll, int n, std::size_t bytes) {
   if (coll != "allreduce" && coll != "reduce_scatter" && coll != "all_gather")
-    throw std::invalid_argument("nccl model: no model of collective \"" + coll + "\"");
+    throw InputError("nccl model: no model of collective \"" + coll + "\"");
   const Shape s = shape_of(f, n);
   NcclChoice best{"ring", "Simple", std::numeric_limits<double>::infinity()};
   if (n < 2) return {"ring", "Simple", 0};

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -30,13 +32,13 @@ const char* kind_name(OptionKind k) {
 const std::string& value_of(const std::vector<OptionSpec>& specs, const OptionValues& values, const std::string& name,
                             OptionKind as) {
   const OptionSpec* spec = find_option(specs, name);
-  if (!spec) throw std::invalid_argument(fmt::format("no option {} (known: {})", name, option_names(specs)));
+  if (!spec) throw InternalError(fmt::format("no option {} (known: {})", name, option_names(specs)));
   if (spec->kind != as && !(as == OptionKind::Number && spec->kind == OptionKind::Integer))
-    throw std::invalid_argument(fmt::format("option {} is {}, not {}", name, kind_name(spec->kind), kind_name(as)));
+    throw InternalError(fmt::format("option {} is {}, not {}", name, kind_name(spec->kind), kind_name(as)));
   const auto it = values.find(name);
   const std::string& text = it == values.end() ? spec->fallback : it->second;
   if (!option_accepts(*spec, text))
-    throw std::invalid_argument(fmt::format("{} must be {}, got \"{}\"", name, spec->requirement(), text));
+    throw InputError(fmt::format("{} must be {}, got \"{}\"", name, spec->requirement(), text), name);
   return text;
 }
 
@@ -82,11 +84,12 @@ void check_options(const std::string& what, const std::vector<OptionSpec>& specs
     const OptionSpec* spec = find_option(specs, key);
     if (!spec) {
       const std::string keys = option_names(specs);
-      throw std::invalid_argument(fmt::format("{}: unknown option \"{}\" ({})", what, key,
-                                              keys.empty() ? std::string("it takes no options") : "known: " + keys));
+      throw InputError(fmt::format("{}: unknown option \"{}\" ({})", what, key,
+                                   keys.empty() ? std::string("it takes no options") : "known: " + keys),
+                       key);
     }
     if (!option_accepts(*spec, value))
-      throw std::invalid_argument(fmt::format("{}: {} must be {}, got \"{}\"", what, key, spec->requirement(), value));
+      throw InputError(fmt::format("{}: {} must be {}, got \"{}\"", what, key, spec->requirement(), value), key);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -39,8 +40,8 @@ std::vector<int> chunk_ends(const ModelSpec& model, int C) {
   if (last > 0 && last < L && !block_end.empty()) block_end.back() = std::min(block_end.back(), last);
   const int B = static_cast<int>(block_end.size());
   if (B < C)
-    throw std::invalid_argument(fmt::format("pipeline: {} has {} {}, fewer than the {} pipeline chunks", model.name, B,
-                                            B == L ? "layers" : "numbered blocks", C));
+    throw InputError(fmt::format("pipeline: {} has {} {}, fewer than the {} pipeline chunks", model.name, B,
+                                 B == L ? "layers" : "numbered blocks", C));
   std::vector<int> ends;
   for (int j = 0; j < C; ++j) ends.push_back(j + 1 == C ? L : block_end[static_cast<std::size_t>((j + 1) * B / C - 1)]);
   return ends;
@@ -52,10 +53,10 @@ StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, 
   const int P = shape.stages, v = shape.chunks, C = P * v;
   const int L = static_cast<int>(model.layers.size());
   if (P < 1 || v < 1 || stage < 0 || stage >= P)
-    throw std::invalid_argument(fmt::format("pipeline: stage {} of {} stages x {} chunks", stage, P, v));
+    throw InternalError(fmt::format("pipeline: stage {} of {} stages x {} chunks", stage, P, v));
   if (!model.sync_layers().empty())
-    throw std::invalid_argument(fmt::format("pipeline: {} has SyncBatchNorm layers, whose statistics would span stages",
-                                            model.name));
+    throw InputError(fmt::format("pipeline: {} has SyncBatchNorm layers, whose statistics would span stages",
+                                 model.name));
   const std::vector<int> ends = chunk_ends(model, C);
   StageModel out;
   out.model.name = fmt::format("{} stage {}", model.name, stage);
@@ -66,9 +67,9 @@ StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, 
   auto boundary = [&](int layer) {  // the activations leaving `layer` for the next chunk, per sample
     const double bytes = model.layers[static_cast<std::size_t>(layer)].activation_bytes;
     if (!(bytes > 0))
-      throw std::invalid_argument(fmt::format("pipeline: layer {} (\"{}\") of {} ends a pipeline chunk but has no "
-                                              "activation_bytes: the bytes it sends to the next stage are unknown",
-                                              layer, model.layers[static_cast<std::size_t>(layer)].name, model.name));
+      throw InputError(fmt::format("pipeline: layer {} (\"{}\") of {} ends a pipeline chunk but has no "
+                                   "activation_bytes: the bytes it sends to the next stage are unknown",
+                                   layer, model.layers[static_cast<std::size_t>(layer)].name, model.name));
     return bytes;
   };
   for (int c = 0; c < v; ++c) {
@@ -97,7 +98,7 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
   const PipelineStage& pipe = ctx_.pipeline;
   const int P = pipe.shape.stages, M = pipe.shape.microbatches, places = P * pipe.shape.chunks;
   if (M < 1 || ctx_.batch_size % M != 0)
-    throw std::invalid_argument(fmt::format("pipeline: {} microbatches do not divide the batch of {}", M, ctx_.batch_size));
+    throw InputError(fmt::format("pipeline: {} microbatches do not divide the batch of {}", M, ctx_.batch_size));
   const int micro = ctx_.batch_size / M;  // samples per microbatch
   const int prev_stage = (pipe.stage + P - 1) % P, next_stage = (pipe.stage + 1) % P;
   // The tables' activation sizes are fp32; [train] precision may hold them in 16 bits.

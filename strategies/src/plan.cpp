@@ -1,5 +1,6 @@
 #include "ddplab/strategies/plan.hpp"
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
 
 #include <stdexcept>
@@ -62,7 +63,7 @@ CallShape call_shape(const CollectiveCall& call, int n) {
   if (call.collective == "allreduce" || call.collective == "reduce_scatter") return {call.collective, call.count};
   if (call.collective == "all_gather_shards") return {"all_gather", call.count};
   if (call.collective == "all_gather") return {"all_gather", call.count * static_cast<std::size_t>(n)};
-  throw std::invalid_argument("unknown collective \"" + call.collective + "\" in a plan");
+  throw InternalError("unknown collective \"" + call.collective + "\" in a plan");
 }
 
 std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int n,

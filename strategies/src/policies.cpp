@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "ddplab/strategies/optimizer.hpp"
@@ -114,16 +115,16 @@ std::string option_problem(const PolicyInfo& p, const std::string& name, const s
 
 long long policy_option(const StrategyConfig& config, const std::string& name) {
   const PolicyInfo* p = find_policy(config.policy);
-  if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
+  if (!p) throw InputError("unknown policy \"" + config.policy + "\"");
   return option_integer(p->options, config.policy_options, name);
 }
 
 void check_policy_options(const StrategyConfig& config) {
   const PolicyInfo* p = find_policy(config.policy);
-  if (!p) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
+  if (!p) throw InputError("unknown policy \"" + config.policy + "\"");
   for (const auto& [name, text] : config.policy_options) {
     const std::string problem = option_problem(*p, name, text);
-    if (!problem.empty()) throw std::invalid_argument(fmt::format("{} {}", name, problem));
+    if (!problem.empty()) throw InputError(fmt::format("{} {}", name, problem), name);
   }
 }
 
@@ -157,8 +158,9 @@ struct Checker {
   std::size_t i;
   [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
     const auto it = s.where.find(field);
-    const std::string at = it != s.where.end() ? it->second : sc.path;
-    throw ScenarioError(fmt::format("{}: strategy[{}].{} {}", at, i, field, problem));
+    const std::string name = fmt::format("strategy[{}].{}", i, field);
+    throw ScenarioError(InputLocation::at(it != s.where.end() ? it->second : sc.path, name),
+                        fmt::format("{} {}", name, problem));
   }
 };
 
@@ -201,10 +203,10 @@ void validate_strategies(const Scenario& sc) {
     // A checkpoint holds no half-accumulated gradients: it is taken where an accumulation window ends.
     if (sc.train.checkpoint_every > 0 && sc.train.checkpoint_every % s.accumulate_steps != 0) {
       const auto at = sc.train.where.find("checkpoint_every");
-      throw ScenarioError(fmt::format("{}: train.checkpoint_every must be a multiple of strategy[{}].accumulate_steps ({}), "
+      throw ScenarioError(InputLocation::at(at != sc.train.where.end() ? at->second : sc.path, "train.checkpoint_every"),
+                          fmt::format("train.checkpoint_every must be a multiple of strategy[{}].accumulate_steps ({}), "
                                       "got {}: a checkpoint is taken where an accumulation window ends",
-                                      at != sc.train.where.end() ? at->second : sc.path, i, s.accumulate_steps,
-                                      sc.train.checkpoint_every));
+                                      i, s.accumulate_steps, sc.train.checkpoint_every));
     }
     std::vector<std::string> codec_names;
     for (const auto& c : codecs()) codec_names.push_back(c.name);
@@ -212,14 +214,10 @@ void validate_strategies(const Scenario& sc) {
       check.fail("codec", fmt::format("must be one of {}, got \"{}\"", names(codec_names), s.codec));
     try {
       make_codec(s.codec, s.codec_options, sc.train.seed);
-    } catch (const std::invalid_argument& e) {
-      // Point at the option the message names, if any.
-      const std::string what = e.what();
-      std::string field = "codec_options";
-      for (const auto& [key, value] : s.codec_options)
-        if (what.find("\"" + key + "\"") != std::string::npos || what.find(" " + key + " ") != std::string::npos)
-          field = "codec_options." + key;
-      check.fail(field, what);
+    } catch (const InputError& e) {
+      // Point at the option at fault when the codec names one that was set, else at the whole table.
+      const bool set = !e.field().empty() && s.codec_options.count(e.field()) > 0;
+      check.fail(set ? "codec_options." + e.field() : "codec_options", e.what());
     }
   }
 }

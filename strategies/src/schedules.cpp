@@ -1,6 +1,7 @@
 // The schedule registry: one line per schedule.
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -49,14 +50,14 @@ std::vector<std::string> allreduce_schedule_names() {
 }
 
 Schedule make_schedule(const std::string& name, const ScheduleParams& params, const std::string& collective) {
-  if (params.world_size < 1) throw std::invalid_argument("schedule " + name + ": world size must be >= 1");
+  if (params.world_size < 1) throw InputError("schedule " + name + ": world size must be >= 1");
   std::string known;
   for (const auto& s : schedules()) {
     if (s.collective != collective) continue;
     if (s.name == name) return s.build(params);
     known += (known.empty() ? "" : ", ") + s.name;
   }
-  throw std::invalid_argument("unknown " + collective + " schedule \"" + name + "\" (known: " + known + ")");
+  throw InputError("unknown " + collective + " schedule \"" + name + "\" (known: " + known + ")");
 }
 
 Schedule make_schedule(const std::string& name, int world_size, std::size_t count) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/tensor_parallel.hpp"
@@ -24,26 +25,27 @@ std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& mo
   const int P = layout.pp(), T = layout.tp();
   if (P == 1 && T == 1) return {{model, strategy_context(scenario, layout.world(), ranks_per_node)}};
   // Where the split is asked, when the model does not split that way.
-  auto refused = [&](const char* key, int value, const std::exception& e) {
-    return ScenarioError(fmt::format("{}: parallel.{} = {}: {}", parallel_position(scenario, key), key, value, e.what()));
+  auto refused = [&](const char* key, int value, const InputError& e) {
+    return ScenarioError(InputLocation::at(parallel_position(scenario, key), std::string("parallel.") + key),
+                         fmt::format("parallel.{} = {}: {}", key, value, e.what()));
   };
   ModelSpec share;
   try {
     share = tensor_parallel_shard(model, T);
-  } catch (const std::invalid_argument& e) {
+  } catch (const InputError& e) {
     throw refused("tp", T, e);
   }
   const ParallelConfig& par = scenario.parallel;
   // Without pipeline stages the pass is a one-stage pipeline: the microbatches run one after the other.
   const PipelineInfo* schedule = find_pipeline_schedule(P == 1 ? "gpipe" : par.pipeline_schedule);
-  if (!schedule) throw std::invalid_argument("unknown pipeline schedule \"" + par.pipeline_schedule + "\"");
+  if (!schedule) throw InputError("unknown pipeline schedule \"" + par.pipeline_schedule + "\"");
   const PipelineShape shape{P, par.microbatches, P == 1 ? 1 : par.virtual_stages};
   std::vector<StageSpec> out;
   for (int s = 0; s < P; ++s) {
     StageModel stage = [&] {
       try {
         return pipeline_stage(share, *schedule, shape, s);
-      } catch (const std::invalid_argument& e) {
+      } catch (const InputError& e) {
         throw refused("pp", P, e);
       }
     }();
@@ -65,15 +67,16 @@ ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_pe
   if (scenario.train.recompute != "none") {
     // Recomputation is by numbered block: a model without any, or with SyncBatchNorm, is refused where it is asked.
     const auto at = scenario.train.where.find("recompute");
-    const std::string where = at != scenario.train.where.end() ? at->second : scenario.path;
+    const InputLocation where =
+        InputLocation::at(at != scenario.train.where.end() ? at->second : scenario.path, "train.recompute");
     if (model.block_forward_flops() <= 0)
-      throw ScenarioError(fmt::format("{}: train.recompute = \"{}\": {} has no numbered blocks (layers named like "
-                                      "\"h.0.attn\") whose forward could run again",
-                                      where, scenario.train.recompute, model.name));
+      throw ScenarioError(where, fmt::format("train.recompute = \"{}\": {} has no numbered blocks (layers named like "
+                                             "\"h.0.attn\") whose forward could run again",
+                                             scenario.train.recompute, model.name));
     if (!model.sync_layers().empty())
-      throw ScenarioError(fmt::format("{}: train.recompute = \"{}\": {} has SyncBatchNorm layers, whose statistics a "
-                                      "recomputed forward would take again",
-                                      where, scenario.train.recompute, model.name));
+      throw ScenarioError(where, fmt::format("train.recompute = \"{}\": {} has SyncBatchNorm layers, whose statistics a "
+                                             "recomputed forward would take again",
+                                             scenario.train.recompute, model.name));
   }
   const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
   std::vector<StageSpec> stages = stage_specs(scenario, model, layout, ranks_per_node);

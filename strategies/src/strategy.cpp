@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
@@ -12,14 +13,14 @@ namespace ddplab {
 Strategy::Strategy(const StrategyConfig& config, const ModelSpec& model, const StrategyContext& ctx)
     : config_(config), model_(model), ctx_(ctx) {
   policy_ = find_policy(config.policy);
-  if (!policy_) throw std::invalid_argument("unknown policy \"" + config.policy + "\"");
-  if (ctx.world_size < 1) throw std::invalid_argument("world size must be >= 1");
+  if (!policy_) throw InputError("unknown policy \"" + config.policy + "\"");
+  if (ctx.world_size < 1) throw InputError("world size must be >= 1");
   check_policy_options(config);
   // Sharding by servers is the parameter-server policies': their option says how many are dedicated.
   servers_ = policy_->shards == Shards::Servers ? static_cast<int>(policy_option(config, "ps_servers")) : 0;
   if (servers_ >= ctx.world_size)
-    throw std::invalid_argument(fmt::format("policy ps: ps_servers = {} dedicated servers leave no worker among {} ranks",
-                                            servers_, ctx.world_size));
+    throw InputError(fmt::format("policy ps: ps_servers = {} dedicated servers leave no worker among {} ranks",
+                                 servers_, ctx.world_size));
   codec_ = make_codec(config.codec, config.codec_options, ctx.seed);
   bucketize(reverse_parameter_order(model_));
 }
@@ -124,8 +125,8 @@ int Strategy::add_forward_pass(StepPlan& plan, const std::vector<int>& cuts, con
 std::vector<int> Strategy::add_backward_pass(StepPlan& plan, int prev, const PassBefore& before,
                                              const PassAfter& after) const {
   if (ctx_.recompute && !model_.sync_layers().empty())
-    throw std::invalid_argument("train.recompute = \"full\": " + model_.name +
-                                " has SyncBatchNorm layers, whose statistics a recomputed forward would take again");
+    throw InputError("train.recompute = \"full\": " + model_.name +
+                     " has SyncBatchNorm layers, whose statistics a recomputed forward would take again");
   std::vector<int> backward(model_.layers.size(), -1);
   int grads = -1;  // the gradient sums the next layer down waits for
   for (int l = static_cast<int>(model_.layers.size()) - 1; l >= 0; --l) {

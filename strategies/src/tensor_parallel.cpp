@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 namespace {
 
@@ -23,14 +25,14 @@ void split_tensor(ParamSpec& p, std::size_t dim, int T, const std::string& model
   if (dim < p.shape.size() && p.shape[dim] % t == 0) return cut(p.shape[dim]);
   for (std::size_t& d : p.shape)
     if (d % t == 0) return cut(d);
-  throw std::invalid_argument(fmt::format("tensor parallelism: {} of {} has no dimension that tp = {} divides", p.name,
-                                          model, T));
+  throw InputError(fmt::format("tensor parallelism: {} of {} has no dimension that tp = {} divides", p.name,
+                               model, T));
 }
 
 }  // namespace
 
 ModelSpec tensor_parallel_shard(const ModelSpec& model, int T) {
-  if (T < 1) throw std::invalid_argument(fmt::format("tensor parallelism: tp = {}", T));
+  if (T < 1) throw InputError(fmt::format("tensor parallelism: tp = {}", T));
   if (T == 1) return model;
   ModelSpec out = model;
   for (std::size_t l = 0; l < out.layers.size(); ++l) {
@@ -43,8 +45,8 @@ ModelSpec tensor_parallel_shard(const ModelSpec& model, int T) {
     if (layer.tp == TpSplit::Column && l > 0) layer.tp_sync_bytes = model.layers[l - 1].activation_bytes;
     if (layer.tp != TpSplit::Row) {
       if (std::fmod(layer.activation_bytes, 4.0 * T) != 0)
-        throw std::invalid_argument(fmt::format("tensor parallelism: tp = {} does not divide the output of {} ({} bytes "
-                                                "per sample)", T, layer.name, layer.activation_bytes));
+        throw InputError(fmt::format("tensor parallelism: tp = {} does not divide the output of {} ({} bytes "
+                                     "per sample)", T, layer.name, layer.activation_bytes));
       layer.activation_bytes /= T;
     }
   }

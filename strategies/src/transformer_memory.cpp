@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 
 namespace ddplab {
@@ -12,14 +13,14 @@ namespace ddplab {
 namespace {
 void check(const TransformerDims& d, const TransformerLayout& l) {
   if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.chunks < 1 || l.microbatch < 1 || l.microbatches < 1)
-    throw std::invalid_argument("transformer memory: every size of the layout must be at least 1");
+    throw InputError("transformer memory: every size of the layout must be at least 1");
   if (d.hidden % l.tp != 0 || d.heads % l.tp != 0 || d.vocab % l.tp != 0)
-    throw std::invalid_argument(fmt::format("transformer memory: tp {} must divide the hidden size {}, the heads {} and "
-                                            "the vocabulary {}", l.tp, d.hidden, d.heads, d.vocab));
+    throw InputError(fmt::format("transformer memory: tp {} must divide the hidden size {}, the heads {} and "
+                                 "the vocabulary {}", l.tp, d.hidden, d.heads, d.vocab));
   if (d.layers % (l.pp * l.chunks) != 0)
-    throw std::invalid_argument(fmt::format("transformer memory: pp x chunks = {} x {} must divide the {} layers", l.pp,
-                                            l.chunks, d.layers));
-  if (l.zero < 0 || l.zero > 3) throw std::invalid_argument(fmt::format("transformer memory: ZeRO stage {}", l.zero));
+    throw InputError(fmt::format("transformer memory: pp x chunks = {} x {} must divide the {} layers", l.pp,
+                                 l.chunks, d.layers));
+  if (l.zero < 0 || l.zero > 3) throw InputError(fmt::format("transformer memory: ZeRO stage {}", l.zero));
 }
 }  // namespace
 
@@ -47,7 +48,7 @@ double model_state_bytes(double psi, int dp, int zero) {
     case 1: return 2 * kHalf * psi + kStates * psi / dp;
     case 2: return kHalf * psi + (kHalf + kStates) * psi / dp;
     case 3: return (2 * kHalf + kStates) * psi / dp;
-    default: throw std::invalid_argument(fmt::format("model_state_bytes: ZeRO stage {}", zero));
+    default: throw InternalError(fmt::format("model_state_bytes: ZeRO stage {}", zero));
   }
 }
 
@@ -57,8 +58,8 @@ double layer_activation_bytes(const TransformerDims& d, const TransformerLayout&
   if (l.recompute == "full") return 2 * sbh / (l.sequence_parallel ? t : 1.0);
   const double kept = l.recompute == "selective" ? 0.0 : scores;
   if (l.recompute != "none" && l.recompute != "selective")
-    throw std::invalid_argument("layer_activation_bytes: recompute must be \"none\", \"selective\" or \"full\", got \"" +
-                                l.recompute + "\"");
+    throw InputError("layer_activation_bytes: recompute must be \"none\", \"selective\" or \"full\", got \"" +
+                     l.recompute + "\"");
   if (l.sequence_parallel) return sbh / t * (34 + kept);
   return sbh * (10 + 24 / t + kept / t);
 }
@@ -66,8 +67,8 @@ double layer_activation_bytes(const TransformerDims& d, const TransformerLayout&
 LayoutMemory transformer_device_memory(const TransformerDims& d, const TransformerLayout& l, int stage) {
   check(d, l);
   const PipelineInfo* schedule = find_pipeline_schedule(l.pipeline_schedule);
-  if (!schedule) throw std::invalid_argument("transformer memory: no pipeline schedule \"" + l.pipeline_schedule + "\"");
-  if (stage < 0 || stage >= l.pp) throw std::invalid_argument(fmt::format("transformer memory: stage {} of {}", stage, l.pp));
+  if (!schedule) throw InputError("transformer memory: no pipeline schedule \"" + l.pipeline_schedule + "\"");
+  if (stage < 0 || stage >= l.pp) throw InternalError(fmt::format("transformer memory: stage {} of {}", stage, l.pp));
   LayoutMemory m;
   m.parameters = device_parameters(d, l, stage);
   m.model_states = model_state_bytes(m.parameters, l.dp, l.zero);

@@ -124,10 +124,12 @@ printf '#       size  count\n 1024 x\n' >"$work/bad.log"
 grep -q "$work/bad.log:2: column count: \"x\" is not an integer" "$work/err" || fail "malformed log: no file:line"
 [[ $("$ddplab" bench results --db "$work/c.db" --csv | grep -c ',nccl$') == 2 ]] \
   || fail "the store lost or gained rows on a refused import"
-# predict: a strategy without runs at 3 global batches is refused with what to run (exit 1, the other
-# strategies still predicted: none here); bad option values are refused before anything is simulated.
-"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --world 4,64 --db "$work/p.db" >"$work/out" 2>"$work/err" \
-  && fail "predict without measured runs exited 0"
+# predict: a strategy without runs at 3 global batches is refused with what to run (exit 2, bad input: the store
+# lacks them; the other strategies still predicted: none here); bad option values are refused before anything is
+# simulated.
+"$ddplab" predict "$scenarios/goodput.toml" --target-accuracy 0.8 --world 4,64 --db "$work/p.db" >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc -eq 2 ]] || fail "predict without measured runs exited $rc, not 2"
 [[ $(grep -c 'cannot fit the statistical efficiency to 0.8: fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch sizes, got 0' "$work/err") == 4 ]] \
   || fail "predict: each strategy's missing fit not explained"
 grep -q 'ddplab run SCENARIO --np 2 --batch-size B' "$work/err" || fail "predict: no command suggested"

@@ -1,10 +1,12 @@
 // Launch retries (launch.hpp's retry_unstarted): a launch that fails before any rank started is tried again, up
 // to its attempts; one in which a rank started, or that was interrupted, is not. A shell command stands in for
-// mpirun, counting its attempts and marking a start the way a rank does (mark_rank_started).
+// mpirun, counting its attempts and marking a start the way a rank does (mark_rank_started). Also the exit code
+// a launch ends with, by the kind of error that ended the job.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -98,4 +100,20 @@ TEST_F(Launch, ARankMarksItsStartByItsRank) {
   ::unsetenv("DDPLAB_JOB_DIR");
   ::unsetenv("OMPI_COMM_WORLD_RANK");
   EXPECT_TRUE(std::ifstream(dir.file("started-rank-3")).good());
+}
+
+TEST(JobEnd, TheLauncherExitsWithTheKindOfErrorTheJobEndedWith) {
+  auto code = [](int rc, int signal = 0) {
+    JobEnd end;
+    end.rc = rc;
+    end.signal = signal;
+    return end.exit_code();
+  };
+  EXPECT_EQ(code(0), 0);
+  EXPECT_EQ(code(2), 2);    // a rank refused its input (error.hpp's InputError), passed on by mpirun
+  EXPECT_EQ(code(70), 70);  // a rank hit a bug (InternalError)
+  EXPECT_EQ(code(1), 1);    // a rank's run fault
+  EXPECT_EQ(code(3), 1);    // a rank that exited (DDPLAB_FAULT exit) or a watchdog's timeout
+  EXPECT_EQ(code(137), 1);  // a rank, or mpirun, killed
+  EXPECT_EQ(code(1, SIGINT), 130);  // the launcher interrupted: 128 + its signal
 }

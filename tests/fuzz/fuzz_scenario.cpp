@@ -2,10 +2,11 @@
 // registries (validate_strategies), [parallel] at 4 ranks (layout.hpp), then each strategy built on a 4-rank world
 // (on each pipeline stage when pp > 1: stages.hpp) and its first plans.
 // Documented outcomes: ScenarioError naming the file; a world-dependent refusal from Strategy
-// (std::invalid_argument), which `ddplab run` reports with the world it was given.
+// (ddplab::InputError), which `ddplab run` reports with the world it was given.
 #include <algorithm>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/layout.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/stages.hpp"
@@ -41,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           const ddplab::Strategy strategy(config, stage.model, stage.context);
           for (std::int64_t step = 0; step < 2; ++step) (void)strategy.plan(step);
           (void)strategy.finish_plan(2);
-        } catch (const std::invalid_argument& e) {
+        } catch (const ddplab::InputError& e) {
           if (std::string_view(e.what()).empty()) ddplab::fuzz::report("a refusal without a message");
         }
       }

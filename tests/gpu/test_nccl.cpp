@@ -11,6 +11,7 @@
 
 #include "cuda_kernels.hpp"
 #include "cuda_ops.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -144,7 +145,7 @@ TEST_F(Nccl, CollectiveBenchOnDeviceBuffers) {
   });
   EXPECT_EQ(rows, opt.schedules.size() * opt.sizes.size());
   opt.device = nullptr;  // NCCL needs device buffers: refused, not run on host memory
-  EXPECT_THROW(run_collective_bench(*comm, opt, {}), std::invalid_argument);
+  EXPECT_THROW(run_collective_bench(*comm, opt, {}), ddplab::InternalError);
 }
 
 // `ddplab calibrate --backend cuda`'s compute: per-layer device times (CUDA events). The 4096 x 4096 layer

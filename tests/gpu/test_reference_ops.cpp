@@ -1,6 +1,7 @@
 // The reference backend against the OpenBLAS one (label unit), so it can be trusted as the yardstick
 // for the CUDA backend on machines without OpenBLAS.
 #include "check_ops.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -20,7 +21,7 @@ TEST(ReferenceOps, MakeOpsKnowsEveryBackend) {
   try {
     make_ops("tpu");
     FAIL() << "no exception";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("cpu, reference, cuda"), std::string::npos) << e.what();
   }
 }

@@ -17,6 +17,7 @@
 #include "forwarding_ops.hpp"
 #include "mpi_test_main.hpp"
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/runtime/link_probe.hpp"
 #include "ddplab/strategies/half.hpp"
@@ -155,7 +156,7 @@ TEST(DeviceTransport, CollectiveBenchRefusesHostBuffersOnADeviceCommunicator) {
   CollectiveBenchOptions opt;
   opt.sizes = {64};
   opt.schedules = {"ring"};
-  EXPECT_THROW(run_collective_bench(comm, opt, {}), std::invalid_argument);
+  EXPECT_THROW(run_collective_bench(comm, opt, {}), ddplab::InternalError);
 }
 
 TEST(DeviceTransport, PingPongMeasuresEveryPeerAndSize) {
@@ -177,7 +178,7 @@ TEST(DeviceTransport, PingPongMeasuresEveryPeerAndSize) {
     EXPECT_LE(rows[i].iters, 100);
     EXPECT_GT(rows[i].one_way_s, 0);
   }
-  EXPECT_THROW(measure_pingpong(comm, nullptr, sizes, 0.01), std::invalid_argument);  // refused before any transfer
+  EXPECT_THROW(measure_pingpong(comm, nullptr, sizes, 0.01), ddplab::InternalError);  // refused before any transfer
 }
 
 TEST(DeviceTransport, RingAndExchangeStepsGiveOneSamplePerSize) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/augment.hpp"
 #include "ddplab/runtime/input_pipeline.hpp"
 
@@ -97,7 +98,7 @@ TEST(Augment, InputPipelineAugmentsOnItsLoaderThread) {
   EXPECT_EQ(b, want);
   EXPECT_GT(augmented.augment_seconds(), 0.0);
   EXPECT_EQ(plain.augment_seconds(), 0.0);
-  EXPECT_THROW(plain.set_augment(cfg, 5, kBg, 9), std::invalid_argument);  // 36 features are not 5 x 5
+  EXPECT_THROW(plain.set_augment(cfg, 5, kBg, 9), ddplab::InputError);  // 36 features are not 5 x 5
 }
 
 }  // namespace

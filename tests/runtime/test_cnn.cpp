@@ -8,6 +8,7 @@
 #include <random>
 
 #include "normal_floats.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "finite_differences.hpp"
@@ -196,7 +197,7 @@ TEST(Cnn, EvaluationUsesRunningStatistics) {
   bool moved = false;
   for (std::size_t i = 0; i < fresh.size(); ++i) moved = moved || net.model.buffers()[i] != fresh[i];
   EXPECT_TRUE(moved);
-  EXPECT_THROW(net.model.forward(net.x.data(), 4), std::invalid_argument);
+  EXPECT_THROW(net.model.forward(net.x.data(), 4), ddplab::InternalError);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -23,8 +24,8 @@ TEST(ClassMetrics, MatchHandComputedValues) {
   EXPECT_DOUBLE_EQ(m.macro_precision, (3.0 / 4.0 + 2.0 / 3.0 + 0.0) / 3.0);
   EXPECT_DOUBLE_EQ(m.macro_recall, (3.0 / 4.0 + 1.0 + 0.0) / 3.0);
   EXPECT_DOUBLE_EQ(m.macro_f1, (0.75 + 0.8 + 0.0) / 3.0);
-  EXPECT_THROW(class_metrics({1, 2, 3}, 2), std::invalid_argument);
-  EXPECT_THROW(class_metrics({1, -1, 0, 1}, 2), std::invalid_argument);
+  EXPECT_THROW(class_metrics({1, 2, 3}, 2), ddplab::InputError);
+  EXPECT_THROW(class_metrics({1, -1, 0, 1}, 2), ddplab::InputError);
 }
 
 }  // namespace

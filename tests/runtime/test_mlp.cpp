@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "finite_differences.hpp"
 
@@ -164,8 +165,8 @@ TEST(Mlp, RejectsBatchLargerThanItWasBuiltFor) {
   auto ops = make_ops("cpu");
   Mlp m(*ops, {4, 3}, 2);
   std::vector<float> x(12);
-  EXPECT_THROW(m.forward(x.data(), 3), std::invalid_argument);
-  EXPECT_THROW(make_ops("tpu"), std::invalid_argument);
+  EXPECT_THROW(m.forward(x.data(), 3), ddplab::InternalError);
+  EXPECT_THROW(make_ops("tpu"), ddplab::InputError);
 }
 
 }  // namespace

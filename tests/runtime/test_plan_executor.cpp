@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/ops.hpp"
@@ -132,7 +133,7 @@ TEST(PlanExecutor, ZeroTwoNeedsABackendThatReleasesMemory) {
   try {
     PlanExecutor exec(*comm, ops, model, strategy, OptimizerConfig{});
     FAIL() << "zero2 ran on a backend that cannot release memory";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("policy \"zero2\" gives back the gradients outside a rank's shard"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("backend \"whole\" cannot"), std::string::npos) << e.what();
   }

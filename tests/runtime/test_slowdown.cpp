@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/slowdown.hpp"
 
 namespace ddplab {
@@ -20,8 +21,8 @@ void busy_for(std::chrono::milliseconds d) {
 }
 
 TEST(Slowdown, RefusesAFactorBelowOne) {
-  EXPECT_THROW(Slowdown(0.5), std::invalid_argument);
-  EXPECT_THROW(Slowdown(-1), std::invalid_argument);
+  EXPECT_THROW(Slowdown(0.5), ddplab::InputError);
+  EXPECT_THROW(Slowdown(-1), ddplab::InputError);
   EXPECT_FALSE(Slowdown(1).active());
   EXPECT_TRUE(Slowdown(1.5).active());
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/cnn.hpp"
 #include "ddplab/runtime/split_model.hpp"
@@ -168,7 +169,7 @@ TEST(SplitModel, TensorParallelGradientsAreTheUnsplitLayersGradients) {
     const std::size_t bias1 = 8 * 12 + 8 + 6 * 8;  // layers.1.bias in parameter order
     for (std::size_t i = bias1; i < bias1 + 6; ++i) EXPECT_EQ(a[i], c[i]) << i;
   }
-  EXPECT_THROW(tensor_parallel_shard(ModelSpec::mlp(widths), 3), std::invalid_argument);  // 8 outputs in 3
+  EXPECT_THROW(tensor_parallel_shard(ModelSpec::mlp(widths), 3), ddplab::InputError);  // 8 outputs in 3
 }
 
 // Two stages, M microbatches, GPipe's order by hand: every forward, then every backward; sends are copies.
@@ -233,13 +234,13 @@ TEST(SplitModel, MicrobatchesAddUpToTheBatchGradientEvenWhenTheyDoNotDivideIt) {
 TEST(SplitModel, RefusesAStageThatIsNotItsModelsShare) {
   auto ops = make_ops("cpu");
   const StageModel p = piece(mlp({12, 8, 6, 4, 5}), 2, {1, 1, 1}, 0);
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 1, 0, 4), std::invalid_argument);  // tp 2's share at tp 1
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 10, 6, 4, 5}), p.model, p.stage, 2, 0, 4), std::invalid_argument);  // another MLP
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 2, 2, 4), std::invalid_argument);   // TP rank 2 of 2
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 1, 0, 4), ddplab::InternalError);  // tp 2's share at tp 1
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 10, 6, 4, 5}), p.model, p.stage, 2, 0, 4), ddplab::InternalError);  // another MLP
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 2, 2, 4), ddplab::InternalError);   // TP rank 2 of 2
   ModelConfig norm = cnn();
   norm.bn = "local";
   const StageModel q = piece(norm, 1, {2, 1, 1}, 0);
-  EXPECT_THROW(SplitModel(*ops, norm, q.model, q.stage, 1, 0, 4), std::invalid_argument);  // batch norm
+  EXPECT_THROW(SplitModel(*ops, norm, q.model, q.stage, 1, 0, 4), ddplab::InputError);  // batch norm
 }
 
 // The CNN's stages: convolutions (one pooling) on the first, the Linear layers on the second; its layers are

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aggregate.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/plan.hpp"
 #include "platform.hpp"
@@ -47,7 +48,7 @@ std::vector<ClusterConfig> clusters() {
       try {
         sim::validate_cluster(c);
         out.push_back(c);
-      } catch (const std::invalid_argument& e) {
+      } catch (const ddplab::InputError& e) {
         std::printf("[ skipped  ] topology %s x %d devices: %s\n", topology, devices, e.what());
       }
     }
@@ -327,8 +328,8 @@ TEST(SimulatorAggregate, ModeSelection) {
   EXPECT_EQ(simulation_mode(mode("auto"), kExactMaxWorld + 1), "aggregated");
   EXPECT_EQ(simulation_mode(mode("exact"), 16384), "exact");
   EXPECT_EQ(simulation_mode(mode("aggregated"), 2), "aggregated");
-  EXPECT_THROW(simulation_mode(mode("fast"), 2), std::invalid_argument);
-  EXPECT_THROW(simulate_schedule(ClusterConfig{}, ring_allreduce(4, 16), 4, mode("fast")), std::invalid_argument);
+  EXPECT_THROW(simulation_mode(mode("fast"), 2), ddplab::InputError);
+  EXPECT_THROW(simulate_schedule(ClusterConfig{}, ring_allreduce(4, 16), 4, mode("fast")), ddplab::InputError);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
 
@@ -253,7 +254,7 @@ TEST(CalibrationFit, RowsByNodeSplitsPeersOnRankZerosNode) {
   EXPECT_EQ(r.intra[1].dst, 3);
   ASSERT_EQ(r.inter.size(), 1u);
   EXPECT_EQ(r.inter[0].dst, 2);
-  EXPECT_THROW(rows_by_node(rows, {"a", "a"}), std::invalid_argument);  // no node for rank 2
+  EXPECT_THROW(rows_by_node(rows, {"a", "a"}), ddplab::InputError);  // no node for rank 2
 }
 
 // `calibrate`'s fit of its link measurements (fit_links): peers on rank 0's node and off it give two link
@@ -333,7 +334,7 @@ TEST(CalibrationInstall, ScenarioNamingAnUnloadedCalibrationIsAnError) {
   try {
     simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, SimOptions{});
     FAIL() << "no error";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("calibration \"missing\""), std::string::npos) << e.what();
   }
 }

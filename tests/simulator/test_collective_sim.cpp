@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/simulator/collective_sim.hpp"
 #include "sim_test_util.hpp"
@@ -38,10 +39,10 @@ TEST(CollectiveSim, RowsAreTheSchedulesTimesAsNcclTestsReportsThem) {
   EXPECT_NEAR(rows[3].time_us, hd * 1e6, 0.01 * hd * 1e6);
 
   req.schedules = {"tree"};
-  EXPECT_THROW(simulate_collective_bench(req), std::invalid_argument);
+  EXPECT_THROW(simulate_collective_bench(req), ddplab::InputError);
   req.schedules = {"ring"};
   req.sizes = {2};
-  EXPECT_THROW(simulate_collective_bench(req), std::invalid_argument);
+  EXPECT_THROW(simulate_collective_bench(req), ddplab::InputError);
 }
 
 }  // namespace

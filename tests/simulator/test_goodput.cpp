@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/goodput.hpp"
 #include "stored_runs.hpp"
 #include "temp_dir.hpp"
@@ -48,7 +49,7 @@ TEST(RankByWorld, OrdersTheStrategiesByTimeAtEachWorldSize) {
   EXPECT_EQ(ranked[1].world_size, 32);
   // A tie keeps the scenario's order.
   EXPECT_EQ(ranked[1].by_time, (std::vector<std::pair<std::string, double>>{{"local", 3.0}, {"fp16", 3.0}, {"overlap", 8.0}}));
-  EXPECT_THROW(rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("short", {1.0})}), std::invalid_argument);
+  EXPECT_THROW(rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("short", {1.0})}), ddplab::InternalError);
   EXPECT_TRUE(rank_by_world({}).empty());
 }
 
@@ -175,7 +176,7 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
   try {
     predict_goodput(sc, st, store, opt);
     FAIL() << "fitted two batch sizes";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     const std::string m = e.what();
     for (const std::string& part : {std::string("strategy \"overlap\""), std::string("3 or more global batch sizes, got 2"),
                                     fmt::format("never reached it: #{}", missed), std::string("--batch-size")})
@@ -187,7 +188,7 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
   try {
     predict_goodput(join, st, store, opt);
     FAIL() << "predicted a join scenario";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("data.uneven = \"join\""), std::string::npos) << e.what();
   }
 }

@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/strategy.hpp"
@@ -331,7 +332,7 @@ TEST(SimulatorPlan, JoinReplaysAnEpochFromTheRanksShares) {
   JoinSchedule j;
   j.batch = batch;
   j.samples = {5 * batch, 4 * batch + 3, 3 * batch};  // 5, 5 and 3 steps: an epoch of 5
-  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), std::invalid_argument);  // no shares
+  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), ddplab::InputError);  // no shares
   opt.join[3] = j;
   const SimPatternResult r = simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt);
   ASSERT_EQ(r.pattern.period(), 5);
@@ -349,7 +350,7 @@ TEST(SimulatorPlan, JoinReplaysAnEpochFromTheRanksShares) {
   EXPECT_NEAR(r.samples_per_s, static_cast<double>(12 * batch + 3) / (5 * step), 1e-6);
   // A straggler that runs out of data would stop slowing the others: not replayed, and said so.
   sc.cluster.stragglers.push_back({2, -1, 2.0});
-  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), std::invalid_argument);
+  EXPECT_THROW(simulate_pattern(sc, strategy("overlap", "ring"), 3, 0.01, 0.0, opt), ddplab::InputError);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/layout_search.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "layout_test_util.hpp"
@@ -140,7 +141,7 @@ TEST(ProbedReplay, RefusesRanksThatDifferWithoutALayout) {
   try {
     (void)simulation_mode(unknown, 4);
     ADD_FAILURE() << "an unknown mode accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown mode \"sampled\" (known: auto, exact, aggregated, folded, probed)"),
               std::string::npos)
         << e.what();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/simulator/published.hpp"
 
@@ -85,7 +86,7 @@ std::string load_error(const std::string& text) {
   std::ofstream(path) << text;
   try {
     load_published_points(path);
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     const std::string m = e.what();
     return m.substr(m.find("points.toml"));
   }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "isolate.hpp"
 #include "sim_test_util.hpp"
@@ -122,15 +123,15 @@ TEST(SimulatorReplay, AutomaticTimePrecisionStaysWithinItsBound) {
 TEST(SimulatorReplay, RejectsBrokenInputs) {
   Schedule s = ring_allreduce(3, 30);
   s.ranks[0][0].recvs.clear();  // rank 0 never receives its first message: would deadlock
-  EXPECT_THROW(simulate_schedule(star(), s, 4), std::invalid_argument);
+  EXPECT_THROW(simulate_schedule(star(), s, 4), ddplab::InternalError);
 
   ClusterConfig torus = star();
   torus.topology = "hypercube";  // not a known topology
-  EXPECT_THROW(simulate_schedule(torus, ring_allreduce(2, 8), 4), std::invalid_argument);
+  EXPECT_THROW(simulate_schedule(torus, ring_allreduce(2, 8), 4), ddplab::InputError);
 
   SimOptions bad;
   bad.network_model = "nope";
-  EXPECT_THROW(simulate_schedule(star(), ring_allreduce(2, 8), 4, bad), std::invalid_argument);
+  EXPECT_THROW(simulate_schedule(star(), ring_allreduce(2, 8), 4, bad), ddplab::InputError);
 }
 
 TEST(SimulatorIsolation, ChildCrashNamesTheSimulation) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/statistical_efficiency.hpp"
 #include "stored_runs.hpp"
 #include "temp_dir.hpp"
@@ -43,12 +44,12 @@ TEST(NoiseScaleFit, RefusesWhatItCannotFit) {
   try {
     fit_noise_scale(exact_points(100, 500, {64, 256, 64}));
     FAIL() << "two batch sizes fitted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("3 or more global batch sizes, got 2"), std::string::npos) << e.what();
   }
   // Updates growing with the batch: a negative noise scale.
-  EXPECT_THROW(fit_noise_scale({{64, 100}, {256, 150}, {1024, 300}}), std::invalid_argument);
-  EXPECT_THROW(fit_noise_scale({{64, 100}, {0, 150}, {1024, 300}}), std::invalid_argument);
+  EXPECT_THROW(fit_noise_scale({{64, 100}, {256, 150}, {1024, 300}}), ddplab::InputError);
+  EXPECT_THROW(fit_noise_scale({{64, 100}, {0, 150}, {1024, 300}}), ddplab::InputError);
 }
 
 using test::eval;

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/steady_state.hpp"
 
 namespace ddplab {
@@ -47,7 +48,7 @@ TEST(SteadyState, MediansOfWholeBlocksPerRank) {
   try {
     steady_state(rows, p, 0);
     FAIL() << "expected an error";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("the run has 2 steps"), std::string::npos) << e.what();
   }
 }

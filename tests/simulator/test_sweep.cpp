@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "stored_runs.hpp"
@@ -60,16 +61,16 @@ TEST(SimulatorStep, RejectsUnsupportedStrategies) {
   const Scenario sc = scenario();
   StrategyConfig st;
   st.policy = "nope";
-  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
+  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), ddplab::InputError);
   st = StrategyConfig{};
   st.codec = "nope";
-  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
-  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.step = -1}), std::invalid_argument);
-  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.ranks_per_node = 0}), std::invalid_argument);
+  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), ddplab::InputError);
+  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.step = -1}), ddplab::InputError);
+  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 2, 0.01, 0.0, {}, {.ranks_per_node = 0}), ddplab::InputError);
   st = StrategyConfig{};
   st.schedule = "nope";
-  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), std::invalid_argument);
-  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 0, 0.01, 0.0), std::invalid_argument);
+  EXPECT_THROW(simulate_step(sc, st, 2, 0.01, 0.0), ddplab::InputError);
+  EXPECT_THROW(simulate_step(sc, StrategyConfig{}, 0, 0.01, 0.0), ddplab::InputError);
 }
 
 TEST(SimulatorSources, ErrorsClearlyWithoutASource) {

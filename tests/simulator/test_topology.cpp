@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/simulator/simulator.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
@@ -246,7 +247,7 @@ TEST(SimulatorTopology, FullMeshRefusesMoreNodesThanItCanHold) {
   try {
     sim::check_full_mesh_size(c, 2048);
     ADD_FAILURE() << "2048 nodes accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("2048 nodes (2 devices per node) need 2096128 links"), std::string::npos) << m;
     EXPECT_NE(m.find("the limit is 1024 nodes"), std::string::npos) << m;

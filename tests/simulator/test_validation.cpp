@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/simulator/validation.hpp"
@@ -70,9 +71,9 @@ TEST(Validation, BadOptionsAreRefused) {
   Store store(fresh_db("validation-bad.db"));
   ValidationOptions o;
   o.compute = "measurd";
-  EXPECT_THROW(validate_store(store, o), std::invalid_argument);
+  EXPECT_THROW(validate_store(store, o), ddplab::InputError);
   o.compute = "calibration";  // and no calibration stored
-  EXPECT_THROW(validate_store(store, o), std::invalid_argument);
+  EXPECT_THROW(validate_store(store, o), ddplab::InputError);
   o.compute = "auto";
   o.calibration = "no-such-fit";
   EXPECT_ANY_THROW(validate_store(store, o));

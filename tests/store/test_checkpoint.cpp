@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "ddplab/core/checkpoint.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/resume.hpp"
 #include "store_test_util.hpp"
 
@@ -235,7 +236,7 @@ struct ResumePointTest : FailedRun {
   std::string refusal(const Scenario& s, int world, std::optional<std::int64_t> id) {
     try {
       find_resume_point(Store(db), s, world, id);
-    } catch (const std::invalid_argument& e) {
+    } catch (const ddplab::InputError& e) {
       return e.what();
     }
     return "";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -49,10 +50,10 @@ TEST(ClassReport, TableMatrixAndTheWeakestClass) {
   try {
     class_report_text(fashion_run(), evals, 70);
     FAIL() << "no exception";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_STREQ(e.what(), "run 4 has no evaluation at step 70 (it has: 50, 100)");
   }
-  EXPECT_THROW(class_report_text(fashion_run(), {}, std::nullopt), std::invalid_argument);
+  EXPECT_THROW(class_report_text(fashion_run(), {}, std::nullopt), ddplab::InputError);
 }
 
 TEST(ClassReport, CsvHasARowPerClassWithItsConfusionRow) {

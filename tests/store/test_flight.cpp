@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/flight.hpp"
 #include "ddplab/core/store.hpp"
 #include "store_test_util.hpp"
@@ -41,11 +42,11 @@ TEST(Flight, DumpsRoundTripAsJsonAndBadOnesAreRefused) {
     EXPECT_EQ(back[i].in_flight(), calls[i].in_flight());
     EXPECT_EQ(back[i].failed, calls[i].failed);
   }
-  EXPECT_THROW(flight_from_json("{}"), std::invalid_argument);
+  EXPECT_THROW(flight_from_json("{}"), ddplab::InputError);
   try {
     flight_from_json(R"([{"rank":0,"seq":1}])");
     FAIL() << "a record without its fields was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("record 0"), std::string::npos) << e.what();
   }
 }

@@ -2,6 +2,7 @@
 // and the others' wait for it, against sums worked by hand; one rank has no straggler line.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/rank_report.hpp"
 
 namespace ddplab {
@@ -63,7 +64,7 @@ TEST(RankReport, OneRankHasNoStragglerAndNoStepsIsAnError) {
   const RankReport r = rank_report({row(0, 0, 0.01, 0, 0)}, 0);
   EXPECT_EQ(r.slowest, -1);
   EXPECT_EQ(rank_report_text(RunRow{}, r).find("slowest"), std::string::npos);
-  EXPECT_THROW(rank_report({}, 0), std::invalid_argument);
+  EXPECT_THROW(rank_report({}, 0), ddplab::InputError);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/flight.hpp"
 #include "ddplab/core/process_identity.hpp"
 #include "ddplab/core/report.hpp"
@@ -72,7 +73,7 @@ TEST(RunAdmin, ChoosesRunsByStatusAndNamesAnUnknownOne) {
   try {
     runs_with_status(r.store, {"failed", "faild"});
     FAIL() << "an unknown status was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown run status \"faild\" (one of: running, completed, failed, interrupted, abandoned)"), std::string::npos)
         << e.what();
   }
@@ -98,7 +99,7 @@ TEST(RunAdmin, RefusesMissingAndRunningRunsBeforeDeletingAnything) {
   try {
     delete_runs_checked(r.store, {r.done, 999, r.running, 998});
     FAIL() << "a missing and a running run were accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("nothing deleted"), std::string::npos) << what;
     EXPECT_NE(what.find("no run 998, 999 in " + r.path), std::string::npos) << what;
@@ -141,7 +142,7 @@ TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   EXPECT_NE(runs_table(r.store.summaries()).find("abandoned"), std::string::npos);
   EXPECT_NE(run_details(r.store, abandoned).find("status      abandoned"), std::string::npos);
   EXPECT_EQ(r.store.summary(abandoned).steps + r.store.summary(abandoned).skipped, 3);  // from its rows
-  EXPECT_THROW(delete_runs_checked(r.store, {r.running}), std::invalid_argument);
+  EXPECT_THROW(delete_runs_checked(r.store, {r.running}), ddplab::InputError);
   EXPECT_EQ(ids(delete_runs_checked(r.store, {abandoned})), (std::vector<std::int64_t>{abandoned}));
   EXPECT_EQ(r.rows("steps", abandoned), 0);
   // Its launcher may still close it: the stored status is running.

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include "ddplab/core/class_metrics.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "store_test_util.hpp"
 
@@ -240,7 +241,7 @@ TEST(StoreMigration, Version1FileIsMigratedInPlace) {
     const auto evals = store.evaluations(runs[0].id);
     ASSERT_FALSE(evals.empty());
     EXPECT_TRUE(evals.back().confusion.empty());
-    EXPECT_THROW(class_report_text(runs[0], evals, std::nullopt), std::invalid_argument);
+    EXPECT_THROW(class_report_text(runs[0], evals, std::nullopt), ddplab::InputError);
     EXPECT_EQ(store.resources(runs[0].id).size(), 1u);
     // And the new tables work.
     const auto id = store.begin_bench(sample_bench());

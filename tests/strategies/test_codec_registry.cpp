@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/codec.hpp"
 
 namespace ddplab {
@@ -13,7 +14,7 @@ namespace {
 std::string error_of(const std::string& name, const CodecOptions& options) {
   try {
     make_codec(name, options, 0);
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     return e.what();
   }
   return "(no error)";

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "codec_harness.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -107,8 +108,8 @@ TEST(CodecState, RestoreRefusesStateOfAnotherCodec) {
   for (const CodecInfo& info : codecs()) {
     SCOPED_TRACE(info.name);
     auto c = make_codec(info.name, option_sets(info).front(), 42);
-    EXPECT_THROW(c->restore({{"0/no_such_state", {1.0f}}}), std::invalid_argument);
-    EXPECT_THROW(c->restore({{"not a key", {1.0f}}}), std::invalid_argument);
+    EXPECT_THROW(c->restore({{"0/no_such_state", {1.0f}}}), ddplab::InputError);
+    EXPECT_THROW(c->restore({{"not a key", {1.0f}}}), ddplab::InputError);
   }
 }
 

@@ -2,6 +2,7 @@
 // 2(n-1)/n of the buffer per rank in 2 steps.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "schedule_checks.hpp"
 
@@ -32,7 +33,7 @@ TEST(Direct, TwoStepsAndTwiceNMinusOneOverNOfTheBuffer) {
       EXPECT_EQ(s.bytes_sent(r, 4), 2 * (n - 1) * S / n) << "n=" << n << " rank " << r;
     }
   }
-  EXPECT_THROW(direct_allreduce(0, 10), std::invalid_argument);
+  EXPECT_THROW(direct_allreduce(0, 10), ddplab::InputError);
 }
 
 }  // namespace

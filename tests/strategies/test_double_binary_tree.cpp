@@ -2,6 +2,7 @@
 // across ranks, 2(n-1) S sent over all ranks and at most 2 S by any one, in a step count logarithmic in n.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "schedule_checks.hpp"
 
@@ -58,7 +59,7 @@ TEST(DoubleBinaryTree, EachTreeMovesHalfTheBuffer) {
 TEST(DoubleBinaryTree, PipelineDepthFollowsTheCount) {
   EXPECT_EQ(test::traffic(double_binary_tree_allreduce(2, 1000)).steps, 2u);  // one chunk per half
   EXPECT_EQ(double_binary_tree_allreduce(1, 1000).ranks[0].size(), 0u);
-  EXPECT_THROW(double_binary_tree_allreduce(0, 10), std::invalid_argument);
+  EXPECT_THROW(double_binary_tree_allreduce(0, 10), ddplab::InputError);
 }
 
 }  // namespace

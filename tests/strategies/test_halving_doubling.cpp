@@ -2,6 +2,7 @@
 // ranks, and bandwidth-optimal in 2 log2 n steps on powers of two.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "schedule_checks.hpp"
 
@@ -57,7 +58,7 @@ TEST(HalvingDoubling, FirstStepsStayBetweenNeighbours) {
     EXPECT_EQ(s.ranks[static_cast<std::size_t>(r)][0].sends[0].peer, r ^ 1);
     EXPECT_EQ(s.ranks[static_cast<std::size_t>(r)][0].sends[0].chunk.count, 400u);
   }
-  EXPECT_THROW(halving_doubling_allreduce(0, 10), std::invalid_argument);
+  EXPECT_THROW(halving_doubling_allreduce(0, 10), ddplab::InputError);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // 1, >= n), bit-identical across ranks, and only 2(N-1)/N of S/L per rank crossing node boundaries.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "schedule_checks.hpp"
 
@@ -61,8 +62,8 @@ TEST(Hierarchical, OneRankPerNodeOrOneNodeIsARing) {
       EXPECT_EQ(h.total, ring.total) << n << "/" << L;
     }
   }
-  EXPECT_THROW(hierarchical_allreduce(4, 10, 0), std::invalid_argument);
-  EXPECT_THROW(hierarchical_allreduce(0, 10, 2), std::invalid_argument);
+  EXPECT_THROW(hierarchical_allreduce(4, 10, 0), ddplab::InputError);
+  EXPECT_THROW(hierarchical_allreduce(0, 10, 2), ddplab::InputError);
 }
 
 TEST(Hierarchical, ShortLastNodeTakesSeveralChunks) {

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/nccl_model.hpp"
 #include "ddplab/strategies/plan.hpp"
 
@@ -63,7 +64,7 @@ TEST(NcclModel, OneGpuPerNodePaysTheNetworkOnEveryHop) {
 
 TEST(NcclModel, LargeBuffersAcrossNodesRunTheRing) {
   for (int n : {16, 32}) EXPECT_EQ(choice(h100(), n, 4 * GiB), "ring/Simple") << n;
-  EXPECT_THROW(nccl_choose(h100(), "broadcast", 8, 1024), std::invalid_argument);
+  EXPECT_THROW(nccl_choose(h100(), "broadcast", 8, 1024), ddplab::InputError);
 }
 
 // Elements each rank sends to each peer over the whole schedule.

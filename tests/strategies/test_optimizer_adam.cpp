@@ -1,6 +1,7 @@
 // adam and adamw against torch.optim.Adam / AdamW's formulas in double. Adam's first update from zero
 // moments has a closed form: the bias corrections undo (1 - beta), so p moves by lr d / (|d| + eps).
 #include "optimizer_harness.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -49,8 +50,8 @@ TEST(OptimizerAdam, AdamWDecaysTheParametersApart) {
 }
 
 TEST(OptimizerAdam, BetaOfOneIsRefused) {
-  EXPECT_THROW(make_optimizer("adam", {{"beta1", "1"}}), std::invalid_argument);  // 1 - beta1^t = 0
-  EXPECT_THROW(make_optimizer("adamw", {{"eps", "0"}}), std::invalid_argument);
+  EXPECT_THROW(make_optimizer("adam", {{"beta1", "1"}}), ddplab::InputError);  // 1 - beta1^t = 0
+  EXPECT_THROW(make_optimizer("adamw", {{"eps", "0"}}), ddplab::InputError);
 }
 
 }  // namespace

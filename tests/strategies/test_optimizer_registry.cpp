@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "optimizer_harness.hpp"
@@ -35,11 +36,11 @@ TEST(OptimizerRegistry, EveryEntryRunsWithItsDefaultsAndItsExamples) {
     try {
       make_optimizer(o.name, {{"no_such_option", "1"}});
       FAIL() << "an unknown option was accepted";
-    } catch (const std::invalid_argument& e) {
+    } catch (const ddplab::InputError& e) {
       EXPECT_NE(std::string(e.what()).find("unknown option \"no_such_option\""), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(make_optimizer("adagrad", {}), std::invalid_argument);
+  EXPECT_THROW(make_optimizer("adagrad", {}), ddplab::InputError);
 }
 
 TrainConfig train_with(const std::string& schedule, OptionValues options = {}) {
@@ -91,8 +92,8 @@ TEST(LrPlan, WarmupThenEachSchedule) {
   EXPECT_DOUBLE_EQ(step.lr(4 + 14), 0.025);
   EXPECT_EQ(step.describe(), "lr 0.1, warm-up 4 updates, x 0.5 every 5 updates");
 
-  EXPECT_THROW(make_lr_plan(train_with("linear"), 32, 10), std::invalid_argument);
-  EXPECT_THROW(make_lr_plan(train_with("step", {{"gamma", "0"}}), 32, 10), std::invalid_argument);
+  EXPECT_THROW(make_lr_plan(train_with("linear"), 32, 10), ddplab::InputError);
+  EXPECT_THROW(make_lr_plan(train_with("step", {{"gamma", "0"}}), 32, 10), ddplab::InputError);
   for (const LrScheduleInfo& s : lr_schedules()) {
     OptionValues examples;
     for (const OptionSpec& o : s.options) examples[o.name] = o.example;

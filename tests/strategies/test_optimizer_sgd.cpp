@@ -1,6 +1,7 @@
 // sgd against torch.optim.SGD's formula, written out in double: plain, with momentum and dampening, and
 // with Nesterov; accumulation's grad_scale applies before the weight decay.
 #include "optimizer_harness.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 namespace {
@@ -50,8 +51,8 @@ TEST(OptimizerSgd, GradScaleIsTheMeanOfAccumulatedGradients) {
 }
 
 TEST(OptimizerSgd, NesterovNeedsMomentumWithoutDampening) {
-  EXPECT_THROW(make_optimizer("sgd", {{"nesterov", "true"}, {"momentum", "0"}}), std::invalid_argument);
-  EXPECT_THROW(make_optimizer("sgd", {{"nesterov", "true"}, {"dampening", "0.1"}}), std::invalid_argument);
+  EXPECT_THROW(make_optimizer("sgd", {{"nesterov", "true"}, {"momentum", "0"}}), ddplab::InputError);
+  EXPECT_THROW(make_optimizer("sgd", {{"nesterov", "true"}, {"dampening", "0.1"}}), ddplab::InputError);
   EXPECT_NO_THROW(make_optimizer("sgd", {{"nesterov", "true"}}));
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -30,7 +31,7 @@ void check_specs(const std::string& owner, const std::vector<OptionSpec>& specs)
     try {
       option_integer(specs, set, o.name);
       EXPECT_EQ(o.kind, OptionKind::Integer);  // a number or bool read as an integer only when it is one
-    } catch (const std::invalid_argument&) {
+    } catch (const ddplab::InternalError&) {  // reading an option as another kind is a bug, not bad input
     }
     if (o.kind == OptionKind::Boolean) {
       EXPECT_NE(option_bool(specs, none, o.name), option_bool(specs, set, o.name));
@@ -41,7 +42,7 @@ void check_specs(const std::string& owner, const std::vector<OptionSpec>& specs)
     try {
       o.kind == OptionKind::Boolean ? (void)option_bool(specs, bad, o.name) : (void)option_number(specs, bad, o.name);
       ADD_FAILURE() << "accepted " << outside(o);
-    } catch (const std::invalid_argument& e) {
+    } catch (const ddplab::InputError& e) {
       EXPECT_EQ(std::string(e.what()), o.name + " must be " + o.requirement() + ", got \"" + outside(o) + "\"");
     }
   }
@@ -58,7 +59,7 @@ TEST(Options, RequirementsReadAsTheyAreWritten) {
   EXPECT_EQ((OptionSpec{"k", OptionKind::Integer, 1, 8, false, "1", "2", "x"}).requirement(), "an integer from 1 to 8");
   EXPECT_EQ((OptionSpec{"e", OptionKind::Number, 0, INFINITY, false, "0", "1", "x"}).requirement(), "a number >= 0");
   EXPECT_EQ((OptionSpec{"b", OptionKind::Boolean, 0, 1, false, "true", "false", "x"}).requirement(), "true or false");
-  EXPECT_THROW(option_integer({}, {}, "nothing"), std::invalid_argument);
+  EXPECT_THROW(option_integer({}, {}, "nothing"), ddplab::InternalError);
 }
 
 TEST(Options, PolicyOptionsOfAStrategy) {
@@ -68,9 +69,9 @@ TEST(Options, PolicyOptionsOfAStrategy) {
   c.policy_options["local_sgd_period"] = "4";
   EXPECT_EQ(policy_option(c, "local_sgd_period"), 4);
   c.policy_options["local_sgd_period"] = "0";
-  EXPECT_THROW(check_policy_options(c), std::invalid_argument);
+  EXPECT_THROW(check_policy_options(c), ddplab::InputError);
   c.policy_options = {{"ps_servers", "1"}};  // another policy's option
-  EXPECT_THROW(check_policy_options(c), std::invalid_argument);
+  EXPECT_THROW(check_policy_options(c), ddplab::InputError);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the roles and shards of co-located and dedicated servers, the plan, and the validation of its options.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "schedule_checks.hpp"
@@ -82,7 +83,7 @@ TEST(ParameterServer, TrafficIsExact) {
     EXPECT_EQ(cpush.bytes_sent(r, 4), 3 * 250 * 4u);
     EXPECT_EQ(cpull.bytes_sent(r, 4), 3 * 250 * 4u);
   }
-  EXPECT_THROW(ps_push(3, count, 3), std::invalid_argument);
+  EXPECT_THROW(ps_push(3, count, 3), ddplab::InputError);
 }
 
 const ModelSpec kMlp = ModelSpec::mlp({784, 64, 32, 10});
@@ -140,10 +141,10 @@ TEST(ParameterServer, PlanPushesEachReadyBucketUpdatesOnTheServerAndPulls) {
 }
 
 TEST(ParameterServer, RejectsServersThatLeaveNoWorkerAndServersWithoutPs) {
-  EXPECT_THROW(Strategy(ps_config(4), kMlp, {4, 1, 16, 1}), std::invalid_argument);
+  EXPECT_THROW(Strategy(ps_config(4), kMlp, {4, 1, 16, 1}), ddplab::InputError);
   StrategyConfig c = ps_config(1);
   c.policy = "overlap";
-  EXPECT_THROW(Strategy(c, kMlp, {4, 1, 16, 1}), std::invalid_argument);
+  EXPECT_THROW(Strategy(c, kMlp, {4, 1, 16, 1}), ddplab::InputError);
 }
 
 std::string validation_error(const std::string& strategy) {

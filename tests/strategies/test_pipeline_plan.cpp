@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "ddplab/strategies/stages.hpp"
@@ -40,10 +41,10 @@ TEST(PipelinePlan, StagesHoldConsecutiveLayersAndTheirParameters) {
   EXPECT_EQ(i0.stage.chunks[1].input_bytes, 4 * 32) << "chunk 1 of rank 0 follows chunk 0 of rank 1 (layer 1)";
   EXPECT_EQ(i0.stage.chunks[1].output_bytes, 4 * 16);
 
-  EXPECT_THROW(pipeline_stage(kMlp, il, {4, 4, 2}, 0), std::invalid_argument) << "8 chunks of 4 layers";
+  EXPECT_THROW(pipeline_stage(kMlp, il, {4, 4, 2}, 0), ddplab::InputError) << "8 chunks of 4 layers";
   ModelSpec bn = kMlp;
   bn.layers[1].sync_channels = 64;
-  EXPECT_THROW(pipeline_stage(bn, s, {2, 4, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(pipeline_stage(bn, s, {2, 4, 1}, 0), ddplab::InputError);
 }
 
 // A model table is cut at its numbered blocks, the embeddings with the first stage and the head with the
@@ -64,7 +65,7 @@ TEST(PipelinePlan, ATableIsCutAtItsBlocks) {
   const ModelSpec resnet = load_model_table("resnet50");
   EXPECT_EQ(pipeline_stage(resnet, s, {4, 4, 1}, 0).model.layers.front().name, "conv1");
   EXPECT_EQ(pipeline_stage(resnet, s, {4, 4, 1}, 3).model.layers.back().name, "fc");
-  EXPECT_THROW(pipeline_stage(resnet, s, {32, 32, 1}, 0), std::invalid_argument) << "16 blocks for 32 stages";
+  EXPECT_THROW(pipeline_stage(resnet, s, {32, 32, 1}, 0), ddplab::InputError) << "16 blocks for 32 stages";
 }
 
 Strategy stage_strategy(const std::string& schedule, const PipelineShape& shape, int stage, const std::string& policy) {

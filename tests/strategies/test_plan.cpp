@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/strategy.hpp"
 
@@ -39,8 +40,8 @@ TEST(Bucketing, CapsSmallerThanATensorGiveOneTensorPerBucketAndZeroMeansOneBucke
   EXPECT_EQ(small.buckets.size(), kMlp.params.size());
   const Bucketing one = make_buckets(kMlp, reverse_parameter_order(kMlp), 0, 0);
   EXPECT_EQ(one.buckets.size(), 1u);
-  EXPECT_THROW(make_buckets(kMlp, {0, 1, 2}, 1, 1), std::invalid_argument);
-  EXPECT_THROW(make_buckets(kMlp, {0, 0, 2, 3, 4, 5, 6, 7}, 1, 1), std::invalid_argument);
+  EXPECT_THROW(make_buckets(kMlp, {0, 1, 2}, 1, 1), ddplab::InputError);
+  EXPECT_THROW(make_buckets(kMlp, {0, 0, 2, 3, 4, 5, 6, 7}, 1, 1), ddplab::InputError);
 }
 
 TEST(Strategy, BucketsAreRebuiltFromTheObservedReadyOrder) {

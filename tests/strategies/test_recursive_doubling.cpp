@@ -2,6 +2,7 @@
 // the whole buffer on powers of two, the extra ranks folded in and out otherwise.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "schedule_checks.hpp"
 
@@ -34,7 +35,7 @@ TEST(RecursiveDoubling, WholeBufferInEachOfLogNSteps) {
   EXPECT_EQ(six.bytes_sent(0, 4), S);
   EXPECT_EQ(six.bytes_sent(1, 4), 3 * S);  // two exchanges and the result back to rank 0
   EXPECT_EQ(six.bytes_sent(5, 4), 2 * S);
-  EXPECT_THROW(recursive_doubling_allreduce(0, 10), std::invalid_argument);
+  EXPECT_THROW(recursive_doubling_allreduce(0, 10), ddplab::InputError);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "in_memory.hpp"
 
@@ -45,9 +46,9 @@ TEST(Ring, SendsTwiceNMinusOneChunksPerRank) {
     EXPECT_EQ(s.ranks[static_cast<std::size_t>(r)].size(), 6u);
     EXPECT_EQ(s.bytes_sent(r, 4), 2 * 3 * 250 * 4u);
   }
-  EXPECT_THROW(make_schedule("bogus", 4, 10), std::invalid_argument);
-  EXPECT_THROW(ring_allreduce(0, 10), std::invalid_argument);
-  EXPECT_THROW(make_schedule("ring", 0, 10), std::invalid_argument);
+  EXPECT_THROW(make_schedule("bogus", 4, 10), ddplab::InputError);
+  EXPECT_THROW(ring_allreduce(0, 10), ddplab::InputError);
+  EXPECT_THROW(make_schedule("ring", 0, 10), ddplab::InputError);
 }
 
 }  // namespace

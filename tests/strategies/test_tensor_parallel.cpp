@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/model_library.hpp"
 #include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/tensor_parallel.hpp"
@@ -53,7 +54,7 @@ TEST(TensorParallel, SharesWorkAndMarksTheAllreduces) {
   EXPECT_DOUBLE_EQ(half.layers[2].forward_flops, mlp.layers[2].forward_flops) << "replicated";
   // 784 x 32 + 32 (column: weight and bias split), 32 x 32 + 32 (row: weight split, bias whole), 10 x 32 + 10.
   EXPECT_EQ(half.parameter_count(), 784u * 32 + 32 + 32 * 32 + 32 + 10 * 32 + 10);
-  EXPECT_THROW(tensor_parallel_shard(ModelSpec::mlp({784, 63, 10}), 2), std::invalid_argument) << "63 outputs over 2";
+  EXPECT_THROW(tensor_parallel_shard(ModelSpec::mlp({784, 63, 10}), 2), ddplab::InputError) << "63 outputs over 2";
 }
 
 // A scenario at tp = 2 (dp = 2 at 4 ranks): the pass is a one-stage pipeline of one microbatch; each

@@ -3,6 +3,7 @@
 // + Vh + sh + 2h = 108,544; one layer's activations per microbatch: sbh = 4,096 and 5as/h = 10.
 #include <gtest/gtest.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/transformer_memory.hpp"
 
 namespace ddplab {
@@ -57,7 +58,7 @@ TEST(TransformerMemory, LayerActivationsAsKorthikantiCounts) {
   l.recompute = "full";
   EXPECT_EQ(layer_activation_bytes(kSmall, l), 2 * 4'096);
   l.recompute = "some";
-  EXPECT_THROW(layer_activation_bytes(kSmall, l), std::invalid_argument);
+  EXPECT_THROW(layer_activation_bytes(kSmall, l), ddplab::InputError);
 }
 
 TEST(TransformerMemory, APipelineStageHoldsItsScheduleInFlightMicrobatches) {
@@ -76,7 +77,7 @@ TEST(TransformerMemory, APipelineStageHoldsItsScheduleInFlightMicrobatches) {
   l.chunks = 2;
   EXPECT_EQ(transformer_device_memory(d, l, 0).activations, 11 * 180'224.0);
   l.chunks = 3;  // 8 layers do not split into 4 x 3 chunks
-  EXPECT_THROW(transformer_device_memory(d, l, 0), std::invalid_argument);
+  EXPECT_THROW(transformer_device_memory(d, l, 0), ddplab::InputError);
 }
 
 TEST(TransformerMemory, ALayoutAddsModelStatesAndActivations) {
@@ -86,7 +87,7 @@ TEST(TransformerMemory, ALayoutAddsModelStatesAndActivations) {
   EXPECT_EQ(m.model_states, 4 * 55'744 + 12 * 55'744 / 4.0);
   EXPECT_EQ(m.activations, 2 * 110'592.0);  // both layers, one microbatch in flight
   EXPECT_EQ(m.total(), m.model_states + m.activations);
-  EXPECT_THROW(transformer_device_memory(kSmall, layout(3), 0), std::invalid_argument);  // 3 does not divide h
+  EXPECT_THROW(transformer_device_memory(kSmall, layout(3), 0), ddplab::InputError);  // 3 does not divide h
 }
 
 }  // namespace

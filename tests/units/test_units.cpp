@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/units.hpp"
 
@@ -12,12 +13,12 @@ using namespace ddplab;
 
 namespace {
 
-// The message thrown by `f(text)`, or "" when it did not throw std::invalid_argument.
+// The message thrown by `f(text)`, or "" when it did not throw ddplab::InputError.
 template <typename F>
 std::string error_of(F f, std::string_view text) {
   try {
     (void)f(text);
-  } catch (const std::invalid_argument& e) {
+  } catch (const ddplab::InputError& e) {
     return e.what();
   }
   return "";
@@ -163,7 +164,7 @@ TEST(Units, WorldLists) {
   auto error_of = [](const char* text) {
     try {
       parse_world_list(text);
-    } catch (const std::invalid_argument& e) {
+    } catch (const ddplab::InputError& e) {
       return std::string(e.what());
     }
     return std::string("no error");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codecs/codec_impl.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab::codec_detail {
 namespace {
@@ -12,7 +13,8 @@ namespace {
 void require_no_options(const std::string& codec, const CodecOptions& options) {
   // make_codec already rejects unknown keys; this guards direct calls through CodecInfo::make.
   if (!options.empty())
-    throw std::invalid_argument("codec " + codec + ": unknown option \"" + options.begin()->first + "\" (it takes no options)");
+    throw InputError("codec " + codec + ": unknown option \"" + options.begin()->first + "\" (it takes no options)",
+                     options.begin()->first);
 }
 
 class NoneCodec final : public Codec {

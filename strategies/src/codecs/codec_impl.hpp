@@ -22,7 +22,7 @@ using ddplab::IndexValue;  // the wire element of ElemType::IndexValue (codec_co
 float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n);
 // Checkpoints: a host buffer holding `values` (ensure_floats moves it to the compute that uses it), and
 // the bucket id of a state key "BUCKET/NAME" whose NAME is `name` (-1 for another name). Throws
-// std::invalid_argument for a key of another form.
+// InputError for a key of another form.
 CodecBuffer host_buffer(const std::vector<float>& values);
 int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names, std::string& name);
 // For tests: a host copy of a state buffer, kept in `view` (nullptr when buf is empty). The pointer stays

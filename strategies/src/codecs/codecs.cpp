@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codecs/codec_impl.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
@@ -15,7 +16,7 @@ std::size_t elem_bytes(ElemType t) {
     case ElemType::BF16: return 2;
     case ElemType::IndexValue: return 8;
   }
-  throw std::invalid_argument("elem_bytes: unknown element type");
+  throw InternalError("elem_bytes: unknown element type");
 }
 
 const char* elem_name(ElemType t) {
@@ -34,7 +35,7 @@ void Codec::run(const BucketLayout& bucket, float* grad, int world_size, std::in
 
 void Codec::restore(const State& state) {
   if (!state.empty())
-    throw std::invalid_argument("codec " + name() + " keeps no state between steps, but was given \"" + state.begin()->first + "\"");
+    throw InputError("codec " + name() + " keeps no state between steps, but was given \"" + state.begin()->first + "\"");
 }
 
 std::size_t Codec::wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const {
@@ -67,7 +68,7 @@ std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& o
     check_options("codec " + name, info.options, options);
     return info.make(options, seed);
   }
-  throw std::invalid_argument("unknown codec \"" + name + "\" (known: " + known + ")");
+  throw InputError("unknown codec \"" + name + "\" (known: " + known + ")");
 }
 
 namespace codec_detail {
@@ -102,10 +103,10 @@ int state_bucket(const std::string& key, const std::string& codec, const std::ve
     used = 0;
   }
   if (slash == std::string::npos || used != slash || bucket < 0)
-    throw std::invalid_argument("codec " + codec + ": state key \"" + key + "\" is not BUCKET/NAME");
+    throw InputError("codec " + codec + ": state key \"" + key + "\" is not BUCKET/NAME");
   name = key.substr(slash + 1);
   if (std::find(names.begin(), names.end(), name) == names.end())
-    throw std::invalid_argument("codec " + codec + ": unknown state \"" + key + "\"");
+    throw InputError("codec " + codec + ": unknown state \"" + key + "\"");
   return bucket;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codecs/codec_impl.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/half.hpp"
 
 namespace ddplab {
@@ -17,7 +18,7 @@ using namespace codec_detail;
 
 void require_half(ElemType type) {
   if (type != ElemType::F16 && type != ElemType::BF16)
-    throw std::invalid_argument(std::string("codec compute: cannot cast to ") + elem_name(type) + " (F16 or BF16 only)");
+    throw InternalError(std::string("codec compute: cannot cast to ") + elem_name(type) + " (F16 or BF16 only)");
 }
 
 class HostCodecCompute final : public CodecCompute {
@@ -104,7 +105,7 @@ class HostCodecCompute final : public CodecCompute {
   void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per_group) override {
     for (std::size_t j = 0; j < groups * per_group; ++j) {
       const IndexValue& p = pairs[j];
-      if (p.index >= n) throw std::runtime_error("topk: received index " + std::to_string(p.index) + " outside the bucket");
+      if (p.index >= n) throw RunFault("topk: received index " + std::to_string(p.index) + " outside the bucket");
       dense[p.index] += p.value;
     }
   }

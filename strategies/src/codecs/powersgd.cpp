@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "codecs/codec_impl.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab::codec_detail {
 
@@ -24,8 +25,8 @@ PowerSgdCodec::Split PowerSgdCodec::split(const BucketLayout& bucket) const {
   for (std::size_t t = 0; t < bucket.tensors.size(); ++t) {
     const TensorSlice& ts = bucket.tensors[t];
     if (ts.offset + ts.count() > bucket.count)
-      throw std::invalid_argument("powersgd: tensor " + std::to_string(t) + " of bucket " + std::to_string(bucket.id) +
-                                  " lies outside the bucket");
+      throw InternalError("powersgd: tensor " + std::to_string(t) + " of bucket " + std::to_string(bucket.id) +
+                          " lies outside the bucket");
     const std::size_t r = std::min({ts.rows, ts.cols, o_.rank});
     // PyTorch's _should_compress: compressed_size * min_compression_rate < uncompressed_size (strict).
     const bool compress = ts.cols > 1 && r > 0 &&

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "codecs/codec_impl.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab::codec_detail {
 
@@ -33,7 +34,7 @@ std::uint32_t magnitude_key(float x) {
 }  // namespace
 
 std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::size_t k) {
-  if (count > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("topk: bucket too large for 32-bit indices");
+  if (count > std::numeric_limits<std::uint32_t>::max()) throw InputError("topk: bucket too large for 32-bit indices");
   k = std::min(k, count);
   if (k == 0) return {};
   // A radix select: a histogram of the keys' top 15 bits finds the bin that holds the k-th largest, and only
@@ -93,7 +94,7 @@ void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std
   const auto calls = plan(bucket, world_size, step);
   if (calls.empty()) return;
   const std::size_t n = bucket.count, k = calls[0].count, world = static_cast<std::size_t>(world_size);
-  if (n > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("topk: bucket too large for 32-bit indices");
+  if (n > std::numeric_limits<std::uint32_t>::max()) throw InputError("topk: bucket too large for 32-bit indices");
 
   // acc = grad + residual, in place in grad.
   float* residual = nullptr;

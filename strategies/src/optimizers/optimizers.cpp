@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "optimizers/optimizer_impl.hpp"
 
@@ -121,7 +122,7 @@ bool optimizer_runs_with(const OptimizerInfo& optimizer, const PolicyInfo& polic
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionValues& options) {
   const OptimizerInfo* info = find_optimizer(name);
-  if (!info) throw std::invalid_argument(fmt::format("unknown optimizer \"{}\" (known: {})", name, names_of(optimizers())));
+  if (!info) throw InputError(fmt::format("unknown optimizer \"{}\" (known: {})", name, names_of(optimizers())));
   check_options("optimizer " + name, info->options, options);
   return info->make(options);
 }
@@ -175,7 +176,7 @@ std::string LrPlan::describe() const {
 LrPlan make_lr_plan(const TrainConfig& train, int global_batch, std::int64_t total_updates) {
   const LrScheduleInfo* info = find_lr_schedule(train.lr_schedule);
   if (!info)
-    throw std::invalid_argument(fmt::format("unknown lr_schedule \"{}\" (known: {})", train.lr_schedule, names_of(lr_schedules())));
+    throw InputError(fmt::format("unknown lr_schedule \"{}\" (known: {})", train.lr_schedule, names_of(lr_schedules())));
   check_options("lr_schedule " + info->name, info->options, train.lr_schedule_options);
   LrPlan p;
   p.base = train.lr;
@@ -205,7 +206,8 @@ void validate_train(const Scenario& sc) {
   const TrainConfig& tr = sc.train;
   auto fail = [&](const std::string& field, const std::string& problem) {
     const auto it = tr.where.find(field);
-    throw ScenarioError(fmt::format("{}: train.{} {}", it != tr.where.end() ? it->second : sc.path, field, problem));
+    throw ScenarioError(InputLocation::at(it != tr.where.end() ? it->second : sc.path, "train." + field),
+                        fmt::format("train.{} {}", field, problem));
   };
   // Each option by itself at its own position; then what the entry says of them together, at the table.
   auto check = [&](const std::string& table, const std::string& what, const std::vector<OptionSpec>& specs,
@@ -219,7 +221,7 @@ void validate_train(const Scenario& sc) {
     }
     try {
       make();
-    } catch (const std::invalid_argument& e) {
+    } catch (const InputError& e) {
       fail(table, e.what());
     }
   };

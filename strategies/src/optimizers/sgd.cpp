@@ -1,6 +1,7 @@
 // torch.optim.SGD: g += wd * p; buf = g at the first update, else momentum * buf + (1 - dampening) * g;
 // the step is buf, or g + momentum * buf with Nesterov; p -= lr * step.
 #include "optimizers/optimizer_impl.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab::optimizer_detail {
 namespace {
@@ -31,7 +32,7 @@ std::unique_ptr<Optimizer> make_sgd(const OptionValues& o) {
   const double momentum = option_number(specs, o, "momentum"), dampening = option_number(specs, o, "dampening");
   const bool nesterov = option_bool(specs, o, "nesterov");
   if (nesterov && (momentum == 0 || dampening != 0))
-    throw std::invalid_argument("nesterov needs momentum > 0 and dampening = 0, as in torch.optim.SGD");
+    throw InputError("nesterov needs momentum > 0 and dampening = 0, as in torch.optim.SGD");
   return std::make_unique<Sgd>(static_cast<float>(momentum), static_cast<float>(dampening), nesterov);
 }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "policies.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
@@ -52,8 +53,8 @@ Units units(const Strategy& s) {
 
 void build(const Strategy& s, StepPlan& plan, bool sync) {
   if (s.context().pipeline.schedule)
-    throw std::invalid_argument("policy \"zero3\" cannot shard a split model ([parallel] tp or pp > 1): ZeRO-3 gathers "
-                                "parameter units around whole-batch passes (use zero1 or zero2 with a layout)");
+    throw InputError("policy \"zero3\" cannot shard a split model ([parallel] tp or pp > 1): ZeRO-3 gathers "
+                     "parameter units around whole-batch passes (use zero1 or zero2 with a layout)");
   const bool prefetch = policy_option(s.config(), "zero3_prefetch") != 0;
   const Units u = units(s);
   const int layers = static_cast<int>(s.model().layers.size());

@@ -3,10 +3,12 @@
 
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab::sched {
 
 Builder::Builder(std::string name, std::string collective, int world_size, std::size_t count) {
-  if (world_size < 1) throw std::invalid_argument(name + " " + collective + ": world size must be >= 1");
+  if (world_size < 1) throw InputError(name + " " + collective + ": world size must be >= 1");
   s_.name = std::move(name);
   s_.collective = std::move(collective);
   s_.world_size = world_size;

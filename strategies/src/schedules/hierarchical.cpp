@@ -9,11 +9,12 @@
 #include <stdexcept>
 
 #include "builder.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
 Schedule hierarchical_allreduce(int n, std::size_t count, int ranks_per_node) {
-  if (ranks_per_node < 1) throw std::invalid_argument("hierarchical allreduce: ranks per node must be >= 1");
+  if (ranks_per_node < 1) throw InputError("hierarchical allreduce: ranks per node must be >= 1");
   sched::Builder b("hierarchical", "allreduce", n, count);
   const int L = std::min(ranks_per_node, n);
   const int nodes = (n + L - 1) / L;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "builder.hpp"
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
@@ -17,8 +18,8 @@ namespace {
 
 PsLayout layout_of(int n, int servers, const char* what) {
   if (servers < 0 || (servers > 0 && servers >= n))
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(servers) + " dedicated servers leave no worker among " +
-                                std::to_string(n) + " ranks");
+    throw InputError(std::string(what) + ": " + std::to_string(servers) + " dedicated servers leave no worker among " +
+                     std::to_string(n) + " ranks");
   return PsLayout{n, servers};
 }
 

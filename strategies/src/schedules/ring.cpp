@@ -2,12 +2,13 @@
 // (each rank sends 2(n-1)/n of the buffer), latency linear in n.
 #include <stdexcept>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
 namespace ddplab {
 
 Schedule ring_allreduce(int n, std::size_t count) {
-  if (n < 1) throw std::invalid_argument("ring_allreduce: world size must be >= 1");
+  if (n < 1) throw InputError("ring_allreduce: world size must be >= 1");
   Schedule s{"ring", "allreduce", n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
   auto mod = [n](int x) { return ((x % n) + n) % n; };
   for (int r = 0; r < n; ++r) {

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A checkpoint file that is missing, truncated or of another format: input (the run it is resumed from names it).
+struct CheckpointError : InputError {
+  using InputError::InputError;
 };
 
 struct Checkpoint {

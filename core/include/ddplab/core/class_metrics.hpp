@@ -23,14 +23,14 @@ struct ClassMetrics {
 // An evaluation's confusion matrix as rows (row = true class), as stored and exported.
 std::vector<std::vector<std::int64_t>> confusion_rows(const Evaluation& e);
 
-// Throws std::invalid_argument unless confusion holds classes x classes non-negative counts.
+// Throws InputError unless confusion holds classes x classes non-negative counts.
 ClassMetrics class_metrics(const std::vector<std::int64_t>& confusion, int classes);
 
 // The class names of a dataset ("fashion-mnist": T-shirt/top ... Ankle boot), or none.
 std::vector<std::string> class_names(const std::string& dataset, int classes);
 
 // The evaluation of `run` at its step `step` (the last one when unset): its per-class table and its
-// confusion matrix. Throws std::invalid_argument when the run has no such evaluation, or none with a
+// confusion matrix. Throws InputError when the run has no such evaluation, or none with a
 // confusion matrix (stores older than schema version 5).
 std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& evaluations, std::optional<std::int64_t> step);
 std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& evaluations, std::optional<std::int64_t> step);

@@ -22,7 +22,7 @@ struct FlightRecord {
   bool in_flight() const { return end_s < 0; }
 };
 
-// A rank's dump as JSON text, and back (std::invalid_argument names what is wrong).
+// A rank's dump as JSON text, and back (InputError names what is wrong).
 std::string flight_to_json(const std::vector<FlightRecord>& records);
 std::vector<FlightRecord> flight_from_json(const std::string& text);
 

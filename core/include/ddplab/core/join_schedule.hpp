@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
+
 namespace ddplab {
 
 struct JoinSchedule {
@@ -21,7 +23,7 @@ struct JoinSchedule {
   }
   // Steps every rank takes per epoch: the longest rank's.
   std::int64_t per_epoch() const {
-    if (samples.empty() || batch < 1) throw std::invalid_argument("JoinSchedule: no ranks, or a batch below 1");
+    if (samples.empty() || batch < 1) throw InternalError("JoinSchedule: no ranks, or a batch below 1");
     return (*std::max_element(samples.begin(), samples.end()) + batch - 1) / batch;
   }
   bool shadows(int rank, std::int64_t step_in_epoch) const { return step_in_epoch >= steps_of(rank); }

@@ -7,16 +7,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 
 namespace ddplab {
 
 inline double bus_factor(const std::string& collective, int n) {
-  if (n < 1) throw std::invalid_argument("world size must be >= 1");
+  if (n < 1) throw InputError("world size must be >= 1");
   const double f = static_cast<double>(n - 1) / n;
   if (collective == "allreduce") return 2 * f;
   if (collective == "reduce_scatter" || collective == "all_gather") return f;
-  throw std::invalid_argument("no bus bandwidth factor for collective \"" + collective + "\"");
+  throw InputError("no bus bandwidth factor for collective \"" + collective + "\"");
 }
 
 // Sets a row's time_us, algbw_gbs and busbw_gbs (GB/s = 10^9 bytes/s) from its bytes and a time in seconds.

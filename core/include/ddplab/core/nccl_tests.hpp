@@ -9,12 +9,13 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
 // A malformed log: the message starts with "FILE:LINE: ".
-struct NcclTestsError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct NcclTestsError : InputError {
+  using InputError::InputError;
 };
 
 struct NcclTestsTiming {

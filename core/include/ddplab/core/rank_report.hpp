@@ -26,7 +26,7 @@ struct RankReport {
 };
 
 // Means over steps from `skip_steps` on (the last step always counts), with each rank's `resources`.
-// Throws std::invalid_argument when there are no steps.
+// Throws InputError when there are no steps.
 RankReport rank_report(const std::vector<StepMetrics>& steps, std::int64_t skip_steps,
                        const std::vector<Resources>& resources = {});
 

@@ -40,7 +40,7 @@ struct ResumePoint {
 };
 // The run `ddplab run SCENARIO --np WORLD --resume [RUN_ID]` continues: RUN_ID, or the newest failed,
 // interrupted or abandoned measured run of the scenario that has a checkpoint and that no run continues yet
-// (an elastic resume's run names the one it continues: config resumed_from). Throws std::invalid_argument
+// (an elastic resume's run names the one it continues: config resumed_from). Throws InputError
 // with the reason when there is none, when the run is completed or still running, has no checkpoint, has
 // no strategy of that name in the scenario, or when its rank-0 file is unreadable or was written for other
 // settings (each differing field named). On another number of ranks the checkpoint must be one at which the

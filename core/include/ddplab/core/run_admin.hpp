@@ -14,12 +14,12 @@ namespace ddplab {
 const std::vector<std::string>& run_statuses();
 
 // The runs with one of `statuses`, oldest first. Each status must be one of run_statuses(); otherwise
-// std::invalid_argument names it and lists the known ones.
+// InputError names it and lists the known ones.
 std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::string>& statuses);
 
 // Deletes `ids` with their steps, evaluations, resources and timelines in one transaction (Store::delete_runs)
 // and returns their rows. Every id is checked first: one not in the store, or still marked running, is
-// refused with std::invalid_argument naming all such ids, and nothing is deleted. Repeated ids count once.
+// refused with InputError naming all such ids, and nothing is deleted. Repeated ids count once.
 // Their checkpoint folders are removed from disk after the rows.
 std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int64_t>& ids);
 

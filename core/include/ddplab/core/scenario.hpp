@@ -12,11 +12,13 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+#include "ddplab/core/error.hpp"
 
 namespace ddplab {
 
-struct ScenarioError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A scenario that cannot be run as written: input (exit 2), with the file, line, column and field where known.
+struct ScenarioError : InputError {
+  using InputError::InputError;
 };
 
 // The model tables shipped in strategies/models/<name>.csv, named by [model] table (type "table").
@@ -236,10 +238,10 @@ struct Scenario {
 };
 
 // Splits a SimGrid topology string ("2;8,4;1,2;1,1", "4,4,4") into groups (';') of positive integers (',').
-// Throws std::invalid_argument naming what is wrong.
+// Throws InputError naming what is wrong.
 std::vector<std::vector<unsigned>> parse_topology_spec(std::string_view text);
 
-// Fills c's fields from a kClusterPresets entry; throws std::invalid_argument for an unknown name.
+// Fills c's fields from a kClusterPresets entry; throws InputError for an unknown name.
 void apply_cluster_preset(ClusterConfig& c, std::string_view preset);
 
 // One line for humans: preset, topology, devices per node and fabric, NICs ("dgx-h100: fat_tree, 8 devices ...").

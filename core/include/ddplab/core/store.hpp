@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "ddplab/core/error.hpp"
 
 struct sqlite3;
 
@@ -18,8 +19,11 @@ namespace ddplab {
 
 struct StepTotals;  // step_totals.hpp
 
-struct StoreError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The results store the user named: missing, not a store, of another schema version, without the run asked for,
+// or refusing a write (read-only, locked, full: SQLite's message says which). Input (exit 2) in every case: the
+// file is the user's to fix, and nothing in a run or in ddplab is broken when SQLite refuses it.
+struct StoreError : InputError {
+  using InputError::InputError;
 };
 
 struct RunInfo {

@@ -26,7 +26,7 @@ std::int64_t trace_step(const TraceEvent& e);
 nlohmann::json chrome_trace(const std::vector<TraceEvent>& events,
                             const nlohmann::json& metadata = nlohmann::json::object());
 
-// Writes chrome_trace(events, metadata) to path. Throws std::runtime_error naming the path on I/O failure.
+// Writes chrome_trace(events, metadata) to path. Throws InputError naming the path on I/O failure.
 void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events,
                         const nlohmann::json& metadata = nlohmann::json::object());
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/rank_report.hpp"
 #include "ddplab/core/step_totals.hpp"
 #include "ddplab/core/store.hpp"
@@ -20,8 +21,8 @@
 namespace ddplab::gui {
 
 // Thrown when the file is missing or cannot be read as a ddplab store; what() is user-facing.
-struct LoadError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct LoadError : InputError {
+  using InputError::InputError;
 };
 
 // What a step spends outside compute, exposed communication and the optimizer (data loading, hand-offs):

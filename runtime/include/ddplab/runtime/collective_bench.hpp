@@ -39,7 +39,7 @@ struct CollectiveBenchOptions {
 };
 
 // "1KiB:256MiB" (lo, 2 lo, 4 lo, ... up to hi, like nccl-tests -b/-e -f 2) or "4KiB,1MiB,64MiB".
-// Each size is a whole number of floats, at least one. Throws std::invalid_argument naming the problem.
+// Each size is a whole number of floats, at least one. Throws InputError naming the problem.
 std::vector<std::uint64_t> parse_size_list(std::string_view text);
 
 
@@ -57,7 +57,7 @@ std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& 
                                     const nlohmann::json& extra);
 
 // Collective: every rank calls it with the same options. Schedules are measured one after another,
-// each over every size in order. Throws std::invalid_argument when the communicator needs device buffers
+// each over every size in order. Throws InternalError when the communicator needs device buffers
 // (it has ChunkMemory) and options.device is null.
 void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& options, const BenchRowSink& on_row,
                           const BenchProgress& on_progress = {});

@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
 
 namespace ddplab {
 
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A data file that is missing, unreadable or malformed: input (exit 2).
+struct DataError : InputError {
+  using InputError::InputError;
 };
 
 struct Dataset {
@@ -36,7 +38,7 @@ Dataset load_fashion_mnist(const std::string& dir, bool train);
 Dataset make_synthetic(int samples, int features, int classes, std::uint64_t seed);
 
 // The scenario's training (train = true) or test set: [data] dataset, path and sizes, checked against the
-// model's input and class counts (std::invalid_argument naming the scenario file otherwise).
+// model's input and class counts (InputError naming the scenario file otherwise).
 Dataset load_scenario_data(const Scenario& s, bool train);
 
 // The samples a rank trains on, epoch by epoch; every rank takes per_rank() samples each epoch.

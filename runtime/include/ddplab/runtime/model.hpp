@@ -122,7 +122,7 @@ class Model {
 };
 
 // The scenario's model (type "mlp" or "cnn") on ops, for batches of up to max_batch samples. Throws
-// std::invalid_argument for a model the runtime cannot train (a table).
+// InputError for a model the runtime cannot train (a table).
 std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch);
 
 }  // namespace ddplab

@@ -121,8 +121,8 @@ class Ops {
 };
 
 // "cpu" (OpenBLAS), "reference" (naive loops, no BLAS: the yardstick the CUDA ops are tested against) or
-// "cuda" (cuBLAS + kernels, fp32). Throws std::invalid_argument naming the known backends otherwise, and
-// std::runtime_error saying why when "cuda" cannot be made ("built without CUDA", "no CUDA device visible").
+// "cuda" (cuBLAS + kernels, fp32). Throws InputError naming the known backends otherwise, and
+// InputError saying why when "cuda" cannot be made ("built without CUDA", "no CUDA device visible").
 std::unique_ptr<Ops> make_ops(const std::string& backend);
 std::unique_ptr<Ops> make_reference_ops();
 // tf32: GEMMs on TF32 tensor cores. Made by the dlopen'ed CUDA plugin (runtime/cuda/cuda_loader.cpp);

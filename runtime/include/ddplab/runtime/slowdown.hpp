@@ -14,7 +14,7 @@ namespace ddplab {
 class Slowdown {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit Slowdown(double factor = 1);  // factor >= 1 (std::invalid_argument otherwise)
+  explicit Slowdown(double factor = 1);  // factor >= 1 (InputError otherwise)
   double factor() const { return factor_; }
   bool active() const { return factor_ > 1; }
   // Sleeps (factor - 1) x the time since `start`.

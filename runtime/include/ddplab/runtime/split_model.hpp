@@ -23,7 +23,7 @@ class SplitModel final : public Model, public StagePasses {
   // model: the whole model (type "mlp", or "cnn" with bn = "none"). stage_model and pipeline: the rank's
   // stage as stage_specs gives it (its layers renumbered, each chunk's first layer in the whole model); tp
   // and tp_rank: its TP group's size and its place there; batch: a replica's batch. Throws
-  // std::invalid_argument when the stage model is not this model's share.
+  // InternalError when the stage model is not this model's share.
   SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model, PipelineStage pipeline, int tp, int tp_rank,
              int batch);
 

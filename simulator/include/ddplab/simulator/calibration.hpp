@@ -28,8 +28,9 @@ namespace ddplab {
 class Store;
 struct SimOptions;
 
-struct CalibrationError : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
+// A calibration that is missing, malformed, or does not fit the scenario it is used with: input (exit 2).
+struct CalibrationError : InputError {
+  using InputError::InputError;
 };
 
 // One measured message size: one-way time = half the fastest round trip.

@@ -25,7 +25,7 @@ struct CollectiveSimRequest {
 
 // One row per schedule and size, in that order: time_us = the simulated collective (the last rank's end),
 // algbw and busbw as metrics.hpp defines them, #wrong none (nothing is computed). on_row sees each as it
-// is done. Each simulation runs in a child process (simulate_schedule). Throws std::invalid_argument for
+// is done. Each simulation runs in a child process (simulate_schedule). Throws InputError for
 // an unknown schedule, a world size below 1 or a size below 4 bytes.
 std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
                                                           const std::function<void(const CollectiveBenchRow&)>& on_row = {});

@@ -37,8 +37,8 @@ struct ComputeSource {
 //   a duration     ("13ms"): that compute per micro-step, [cluster].optimizer_s (or 0) for the optimizer.
 // A measured run's means are per micro-step and rank; they are brought back to one worker's micro-step and
 // one whole-model update by the strategy's own plans (compute_from_means: dedicated servers compute
-// nothing, ZeRO-1 updates 1/n of the model per rank, accumulation updates once per window). Throws std::invalid_argument for a bad
-// spec, std::runtime_error when the source it names cannot give a compute time (the message says why).
+// nothing, ZeRO-1 updates 1/n of the model per rank, accumulation updates once per window). Throws InputError for a bad
+// spec, InputError when the source it names cannot give a compute time (the message says why).
 ComputeSource compute_source(const Scenario&, const StrategyConfig&, const Store&, const std::string& spec = "auto",
                              bool allow_oversubscribed = false);
 
@@ -66,7 +66,7 @@ ComputeSource from_calibration(const Calibration& calibration);
 
 // The scenario and strategy of a stored measured run, from its config JSON (what the trainer stored:
 // Scenario::to_json plus "strategy" and "world_size"), as far as the simulator needs them. Throws
-// std::invalid_argument naming what is missing.
+// InputError naming what is missing.
 Scenario measured_scenario(const RunRow& run);
 
 // What a run's host info says about core sharing: "4 ranks on 2 cores" when oversubscribed, else "".

@@ -56,7 +56,7 @@ struct GoodputPrediction {
 
 // Fits the strategy's statistical efficiency to its measured runs (those below options.fit_below when set),
 // simulates each of options.worlds (simulate_sweep: the simulated runs are stored), and combines them.
-// Throws std::invalid_argument when the fit cannot be made (fewer than 3 global batch sizes reached the
+// Throws InputError when the fit cannot be made (fewer than 3 global batch sizes reached the
 // target: the message lists the runs and what to run) or the scenario cannot be predicted (data.uneven = "join":
 // the global batch changes within an epoch), and what simulate_sweep throws.
 GoodputPrediction predict_goodput(const Scenario&, const StrategyConfig&, Store&, const GoodputOptions&);

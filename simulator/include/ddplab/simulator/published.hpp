@@ -32,7 +32,7 @@ struct PublishedPoint {
   std::string where;        // file:line of the point
 };
 
-// Reads the points file; throws std::invalid_argument naming file:line and field for a bad entry.
+// Reads the points file; throws InputError naming file:line and field for a bad entry.
 std::vector<PublishedPoint> load_published_points(const std::string& path);
 
 struct PublishedResult {

@@ -101,7 +101,7 @@ inline constexpr int kExactMaxLayoutWorld = 64;
 
 // The mode a simulation of this world size runs in: "exact", "aggregated", "folded" or "probed"
 // (options.mode resolved). pipeline: a layout with pp > 1 or tp > 1, which is refused aggregated; folded is for layouts
-// only. Throws std::invalid_argument for an unknown mode or one the world does not take.
+// only. Throws InputError for an unknown mode or one the world does not take.
 std::string simulation_mode(const SimOptions& options, int world_size, bool pipeline = false);
 // The options for one layout of a ranking (--search, published layout points): "auto" becomes "probed" above
 // kExactMaxLayoutWorld for every layout, pure DP too, so that the whole ranking is replayed one way.
@@ -156,8 +156,8 @@ struct SimStepSpec {
 // element counts; codec work runs at the rate compute_s implies; every collective call is replayed
 // message by message on schedule_for_call (`native` as SimOptions::native says: Open MPI's choice, or
 // NCCL's on the cluster's fabric). For step >= accumulate_steps the buckets are first rebuilt from the expected ready order, as
-// the runtime does after its first sync step. Throws std::invalid_argument for an unsupported strategy,
-// schedule or topology, std::runtime_error when the simulation fails (the message names the world size).
+// the runtime does after its first sync step. Throws InputError for an unsupported strategy,
+// schedule or topology, RunFault when the simulation fails (the message names the world size).
 SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s, double optimizer_s,
                             const SimOptions& = {}, const SimStepSpec& = {});
 

@@ -35,7 +35,7 @@ struct NoiseScaleFit {
 };
 
 // Least squares in relative error (weights 1 / updates^2) of S = S_min + S_min B_noise / B, linear in 1 / B.
-// Throws std::invalid_argument with the points when there are fewer than 3 distinct batch sizes, or when
+// Throws InputError with the points when there are fewer than 3 distinct batch sizes, or when
 // they contradict the model: updates that grow with the batch (B_noise < 0) or an S_min of 0 or less.
 NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points);
 

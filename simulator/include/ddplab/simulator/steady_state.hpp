@@ -28,7 +28,7 @@ struct SteadyState {
 };
 
 // Blocks start at the first block boundary at or after max(pattern warm-up, min_first). When the rows
-// hold no whole block from there, min_first is dropped; when they hold none even then, std::invalid_argument
+// hold no whole block from there, min_first is dropped; when they hold none even then, InputError
 // says how many steps there are and how many are needed.
 SteadyState steady_state(const std::vector<StepMetrics>& rows, const StepPattern& pattern, std::int64_t min_first);
 

@@ -54,7 +54,7 @@ struct ValidationReport {
 
 // Validates the store's measured runs and benches and stores the rows (table validations). The constructor
 // picks and loads the calibration (so that a caller can say which before any row), run() does the rest;
-// on_row sees each row as it is made. Throws std::invalid_argument for a bad option (an unknown compute
+// on_row sees each row as it is made. Throws InputError for a bad option (an unknown compute
 // source, compute "calibration" without a calibration) or an unknown calibration name.
 class StoreValidation {
  public:

@@ -30,7 +30,7 @@ struct Bucketing {
 // `order`: every parameter index once, in the order gradients are expected (e.g. reverse parameter order).
 // A cap of 0 means unlimited (one bucket). With whole_layers a bucket that reaches its cap closes only where
 // the order moves to another layer, so no layer is cut between buckets (ZeRO-3's buckets are its parameter
-// units, and FSDP's units are whole modules). Throws std::invalid_argument when order is not a permutation.
+// units, and FSDP's units are whole modules). Throws InputError when order is not a permutation.
 Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, std::uint64_t cap_bytes,
                        std::uint64_t first_cap_bytes, std::size_t elem_bytes = 4, bool whole_layers = false);
 

@@ -36,7 +36,7 @@ struct CnnLayer {
   int rows(int batch) const { return batch * h * w; }
 };
 
-// The layers of model (type "cnn"); throws std::invalid_argument for a model of another type.
+// The layers of model (type "cnn"); throws InternalError for a model of another type.
 std::vector<CnnLayer> cnn_layout(const ModelConfig& model);
 // Parameters (PyTorch order and shapes) and per-layer FLOPs and activation bytes per sample, for strategies
 // and the simulator. Each CnnLayer is one layer: its backward produces its parameters' gradients.

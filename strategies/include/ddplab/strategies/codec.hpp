@@ -137,7 +137,7 @@ struct CodecInfo {
   std::unique_ptr<Codec> (*make)(const CodecOptions&, std::uint64_t seed);
 };
 const std::vector<CodecInfo>& codecs();
-// Throws std::invalid_argument naming the codec and the bad option (or the known codecs).
+// Throws InputError naming the codec and the bad option (or the known codecs).
 std::unique_ptr<Codec> make_codec(const std::string& name, const CodecOptions& options, std::uint64_t seed);
 
 }  // namespace ddplab

@@ -76,7 +76,7 @@ class CodecCompute {
   virtual void zero_at(float* x, const IndexValue* pairs, std::size_t count) = 0;
   // For g = 0 .. groups-1, for j = 0 .. per_group-1: dense[p.index] += p.value, p = pairs[g * per_group + j].
   // Each group's indices are distinct, so the sum at every index runs in group (rank) order. Throws
-  // std::runtime_error naming the index when one is >= n (dense is then unspecified).
+  // RunFault naming the index when one is >= n (dense is then unspecified).
   virtual void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per_group) = 0;
 
   // ---- small dense linear algebra on row-major float matrices, accumulating in double ----

@@ -18,6 +18,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/codec.hpp"
 
 namespace ddplab {
@@ -114,7 +115,7 @@ inline std::uint16_t f16_add(std::uint16_t a, std::uint16_t b) { return float_to
 inline std::uint16_t bf16_add(std::uint16_t a, std::uint16_t b) { return float_to_bf16(bf16_to_float(a) + bf16_to_float(b)); }
 
 // acc[i] = acc[i] + in[i] in the element type (F32, F16 or BF16). Reducing ranks in a fixed order with
-// this gives every rank the same bits. IndexValue pairs cannot be summed: throws std::invalid_argument.
+// this gives every rank the same bits. IndexValue pairs cannot be summed: throws InternalError.
 inline void sum_into(ElemType type, void* acc, const void* in, std::size_t n) {
   switch (type) {
     case ElemType::F32: {
@@ -141,7 +142,7 @@ inline void sum_into(ElemType type, void* acc, const void* in, std::size_t n) {
     }
     case ElemType::IndexValue: break;
   }
-  throw std::invalid_argument(std::string("sum_into: cannot sum elements of type ") + elem_name(type));
+  throw InternalError(std::string("sum_into: cannot sum elements of type ") + elem_name(type));
 }
 
 // Array conversions, for the codecs and for executors that stage half buffers.

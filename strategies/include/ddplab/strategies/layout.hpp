@@ -26,7 +26,7 @@ struct RankCoord {
 
 class ParallelLayout {
  public:
-  // Throws std::invalid_argument when tp x pp does not divide `world`, or dp is given and tp x pp x dp is
+  // Throws InputError when tp x pp does not divide `world`, or dp is given and tp x pp x dp is
   // not `world`.
   ParallelLayout(const ParallelConfig& parallel, int world);
 

@@ -23,8 +23,8 @@
 namespace ddplab {
 
 // A malformed or unreadable table; the message names the file, line, column and field.
-struct ModelTableError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ModelTableError : InputError {
+  using InputError::InputError;
 };
 
 // The header row every table starts with.

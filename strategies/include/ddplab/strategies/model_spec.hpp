@@ -60,7 +60,7 @@ struct ModelSpec {
   // The last layers of a whole-batch forward's chunks, ascending: each layer of `cuts`, the layer before
   // each sync layer (a chunk ends by taking the next layer's moments, summed before the next chunk
   // normalises with them) and the last layer. Throws std::out_of_range for a cut outside the model and
-  // std::invalid_argument for a sync layer first, whose moments no chunk would take.
+  // InputError for a sync layer first, whose moments no chunk would take.
   std::vector<int> forward_chunks(const std::vector<int>& cuts = {}) const;
 
   // The first layer of layer l's numbered block (layer_block), or -1 for a layer of none.

@@ -61,7 +61,7 @@ struct PolicyInfo;  // strategy.hpp
 // tensors, which a policy that shards the update (ZeRO-1, parameter servers) does not give it.
 bool optimizer_runs_with(const OptimizerInfo& optimizer, const PolicyInfo& policy);
 const OptimizerInfo* find_optimizer(const std::string& name);
-// Throws std::invalid_argument naming the optimizer and the bad option (or the known optimizers).
+// Throws InputError naming the optimizer and the bad option (or the known optimizers).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionValues& options);
 
 // ---- learning-rate schedules ----
@@ -93,7 +93,7 @@ struct LrPlan {
   std::string describe() const;
 };
 // global_batch: samples per update over all workers (batch x workers x accumulate_steps); total_updates:
-// the run's optimizer updates. Throws std::invalid_argument for a bad schedule name or option.
+// the run's optimizer updates. Throws InputError for a bad schedule name or option.
 LrPlan make_lr_plan(const TrainConfig& train, int global_batch, std::int64_t total_updates);
 
 // The update after each sync, as an executor runs it: a registry optimizer at the lr plan's rate.

@@ -35,13 +35,14 @@ std::string option_names(const std::vector<OptionSpec>& specs);
 bool option_accepts(const OptionSpec& spec, const std::string& text);
 
 // Checks every value set against `specs`: unknown keys first (so a typo is reported as such rather than
-// silently ignored), then each value's type and range. Throws std::invalid_argument "WHAT: unknown option
-// "KEY" (known: ...)" or "WHAT: KEY must be REQUIREMENT, got "TEXT"", WHAT being "codec topk" and the like.
+// silently ignored), then each value's type and range. Throws InputError "WHAT: unknown option
+// "KEY" (known: ...)" or "WHAT: KEY must be REQUIREMENT, got "TEXT"", WHAT being "codec topk" and the like;
+// its field() is KEY.
 void check_options(const std::string& what, const std::vector<OptionSpec>& specs, const OptionValues& values);
 
-// The value set in `values`, else the option's fallback. Throws std::invalid_argument for a name not in
-// `specs`, an option of another kind (option_number reads integers too), or "NAME must be REQUIREMENT,
-// got "TEXT"" for a value it does not accept.
+// The value set in `values`, else the option's fallback. Throws InternalError for a name not in `specs` or an
+// option of another kind (option_number reads integers too), and InputError "NAME must be REQUIREMENT,
+// got "TEXT"" (field() NAME) for a value it does not accept.
 long long option_integer(const std::vector<OptionSpec>& specs, const OptionValues& values, const std::string& name);
 double option_number(const std::vector<OptionSpec>& specs, const OptionValues& values, const std::string& name);
 bool option_bool(const std::vector<OptionSpec>& specs, const OptionValues& values, const std::string& name);

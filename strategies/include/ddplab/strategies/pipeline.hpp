@@ -66,7 +66,7 @@ struct PipelineStage {
 // layers before the first block going with chunk 0 (embeddings) and after the last with chunk C - 1 (the
 // head); a model without numbered blocks is cut by layer count. The model keeps the stage's layers,
 // renumbered from 0, and their parameters; the activations between chunks are the last layer's
-// activation_bytes. Throws std::invalid_argument when the model has fewer blocks than chunks, a layer between
+// activation_bytes. Throws InputError when the model has fewer blocks than chunks, a layer between
 // chunks has no activation size, or it has SyncBatchNorm layers (their statistics would span stages).
 struct StageModel {
   ModelSpec model;

@@ -91,7 +91,7 @@ struct PlanOp {
 
 // The collective and element count a call's Schedule is built for: "allreduce", "reduce_scatter" or
 // "all_gather" (all_gather_shards too); the codec's all_gather concatenates equal parts, so it is the
-// all-gather of n * count elements, rank r owning part r. Throws std::invalid_argument for push, pull or an
+// all-gather of n * count elements, rank r owning part r. Throws InternalError for push, pull or an
 // unknown collective.
 struct CallShape {
   std::string collective;

@@ -154,7 +154,7 @@ bool has_schedule(const std::string& name, const std::string& collective);
 // The names of the allreduce schedules plus "native" (the backend's own collective, not a Schedule).
 std::vector<std::string> allreduce_schedule_names();
 
-// Throws std::invalid_argument naming the known schedules when `name` is not a registered one
+// Throws InputError naming the known schedules when `name` is not a registered one
 // (or not of the given collective).
 Schedule make_schedule(const std::string& name, const ScheduleParams& params, const std::string& collective = "allreduce");
 Schedule make_schedule(const std::string& name, int world_size, std::size_t count);

@@ -91,10 +91,10 @@ const std::vector<PolicyInfo>& policies();
 // The registered policy of that name, or nullptr.
 const PolicyInfo* find_policy(const std::string& name);
 // The value of one of the strategy's policy options: the one set, else the option's fallback. Throws
-// std::invalid_argument when the policy has no such option or the text is not an integer in its range
+// InputError when the policy has no such option or the text is not an integer in its range
 // (validate_strategies reports the same with file:line:col).
 long long policy_option(const StrategyConfig& config, const std::string& name);
-// Throws std::invalid_argument for a policy option the policy does not have, or one out of its range.
+// Throws InputError for a policy option the policy does not have, or one out of its range.
 void check_policy_options(const StrategyConfig& config);
 // The strategy, then the same strategy under each other registered ZeRO stage (PolicyInfo::zero), by stage,
 // for a policy that syncs gradients every step (shards None or Ranks, no timing); else the strategy alone.

@@ -52,7 +52,7 @@ struct LayoutMemory {
   double activations = 0;   // bytes: in-flight microbatch-chunks x layers per chunk x one layer's
   double total() const { return model_states + activations; }
 };
-// A device of pipeline stage `stage`. Throws std::invalid_argument for a layout the dimensions do not split
+// A device of pipeline stage `stage`. Throws InputError for a layout the dimensions do not split
 // (tp not dividing h, a or V; pp x chunks not dividing L), an unknown schedule or recomputation.
 LayoutMemory transformer_device_memory(const TransformerDims& d, const TransformerLayout& l, int stage);
 
