@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/reference.hpp"
 
 namespace ddplab::cli {
@@ -23,7 +24,7 @@ void add_reference(CLI::App& app) {
     }
     std::ofstream f(*out, std::ios::binary);
     f << page;
-    if (!f) throw std::runtime_error("cannot write " + *out);
+    if (!f) throw InputError("--output: cannot write " + *out, "--output");
   });
 }
 
