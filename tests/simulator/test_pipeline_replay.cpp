@@ -1,6 +1,8 @@
 // Pipeline layouts ([parallel] pp > 1) on the simulator: each stage's plan replayed on its ranks, the
 // activations between stages and the DP sync inside each stage's group on the wire, and the bubble coming
 // from the schedule's dependencies: on a network too fast to matter the step takes pipeline_makespan's time.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,8 +20,9 @@ namespace {
 
 // Four identical layers (forward 1 MFLOP, backward 2 MFLOP, 1000 parameters, 4 KiB of activations per
 // sample): every stage and chunk has the same work, as pipeline_makespan assumes.
+// Named per process: ctest runs tests two at a time, and another test of this file may be writing it.
 std::string uniform_table() {
-  const std::string path = testing::TempDir() + "pipeline_uniform.csv";
+  const std::string path = testing::TempDir() + "pipeline_uniform-" + std::to_string(getpid()) + ".csv";
   std::ofstream f(path);
   f << "name,params,forward_flops,backward_flops,activation_bytes\n";
   for (int l = 0; l < 4; ++l) f << "block" << l << ",weight:10x100,1000000,2000000,4096\n";

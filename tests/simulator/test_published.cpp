@@ -1,5 +1,7 @@
 // The GPU presets against public measurements (bench/published/points.toml, published.hpp): the bounds that
 // docs/published-comparisons.md states, and the points file's errors.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,7 +84,7 @@ TEST(Published, ZeroThreeAgainstPtdP) {
 }
 
 std::string load_error(const std::string& text) {
-  const std::string path = testing::TempDir() + "points.toml";
+  const std::string path = testing::TempDir() + "points-" + std::to_string(getpid()) + ".toml";
   std::ofstream(path) << text;
   try {
     load_published_points(path);

@@ -1,6 +1,8 @@
 // validate's procedure (validation.hpp), on stores built here: a bench whose "measurements" are the
 // simulator's own predictions comes back at 0% error, an NCCL bench on a preset is replayed with NCCL's
 // model, simulated benches are left out, and bad options are refused.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +16,7 @@ namespace ddplab {
 namespace {
 
 std::string fresh_db(const std::string& name) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = testing::TempDir() + std::to_string(getpid()) + "-" + name;
   std::filesystem::remove(path);
   return path;
 }
