@@ -2,6 +2,8 @@
 // docs/published-comparisons.md states, and the points file's errors.
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,7 +86,9 @@ TEST(Published, ZeroThreeAgainstPtdP) {
 }
 
 std::string load_error(const std::string& text) {
-  const std::string path = testing::TempDir() + "points-" + std::to_string(getpid()) + ".toml";
+  const std::string dir = testing::TempDir() + "ddplab-points-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/points.toml";
   std::ofstream(path) << text;
   try {
     load_published_points(path);
