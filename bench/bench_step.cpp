@@ -50,7 +50,7 @@ BENCHMARK(BM_MlpStep)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 void BM_CnnStep(benchmark::State& state, const std::string& bn) {
   const int batch = static_cast<int>(state.range(0));
   ModelConfig m;
-  m.type = "cnn";
+  m.type = ModelType::Cnn;
   m.conv = {16, 32};
   m.bn = bn;
   auto ops = make_ops("cpu");

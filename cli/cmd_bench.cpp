@@ -82,7 +82,7 @@ struct BenchRequest {
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
   std::vector<std::string> names = req.schedules.empty() ? allreduce_schedule_names() : req.schedules;
   for (const auto& s : names)
-    if (!has_schedule(s, "allreduce")) {
+    if (!has_schedule(s, Collective::Allreduce)) {
       std::string known;
       for (const auto& k : allreduce_schedule_names()) known += (known.empty() ? "" : ", ") + k;
       throw InputError("--schedules: unknown allreduce schedule \"" + s + "\" (known: " + known + ")");
@@ -117,7 +117,7 @@ class TablePrinter {
       end_table();
       current_ = r.schedule;
       const std::string what = what_.empty() ? fmt::format("iters {}  warmup {}", req_.iters, req_.warmup) : what_;
-      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  %s\n#\n", r.collective.c_str(), r.schedule.c_str(),
+      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  %s\n#\n", to_string(r.collective).c_str(), r.schedule.c_str(),
                   world_, rpn_, what.c_str());
       std::printf("#%12s %12s %6s %11s %11s %11s %7s\n", "size (B)", "count", "type", "time_us", "algbw GB/s",
                   "busbw GB/s", "#wrong");
@@ -199,7 +199,7 @@ int bench_worker(const BenchRequest& req) {
         });
     if (me == 0) {
       printer->end_table();
-      store->finish_bench(bench_id, bad.empty() ? "completed" : "failed");
+      store->finish_bench(bench_id, bad.empty() ? RunStatus::Completed : RunStatus::Failed);
       std::fprintf(stderr, "ddplab: bench %lld stored in %s\n", static_cast<long long>(bench_id), req.db.c_str());
       for (const auto& r : bad)
         std::fprintf(stderr, "error: schedule %s gives %lld wrong elements at size %lld B (%s)\n", r.schedule.c_str(),
@@ -211,7 +211,7 @@ int bench_worker(const BenchRequest& req) {
     std::fprintf(stderr, "error: rank %d: %s\n", me, e.what());
     if (store && bench_id) {
       try {
-        store->finish_bench(bench_id, "failed");
+        store->finish_bench(bench_id, RunStatus::Failed);
       } catch (...) {
       }
     }
@@ -241,7 +241,7 @@ int bench_simulated(const BenchRequest& req) {
     sc = load_validated_scenario(req.scenario);
     sim.cluster = sc->cluster;
     where = fmt::format("scenario {}: {}", req.scenario, describe_cluster(sim.cluster));
-    if (!req.backend_given) transport = sc->train.backend == "cuda" ? "nccl" : "mpi";
+    if (!req.backend_given) transport = to_string(transport_of(sc->train.backend));
   } else if (!req.preset.empty()) {
     apply_cluster_preset(sim.cluster, req.preset);  // an unknown name is refused, listing the known ones
     where = describe_cluster(sim.cluster);
@@ -255,7 +255,7 @@ int bench_simulated(const BenchRequest& req) {
   } catch (const InputError& e) {
     throw InputError(std::string("--sizes: ") + e.what(), "--sizes");
   }
-  sim.transport = transport == "nccl" ? "nccl" : "mpi";
+  sim.transport = parse_choice<ddplab::Transport>(transport, {.field = "--backend"});
   sim.options.network_model = req.network_model;
   sim.options.network_model = network_model_for(sim.cluster, sim.options);  // "auto" resolved, for the record
   sim.options.mode = "auto";
@@ -275,7 +275,7 @@ int bench_simulated(const BenchRequest& req) {
   info.config_json = cfg.dump();
   info.host_info = host_info_json();
   std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), sim.options.network_model.c_str(),
-              sim.transport == "mpi" ? "Open MPI 4.1 would run it" : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
+              sim.transport == ddplab::Transport::Mpi ? "Open MPI 4.1 would run it" : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
   const std::int64_t id = store.begin_bench(info);
   TablePrinter printer(sim.world_size, sim.cluster.devices_per_node, req);
   printer.set_what("simulated");
@@ -285,11 +285,11 @@ int bench_simulated(const BenchRequest& req) {
       printer.row(row);
     });
   } catch (...) {
-    store.finish_bench(id, "failed");  // the rows simulated so far stay
+    store.finish_bench(id, RunStatus::Failed);  // the rows simulated so far stay
     throw;
   }
   printer.end_table();
-  store.finish_bench(id, "completed");
+  store.finish_bench(id, RunStatus::Completed);
   std::fprintf(stderr, "ddplab: simulated bench %lld stored in %s\n", static_cast<long long>(id), req.db.c_str());
   return 0;
 }
@@ -330,8 +330,8 @@ int bench_collectives(const BenchRequest& req) {
     // A rank that died (or an interrupt) took the job down; rank 0 may not have recorded the outcome.
     Store store(req.db);
     for (const auto& b : store.benches())
-      if (b.id > before && b.status == "running") {
-        store.finish_bench(b.id, "failed");
+      if (b.id > before && b.status == RunStatus::Running) {
+        store.finish_bench(b.id, RunStatus::Failed);
         std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(b.id));
       }
     if (end.signal) std::fprintf(stderr, "ddplab: bench interrupted (%s)\n", strsignal(end.signal));
@@ -359,13 +359,13 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
       const std::string wrong = r.wrong ? std::to_string(*r.wrong) : (csv ? "" : "N/A");
       if (csv)
         std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s,%s\n", static_cast<long long>(b.id),
-                    b.status.c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node, b.info.iters,
-                    r.schedule.c_str(), r.collective.c_str(), r.type.c_str(), static_cast<long long>(r.bytes),
+                    to_string(b.status).c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node, b.info.iters,
+                    r.schedule.c_str(), to_string(r.collective).c_str(), r.type.c_str(), static_cast<long long>(r.bytes),
                     static_cast<long long>(r.count), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str(),
                     b.info.backend.c_str());
       else
         std::printf("%5lld %-9s %-7s %5d %4d %-18s %12lld %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(b.id),
-                    b.status.c_str(), b.info.backend.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
+                    to_string(b.status).c_str(), b.info.backend.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
                     static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
     }
   }

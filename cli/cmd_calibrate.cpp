@@ -78,7 +78,7 @@ struct CalibrateRequest {
 // compute on the GPU; "cpu": both on MPI and OpenBLAS.
 std::string resolved_backend(const CalibrateRequest& req, const std::optional<Scenario>& sc) {
   if (!req.backend.empty()) return req.backend;
-  return sc ? sc->train.backend : "cpu";
+  return sc ? to_string(sc->train.backend) : "cpu";
 }
 
 std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) {
@@ -104,7 +104,7 @@ std::vector<std::string> resolve_schedules(const std::vector<std::string>& given
   if (given.size() == 1 && given[0] == "none") return {};
   std::vector<std::string> names = given.empty() ? allreduce_schedule_names() : given;
   for (const auto& s : names)
-    if (!has_schedule(s, "allreduce")) throw InputError("--schedules: unknown allreduce schedule \"" + s + "\"");
+    if (!has_schedule(s, Collective::Allreduce)) throw InputError("--schedules: unknown allreduce schedule \"" + s + "\"");
   return names;
 }
 
@@ -226,7 +226,7 @@ ScheduleBenches measure_schedules(Communicator& job, Transport& net, const std::
         std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
                     r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
       });
-      if (me == 0) store->finish_bench(id, wrong == 0 ? "completed" : "failed");
+      if (me == 0) store->finish_bench(id, wrong == 0 ? RunStatus::Completed : RunStatus::Failed);
       out.wrong += wrong;
     }
     job.barrier();
@@ -247,7 +247,7 @@ int calibrate_worker(const CalibrateRequest& req) {
     const auto sizes = parse_size_list(req.sizes);
     std::optional<Scenario> sc;
     if (!req.scenario.empty()) sc = load_scenario(req.scenario);
-    if (sc && sc->model.type != "mlp")
+    if (sc && sc->model.type != ModelType::Mlp)
       throw InputError(req.scenario + ": per-layer compute is measured for MLP scenarios only");
     const std::string backend = resolved_backend(req, sc);
     net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);

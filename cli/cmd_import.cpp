@@ -55,7 +55,7 @@ int import_nccl_tests(const ImportRequest& req) {
     for (const auto& [schedule, t] : {std::pair{"native", r.out_of_place}, std::pair{"native (in-place)", r.in_place}}) {
       CollectiveBenchRow row;
       row.schedule = schedule;
-      row.collective = "allreduce";
+      row.collective = Collective::Allreduce;
       row.type = r.type;
       row.bytes = r.bytes;
       row.count = r.count;
@@ -71,7 +71,7 @@ int import_nccl_tests(const ImportRequest& req) {
       if (r.out_of_place.wrong.value_or(0) > 0 || r.in_place.wrong.value_or(0) > 0) return true;
     return false;
   }();
-  store.finish_bench(id, wrong ? "failed" : "completed");
+  store.finish_bench(id, wrong ? RunStatus::Failed : RunStatus::Completed);
   std::printf("imported %s as bench %lld (\"%s\"): all_reduce over %d ranks, %d per node, %zu sizes %s..%s B, "
               "out-of-place and in-place%s\n",
               req.file.c_str(), static_cast<long long>(id), req.name.c_str(), log.ranks, log.ranks_per_node,

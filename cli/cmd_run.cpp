@@ -49,13 +49,13 @@ int run_scenario(const RunRequest& req) {
   if (!sc.model.trainable()) {  // model tables are for `ddplab simulate`
     const auto at = sc.model.where.find("type");
     throw InputError(InputLocation::at(at != sc.model.where.end() ? at->second : req.scenario, "model.type"),
-                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + sc.model.type + "\" model (" +
+                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + to_string(sc.model.type) + "\" model (" +
                          sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (req.batch_size) sc.train.batch_size = *req.batch_size;
   if (req.seed) sc.train.seed = *req.seed;
-  if (req.backend) sc.train.backend = *req.backend;
+  if (req.backend) sc.train.backend = parse_choice<Backend>(*req.backend, {.field = "--backend"});
   if (under_mpi_launcher()) {
     int argc = 0;
     char** argv = nullptr;
@@ -78,7 +78,7 @@ int run_scenario(const RunRequest& req) {
     if (ec) throw InputError("--trace " + req.trace + ": cannot create " + dir.string() + " (" + ec.message() + ")");
   }
   // Say now, not once per rank after mpirun started, when this machine cannot run the GPU backend.
-  require_gpu_backend(req.backend ? "--backend" : req.scenario + ": train.backend", sc.train.backend);
+  require_gpu_backend(req.backend ? "--backend" : req.scenario + ": train.backend", to_string(sc.train.backend));
   std::optional<testbed::State> bed;
   if (req.testbed) bed = testbed::require_up(req.np);
   int np = bed ? bed->hosts : req.np.value_or(sc.cluster.world_size);
@@ -99,7 +99,7 @@ int run_scenario(const RunRequest& req) {
   const ScenarioStages stages = scenario_stages(sc, np, 1);
   for (const auto& st : sc.strategies) {
     // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
-    if (find_policy(st.policy)->zero >= 2 && sc.train.backend != "cpu") {
+    if (find_policy(st.policy)->zero >= 2 && sc.train.backend != Backend::Cpu) {
       const auto at = st.where.find("policy");
       throw ScenarioError(InputLocation::at(at != st.where.end() ? at->second : req.scenario,
                                             fmt::format("strategy[{}].policy", &st - sc.strategies.data())),
@@ -128,7 +128,7 @@ int run_scenario(const RunRequest& req) {
   std::int64_t before = last_run_id(req.db);
   if (resume) {
     std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)%s\n",
-                 static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), resume->run.status.c_str(),
+                 static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), to_string(resume->run.status).c_str(),
                  static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str(),
                  resume->elastic() ? fmt::format(" on {} ranks, not its {}: a new run continues it", np,
                                                  resume->run.info.world_size).c_str()

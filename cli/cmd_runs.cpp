@@ -40,7 +40,7 @@ void add_runs(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("runs", "List, show, delete or prune the runs of a results store");
   cmd->require_subcommand(1);
-  const std::string statuses = fmt::format("{}", fmt::join(run_statuses(), ", "));
+  const std::string statuses = fmt::format("{}", choice_names<RunStatus>());
 
   auto* list = cmd->add_subcommand("list", "One line per run: id, status, scenario, strategy, source, world, steps, times");
   list->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();

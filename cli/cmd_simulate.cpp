@@ -157,9 +157,10 @@ int simulate_traced(const SimulateRequest& req, const std::string& trace_path, c
                                                            : "reduce-scatter + all-gather",
                                         format_bytes(ranks_shard ? shard_bytes : static_cast<double>(grad_bytes)),
                                         split.split() ? " (the largest stage's share)" : "",
-                                        st.schedule != "native"                 ? st.schedule
-                                        : native_transport(sc, opt) == "mpi" ? "native: Open MPI 4.1's choice by size"
-                                                                                : "native: NCCL's choice by size and scale");
+                                        !is_backend_native(st.schedule) ? st.schedule
+                                        : native_transport(sc, opt).transport == ddplab::Transport::Mpi
+                                            ? "native: Open MPI 4.1's choice by size"
+                                            : "native: NCCL's choice by size and scale");
     std::printf("%s / %s: compute %s per micro-step, optimizer %s per update (compute from %s); %s\n", sc.name.c_str(),
                 st.name.c_str(), describe_compute(sc, src).c_str(), format_duration(src.optimizer_s).c_str(),
                 src.origin.c_str(), sync.c_str());

@@ -9,7 +9,7 @@ namespace ddplab::test {
 
 inline ModelConfig small_cnn(int channels, int hidden, int classes, const std::string& bn = "none") {
   ModelConfig m;
-  m.type = "cnn";
+  m.type = ddplab::ModelType::Cnn;
   m.image = {8, 8, channels};
   m.conv = {3, 4};
   m.kernel = 3;

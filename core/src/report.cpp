@@ -130,8 +130,8 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
     const RunSummary& s = runs[row];
     const auto& r = s.run;
     rows.push_back({
-        std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
-        cell(r.info.backend), std::to_string(r.info.world_size), cell(r.status), std::to_string(s.steps),
+        std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(to_string(r.info.source)),
+        cell(r.info.backend), std::to_string(r.info.world_size), cell(to_string(r.status)), std::to_string(s.steps),
         s.warmup_steps ? fixed(s.warmup_s, 2) : "-",
         s.steps ? fixed(s.samples_per_s, 1) : "-",
         s.steps ? fixed(s.step_s, 2, 1e3) : "-",
@@ -159,7 +159,7 @@ std::string runs_table(const std::vector<RunSummary>& runs) {
   std::vector<std::vector<std::string>> rows;
   for (const RunSummary& s : runs) {
     const RunRow& r = s.run;
-    rows.push_back({std::to_string(r.id), cell(r.status), cell(r.info.scenario), cell(r.info.strategy), cell(r.info.source),
+    rows.push_back({std::to_string(r.id), cell(to_string(r.status)), cell(r.info.scenario), cell(r.info.strategy), cell(to_string(r.info.source)),
                     cell(r.info.backend), std::to_string(r.info.world_size), std::to_string(s.skipped + s.steps),
                     cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at)});
   }
@@ -177,9 +177,9 @@ std::string run_details(const Store& store, std::int64_t id) {
     return j.is_null() ? std::string("-") : j.dump(2);
   };
   std::string out = fmt::format("run {}: {} / {}, {} on {}, {} rank{} x {} samples\n", r.id, cell(r.info.scenario),
-                                cell(r.info.strategy), cell(r.info.source), cell(r.info.backend), r.info.world_size,
+                                cell(r.info.strategy), cell(to_string(r.info.source)), cell(r.info.backend), r.info.world_size,
                                 r.info.world_size == 1 ? "" : "s", r.info.batch_size);
-  out += fmt::format("status      {}\n", cell(r.status));
+  out += fmt::format("status      {}\n", cell(to_string(r.status)));
   if (!r.reason.empty()) out += fmt::format("reason      {}\n", cell(r.reason));
   out += fmt::format("started     {}\nended       {}\n", cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at));
   out += fmt::format("written by  ddplab {}\n", cell(r.version));
@@ -212,8 +212,8 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
     const RunSummary& s = runs[row];
     const auto& r = s.run;
     std::vector<std::string> fields = {
-        std::to_string(r.id), r.info.scenario, r.info.strategy, r.info.source, r.info.backend,
-        std::to_string(r.info.world_size), std::to_string(r.info.batch_size), r.status, r.version,
+        std::to_string(r.id), r.info.scenario, r.info.strategy, to_string(r.info.source), r.info.backend,
+        std::to_string(r.info.world_size), std::to_string(r.info.batch_size), to_string(r.status), r.version,
         r.started_at, r.ended_at, std::to_string(s.steps), exact(s.samples_per_s), exact(s.step_s),
         exact(s.compute_s), exact(s.comm_s), exact(s.exposed_comm_s), exact(s.optimizer_s),
         exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy), std::to_string(s.period),

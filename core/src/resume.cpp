@@ -59,8 +59,8 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
       if (cfg.is_object() && cfg.contains("resumed_from")) continued.insert(cfg["resumed_from"].value("run", std::int64_t{0}));
     }
     for (auto it = runs.rbegin(); it != runs.rend() && !found; ++it) {
-      if (it->info.scenario != sc.name || it->info.source != "measured" || continued.count(it->id)) continue;
-      if (it->status != "failed" && it->status != "interrupted" && it->status != "abandoned") continue;
+      if (it->info.scenario != sc.name || it->info.source != RunSource::Measured || continued.count(it->id)) continue;
+      if (!resumable(it->status)) continue;
       for (const CheckpointRow& c : store.checkpoints(it->id)) found |= !c.final;
       if (found) p.run = *it;
     }
@@ -70,14 +70,14 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
                                    sc.name, store.path()));
   }
   const RunRow& r = p.run;
-  if (r.status == "completed")
+  if (r.status == RunStatus::Completed)
     throw InputError(fmt::format("--resume {}: run {} is completed; there is nothing to continue", r.id, r.id));
-  if (r.status == "running")
+  if (r.status == RunStatus::Running)
     throw InputError(fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
                                  "machine); stop it first",
                                  r.id, r.id));
-  if (r.info.source != "measured")
-    throw InputError(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, r.info.source));
+  if (r.info.source != RunSource::Measured)
+    throw InputError(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, to_string(r.info.source)));
   if (r.info.scenario != sc.name)
     throw InputError(fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id,
                                  r.info.scenario, sc.name));

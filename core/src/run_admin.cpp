@@ -14,17 +14,14 @@
 
 namespace ddplab {
 
-const std::vector<std::string>& run_statuses() {
-  static const std::vector<std::string> statuses{"running", "completed", "failed", "interrupted", "abandoned"};
-  return statuses;
-}
-
 std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::string>& statuses) {
-  const auto& known = run_statuses();
-  for (const std::string& s : statuses)
-    if (std::find(known.begin(), known.end(), s) == known.end())
-      throw InputError(fmt::format("unknown run status \"{}\" (one of: {})", s, fmt::join(known, ", ")));
-  const std::set<std::string> wanted(statuses.begin(), statuses.end());
+  std::set<RunStatus> wanted;
+  for (const std::string& s : statuses) {
+    const auto status = choice_from<RunStatus>(s);
+    if (!status)
+      throw InputError(fmt::format("unknown run status \"{}\" (one of: {})", s, choice_names<RunStatus>()), "--status");
+    wanted.insert(*status);
+  }
   std::vector<RunRow> out;
   for (RunRow& r : store.runs())
     if (wanted.count(r.status)) out.push_back(std::move(r));
@@ -37,7 +34,7 @@ std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int
   for (std::int64_t id : std::set<std::int64_t>(ids.begin(), ids.end())) {
     std::optional<RunRow> row = store.run(id);
     if (!row) missing.push_back(id);
-    else if (row->status == "running") running.push_back(id);
+    else if (row->status == RunStatus::Running) running.push_back(id);
     else rows.push_back(std::move(*row));
   }
   std::vector<std::string> why;
@@ -78,7 +75,7 @@ JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs
   const std::string reason = job_failure_reason(outcome);
   // The run the job was in when it ended: the last one not completed.
   const auto unfinished = std::find_if(launch_runs.rbegin(), launch_runs.rend(),
-                                       [](const RunRow& r) { return r.status != "completed"; });
+                                       [](const RunRow& r) { return r.status != RunStatus::Completed; });
   std::vector<FlightRecord> calls;
   for (const std::string& dump : outcome.flights) try {
       for (FlightRecord& c : flight_from_json(dump)) calls.push_back(std::move(c));
@@ -89,14 +86,14 @@ JobEndRecord record_job_end(Store& store, const std::vector<RunRow>& launch_runs
     out.flight_run = unfinished->id;
     store.add_flight(out.flight_run, calls);
   }
-  const char* status = outcome.signal ? "interrupted" : "failed";
+  const RunStatus status = outcome.signal ? RunStatus::Interrupted : RunStatus::Failed;
   for (const RunRow& r : launch_runs)
-    if (r.status == "running" || r.status == "abandoned") {
+    if (r.status == RunStatus::Running || r.status == RunStatus::Abandoned) {
       store.finish_run(r.id, status, reason);
       out.marked.push_back(r);
-    } else if (r.status == "interrupted") {
+    } else if (r.status == RunStatus::Interrupted) {
       out.stopped.push_back(r);
-    } else if (r.status == "failed" && !outcome.failures.empty()) {
+    } else if (r.status == RunStatus::Failed && !outcome.failures.empty()) {
       store.set_run_reason(r.id, reason);
     }
   return out;

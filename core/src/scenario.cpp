@@ -43,19 +43,19 @@ std::size_t ModelConfig::parameter_count() const {
 
 nlohmann::json ModelConfig::to_json() const {
   using nlohmann::json;
-  if (type == "table") return {{"type", type}, {"table", table}};
-  if (type == "cnn")
-    return {{"type", type}, {"image", image}, {"conv", conv}, {"kernel", kernel}, {"hidden", hidden},
+  if (type == ModelType::Table) return {{"type", to_string(type)}, {"table", table}};
+  if (type == ModelType::Cnn)
+    return {{"type", to_string(type)}, {"image", image}, {"conv", conv}, {"kernel", kernel}, {"hidden", hidden},
             {"classes", classes}, {"bn", bn}};
-  return {{"type", type}, {"layers", layers}, {"parameter_count", parameter_count()}};
+  return {{"type", to_string(type)}, {"layers", layers}, {"parameter_count", parameter_count()}};
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   ModelConfig m;
-  m.type = j.at("type").get<std::string>();
-  if (m.type == "table") {
+  m.type = stored_choice<ModelType>(j.at("type").get<std::string>(), "stored model");
+  if (m.type == ModelType::Table) {
     m.table = j.at("table").get<std::string>();
-  } else if (m.type == "cnn") {
+  } else if (m.type == ModelType::Cnn) {
     m.image = j.at("image").get<std::vector<int>>();
     m.conv = j.at("conv").get<std::vector<int>>();
     m.kernel = j.at("kernel").get<int>();
@@ -69,10 +69,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
 }
 
 int ModelConfig::input_features() const {
-  return type == "cnn" ? image.at(0) * image.at(1) * image.at(2) : layers.front();
+  return type == ModelType::Cnn ? image.at(0) * image.at(1) * image.at(2) : layers.front();
 }
 
-int ModelConfig::output_classes() const { return type == "cnn" ? classes : layers.back(); }
+int ModelConfig::output_classes() const { return type == ModelType::Cnn ? classes : layers.back(); }
 
 namespace {
 
@@ -117,21 +117,21 @@ void read_cnn(const Reader& r, const toml::table& t, ModelConfig& m) {
 void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std::string& scenario_path) {
   const std::string p = "model.";
   r.check_keys(t, p, {"type", "layers", "table", "image", "conv", "kernel", "hidden", "classes", "bn"});
-  r.read_choice(t, p, "type", m.type, {"mlp", "cnn", "table"});
+  r.read_choice(t, p, "type", m.type);
   r.read_int_array(t, p, "layers", m.layers, 2,
                    "must be an array of at least 2 positive integers (input, hidden..., classes)");
   r.read_string(t, p, "table", m.table);
   for (auto&& [key, value] : t) m.where[std::string(key.str())] = r.position(value.source());
   for (const char* key : {"image", "conv", "kernel", "hidden", "classes", "bn"})
-    if (m.type != "cnn" && t.get(key))
+    if (m.type != ModelType::Cnn && t.get(key))
       r.fail(*t.get(key), p + key, "applies to model.type \"cnn\" only (set type = \"cnn\")");
-  if (m.type == "cnn") {
+  if (m.type == ModelType::Cnn) {
     read_cnn(r, t, m);
     if (const toml::node* layers = t.get("layers"))
       r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a CNN's layers come from conv and hidden)");
   }
   const toml::node* table = t.get("table");
-  if (m.type != "table") {
+  if (m.type != ModelType::Table) {
     if (table) r.fail(*table, "model.table", "applies to model.type \"table\" only (set type = \"table\")");
     return;
   }
@@ -210,10 +210,10 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
                       "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32", "checkpoint_every",
                       "checkpoint_dir", "checkpoint_keep", "precision", "recompute"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
-  r.read_choice(t, p, "backend", tr.backend, {"cpu", "cuda", "cuda+mpi"});
+  r.read_choice(t, p, "backend", tr.backend);
   if (const toml::node* n = t.get("tf32")) {
     r.read_bool(t, p, "tf32", tr.tf32);
-    if (tr.backend == "cpu") r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
+    if (tr.backend == Backend::Cpu) r.fail(*n, p + "tf32", "applies to backend \"cuda\" or \"cuda+mpi\" only");
   }
   r.read_choice(t, p, "precision", tr.precision, {"fp32", "bf16", "fp16"});
   r.read_choice(t, p, "recompute", tr.recompute, {"none", "full"});

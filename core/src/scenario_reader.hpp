@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "ddplab/core/choice.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/units.hpp"
 
@@ -198,6 +199,21 @@ class Reader {
     if (!s || std::find(choices.begin(), choices.end(), s->get()) == choices.end())
       fail(*n, prefix + std::string(key), fmt::format("must be one of {}", choice_list(choices)));
     out = s->get();
+  }
+
+  // A choice with its own enum (choice.hpp): the same message, from the enum's name table.
+  template <class E>
+  void read_choice(const toml::table& t, const std::string& prefix, std::string_view key, E& out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return;
+    const auto s = n->as_string();
+    const auto v = s ? choice_from<E>(s->get()) : std::nullopt;
+    if (!v) {
+      std::string known;
+      for (const auto& [value, name] : ChoiceNames<E>::names) known += (known.empty() ? "" : ", ") + quote(name);
+      fail(*n, prefix + std::string(key), fmt::format("must be one of {}", known));
+    }
+    out = *v;
   }
 
   void read_string(const toml::table& t, const std::string& prefix, std::string_view key, std::string& out) const {

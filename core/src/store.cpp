@@ -271,17 +271,18 @@ RunRow read_run(const Stmt& s) {
   r.info.strategy = s.text(2);
   r.info.backend = s.text(3);
   r.info.world_size = s.i32(4);
-  r.info.source = s.text(5);
+  r.info.source = s.choice<RunSource>(5);
   r.info.batch_size = s.i32(6);
   r.info.config_json = s.text(7);
   r.info.host_info = s.text(8);
   r.version = s.text(9);
   r.started_at = s.text(10);
   r.ended_at = s.text(11);
-  r.status = s.text(12);
+  r.status = s.choice<RunStatus>(12);
   r.writer = s.null(13) ? std::string() : s.text(13);
   r.reason = s.null(14) ? std::string() : s.text(14);
-  if (r.status == "running" && liveness(ProcessIdentity::from_json(r.writer)) == Liveness::Gone) r.status = "abandoned";
+  if (r.status == RunStatus::Running && liveness(ProcessIdentity::from_json(r.writer)) == Liveness::Gone)
+    r.status = RunStatus::Abandoned;
   return r;
 }
 
@@ -445,6 +446,10 @@ Store::~Store() {
   if (db_) sqlite3_close_v2(db_);
 }
 
+Transport RunInfo::transport() const {
+  return backend.rfind("cuda", 0) == 0 && backend.find("+mpi") == std::string::npos ? Transport::Nccl : Transport::Mpi;
+}
+
 std::int64_t Store::begin_run(const RunInfo& info) {
   Stmt s(db_, path_,
          "INSERT INTO runs(scenario, strategy, backend, world_size, source, batch_size, config, host_info, "
@@ -479,11 +484,11 @@ void Store::set_run_reason(std::int64_t run, const std::string& reason) {
   if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_reason: no run with id {}", path_, run));
 }
 
-void Store::finish_run(std::int64_t run, const std::string& status, const std::string& reason) {
-  if (status != "completed" && status != "failed" && status != "interrupted")
+void Store::finish_run(std::int64_t run, RunStatus status, const std::string& reason) {
+  if (status != RunStatus::Completed && status != RunStatus::Failed && status != RunStatus::Interrupted)
     throw StoreError(fmt::format(
         "results store {}: finish_run({}): status must be \"completed\", \"failed\" or \"interrupted\", not \"{}\"", path_,
-        run, status));
+        run, to_string(status)));
   std::optional<StoreError> flush_error;
   try {
     flush();
@@ -689,7 +694,7 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
   }
   if (pattern) sum.period = pattern->period();
   const RunWindows w = run_windows(std::move(steps), pattern ? &*pattern : nullptr,
-                                   sum.run.info.source == "simulated", skip_steps);
+                                   sum.run.info.source == RunSource::Simulated, skip_steps);
   const WindowTotals &steady = w.steady, &warmup = w.warmup;
   sum.skipped = w.skipped;
   sum.steps = static_cast<std::int64_t>(steady.steps);
@@ -708,7 +713,7 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
 }  // namespace
 
 bool Store::cached(const RunRow& run) const {
-  return schema_ >= 8 && run.status != "running" && run.status != "abandoned";  // finish_run wrote the caches
+  return schema_ >= 8 && run.status != RunStatus::Running && run.status != RunStatus::Abandoned;  // finish_run wrote the caches
 }
 
 std::vector<StepTotals> Store::totals(std::int64_t run) const {

@@ -17,15 +17,18 @@ std::int64_t Store::begin_bench(const BenchInfo& info) {
   return sqlite3_last_insert_rowid(db_);
 }
 
+bool BenchInfo::simulated() const { return backend == "simgrid"; }
+Transport BenchInfo::transport() const { return choice_from<Transport>(backend).value_or(Transport::Mpi); }
+
 void Store::add_bench_row(std::int64_t bench, const CollectiveBenchRow& row) {
   pending_->bench.emplace_back(bench, row);
   if (pending_->size() >= static_cast<std::size_t>(batch_rows_)) flush();
 }
 
-void Store::finish_bench(std::int64_t bench, const std::string& status) {
-  if (status != "completed" && status != "failed")
+void Store::finish_bench(std::int64_t bench, RunStatus status) {
+  if (status != RunStatus::Completed && status != RunStatus::Failed)
     throw StoreError(fmt::format(
-        "results store {}: finish_bench({}): status must be \"completed\" or \"failed\", not \"{}\"", path_, bench, status));
+        "results store {}: finish_bench({}): status must be \"completed\" or \"failed\", not \"{}\"", path_, bench, to_string(status)));
   std::optional<StoreError> flush_error;
   try {
     flush();
@@ -58,7 +61,7 @@ std::vector<BenchRunRow> Store::benches() const {
     b.version = s.text(9);
     b.started_at = s.text(10);
     b.ended_at = s.text(11);
-    b.status = s.text(12);
+    b.status = s.choice<RunStatus>(12);
     out.push_back(std::move(b));
   }
   return out;
@@ -74,7 +77,7 @@ std::vector<CollectiveBenchRow> Store::bench_rows(std::int64_t bench) const {
   while (s.step()) {
     CollectiveBenchRow r;
     r.schedule = s.text(0);
-    r.collective = s.text(1);
+    r.collective = s.choice<Collective>(1);
     r.type = s.text(2);
     r.bytes = s.i64(3);
     r.count = s.i64(4);

@@ -49,9 +49,9 @@ void Store::resume_run(std::int64_t run, std::int64_t step, const std::string& h
   in_transaction(db_, path_, "resume run", [&] {
     const auto row = this->run(run);
     if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, run));
-    if (row->status == "completed" || row->status == "running")
+    if (row->status == RunStatus::Completed || row->status == RunStatus::Running)
       throw StoreError(fmt::format("results store {}: run {} is {}: only a failed, interrupted or abandoned run can be resumed",
-                                   path_, run, row->status));
+                                   path_, run, to_string(row->status)));
     bool found = false;
     for (const CheckpointRow& c : checkpoints(run)) found |= c.step == step && !c.final;
     if (!found) throw StoreError(fmt::format("results store {}: run {} has no checkpoint at step {}", path_, run, step));

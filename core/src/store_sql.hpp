@@ -53,6 +53,11 @@ class Stmt {
   }
   Stmt& bind(int i, const std::optional<std::int64_t>& v) { return v ? bind(i, *v) : bind_null(i); }
   Stmt& bind_null(int i) { return check(sqlite3_bind_null(st_, i)); }
+  template <class E>
+    requires requires { ChoiceNames<E>::names; }
+  Stmt& bind(int i, E v) {
+    return bind(i, to_string(v));
+  }
 
   // true while a row is available; throws on error.
   bool step() {
@@ -74,6 +79,11 @@ class Stmt {
   bool null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
   std::int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
   int i32(int c) const { return sqlite3_column_int(st_, c); }
+  // A choice stored by name (choices.hpp); a name this version does not know is a store it cannot read.
+  template <class E>
+  E choice(int c) const {
+    return stored_choice<E>(text(c), "results store " + *path_);
+  }
   // NULL reads back as NaN.
   double real(int c) const { return null(c) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(st_, c); }
   std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional(sqlite3_column_double(st_, c)); }
@@ -145,7 +155,7 @@ struct Store::Pending {
   }
 
   // One transaction for everything pending. On failure it rolls back and drops the batch, so that a
-  // later finish_run(run, "failed") can still record the outcome instead of failing on the same rows.
+  // later finish_run(run, RunStatus::Failed) can still record the outcome instead of failing on the same rows.
   void flush(sqlite3* db, const std::string& path) {
     if (size() == 0) return;
     const std::size_t n = size();

@@ -19,7 +19,7 @@ namespace ddplab::gui {
 std::vector<BusbwLine> busbw_lines(const BenchRecord& bench, const std::vector<ValidationRow>& validations) {
   std::map<std::string, BusbwLine> measured, simulated;
   for (const CollectiveBenchRow& r : bench.rows) {
-    if (r.collective != "allreduce" || !(r.busbw_gbs > 0)) continue;
+    if (r.collective != Collective::Allreduce || !(r.busbw_gbs > 0)) continue;
     BusbwLine& l = measured[r.schedule];
     l.schedule = r.schedule;
     l.points.emplace_back(r.bytes, r.busbw_gbs);

@@ -253,7 +253,7 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
   for (std::int64_t id : ids) {
     const RunRecord* r = runs_->snapshot().find(id);
     if (!r) return fail(tr("run #%1 is not in %2 (reload?)").arg(id).arg(path_));
-    if (r->summary.run.status == "running")
+    if (r->summary.run.status == RunStatus::Running)
       return fail(tr("run #%1 is still marked running: its launcher may be writing it. Stop it first.").arg(id));
     names << tr("#%1 %2 %3 (%4 ranks, %5)")
                  .arg(id)

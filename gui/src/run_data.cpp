@@ -27,15 +27,16 @@ std::string RunRecord::model() const {
   if (!cfg.is_object() || !cfg.contains("model") || !cfg["model"].is_object()) return "model?";
   const auto& m = cfg["model"];
   const std::string type = m.value("type", "?");
+  const auto known = choice_from<ModelType>(type);
   auto joined = [&](const char* key) {
     std::string out;
     if (m.contains(key) && m[key].is_array())
       for (const auto& v : m[key]) out.append(out.empty() ? "" : "-").append(v.dump());
     return out;
   };
-  if (type == "mlp") return std::string("mlp ").append(joined("layers"));
-  if (type == "cnn") return std::string("cnn ").append(joined("conv"));
-  if (type == "table") {
+  if (known == ModelType::Mlp) return std::string("mlp ").append(joined("layers"));
+  if (known == ModelType::Cnn) return std::string("cnn ").append(joined("conv"));
+  if (known == ModelType::Table) {
     std::string t = m.value("table", "?");
     const auto slash = t.find_last_of('/');
     return slash == std::string::npos ? t : t.substr(slash + 1);

@@ -110,7 +110,7 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ForegroundRole && !rec->finished()) {
-    if (index.column() == Status && (s.run.status == "failed" || s.run.status == "abandoned"))
+    if (index.column() == Status && (s.run.status == RunStatus::Failed || s.run.status == RunStatus::Abandoned))
       return QBrush(QColor(0xc0, 0x30, 0x30));
     return QBrush(QColor(0x90, 0x90, 0x90));  // partial figures: greyed
   }
@@ -121,12 +121,12 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
                       .arg(s.skipped + s.steps)
                       .arg(s.steps)
                       .arg(qs(s.run.started_at), qs(s.run.version));
-    if (s.run.status == "running") tip += tr("\nstill running (or run by a process on another machine): figures so far");
-    if (s.run.status == "abandoned")
+    if (s.run.status == RunStatus::Running) tip += tr("\nstill running (or run by a process on another machine): figures so far");
+    if (s.run.status == RunStatus::Abandoned)
       tip += tr("\nabandoned: the process writing it died without finishing it (SIGKILL, a crash, a reboot); figures up "
                 "to its last flush");
-    if (s.run.status == "failed") tip += tr("\nfailed: figures up to the failure");
-    if (s.run.status == "interrupted") tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
+    if (s.run.status == RunStatus::Failed) tip += tr("\nfailed: figures up to the failure");
+    if (s.run.status == RunStatus::Interrupted) tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
     return tip;
   }
   return {};

@@ -117,4 +117,8 @@ std::unique_ptr<Ops> make_ops(const std::string& backend) {
   throw InputError("unknown backend \"" + backend + "\" (known: cpu, reference, cuda)");
 }
 
+std::unique_ptr<Ops> make_ops(Backend backend, bool tf32) {
+  return backend == Backend::Cpu ? std::make_unique<CpuOps>() : make_cuda_ops(tf32);
+}
+
 }  // namespace ddplab

@@ -121,7 +121,7 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
       if (on_progress) on_progress(name, bytes, done, total);
       const std::size_t count = bytes / kElem;
       std::optional<Schedule> schedule;
-      if (name != "native") schedule = make_schedule(name, ScheduleParams{n, count, opt.ranks_per_node});
+      if (!is_backend_native(name)) schedule = make_schedule(name, ScheduleParams{n, count, opt.ranks_per_node});
       auto once = [&] {
         if (schedule)
           exec.run(*schedule, work, ElemType::F32);

@@ -83,7 +83,7 @@ void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::si
 
 Dataset load_scenario_data(const Scenario& s, bool train) {
   const int features = s.model.input_features(), classes = s.model.output_classes();
-  const bool cnn = s.model.type == "cnn";
+  const bool cnn = s.model.type == ModelType::Cnn;
   Dataset d = s.data.dataset == "synthetic"
                   ? make_synthetic(train ? s.data.synthetic_train : s.data.synthetic_test, features, classes,
                                    s.train.seed + (train ? 0 : 1))

@@ -109,9 +109,12 @@ void Model::set_offsets(const std::vector<std::size_t>& offsets) {
 }
 
 std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch) {
-  if (model.type == "mlp") return std::make_unique<Mlp>(ops, model.layers, max_batch);
-  if (model.type == "cnn") return std::make_unique<Cnn>(ops, model, max_batch);
-  throw InputError("the runtime trains model types \"mlp\" and \"cnn\", not \"" + model.type + "\"");
+  switch (model.type) {
+    case ModelType::Mlp: return std::make_unique<Mlp>(ops, model.layers, max_batch);
+    case ModelType::Cnn: return std::make_unique<Cnn>(ops, model, max_batch);
+    case ModelType::Table: break;
+  }
+  throw InputError("the runtime trains model types \"mlp\" and \"cnn\", not \"" + to_string(model.type) + "\"");
 }
 
 }  // namespace ddplab

@@ -31,12 +31,12 @@ void require_runnable_layout(const Scenario& sc) {
                                     it != where.end() ? it->second : split_at, what, split, why));
   };
   const TrainConfig& tr = sc.train;
-  if (sc.model.type != "mlp" && sc.model.type != "cnn")
+  if (!sc.model.trainable())
     refuse(sc.model.where, "type", fmt::format("model.type = \"{}\"", sc.model.type), "the MLP and the CNN split");
-  if (sc.model.type == "cnn" && sc.model.bn != "none")
+  if (sc.model.type == ModelType::Cnn && sc.model.bn != "none")
     refuse(sc.model.where, "bn", fmt::format("model.bn = \"{}\"", sc.model.bn),
            "batch norm's statistics would be a microbatch's, or a TP share's");
-  if (tr.backend != "cpu")
+  if (tr.backend != Backend::Cpu)
     refuse(tr.where, "backend", fmt::format("train.backend = \"{}\"", tr.backend), "the shares train on the CPU backend");
   if (tr.checkpoint_every > 0)
     refuse(tr.where, "checkpoint_every", fmt::format("train.checkpoint_every = {}", tr.checkpoint_every),

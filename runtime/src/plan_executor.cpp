@@ -109,20 +109,26 @@ namespace {
 std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, void* buf) {
   const double nd = comm.size(), total = static_cast<double>(call.count * elem_bytes(call.type));
   double factor = 0;
-  if (call.collective == "allreduce") {
-    comm.allreduce_sum(buf, call.count, call.type);
-    factor = 2.0 * (nd - 1) / nd;
-  } else if (call.collective == "all_gather") {
-    comm.all_gather(buf, call.count * elem_bytes(call.type));
-    factor = nd - 1;
-  } else if (call.collective == "reduce_scatter") {
-    comm.reduce_scatter_sum(static_cast<float*>(buf), call.count);
-    factor = (nd - 1) / nd;
-  } else if (call.collective == "all_gather_shards") {
-    comm.all_gather_shards(static_cast<float*>(buf), call.count);
-    factor = (nd - 1) / nd;
-  } else {
-    throw InternalError("plan names an unknown collective \"" + call.collective + "\"");
+  switch (call.collective) {
+    case Collective::Allreduce:
+      comm.allreduce_sum(buf, call.count, call.type);
+      factor = 2.0 * (nd - 1) / nd;
+      break;
+    case Collective::AllGather:
+      comm.all_gather(buf, call.count * elem_bytes(call.type));
+      factor = nd - 1;
+      break;
+    case Collective::ReduceScatter:
+      comm.reduce_scatter_sum(static_cast<float*>(buf), call.count);
+      factor = (nd - 1) / nd;
+      break;
+    case Collective::AllGatherShards:
+      comm.all_gather_shards(static_cast<float*>(buf), call.count);
+      factor = (nd - 1) / nd;
+      break;
+    case Collective::Push:
+    case Collective::Pull:
+      throw InternalError("plan runs " + to_string(call.collective) + " as the backend's own collective");
   }
   return static_cast<std::uint64_t>(std::llround(factor * total));
 }
@@ -130,7 +136,7 @@ std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, 
 
 void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes) {
   if (comm_.size() == 1) return;  // every collective of one rank is the identity
-  if (schedule == "native") {
+  if (is_backend_native(schedule)) {
     bytes += native_collective(comm_, call, buf);
     return;
   }
@@ -158,7 +164,7 @@ void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
 
 void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
   const StagePasses::Span span = passes_->tp_sum(op.microbatch, op.index, op.gradient);
-  if (op.schedule != "native" || op.calls.size() != 1)
+  if (!is_backend_native(op.schedule) || op.calls.size() != 1)
     throw std::logic_error("PlanExecutor: a TP allreduce runs as one native call");
   CollectiveCall call = op.calls.front();
   call.count = span.count;  // the plan's is nominal: an epoch's short last batch has fewer rows

@@ -37,7 +37,7 @@ void ScheduleExecutor::run(const Schedule& s, void* buffer, ElemType type) {
   const std::size_t eb = elem_bytes(type);
   auto* buf = static_cast<unsigned char*>(buffer);
   ChunkMemory* device = comm_.chunk_memory();  // null: host memory
-  if (device) device->begin(s.name + " " + s.collective);
+  if (device) device->begin(s.name + " " + to_string(s.collective));
   std::vector<bool> in_place;
   int step_no = 0;
   for (const ScheduleStep& step : s.ranks[static_cast<std::size_t>(me)]) {

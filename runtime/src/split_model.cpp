@@ -26,13 +26,14 @@ int largest_microbatch(int batch, int microbatches) {
 
 // The whole model's layers: the MLP's as Linear layers (ReLU on the hidden ones), the CNN's as its layout.
 std::vector<CnnLayer> whole_layers(const ModelConfig& model) {
-  if (model.type == "cnn") {
+  if (model.type == ModelType::Cnn) {
     std::vector<CnnLayer> layout = cnn_layout(model);
     for (const CnnLayer& L : layout)
       if (L.kind == Kind::Norm) throw InputError("SplitModel: batch norm (" + L.name + ") in a split model");
     return layout;
   }
-  if (model.type != "mlp") throw InputError("SplitModel: the MLP and the CNN split, not model type \"" + model.type + "\"");
+  if (model.type != ModelType::Mlp)
+    throw InputError("SplitModel: the MLP and the CNN split, not model type \"" + to_string(model.type) + "\"");
   std::vector<CnnLayer> out;
   for (std::size_t g = 0; g + 1 < model.layers.size(); ++g) {
     CnnLayer L;
@@ -45,7 +46,7 @@ std::vector<CnnLayer> whole_layers(const ModelConfig& model) {
 }
 
 ModelSpec whole_spec(const ModelConfig& model, const std::vector<CnnLayer>& layers) {
-  return model.type == "cnn" ? cnn_model_spec(layers) : ModelSpec::mlp(model.layers);
+  return model.type == ModelType::Cnn ? cnn_model_spec(layers) : ModelSpec::mlp(model.layers);
 }
 
 std::size_t sz(int v) { return static_cast<std::size_t>(v); }
@@ -146,7 +147,7 @@ bool SplitModel::last_place(int chunk) const {
 
 void SplitModel::init(std::uint64_t seed) {
   const std::vector<float> whole =
-      config_.type == "cnn" ? cnn_initial_params(whole_layers_, seed) : mlp_initial_params(config_.layers, seed);
+      config_.type == ModelType::Cnn ? cnn_initial_params(whole_layers_, seed) : mlp_initial_params(config_.layers, seed);
   std::vector<float> host(num_params());
   const auto& info = param_info();
   for (std::size_t i = 0; i < info.size(); ++i)

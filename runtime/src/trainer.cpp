@@ -256,14 +256,14 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                                const Resume* resume) {
   const int rank = comm.rank(), world = comm.size();
   const auto& tr = sc.train;
-  auto ops = tr.backend == "cpu" ? make_ops(tr.backend) : make_cuda_ops(tr.tf32);
+  auto ops = make_ops(tr.backend, tr.tf32);
   // Backend "cuda": the plan's collectives go through NCCL on device buffers; everything else (metrics,
   // evaluation sums, the initial broadcast) stays on MPI with host buffers. "cuda+mpi" keeps MPI for the
   // plan too, staging buckets through host memory (PlanExecutor).
   std::unique_ptr<Communicator> nccl;
-  if (tr.backend == "cuda") nccl = open_nccl_communicator(comm, *ops, tr.comm_timeout_s);
+  if (transport_of(tr.backend) == Transport::Nccl) nccl = open_nccl_communicator(comm, *ops, tr.comm_timeout_s);
   Communicator& plan_comm = nccl ? *nccl : comm;
-  const std::string backend_name = tr.backend == "cuda+mpi" ? ops->name() + "+mpi" : ops->name();
+  const std::string backend_name = tr.backend == Backend::CudaMpi ? ops->name() + "+mpi" : ops->name();
   const int eval_batch = std::max(tr.batch_size, 500);
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks_per_node = local_size ? std::max(1, std::atoi(local_size)) : world;
@@ -408,7 +408,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
                       {"describe", oc.lr.describe()}};
     if (elastic)
       cfg["resumed_from"] = {{"run", resume->run}, {"step", resume->step}, {"world_size", resume->old_world}};
-    run = store->begin_run({sc.name, st.name, backend_name, world, "measured", cfg.dump(), host_info, tr.batch_size});
+    run = store->begin_run({sc.name, st.name, backend_name, world, RunSource::Measured, cfg.dump(), host_info, tr.batch_size});
   }
   comm.broadcast(&run, sizeof run, 0);  // every rank's checkpoint goes to the run's folder
   where.run = run;
@@ -541,7 +541,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
       const bool kept = saved_ok || (checkpointer.enabled() && !saved && checkpointer.save(step, false, executor, counters()));
       const std::string why = fmt::format("stopped on request after step {}{}", step,
                                           kept ? " (checkpoint there: ddplab run --resume continues it)" : "");
-      if (store) store->finish_run(run, "interrupted", why);
+      if (store) store->finish_run(run, RunStatus::Interrupted, why);
       if (rank == 0) std::printf("%s: %s\n", st.name.c_str(), why.c_str());
       progress.finish();
       where = Where{};
@@ -589,7 +589,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   out.error = check_identical(comm, rp, *ops, model, fault);
   if (rp.split()) comm.broadcast(&last_loss, sizeof last_loss, rp.loss_rank());  // for rank 0's line
   out.ok = out.error.empty();
-  if (store) store->finish_run(run, out.ok ? "completed" : "failed", out.error);
+  if (store) store->finish_run(run, out.ok ? RunStatus::Completed : RunStatus::Failed, out.error);
   where.run = -1;
   if (rank == 0) {
     const double wall = seconds_since(start);
@@ -609,7 +609,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 void fail_run(Store* store, const Where& where, const std::string& reason) {
   if (!store || where.run < 0) return;
   try {
-    store->finish_run(where.run, "failed", reason);
+    store->finish_run(where.run, RunStatus::Failed, reason);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: could not mark run %lld failed: %s\n", static_cast<long long>(where.run), e.what());
   }

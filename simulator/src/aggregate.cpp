@@ -81,22 +81,22 @@ void keep_samples(Phase& ph) {
 // rank sends to its successor and receives from its predecessor, so the whole collective is one phase. Over
 // the steps rank r sends every chunk but one (allreduce: every chunk but one in each half); in step k it sends
 // the chunk those files name.
-Phases ring_phases(const std::string& collective, int n, std::size_t count) {
+Phases ring_phases(Collective collective, int n, std::size_t count) {
   Phases p{"ring", n, {}, 0, {}};
   if (n < 2) return p;
   auto c = [&](int i) -> std::uint64_t { return chunk_of(count, n, ((i % n) + n) % n).count; };
   auto sent_in = [&](int r, int k) -> std::uint64_t {
-    if (collective == "allreduce") return k < n - 1 ? c(r - k) : c(r + 1 - (k - (n - 1)));
-    if (collective == "reduce_scatter") return c(r - k - 1);
+    if (collective == Collective::Allreduce) return k < n - 1 ? c(r - k) : c(r + 1 - (k - (n - 1)));
+    if (collective == Collective::ReduceScatter) return c(r - k - 1);
     return c(r - k);  // all_gather
   };
   auto sent = [&](int r) -> std::uint64_t {
-    if (collective == "allreduce") return 2 * static_cast<std::uint64_t>(count) - c(r + 1) - c(r + 2);
-    if (collective == "reduce_scatter") return count - c(r);
+    if (collective == Collective::Allreduce) return 2 * static_cast<std::uint64_t>(count) - c(r + 1) - c(r + 2);
+    if (collective == Collective::ReduceScatter) return count - c(r);
     return count - c(r + 1);  // all_gather
   };
   Phase ph;
-  ph.steps = collective == "allreduce" ? 2 * (n - 1) : n - 1;
+  ph.steps = collective == Collective::Allreduce ? 2 * (n - 1) : n - 1;
   std::tie(ph.head, ph.tail) = sampled_steps(ph.steps);
   ph.ranks.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -113,7 +113,7 @@ Phases ring_phases(const std::string& collective, int n, std::size_t count) {
 
 // NCCL's ring with one channel per NIC, built directly as ring_phases is: each ring step of a rank split
 // between two peers as nccl_ring_peers says.
-Phases nccl_ring_phases(const NcclFabric& f, const std::string& collective, int n, std::size_t count) {
+Phases nccl_ring_phases(const NcclFabric& f, Collective collective, int n, std::size_t count) {
   Phases plain = ring_phases(collective, n, count);
   if (plain.phases.empty() || nccl_ring_peers(f, n, 0).stripes <= 1) return plain;
   Phase& ph = plain.phases.front();
@@ -198,12 +198,12 @@ Phases phases_of(const Schedule& s) {
 }
 
 Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                        const std::string& native_as) {
+                        const NativeReplay& native_as) {
   // The same choice of schedule and count as schedule_for_call (plan.cpp).
   const int n = where.world_size;
-  if (call.collective == "push" || call.collective == "pull") return phases_of(schedule_for_call(call, schedule, where, native_as));
+  if (call.collective == Collective::Push || call.collective == Collective::Pull) return phases_of(schedule_for_call(call, schedule, where, native_as));
   const CallShape shape = call_shape(call, n);
-  if (schedule == "native" && native_as == "nccl" && where.nccl) {
+  if (is_backend_native(schedule) && native_as.transport == Transport::Nccl && where.nccl) {
     // NCCL's ring is built directly (at 16384 ranks its Schedule would not fit); its other algorithms have
     // few steps.
     const NcclChoice c = nccl_choose(*where.nccl, shape.collective, n, shape.count * elem_bytes(call.type));
@@ -215,7 +215,7 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
     return p;
   }
   // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.
-  const bool shards = call.collective != "allreduce";
+  const bool shards = call.collective != Collective::Allreduce;
   if (schedule_name_for_call(call, schedule, n, native_as) == "ring" && (!shards || shape.count >= static_cast<std::size_t>(n)))
     return ring_phases(shape.collective, n, shape.count);
   return phases_of(schedule_for_call(call, schedule, where, native_as));

@@ -107,7 +107,7 @@ Phases phases_of(const Schedule& s);
 // allreduce, reduce-scatter, all-gather) is computed directly, without the n * 2(n-1) steps of the Schedule;
 // every other schedule is built once and converted.
 Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                        const std::string& native_as = "ring");
+                        const NativeReplay& native_as = {});
 
 // Rank `rank`'s part of the phases. A phase that skips no step replays every step as replay_schedule does.
 // A symmetric one (Phase::symmetric) runs as one flow per pair. Any other runs its head steps (once every
@@ -121,7 +121,7 @@ std::uint64_t replay_phases(const Phases& p, int rank, std::size_t elem_bytes, R
 // rank has replayed them (as plan_replay's ScheduleCache). Actors run one at a time: no locks.
 class PhaseCache {
  public:
-  PhaseCache(const ScheduleParams& where, std::string native_as) : where_(where), native_as_(std::move(native_as)) {}
+  PhaseCache(const ScheduleParams& where, NativeReplay native_as) : where_(where), native_as_(std::move(native_as)) {}
   // `plan`: the plan's index in a chain of micro-steps (op ids repeat from one plan to the next).
   const Phases& acquire(std::size_t plan, const PlanOp& op, std::size_t call);
   void release(std::size_t plan, const PlanOp& op, std::size_t call);
@@ -132,7 +132,7 @@ class PhaseCache {
     int users_left = 0;
   };
   ScheduleParams where_;
-  std::string native_as_;  // what `native` replays as (schedule_for_call)
+  NativeReplay native_as_;  // what `native` replays as (schedule_for_call)
   std::map<std::tuple<std::size_t, int, std::size_t>, Entry> entries_;
 };
 

@@ -301,12 +301,12 @@ ClusterConfig calibrated_cluster(const ClusterConfig& cluster, const SimOptions&
 }
 
 std::string compute_backend_of(const Scenario& scenario) {
-  if (scenario.train.backend == "cpu") return "cpu";
+  if (!on_gpu(scenario.train.backend)) return "cpu";
   return scenario.train.tf32 ? "cuda-tf32" : "cuda";
 }
 
 bool calibration_fits_model(const Calibration& c, const Scenario& scenario) {
-  return !c.layers.empty() && scenario.model.type == "mlp" && c.layer_widths == scenario.model.layers &&
+  return !c.layers.empty() && scenario.model.type == ModelType::Mlp && c.layer_widths == scenario.model.layers &&
          c.batch_size == scenario.train.batch_size && c.layers.size() + 1 == scenario.model.layers.size() &&
          c.compute_backend == compute_backend_of(scenario);
 }

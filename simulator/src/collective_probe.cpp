@@ -92,7 +92,7 @@ void CollectiveProbes::run(const Where& where) {
     const ScheduleParams params{k.world, 0, k.ranks_per_node, k.servers, where.nccl};
     const bool aggregated = params.world_size > kProbeExactMaxRanks;
     const std::size_t bytes = elem_bytes(e.call.type);
-    const std::uint64_t serialize_from = k.schedule == "native" ? where.serialize_from : 0;
+    const std::uint64_t serialize_from = is_backend_native(k.schedule) ? where.serialize_from : 0;
     // One schedule serves every group (its ranks are group indices); phases keep per-replay state: one each.
     std::unique_ptr<Schedule> schedule;
     std::vector<std::unique_ptr<Phases>> phases;
@@ -131,7 +131,7 @@ void CollectiveProbes::run(const Where& where) {
 
 std::string CollectiveProbes::memo_path(const Where& where, const Key& k) const {
   if (where.memo.empty() || !one_group_) return "";
-  std::string id = fmt::format("{} {} {} {} {} {} {} {} {}:", where.native_as, where.serialize_from, k.world,
+  std::string id = fmt::format("{} {} {} {} {} {} {} {} {}:", where.native_as.name(), where.serialize_from, k.world,
                                k.ranks_per_node, k.servers, k.schedule, k.collective, static_cast<int>(k.type), k.count);
   for (int node : sets_[k.set].pattern) id += fmt::format(" {}", node);  // groups of one pattern run alike
   return fmt::format("{}/{:016x}.json", where.memo, std::hash<std::string>{}(id));

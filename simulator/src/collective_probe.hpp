@@ -47,7 +47,7 @@ class CollectiveProbes {
 
   struct Where {
     const std::vector<simgrid::s4u::Host*>* hosts = nullptr;  // by rank
-    std::string native_as;                                    // what `native` replays as
+    NativeReplay native_as;                                   // what `native` replays as
     const NcclFabric* nccl = nullptr;
     std::uint64_t serialize_from = 0;  // native calls' exchanges take turns from this size (replay.hpp)
     std::string memo;  // SimOptions::probe_memo: outcomes kept from earlier simulations (one probed group only)
@@ -70,7 +70,8 @@ class CollectiveProbes {
   struct Key {
     std::size_t set = 0;
     int world = 0, ranks_per_node = 0, servers = 0;
-    std::string schedule, collective;
+    std::string schedule;
+    Collective collective = Collective::Allreduce;
     ElemType type = ElemType::F32;
     std::size_t count = 0;
     auto operator<=>(const Key&) const = default;

@@ -17,7 +17,7 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
   const int n = req.world_size;
   if (n < 1) throw InputError(fmt::format("world size must be >= 1, got {}", n));
   for (const std::string& s : req.schedules)
-    if (!has_schedule(s, "allreduce")) throw InputError(fmt::format("unknown allreduce schedule \"{}\"", s));
+    if (!has_schedule(s, Collective::Allreduce)) throw InputError(fmt::format("unknown allreduce schedule \"{}\"", s));
   std::vector<CollectiveBenchRow> rows;
   const NcclFabric fabric = sim::nccl_fabric(req.cluster);
   const int per_node = req.ranks_per_node > 0 ? req.ranks_per_node : req.cluster.devices_per_node;
@@ -25,16 +25,17 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
     for (const std::uint64_t bytes : req.sizes) {
       const std::size_t count = static_cast<std::size_t>(bytes / 4);
       if (count == 0) throw InputError(fmt::format("size {} B holds no float32 element", bytes));
-      const CollectiveCall call{"allreduce", ElemType::F32, count, "", {}, {}};
-      const Schedule sched = schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric}, req.transport);
+      const CollectiveCall call{Collective::Allreduce, ElemType::F32, count, "", {}, {}};
+      const Schedule sched = schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric},
+                                                 NativeReplay{req.transport, ""});
       // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.
       SimOptions o = req.options;
       o.serialize_exchanges_from =
-          s == "native" && req.transport == "mpi" && o.calibration ? o.calibration->tcp_rendezvous_bytes : 0;
+          is_backend_native(s) && req.transport == Transport::Mpi && o.calibration ? o.calibration->tcp_rendezvous_bytes : 0;
       const SimStepResult r = simulate_schedule(req.cluster, sched, 4, o);
       CollectiveBenchRow row;
       row.schedule = s;
-      row.collective = "allreduce";
+      row.collective = Collective::Allreduce;
       row.type = "float";
       row.bytes = static_cast<std::int64_t>(count * 4);
       row.count = static_cast<std::int64_t>(count);

@@ -182,7 +182,7 @@ Scenario measured_scenario(const RunRow& run) {
     const auto& train = cfg.at("train");
     sc.train.batch_size = train.at("batch_size").get<int>();
     sc.train.seed = train.at("seed").get<std::uint64_t>();
-    sc.train.backend = train.value("backend", std::string("cpu"));
+    sc.train.backend = stored_choice<Backend>(train.value("backend", std::string("cpu")), "stored run");
     sc.train.tf32 = train.value("tf32", false);
     const auto& cl = cfg.at("cluster");
     sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();
@@ -226,8 +226,8 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
     std::string passed_over;
     std::optional<RunRow> chosen;
     for (const RunRow& run : store.runs()) {  // oldest first: the newest that qualifies stays chosen
-      if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != "measured" ||
-          run.status != "completed")
+      if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != RunSource::Measured ||
+          run.status != RunStatus::Completed)
         continue;
       // Compute grows with the batch: a run at another batch (a sweep over global batches) or of another
       // model says nothing about this one's.
@@ -284,7 +284,7 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
     }
     const auto run = store.run(id);
     if (!run) throw InputError(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
-    if (run->info.source != "measured" || run->status != "completed")
+    if (run->info.source != RunSource::Measured || run->status != RunStatus::Completed)
       throw InputError(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
                                    "measured run", id, id, run->info.source, run->status));
     const Scenario theirs = measured_scenario(*run);

@@ -42,7 +42,8 @@ std::vector<std::string> likely_causes(const RunRow& run, const CalibrationRecor
                                    run_on_testbed ? "ran on" : "did not run on", cal->name,
                                    cal_on_testbed ? "the test bed's links" : fmt::format("{} links", cal->link_class)));
     const std::string backend = cfg.contains("train") ? cfg["train"].value("backend", std::string("cpu")) : "cpu";
-    if (!cal->layers.empty() && cal->compute_backend.rfind(backend == "cuda+mpi" ? "cuda" : backend, 0) != 0)
+    const bool gpu = on_gpu(choice_from<Backend>(backend).value_or(Backend::Cpu));
+    if (!cal->layers.empty() && cal->compute_backend.rfind(gpu ? "cuda" : "cpu", 0) != 0)
       causes.push_back(fmt::format("calibration \"{}\" timed compute on {}, the run trained on {}", cal->name,
                                    cal->compute_backend, backend));
     const std::string cal_build = cal_host.value("build", std::string());

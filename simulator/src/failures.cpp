@@ -61,7 +61,7 @@ std::optional<MeasuredCheckpoint> measured_checkpoint(const Store& store, const 
   std::vector<double> writes;
   MeasuredCheckpoint out;
   for (const RunRow& r : store.runs()) {
-    if (r.info.source != "measured" || r.info.scenario != scenario || r.info.strategy != strategy) continue;
+    if (r.info.source != RunSource::Measured || r.info.scenario != scenario || r.info.strategy != strategy) continue;
     for (const CheckpointRow& c : store.checkpoints(r.id)) {
       writes.push_back(c.write_s);
       out.bytes = c.bytes;

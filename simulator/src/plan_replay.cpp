@@ -44,7 +44,7 @@ void work_for(double seconds) {
 class ScheduleCache {
  public:
   // users: the ranks that replay the chain's plans (every rank, or a pipeline stage's).
-  ScheduleCache(std::vector<int> users, std::string native_as, const NcclFabric* nccl)
+  ScheduleCache(std::vector<int> users, NativeReplay native_as, const NcclFabric* nccl)
       : users_(std::move(users)), native_as_(std::move(native_as)), nccl_(nccl) {}
   const Schedule& acquire(const PlannedStep& step, std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
     Entry& e = entries_[{chain, plan, op.id, call}];
@@ -73,7 +73,7 @@ class ScheduleCache {
     int lockstep = -1;
   };
   std::vector<int> users_;  // by chain
-  std::string native_as_;  // what `native` replays as
+  NativeReplay native_as_;  // what `native` replays as
   const NcclFabric* nccl_;  // the fabric NCCL's choice depends on (native_as "nccl")
   std::map<std::tuple<std::size_t, std::size_t, int, std::size_t>, Entry> entries_;
 };
@@ -257,7 +257,7 @@ struct RankComm {
         boxes.fold(mirror ? fold.hosts : nullptr, mirror ? fold.replayed : nullptr);
         if (!(shadow && mirror))
           bytes += replay_schedule(sched, tensor ? place.tp_local : place.local, elem_bytes(call.type), boxes, step.tally,
-                                   op.schedule == "native" ? work.native_serialize_from : 0);
+                                   is_backend_native(op.schedule) ? work.native_serialize_from : 0);
         cache.release(place.chain, k, op, c);
       }
       work_for(work.codec.seconds(call.after));
@@ -483,7 +483,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
       if (!job.stages.empty() && job.parameters > 0)
         w.optimizer_s *= static_cast<double>(ps.strategy->model().parameter_count()) / static_cast<double>(job.parameters);
       w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
-      if (job.options.calibration && job.options.native == "mpi")
+      if (job.options.calibration && native_of(job).transport == Transport::Mpi)
         w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
       bool codec_work = false;
       for (const PlanOp& op : ps.plan.ops)
@@ -501,11 +501,11 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   std::vector<int> users(chains.size(), 0);
   for (int r = 0; r < n; ++r)  // folded: the shadows acquire every call too
     if (!probed || replayed[static_cast<std::size_t>(r)]) ++users[places[static_cast<std::size_t>(r)].chain];
-  ScheduleCache cache(users, job.options.native, &fabric);
+  ScheduleCache cache(users, native_of(job), &fabric);
   std::unique_ptr<Aggregated> agg;
   if (aggregated) {
     const auto& ctx = first.context();
-    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers, &fabric}, job.options.native),
+    agg.reset(new Aggregated{PhaseCache({n, 0, ctx.ranks_per_node, first.ps_layout().servers, &fabric}, native_of(job)),
                              Routes(hosts)});
   }
   std::unique_ptr<CollectiveProbes> probes;
@@ -553,8 +553,8 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
     }
   };
   if (probes) {
-    const CollectiveProbes::Where where{&hosts, job.options.native, &fabric,
-                                        job.options.calibration && job.options.native == "mpi"
+    const CollectiveProbes::Where where{&hosts, native_of(job), &fabric,
+                                        job.options.calibration && native_of(job).transport == Transport::Mpi
                                             ? job.options.calibration->tcp_rendezvous_bytes
                                             : 0,
                                         job.options.probe_memo};

@@ -35,6 +35,12 @@ struct PlanJob {
   std::size_t parameters = 0;   // the whole model's, whose update takes optimizer_s (with stages)
 };
 
+// What `native` replays as: simulate_steps resolves it (native_transport) before the job runs.
+inline const NativeReplay& native_of(const PlanJob& job) {
+  if (!job.options.native) throw InternalError("PlanJob: options.native is unresolved");
+  return *job.options.native;
+}
+
 inline bool is_compute_work(OpKind k) {
   return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::Recompute;
 }

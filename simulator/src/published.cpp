@@ -237,11 +237,11 @@ std::vector<PublishedResult> compare_published(const std::vector<PublishedPoint>
       req.world_size = p.world;
       req.schedules = {"native"};
       req.sizes = {p.bytes};
-      req.transport = "nccl";
+      req.transport = Transport::Nccl;
       req.options = options;
       const CollectiveBenchRow row = simulate_collective_bench(req).front();
       res.predicted = p.kind == "busbw" ? row.busbw_gbs : row.time_us;
-      const NcclChoice c = nccl_choose(sim::nccl_fabric(cluster), "allreduce", p.world, p.bytes / 4 * 4);
+      const NcclChoice c = nccl_choose(sim::nccl_fabric(cluster), Collective::Allreduce, p.world, p.bytes / 4 * 4);
       res.detail = fmt::format("nccl:{}/{}", c.algorithm, c.protocol);
     }
     res.error_pct = error_pct(p.published, res.predicted);

@@ -43,12 +43,14 @@ void validate_options(const SimOptions& o) {
 }
 
 // What the strategy's schedule replays as, for the record: "native" becomes its model.
-std::string replayed_schedule(const StrategyConfig& strategy, const std::string& native) {
+std::string replayed_schedule(const StrategyConfig& strategy, const NativeReplay& native) {
   if (uses_parameter_servers(strategy)) return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
-  if (strategy.schedule != "native") return strategy.schedule;
-  if (native == "mpi") return "native (Open MPI 4.1's choice by size: ring, recursive_doubling or halving_doubling)";
-  if (native == "nccl") return "native (NCCL's choice by size and scale: ring, tree or NVLS, LL/LL128/Simple)";
-  return "native (replayed as " + native + ")";
+  if (!is_backend_native(strategy.schedule)) return strategy.schedule;
+  if (native.transport == Transport::Mpi)
+    return "native (Open MPI 4.1's choice by size: ring, recursive_doubling or halving_doubling)";
+  if (native.transport == Transport::Nccl)
+    return "native (NCCL's choice by size and scale: ring, tree or NVLS, LL/LL128/Simple)";
+  return "native (replayed as " + native.schedule + ")";
 }
 
 }  // namespace
@@ -62,7 +64,7 @@ bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options) {
 }
 
 std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, int world, const SimOptions& options) {
-  if (native_transport(sc, options) != "nccl" || world < 2) return "";
+  if (native_transport(sc, options).transport != Transport::Nccl || world < 2) return "";
   // Under a pipeline, the first stage's collectives over its DP group.
   const StageSpec first = scenario_stages(sc, world, sc.cluster.devices_per_node).stages.front();
   world = first.context.world_size;
@@ -73,7 +75,7 @@ std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, 
   std::map<std::string, int> seen;
   for (std::int64_t k = 0; k < pattern.period(); ++k)
     for (const PlanOp& op : strategy.plan(pattern.steady().first + k).ops)
-      if (is_comm(op.kind) && op.schedule == "native")
+      if (is_comm(op.kind) && is_backend_native(op.schedule))
         for (const CollectiveCall& call : op.calls) {
           const CallShape shape = call_shape(call, world);
           const NcclChoice c = nccl_choose(fabric, shape.collective, world, shape.count * elem_bytes(call.type));
@@ -84,9 +86,8 @@ std::string describe_nccl_choices(const Scenario& sc, const StrategyConfig& st, 
   return out;
 }
 
-std::string native_transport(const Scenario& scenario, const SimOptions& options) {
-  if (options.native != "auto") return options.native;
-  return scenario.train.backend == "cuda" ? "nccl" : "mpi";
+NativeReplay native_transport(const Scenario& scenario, const SimOptions& options) {
+  return options.native.value_or(NativeReplay{transport_of(scenario.train.backend), ""});
 }
 
 namespace {
@@ -145,7 +146,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
         "simulator: the scenario names calibration \"{}\" but none was loaded (simulate_sweep loads it from the store; "
         "else set SimOptions::calibration = load_calibration(store, name))",
         scenario.cluster.calibration));
-  if (!uses_parameter_servers(config) && config.schedule != "native")
+  if (!uses_parameter_servers(config) && !is_backend_native(config.schedule))
     make_schedule(config.schedule, 1, 0);  // rejects an unknown name, listing the known ones
 
   // The same Strategy the runtime builds (trainer.cpp), so the plans are the ones it executes. Unknown
@@ -179,7 +180,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
       auto& chain = job.stages.empty() ? job.steps : job.stages[st];
       chain.push_back({&s, s.plan(step)});
       for (const PlanOp& op : chain.back().plan.ops)
-        for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, resolved.native);  // names check
+        for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, *resolved.native);  // names check
     }
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
@@ -197,7 +198,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
   for (const auto& r : j.at("steps")) {
     out.push_back(sim::result_from_json(r));
     out.back().wall_s = wall / static_cast<double>(j.at("steps").size());  // the chain's wall time, shared out
-    out.back().schedule = replayed_schedule(config, resolved.native);
+    out.back().schedule = replayed_schedule(config, *resolved.native);
   }
   return out;
 }

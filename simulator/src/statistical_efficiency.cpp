@@ -78,8 +78,8 @@ std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario
                                               double target, std::vector<std::int64_t>* missed) {
   std::vector<BatchPoint> points;
   for (const RunRow& run : store.runs()) {
-    if (run.info.scenario != scenario.name || run.info.strategy != strategy.name || run.info.source != "measured" ||
-        run.status != "completed")
+    if (run.info.scenario != scenario.name || run.info.strategy != strategy.name || run.info.source != RunSource::Measured ||
+        run.status != RunStatus::Completed)
       continue;
     const Scenario ran = measured_scenario(run);  // its batch, world and strategy as it ran
     if (ran.model.to_json() != scenario.model.to_json()) continue;

@@ -159,14 +159,14 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
     info.strategy = strategy.name;
     info.backend = "simgrid";
     info.world_size = n;
-    info.source = "simulated";
+    info.source = RunSource::Simulated;
     info.config_json = config.dump();
     info.host_info = host_info;
     info.batch_size = batch;
     p.run_id = store.begin_run(info);
     for (const StepMetrics& m : step_rows(r)) store.add_step(p.run_id, m);
     if (n <= kStoredTraceWorld) store.add_trace(p.run_id, trace_events(r.steps));
-    store.finish_run(p.run_id, "completed");
+    store.finish_run(p.run_id, RunStatus::Completed);
     points.push_back(std::move(p));
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(worlds.size()));
   }

@@ -25,7 +25,7 @@ bool on_testbed(const std::string& config_json) {
 }
 
 // A calibration describes one transport: NCCL between GPUs, or MPI (on the test bed too).
-std::string transport_of(const Calibration& c) { return c.link_class == "nccl" ? "nccl" : "mpi"; }
+Transport transport_of(const Calibration& c) { return c.transport(); }
 
 // The run's own compute (medians of its steady blocks) brought to one worker's micro-step and one update, as
 // simulate --compute run:ID does with its means; a straggler's rows without the stretch it had.
@@ -45,7 +45,7 @@ struct StoreValidation::Impl {
   SimOptions net;      // network from the calibration, compute from each run's own measurements
   SimOptions net_cal;  // network and per-layer compute from the calibration
   std::optional<CalibrationRecord> record;
-  std::map<std::string, std::string> latest_of;  // transport -> the latest calibration of it, for the hint
+  std::map<Transport, std::string> latest_of;  // the latest calibration of each transport, for the hint
 
   void add(const std::string& kind, std::int64_t ref, const std::string& label, int world, std::int64_t bytes,
            const std::string& metric, double measured, double predicted) {
@@ -55,13 +55,13 @@ struct StoreValidation::Impl {
   }
 
   // True (and noted) when a configuration ran over another transport than the calibration measured.
-  bool other_transport(const std::string& transport, const std::string& what) {
+  bool other_transport(Transport transport, const std::string& what) {
     if (!report.fit || transport == transport_of(*report.fit)) return false;
     const auto other = latest_of.find(transport);
     report.not_compared.push_back(fmt::format(
         "{} ran over {}, calibration \"{}\" measured {}: not compared{}", what, transport, report.calibration,
         report.fit->link_class,
-        other == latest_of.end() ? " (no calibration of " + transport + " stored)"
+        other == latest_of.end() ? " (no calibration of " + to_string(transport) + " stored)"
                                  : fmt::format(" (`--name {}` compares it)", other->second)));
     return true;
   }
@@ -91,9 +91,7 @@ struct StoreValidation::Impl {
 
   void run(const RunSummary& s) {
     const RunRow& run = s.run;
-    // Backend cuda (and cuda-tf32) runs the plan's collectives over NCCL; cpu and cuda+mpi over MPI.
-    const bool plan_on_nccl = run.info.backend.rfind("cuda", 0) == 0 && run.info.backend.find("+mpi") == std::string::npos;
-    if (other_transport(plan_on_nccl ? "nccl" : "mpi",
+    if (other_transport(run.info.transport(),
                         fmt::format("run {} ({}, backend {})", run.id, run.info.strategy, run.info.backend)))
       return;
     const Scenario sc = measured_scenario(run);
@@ -133,7 +131,7 @@ struct StoreValidation::Impl {
 
   void bench(const BenchRunRow& b) {
     const int world = b.info.world_size;
-    const std::string transport = b.info.backend == "nccl" ? "nccl" : "mpi";
+    const Transport transport = b.info.transport();
     if (world < 2 || other_transport(transport, fmt::format("bench {}", b.id))) return;
     ClusterConfig cluster;  // star; links from the calibration, else the defaults
     // An imported nccl-tests log may name the preset it ran on.
@@ -143,11 +141,11 @@ struct StoreValidation::Impl {
     }
     CollectiveSimRequest req{cluster, world, {}, {}, transport, net, b.info.ranks_per_node};
     for (const CollectiveBenchRow& br : store.bench_rows(b.id)) {
-      if (br.collective != "allreduce" || !(br.time_us > 0)) continue;
+      if (br.collective != Collective::Allreduce || !(br.time_us > 0)) continue;
       try {
         // The row's schedule as `bench collectives --simulate` predicts it; native (and an nccl-tests log's
         // "native (in-place)") as the backend's own choice at this size.
-        req.schedules = {br.schedule.rfind("native", 0) == 0 ? "native" : br.schedule};
+        req.schedules = {backend_native_base(br.schedule).value_or(br.schedule)};
         req.sizes = {static_cast<std::uint64_t>(br.count) * 4};
         const CollectiveBenchRow predicted = simulate_collective_bench(req).front();
         add("collective", b.id, br.schedule, world, br.bytes, "busbw_gbs", br.busbw_gbs, predicted.busbw_gbs);
@@ -173,7 +171,7 @@ ValidationReport StoreValidation::run(const std::function<void(const ValidationR
   Impl& v = *impl_;
   v.on_row = on_row;
   for (const RunSummary& s : v.store.summaries()) {
-    if (s.run.info.source != "measured" || s.run.status != "completed" || s.steps == 0) continue;
+    if (s.run.info.source != RunSource::Measured || s.run.status != RunStatus::Completed || s.steps == 0) continue;
     try {
       v.run(s);
     } catch (const std::exception& e) {
@@ -184,7 +182,7 @@ ValidationReport StoreValidation::run(const std::function<void(const ValidationR
   // Only measurements are validated: a simulated bench (--simulate) is itself a prediction.
   if (!v.opt.runs_only)
     for (const BenchRunRow& b : v.store.benches())
-      if (b.status == "completed" && b.info.backend != "simgrid") v.bench(b);
+      if (b.status == RunStatus::Completed && !b.info.simulated()) v.bench(b);
   if (!v.report.rows.empty()) v.store.add_validations(v.report.rows);
   ValidationReport out = std::move(v.report);
   v.report = {};

@@ -7,7 +7,7 @@
 namespace ddplab {
 
 std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
-  if (m.type != "cnn") throw InternalError("cnn_layout: model type \"" + m.type + "\" is not \"cnn\"");
+  if (m.type != ModelType::Cnn) throw InternalError("cnn_layout: model type \"" + to_string(m.type) + "\" is not \"cnn\"");
   if (m.image.size() != 3) throw InputError("cnn_layout: image must be [height, width, channels]");
   std::vector<CnnLayer> layers;
   const bool norm = m.bn != "none";

@@ -199,10 +199,12 @@ ModelSpec load_model_table(const std::string& name_or_path) {
 }
 
 ModelSpec model_spec_for(const ModelConfig& model) {
-  if (model.type == "mlp") return ModelSpec::mlp(model.layers);
-  if (model.type == "cnn") return cnn_model_spec(cnn_layout(model));
-  if (model.type == "table") return load_model_table(model.table);
-  throw InputError(fmt::format("unknown model type \"{}\" (known: mlp, cnn, table)", model.type));
+  switch (model.type) {
+    case ModelType::Mlp: return ModelSpec::mlp(model.layers);
+    case ModelType::Cnn: return cnn_model_spec(cnn_layout(model));
+    case ModelType::Table: return load_model_table(model.table);
+  }
+  throw InternalError(fmt::format("model_spec_for: model type {} has no spec", static_cast<int>(model.type)));
 }
 
 }  // namespace ddplab

@@ -42,9 +42,9 @@ int open_mpi_allreduce_algorithm(int p, std::size_t b) {
 
 }  // namespace
 
-std::string native_schedule(const std::string& transport, const std::string& collective, int world_size,
-                            std::size_t count, std::size_t elem_bytes) {
-  if (transport != "mpi" || collective != "allreduce") return "ring";
+std::string native_schedule(Transport transport, Collective collective, int world_size, std::size_t count,
+                            std::size_t elem_bytes) {
+  if (transport != Transport::Mpi || collective != Collective::Allreduce) return "ring";
   switch (open_mpi_allreduce_algorithm(world_size, count * elem_bytes)) {
     case 4:
     case 5: return count < static_cast<std::size_t>(world_size) ? "recursive_doubling" : "ring";

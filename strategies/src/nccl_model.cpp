@@ -69,10 +69,10 @@ double proto_bw(const NcclFabric& f, double busbw, int p) {
 }
 
 // NCCL's latency for the ring: hops along the path a byte takes, the node crossings at network cost.
-double ring_latency(const Shape& s, const std::string& coll, int p) {
-  const int steps = coll == "allreduce" ? 2 * (s.n - 1) : s.n - 1;
+double ring_latency(const Shape& s, Collective coll, int p) {
+  const int steps = coll == Collective::Allreduce ? 2 * (s.n - 1) : s.n - 1;
   // With one rank per node every hop crosses nodes.
-  const int inter = std::min(steps, s.nodes > 1 ? (coll == "allreduce" ? 2 * s.nodes : s.nodes - 1) : 0);
+  const int inter = std::min(steps, s.nodes > 1 ? (coll == Collective::Allreduce ? 2 * s.nodes : s.nodes - 1) : 0);
   return (kBaseRing[p] + (steps - inter) * kHopNvlRing[p] + inter * kHopNetRing[p]) * us;
 }
 
@@ -80,9 +80,9 @@ double tree_latency(const Shape& s, int p) {
   return (kBaseTree[p] + 2 * ((s.d - 1) * kHopNvlTree[p] + std::log2(s.nodes) * kHopNetTree[p])) * us;
 }
 
-double bus_bytes(const std::string& coll, int n, std::size_t bytes) {
+double bus_bytes(Collective coll, int n, std::size_t bytes) {
   const double b = static_cast<double>(bytes);
-  return coll == "allreduce" ? b * 2 * (n - 1) / n : b * (n - 1) / n;
+  return coll == Collective::Allreduce ? b * 2 * (n - 1) / n : b * (n - 1) / n;
 }
 
 // ---- link-load schedules ----
@@ -102,7 +102,7 @@ struct Builder {
     sends[src][step][dst] += elems;
     recvs[dst][step][src] += elems;
   }
-  Schedule finish(std::string name, const std::string& coll, std::size_t count) {
+  Schedule finish(std::string name, Collective coll, std::size_t count) {
     std::size_t steps = 0;
     for (int r = 0; r < n; ++r) steps = std::max({steps, sends[r].size(), recvs[r].size()});
     Schedule s{std::move(name), coll, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
@@ -121,7 +121,7 @@ struct Builder {
 };
 
 // The ring with one channel per NIC: each ring step of a rank split as nccl_ring_peers says.
-Schedule striped_ring(const NcclFabric& f, int n, const std::string& coll, std::size_t count) {
+Schedule striped_ring(const NcclFabric& f, int n, Collective coll, std::size_t count) {
   const Schedule ring = make_schedule("ring", ScheduleParams{n, count, 1, 0}, coll);
   Builder b(n);
   for (int r = 0; r < n; ++r) {
@@ -189,7 +189,7 @@ Schedule striped_tree(const Shape& s, std::size_t count, std::size_t elem_bytes)
         }
       }
     }
-  return b.finish("", "allreduce", count);
+  return b.finish("", Collective::Allreduce, count);
 }
 
 // NVLink SHARP: the switch reduces and multicasts, so each GPU moves (n+1)/n of the buffer each way.
@@ -199,7 +199,7 @@ Schedule nvls_schedule(int n, std::size_t count) {
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q)
       if (q != r) b.add(r, q, 0, static_cast<std::size_t>(std::llround(per_peer)));
-  return b.finish("", "allreduce", count);
+  return b.finish("", Collective::Allreduce, count);
 }
 
 // NCCL's NVLS chunk for a buffer of `bytes` over n GPUs of one node (enqueue.cc, same order of tests).
@@ -216,9 +216,9 @@ double nvls_seconds_per_byte(const NcclFabric& f, int n) { return (n + 1.0) / n 
 
 }  // namespace
 
-NcclChoice nccl_choose(const NcclFabric& f, const std::string& coll, int n, std::size_t bytes) {
-  if (coll != "allreduce" && coll != "reduce_scatter" && coll != "all_gather")
-    throw InputError("nccl model: no model of collective \"" + coll + "\"");
+NcclChoice nccl_choose(const NcclFabric& f, Collective coll, int n, std::size_t bytes) {
+  if (coll != Collective::Allreduce && coll != Collective::ReduceScatter && coll != Collective::AllGather)
+    throw InputError("nccl model: no model of collective \"" + to_string(coll) + "\"");
   const Shape s = shape_of(f, n);
   NcclChoice best{"ring", "Simple", std::numeric_limits<double>::infinity()};
   if (n < 2) return {"ring", "Simple", 0};
@@ -228,15 +228,15 @@ NcclChoice nccl_choose(const NcclFabric& f, const std::string& coll, int n, std:
   };
   for (int p : {LL, LL128, Simple}) {
     consider("ring", p, ring_latency(s, coll, p) + bus / proto_bw(f, ring_bw, p));
-    if (coll == "allreduce" && s.nodes > 1)
+    if (coll == Collective::Allreduce && s.nodes > 1)
       consider("tree", p, tree_latency(s, p) + bus / proto_bw(f, kTreeEff * ring_bw, p));
   }
-  if (coll == "allreduce" && f.nvls && s.nodes == 1 && n > 2)
+  if (coll == Collective::Allreduce && f.nvls && s.nodes == 1 && n > 2)
     consider("nvls", Simple, kHopNvls * us + static_cast<double>(bytes) * nvls_seconds_per_byte(f, n));
   return best;
 }
 
-ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& coll, int n, int steps,
+ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, Collective coll, int n, int steps,
                            std::size_t bytes) {
   const Shape s = shape_of(f, n);
   const int p = c.protocol == "LL" ? LL : c.protocol == "LL128" ? LL128 : Simple;
@@ -272,7 +272,7 @@ NcclRingPeers nccl_ring_peers(const NcclFabric& f, int world, int r) {
   return {node * s.d + next_j, ((node + 1) % s.nodes) * s.d + next_j, s.stripes};
 }
 
-Schedule nccl_schedule(const NcclFabric& f, const std::string& coll, int n, std::size_t count, std::size_t elem_bytes) {
+Schedule nccl_schedule(const NcclFabric& f, Collective coll, int n, std::size_t count, std::size_t elem_bytes) {
   const NcclChoice c = nccl_choose(f, coll, n, count * elem_bytes);
   const Shape s = shape_of(f, n);
   Schedule out = c.algorithm == "nvls"   ? nvls_schedule(n, count)

@@ -123,7 +123,7 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     const int id = add_op(plan, OpKind::TpSync, layer, {after});
     PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.gradient = gradient;
-    op.calls = {{"allreduce", ctx_.activations, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
+    op.calls = {{Collective::Allreduce, ctx_.activations, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
                  gradient ? "tp_grads" : "tp_activations"}};
     return id;
   };

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ddplab {
@@ -42,39 +43,52 @@ bool is_comm(OpKind k) {
 
 bool on_compute_stream(OpKind k) { return !is_comm(k) || k == OpKind::TpSync; }
 
+NativeReplay NativeReplay::parse(const std::string& text, const std::string& field) {
+  if (const auto t = choice_from<Transport>(text)) return {*t, ""};
+  if (!is_backend_native(text) && has_schedule(text, Collective::Allreduce)) return {std::nullopt, text};
+  std::string known = choice_names<Transport>();
+  for (const std::string& s : allreduce_schedule_names())
+    if (!is_backend_native(s)) known += ", " + s;
+  throw InputError(fmt::format("{}: \"{}\" is neither a transport nor an allreduce schedule (one of {})", field, text,
+                               known),
+                   field);
+}
+
+std::string NativeReplay::name() const { return transport ? to_string(*transport) : schedule; }
+
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int n, int ranks_per_node,
-                           const std::string& native_as) {
+                           const NativeReplay& native_as) {
   return schedule_for_call(call, schedule, ScheduleParams{n, 0, ranks_per_node, 0}, native_as);
 }
 
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                           const std::string& native_as) {
+                           const NativeReplay& native_as) {
   const int n = where.world_size;
-  if (call.collective == "push" || call.collective == "pull")
+  if (call.collective == Collective::Push || call.collective == Collective::Pull)
     return make_schedule(schedule, ScheduleParams{n, call.count, where.ranks_per_node, where.servers}, call.collective);
   const CallShape shape = call_shape(call, n);
-  if (schedule == "native" && native_as == "nccl" && where.nccl)  // NCCL's own choice on this fabric
+  if (is_backend_native(schedule) && native_as.transport == Transport::Nccl && where.nccl)  // NCCL's own choice
     return nccl_schedule(*where.nccl, shape.collective, n, shape.count, elem_bytes(call.type));
   return make_schedule(schedule_name_for_call(call, schedule, n, native_as),
                        ScheduleParams{n, shape.count, where.ranks_per_node, where.servers}, shape.collective);
 }
 
 CallShape call_shape(const CollectiveCall& call, int n) {
-  if (call.collective == "allreduce" || call.collective == "reduce_scatter") return {call.collective, call.count};
-  if (call.collective == "all_gather_shards") return {"all_gather", call.count};
-  if (call.collective == "all_gather") return {"all_gather", call.count * static_cast<std::size_t>(n)};
-  throw InternalError("unknown collective \"" + call.collective + "\" in a plan");
+  if (call.collective == Collective::Allreduce || call.collective == Collective::ReduceScatter) return {call.collective, call.count};
+  if (call.collective == Collective::AllGatherShards) return {Collective::AllGather, call.count};
+  if (call.collective == Collective::AllGather) return {Collective::AllGather, call.count * static_cast<std::size_t>(n)};
+  throw InternalError("call_shape: collective \"" + to_string(call.collective) + "\" has no schedule of its own");
 }
 
 std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int n,
-                                   const std::string& native_as) {
-  const bool gather = call.collective == "all_gather" || call.collective == "all_gather_shards";
+                                   const NativeReplay& native_as) {
+  const bool gather = call.collective == Collective::AllGather || call.collective == Collective::AllGatherShards;
   std::string name = schedule;
-  if (schedule == "native")
-    name = native_as == "mpi" || native_as == "nccl"
-               ? native_schedule(native_as, gather ? "all_gather" : call.collective, n, call.count, elem_bytes(call.type))
-               : native_as;
-  return gather && !has_schedule(name, "all_gather") ? "ring" : name;
+  if (is_backend_native(schedule))
+    name = native_as.transport ? native_schedule(*native_as.transport, gather ? Collective::AllGather : call.collective, n,
+                                                 call.count, elem_bytes(call.type))
+                               : native_as.schedule;
+  return gather && !has_schedule(name, Collective::AllGather) ? "ring" : name;
 }
 
 nlohmann::json StepPlan::to_json() const {

@@ -174,7 +174,7 @@ void validate_strategies(const Scenario& sc) {
     std::vector<std::string> known;
     for (const auto& p : policies()) known.push_back(p.name);
     if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
-    if (!has_schedule(s.schedule, "allreduce"))
+    if (!has_schedule(s.schedule, Collective::Allreduce))
       check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
     for (const auto& [name, text] : s.policy_options) {
       const std::string problem = option_problem(*policy, name, text);
@@ -186,14 +186,14 @@ void validate_strategies(const Scenario& sc) {
                                        policy->shards == Shards::Servers ? "the servers' pushes and pulls"
                                                                          : "parameter averages of models it did not train",
                                        s.policy));
-    if (policy->shards == Shards::Servers && s.schedule != "native")
+    if (policy->shards == Shards::Servers && !is_backend_native(s.schedule))
       check.fail("schedule", fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
                                          "directly), got \"{}\"", s.schedule));
     if (policy->shards == Shards::Servers && s.codec != "none")
       check.fail("codec", fmt::format("must be \"none\" with policy \"ps\" (its shards travel uncompressed), got \"{}\"",
                                       s.codec));
     if (policy->shards == Shards::Ranks) {
-      for (const char* c : {"reduce_scatter", "all_gather"})
+      for (const Collective c : {Collective::ReduceScatter, Collective::AllGather})
         if (!has_schedule(s.schedule, c))
           check.fail("schedule", fmt::format("has no {} variant, which policy \"{}\" needs, got \"{}\"", c, s.policy, s.schedule));
       if (s.codec != "none")

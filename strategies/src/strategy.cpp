@@ -87,7 +87,7 @@ ScheduleParams Strategy::schedule_params(CommGroup group, const NcclFabric* nccl
   return ScheduleParams{ctx_.world_size, 0, ctx_.ranks_per_node, ps_layout().servers, nccl};
 }
 
-Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as,
+Schedule Strategy::schedule_for(const CollectiveCall& call, const std::string& schedule, const NativeReplay& native_as,
                                 const NcclFabric* nccl, CommGroup group) const {
   return schedule_for_call(call, schedule, schedule_params(group, nccl), native_as);
 }
@@ -184,35 +184,35 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
       op.calls = codec_->plan(bucket->layout, n, sync_step);
       break;
     case OpKind::SyncParams:
-      op.calls = {{"allreduce", ElemType::F32, bucket->count, "params"}};
+      op.calls = {{Collective::Allreduce, ElemType::F32, bucket->count, "params"}};
       break;
     // A ZeRO rank's shards travel in the training precision: under [train] precision = "fp16" or "bf16" its
     // gradients and parameters are 16-bit (DeepSpeed's fp16 partitions, FSDP's reduce_dtype and param_dtype);
     // the runtime trains in fp32 only.
     case OpKind::ReduceScatter:
-      op.calls = {{"reduce_scatter", ctx_.activations, bucket->count, "grads"}};
+      op.calls = {{Collective::ReduceScatter, ctx_.activations, bucket->count, "grads"}};
       break;
     case OpKind::AllGather:
-      op.calls = {{"all_gather_shards", ctx_.activations, bucket->count, "params"}};
+      op.calls = {{Collective::AllGatherShards, ctx_.activations, bucket->count, "params"}};
       break;
     case OpKind::Push:
-      op.calls = {{"push", ElemType::F32, bucket->count, "grads"}};
+      op.calls = {{Collective::Push, ElemType::F32, bucket->count, "grads"}};
       break;
     case OpKind::Pull:
-      op.calls = {{"pull", ElemType::F32, bucket->count, "params"}};
+      op.calls = {{Collective::Pull, ElemType::F32, bucket->count, "params"}};
       break;
     case OpKind::GradNorm:  // a multiply-add per gradient this rank updates
       for (const Bucket& b : bucketing_.buckets)
         op.flops += 2.0 * static_cast<double>(policy_->shards == Shards::None ? b.count : largest_shard(b));
       break;
     case OpKind::NormSync:
-      op.calls = {{"allreduce", ElemType::F32, 1, "grad_norm"}};
+      op.calls = {{Collective::Allreduce, ElemType::F32, 1, "grad_norm"}};
       break;
     case OpKind::SyncBnStats:
     case OpKind::SyncBnGrads: {
       const auto channels = static_cast<std::size_t>(model_.layers.at(static_cast<std::size_t>(index)).sync_channels);
-      op.calls = {kind == OpKind::SyncBnStats ? CollectiveCall{"allreduce", ElemType::F32, 2 * channels + 1, "bn_stats"}
-                                              : CollectiveCall{"allreduce", ElemType::F32, 2 * channels, "bn_grads"}};
+      op.calls = {kind == OpKind::SyncBnStats ? CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels + 1, "bn_stats"}
+                                              : CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels, "bn_grads"}};
       break;
     }
     case OpKind::PpSend:  // point to point: add_pipeline_pass sets the peer and bytes

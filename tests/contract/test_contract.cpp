@@ -133,7 +133,7 @@ Scenario scenario(const Case& c) {
   s.name = "contract";
   s.model.layers = {784, 64, 32, 10};
   if (c.cnn) {
-    s.model.type = "cnn";
+    s.model.type = ModelType::Cnn;
     s.model.conv = {4, 8};
     s.model.kernel = 3;
     s.model.hidden = {16};

@@ -38,7 +38,7 @@ Scenario scenario(const Case& c) {
   sc.name = "contract-layouts";
   sc.model.layers = {784, 64, 32, 16, 10};
   if (c.cnn) {
-    sc.model.type = "cnn";
+    sc.model.type = ModelType::Cnn;
     sc.model.conv = {4, 8};
     sc.model.kernel = 3;
     sc.model.hidden = {16};

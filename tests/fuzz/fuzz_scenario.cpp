@@ -17,7 +17,7 @@ namespace {
 
 // A table named by path would read an arbitrary file (/dev/zero), so only built-in tables are built.
 bool buildable(const ddplab::ModelConfig& m) {
-  return m.type != "table" ||
+  return m.type != ddplab::ModelType::Table ||
          std::find(ddplab::kBuiltinModelTables.begin(), ddplab::kBuiltinModelTables.end(), m.table) !=
              ddplab::kBuiltinModelTables.end();
 }

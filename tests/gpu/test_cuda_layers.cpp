@@ -66,7 +66,7 @@ TEST_F(CudaLayers, BatchNormForwardStatisticsAndBackward) {
 // One forward and backward of a CNN with batch norm: logits and every gradient against the reference.
 TEST_F(CudaLayers, CnnStepMatchesReference) {
   ModelConfig m;
-  m.type = "cnn";
+  m.type = ModelType::Cnn;
   m.conv = {8, 16};
   m.hidden = {32};
   m.bn = "local";

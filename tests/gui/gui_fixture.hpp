@@ -69,7 +69,7 @@ inline Ids build(const std::string& path) {
   Ids ids;
   Store store(path);
   for (int world : {2, 4}) {
-    const auto id = store.begin_run(RunInfo{"demo", "ring", "cpu", world, "measured", mlpConfig(), "{}", kBatch});
+    const auto id = store.begin_run(RunInfo{"demo", "ring", "cpu", world, RunSource::Measured, mlpConfig(), "{}", kBatch});
     for (std::int64_t step = 0; step < kSteps; ++step)
       for (int rank = 0; rank < world; ++rank) {
         StepMetrics m;
@@ -91,22 +91,22 @@ inline Ids build(const std::string& path) {
     }
     for (std::int64_t at : {3, kSteps})
       store.add_evaluation(id, Evaluation{at, 1.0 * at, 1.0 - 0.05 * at, accuracy(world, at), 0.7, 0.6, 0, {}});
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
     ids.measured[world] = id;
   }
   {
-    ids.failed = store.begin_run(RunInfo{"demo", "tree", "cpu", 2, "measured", mlpConfig(), "{}", kBatch});
+    ids.failed = store.begin_run(RunInfo{"demo", "tree", "cpu", 2, RunSource::Measured, mlpConfig(), "{}", kBatch});
     for (std::int64_t step = 0; step < 2; ++step)
       for (int rank = 0; rank < 2; ++rank) {
         StepMetrics m;
         m.step = step, m.rank = rank, m.compute_s = 0.08, m.step_s = 0.2, m.samples = kBatch, m.loss = 2.5;
         store.add_step(ids.failed, m);
       }
-    store.finish_run(ids.failed, "failed");
+    store.finish_run(ids.failed, RunStatus::Failed);
   }
   const std::string sim = R"(,"simulation":{"compute_origin":"run #1","network_model":"LV08"})";
   for (int world : {8, 2, 4}) {
-    const auto id = store.begin_run(RunInfo{"demo", "ring", "simgrid", world, "simulated", mlpConfig(sim), "{}", kBatch});
+    const auto id = store.begin_run(RunInfo{"demo", "ring", "simgrid", world, RunSource::Simulated, mlpConfig(sim), "{}", kBatch});
     for (int rank = 0; rank < world; ++rank) {
       StepMetrics m;
       m.step = 0, m.rank = rank;
@@ -117,16 +117,16 @@ inline Ids build(const std::string& path) {
       store.add_step(id, m);
     }
     if (world == 4) store.add_trace(id, traceOps(0, 0.0, 2.0));
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
     ids.simulated[world] = id;
   }
   {
-    ids.big = store.begin_run(RunInfo{"big", "ring", "simgrid", 64, "simulated",
+    ids.big = store.begin_run(RunInfo{"big", "ring", "simgrid", 64, RunSource::Simulated,
                                       R"({"model":{"type":"table","table":"resnet50"}})", "{}", 32});
     StepMetrics m;
     m.step = 0, m.compute_s = 0.2, m.step_s = 0.3, m.samples = 32, m.loss = std::numeric_limits<double>::quiet_NaN();
     store.add_step(ids.big, m);
-    store.finish_run(ids.big, "completed");
+    store.finish_run(ids.big, RunStatus::Completed);
   }
   {
     const BenchInfo b{"collectives", "mpi", 4, 2, 5, 1, "{}", "{}"};
@@ -139,7 +139,7 @@ inline Ids build(const std::string& path) {
         r.algbw_gbs = r.busbw_gbs / 1.5, r.time_us = 1;
         store.add_bench_row(ids.bench, r);
       }
-    store.finish_bench(ids.bench, "completed");
+    store.finish_bench(ids.bench, RunStatus::Completed);
     std::vector<ValidationRow> v;
     for (std::int64_t bytes : {std::int64_t(1) << 10, std::int64_t(1) << 16, std::int64_t(1) << 22}) {
       const double measured = std::log2(static_cast<double>(bytes)) / 10;

@@ -82,11 +82,11 @@ class ConvergenceViewTest : public fx::StoreTest {
     {
       Store store(many.toStdString());
       for (std::size_t i = 0; i < n; ++i) {
-        ids.push_back(store.begin_run(RunInfo{"demo", "ring", "cpu", 1, "measured", fx::mlpConfig(), "{}", 8}));
+        ids.push_back(store.begin_run(RunInfo{"demo", "ring", "cpu", 1, RunSource::Measured, fx::mlpConfig(), "{}", 8}));
         StepMetrics m;
         m.step_s = 0.1, m.samples = 8, m.loss = 1.0 + static_cast<double>(i);
         store.add_step(ids.back(), m);
-        store.finish_run(ids.back(), "completed");
+        store.finish_run(ids.back(), RunStatus::Completed);
       }
     }
     MainWindow w;

@@ -79,7 +79,7 @@ class CurveLoaderTest : public fx::StoreTest {
     QCOMPARE(loader.find(ids_.measured.at(2)), two);
     // A run marked running is read again (its steps may grow), and so is one that changed since.
     for (RunRecord& r : snap.runs) {
-      if (r.id() == ids_.measured.at(2)) r.summary.run.status = "running", r.summary.run.ended_at.clear();
+      if (r.id() == ids_.measured.at(2)) r.summary.run.status = RunStatus::Running, r.summary.run.ended_at.clear();
       if (r.id() == ids_.measured.at(4)) r.summary.run.ended_at = "2099-01-01T00:00:00Z";
     }
     loader.load(snap);

@@ -151,7 +151,7 @@ class MainWindowTest : public fx::StoreTest {
     QVERIFY(w.following());
     QVERIFY(!w.pollStore());  // nothing changed
     Store writer(live.toStdString(), 1);
-    const auto id = writer.begin_run(RunInfo{"demo", "ring", "cpu", 2, "measured", fx::mlpConfig(), "{}", 64});
+    const auto id = writer.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, fx::mlpConfig(), "{}", 64});
     StepMetrics m;
     m.step = 0, m.rank = 0, m.step_s = 0.1, m.samples = 64, m.loss = 1.5;
     writer.add_step(id, m);

@@ -152,7 +152,7 @@ class RunsViewTest : public gui_fixture::StoreTest {
     std::int64_t running = 0;
     {
       Store store(copy.toStdString());
-      running = store.begin_run(RunInfo{"demo", "ring", "cpu", 2, "measured", gui_fixture::mlpConfig(), "{}", 64});
+      running = store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, gui_fixture::mlpConfig(), "{}", 64});
     }
     MainWindow w;
     QVERIFY(w.openStore(copy));

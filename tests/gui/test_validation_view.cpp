@@ -92,7 +92,7 @@ class ValidationViewTest : public QObject {
     const QString runsOnly = tmp("runs.db");
     {
       Store store(runsOnly.toStdString());
-      store.finish_run(store.begin_run(RunInfo{"demo", "ring", "cpu", 2, "measured", "{}", "{}", 64}), "completed");
+      store.finish_run(store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, "{}", "{}", 64}), RunStatus::Completed);
     }
     MainWindow w;
     QVERIFY(w.openStore(runsOnly));

@@ -45,7 +45,7 @@ Scenario scenario(int tp, int pp, int microbatches, const std::string& schedule,
                   bool cnn = false) {
   Scenario sc;
   sc.path = "<test>";
-  sc.model.type = "mlp";
+  sc.model.type = ModelType::Mlp;
   sc.model.layers = kWidths;
   if (cnn) sc.model = test::small_cnn(2, 6, 5);
   sc.train.batch_size = kBatch;

@@ -22,7 +22,7 @@ ModelConfig small_cnn(const std::string& bn) { return test::small_cnn(2, 5, 3, b
 
 TEST(Cnn, DefaultLayoutHasPyTorchShapesAndOrder) {
   ModelConfig m;
-  m.type = "cnn";  // defaults: image 28 x 28 x 1, conv [32, 64], kernel 5, hidden [128], 10 classes
+  m.type = ModelType::Cnn;  // defaults: image 28 x 28 x 1, conv [32, 64], kernel 5, hidden [128], 10 classes
   const ModelSpec spec = model_spec_for(m);
   ASSERT_EQ(spec.params.size(), 8u);
   EXPECT_EQ(spec.params[0].name, "conv1.weight");

@@ -42,7 +42,7 @@ struct Whole {
 };
 ModelConfig mlp(const std::vector<int>& widths) {
   ModelConfig m;
-  m.type = "mlp";
+  m.type = ModelType::Mlp;
   m.layers = widths;
   return m;
 }

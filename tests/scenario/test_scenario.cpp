@@ -49,12 +49,12 @@ std::string parse_error(const std::string& text) {
 TEST(Scenario, DefaultTomlIsTheDemo) {
   const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/default.toml");
   EXPECT_EQ(s.name, "default");
-  EXPECT_EQ(s.model.type, "mlp");
+  EXPECT_EQ(s.model.type, ModelType::Mlp);
   EXPECT_EQ(s.model.layers, (std::vector<int>{784, 1024, 1024, 1024, 10}));
   EXPECT_EQ(s.model.parameter_count(), 2913290u);
   EXPECT_EQ(s.data.dataset, "fashion-mnist");
   EXPECT_EQ(s.data.path, "/usr/share/datasets/fashion-mnist");
-  EXPECT_EQ(s.train.backend, "cpu");
+  EXPECT_EQ(s.train.backend, Backend::Cpu);
   EXPECT_EQ(s.train.batch_size, 64);
   EXPECT_EQ(s.train.epochs, 1);
   EXPECT_EQ(s.train.max_steps, 0);
@@ -164,7 +164,7 @@ schedule = "ring"
 )",
                                     "x/y.toml");
   EXPECT_EQ(s.name, "sweep");
-  EXPECT_EQ(s.train.backend, "cuda");
+  EXPECT_EQ(s.train.backend, Backend::Cuda);
   EXPECT_EQ(s.train.lr, 1.0);
   EXPECT_EQ(s.train.optimizer_options.at("momentum"), "0");
   EXPECT_EQ(s.train.seed, 42u);
@@ -187,7 +187,7 @@ TEST(Scenario, OptimizerScheduleAndGpuBackends) {
       "lr_schedule = \"step\"\nlr_schedule_options = { gamma = 0.5 }\nwarmup_steps = 10\nlr_scale = \"sqrt\"\n"
       "lr_base_batch = 256\nclip_grad_norm = 1.5\ncomm_timeout_s = 30\ntf32 = true\nconsistency_every = 50\n",
       "<string>");
-  EXPECT_EQ(s.train.backend, "cuda+mpi");
+  EXPECT_EQ(s.train.backend, Backend::CudaMpi);
   EXPECT_EQ(s.train.optimizer, "adam");
   // Options stay text, as written, until the registry types them (validate_train).
   EXPECT_EQ(s.train.optimizer_options, (std::map<std::string, std::string>{{"beta1", "0.8"}, {"eps", "1e-06"}}));
@@ -459,7 +459,7 @@ struct TableDir {
 
 TEST(ScenarioModelTable, Resnet50ScaleToml) {
   const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/resnet50-scale.toml");
-  EXPECT_EQ(s.model.type, "table");
+  EXPECT_EQ(s.model.type, ModelType::Table);
   EXPECT_EQ(s.model.table, "resnet50");  // built-in names stay names
   EXPECT_EQ(s.cluster.device_flops, 312e12);
   EXPECT_DOUBLE_EQ(s.cluster.compute_efficiency, 0.25);
@@ -479,7 +479,7 @@ TEST(ScenarioModelTable, Resnet50ScaleToml) {
 
 TEST(ScenarioModelTable, DefaultsAndBuiltins) {
   const Scenario d = parse("", "d.toml");
-  EXPECT_EQ(d.model.type, "mlp");
+  EXPECT_EQ(d.model.type, ModelType::Mlp);
   EXPECT_TRUE(d.model.table.empty());
   EXPECT_FALSE(d.cluster.device_flops.has_value());
   EXPECT_DOUBLE_EQ(d.cluster.compute_efficiency, 0.5);

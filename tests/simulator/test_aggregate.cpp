@@ -117,11 +117,11 @@ TEST(SimulatorAggregate, RingIsOnePhaseComputedWithoutTheSchedule) {
   for (int n : {1, 2, 3, 5, 8, 13, 24}) {
     for (std::size_t count : {std::size_t{0}, std::size_t{7}, std::size_t{1003}}) {
       const ScheduleParams where{n, 0, 1, 0};
-      for (const char* coll : {"allreduce", "reduce_scatter", "all_gather", "all_gather_shards"}) {
+      for (const char* coll : {Collective::Allreduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllGatherShards}) {
         const CollectiveCall call{coll, ElemType::F32, count, ""};
         for (const char* sched : {"ring", "native"}) {
           const auto direct = sim::phases_for_call(call, sched, where);
-          const auto built = sim::phases_of(schedule_for_call(call, sched, where, "ring"));
+          const auto built = sim::phases_of(schedule_for_call(call, sched, where, NativeReplay{}));
           EXPECT_TRUE(same(direct, built)) << coll << " " << sched << " n=" << n << " count=" << count;
           const bool sparse = std::string(coll) != "allreduce" && count < static_cast<std::size_t>(n);  // empty chunks left out
           if (!sparse) {
@@ -258,7 +258,7 @@ TEST(SimulatorAggregate, UnmergedStepsReplayInScheduleOrder) {
 Scenario resnet50_scenario(const std::string& policy, const std::string& schedule) {
   Scenario s;
   s.name = "resnet-agg";
-  s.model.type = "table";
+  s.model.type = ModelType::Table;
   s.model.table = "resnet50";
   s.train.batch_size = 64;
   s.cluster.link_bandwidth = 100e9 / 8;

@@ -113,7 +113,7 @@ TEST(CalibrationFit, JsonRoundTrip) {
 Schedule one_way(std::size_t bytes) {
   Schedule s;
   s.name = "pingpong";
-  s.collective = "allreduce";
+  s.collective = Collective::Allreduce;
   s.world_size = 2;
   s.count = bytes;
   s.ranks.resize(2);
@@ -200,7 +200,7 @@ TEST(CalibrationInstall, SimulatedPingPongReproducesTheFit) {
 Schedule message(std::size_t bytes, int from, int to, int world) {
   Schedule s;
   s.name = "message";
-  s.collective = "allreduce";
+  s.collective = Collective::Allreduce;
   s.world_size = world;
   s.count = bytes;
   s.ranks.resize(static_cast<std::size_t>(world));

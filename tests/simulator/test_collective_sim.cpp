@@ -30,7 +30,7 @@ TEST(CollectiveSim, RowsAreTheSchedulesTimesAsNcclTestsReportsThem) {
   const double t = 2.0 * 3 * ((16u << 20) / 4.0 / c.link_bandwidth + 2 * c.link_latency);
   EXPECT_NEAR(ring.time_us, t * 1e6, 0.01 * t * 1e6);
   EXPECT_NEAR(ring.algbw_gbs, (16u << 20) / (ring.time_us * 1e-6) / 1e9, 1e-9);
-  EXPECT_NEAR(ring.busbw_gbs, ring.algbw_gbs * bus_factor("allreduce", 4), 1e-12);
+  EXPECT_NEAR(ring.busbw_gbs, ring.algbw_gbs * bus_factor(Collective::Allreduce, 4), 1e-12);
   EXPECT_FALSE(ring.wrong.has_value());
   // native on MPI: recursive doubling at 4 KiB (2 whole-buffer exchanges), Rabenseifner at 16 MiB.
   const double rd = 2 * (4096 / c.link_bandwidth + 2 * c.link_latency);

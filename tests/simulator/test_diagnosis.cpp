@@ -13,7 +13,7 @@ RunRow run(int world, nlohmann::json host, nlohmann::json config) {
   RunRow r;
   r.id = 7;
   r.info.world_size = world;
-  r.info.source = "measured";
+  r.info.source = RunSource::Measured;
   r.info.host_info = host.dump();
   r.info.config_json = config.dump();
   return r;

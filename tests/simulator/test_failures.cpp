@@ -63,7 +63,7 @@ TEST(Failures, LimitsWorkedByHand) {
 RunInfo measured(const std::string& strategy) {
   RunInfo info;
   info.scenario = "default", info.strategy = strategy, info.backend = "cpu", info.world_size = 2;
-  info.source = "measured", info.config_json = "{}", info.host_info = "{}", info.batch_size = 32;
+  info.source = RunSource::Measured, info.config_json = "{}", info.host_info = "{}", info.batch_size = 32;
   return info;
 }
 

@@ -76,7 +76,7 @@ struct GoodputStore : ::testing::Test {
   std::int64_t add_run(int world, int batch, double updates, double step_s = 0.001) {
     Scenario s = sc;
     s.train.batch_size = batch;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", run_config(s, st, world), "{}", batch});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", world, RunSource::Measured, run_config(s, st, world), "{}", batch});
     for (std::int64_t step = 0; step < static_cast<std::int64_t>(updates) + 20; ++step)
       for (int rank = 0; rank < world; ++rank) {
         StepMetrics m;
@@ -86,7 +86,7 @@ struct GoodputStore : ::testing::Test {
     store.add_evaluation(id, eval(0, 0.1));
     store.add_evaluation(id, eval(static_cast<std::int64_t>(updates - 10), 0.7));
     store.add_evaluation(id, eval(static_cast<std::int64_t>(updates + 10), 0.9));
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
     return id;
   }
 };
@@ -122,7 +122,7 @@ TEST_F(GoodputStore, PredictsUpdatesTimesTheSimulatedStepAndChecksItAgainstHeldO
   EXPECT_NEAR(*w4.measured_s, 0.228, 1e-9);
   const auto sim = store.run(w4.sim_run);
   ASSERT_TRUE(sim.has_value());
-  EXPECT_EQ(sim->info.source, "simulated");
+  EXPECT_EQ(sim->info.source, RunSource::Simulated);
   EXPECT_EQ(sim->info.world_size, 4);
 
   const GoodputWorld& w8 = p.worlds[1];
@@ -161,14 +161,14 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
     Scenario s = sc;
     s.model.layers = {784, 64, 10};
     s.train.batch_size = 32;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", 2, "measured", run_config(s, st, 2), "{}", 32});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, run_config(s, st, 2), "{}", 32});
     store.add_evaluation(id, eval(100, 0.9));
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
     return id;
   }();
-  const auto missed = store.begin_run({sc.name, st.name, "cpu", 2, "measured", run_config(sc, st, 2), "{}", 32});
+  const auto missed = store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, run_config(sc, st, 2), "{}", 32});
   store.add_evaluation(missed, eval(100, 0.5));
-  store.finish_run(missed, "completed");
+  store.finish_run(missed, RunStatus::Completed);
   GoodputOptions opt;
   opt.target = 0.8;
   opt.worlds = {4};

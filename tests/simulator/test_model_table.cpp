@@ -19,7 +19,7 @@ namespace {
 Scenario resnet50(double device_flops, double efficiency) {
   Scenario s;
   s.name = "resnet-table";
-  s.model.type = "table";
+  s.model.type = ModelType::Table;
   s.model.table = "resnet50";
   s.train.batch_size = 32;
   s.cluster.link_bandwidth = 100e9 / 8;

@@ -21,7 +21,7 @@ TEST(NcclReplay, TimingAddsStartStepDelaysAndWireBytes) {
   // Two ranks on the default star, one step each way; CM02 without cross-traffic: a message takes
   // 2 x latency + wire bytes / bandwidth.
   const ClusterConfig c;
-  Schedule s = make_schedule("ring", ScheduleParams{2, 1 << 20, 1, 0}, "allreduce");  // 2 steps of 2 MiB
+  Schedule s = make_schedule("ring", ScheduleParams{2, 1 << 20, 1, 0}, Collective::Allreduce);  // 2 steps of 2 MiB
   const double plain = simulate_schedule(c, s, 4, test::alpha_beta()).step_s;
   expect_close(plain, 2 * (2 * c.link_latency + (2u << 20) / c.link_bandwidth), 1e-3);
   s.timing.start_s = 50e-6;
@@ -38,7 +38,7 @@ CollectiveBenchRow native_row(const std::string& preset, int world, std::uint64_
   req.world_size = world;
   req.schedules = {"native"};
   req.sizes = {bytes};
-  req.transport = "nccl";
+  req.transport = Transport::Nccl;
   req.options.mode = mode;
   return simulate_collective_bench(req).front();
 }
@@ -112,7 +112,7 @@ TEST(NcclReplay, SimulateSaysWhatNcclRanPerCollective) {
   EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[0], 8, {}), "nvls/Simple x5");
   EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[1], 8, {}), "");  // not native
   SimOptions mpi;
-  mpi.native = "mpi";
+  mpi.native = NativeReplay{Transport::Mpi, ""};
   EXPECT_EQ(describe_nccl_choices(sc, sc.strategies[0], 8, mpi), "");
 }
 

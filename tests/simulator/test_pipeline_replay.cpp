@@ -31,7 +31,7 @@ std::string uniform_table() {
 
 Scenario pipeline_scenario(int pp, int microbatches, const std::string& schedule, int chunks) {
   Scenario sc = test::small_mlp_scenario("pipeline");
-  sc.model.type = "table";
+  sc.model.type = ModelType::Table;
   sc.model.table = uniform_table();
   sc.parallel.pp = pp;
   sc.parallel.microbatches = microbatches;

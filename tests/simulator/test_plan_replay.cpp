@@ -377,7 +377,7 @@ TEST(SimulatorPlan, NativeReplaysTheBackendsOwnChoice) {
   sc.model.layers = {64, 16, 10};  // 1210 parameters: 4840 bytes, below Open MPI's 8 KiB
   const auto tiny = simulate_step(sc, c, 4, 0.01, 0.0, alpha_beta(), {1, 1});
   EXPECT_EQ(tiny.bytes_sent[0], recursive_doubling_allreduce(4, 1210).bytes_sent(0, 4));
-  sc.train.backend = "cuda";
+  sc.train.backend = Backend::Cuda;
   const auto nccl = simulate_step(sc, c, 4, 0.01, 0.0, alpha_beta(), {1, 1});
   EXPECT_EQ(peers_of_rank0(nccl), (std::set<int>{1}));
 }

@@ -74,20 +74,20 @@ TEST(MeasuredBatchPoints, GlobalBatchCountsWorkersAndAccumulation) {
   st.policy = "overlap";
   st.schedule = "ring";
   sc.strategies = {st};
-  auto add_run = [&](int world, int batch, int accumulate, std::vector<Evaluation> evals, const char* status) {
+  auto add_run = [&](int world, int batch, int accumulate, std::vector<Evaluation> evals, RunStatus status) {
     Scenario s = sc;
     s.train.batch_size = batch;
     StrategyConfig t = st;
     t.accumulate_steps = accumulate;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, "measured", test::run_config(s, t, world), "{}", batch});
+    const auto id = store.begin_run({sc.name, st.name, "cpu", world, RunSource::Measured, test::run_config(s, t, world), "{}", batch});
     for (const Evaluation& e : evals) store.add_evaluation(id, e);
     store.finish_run(id, status);
     return id;
   };
-  add_run(1, 32, 1, {eval(100, 0.7), eval(200, 0.9)}, "completed");            // batch 32: 150 updates to 0.8
-  add_run(2, 32, 2, {eval(100, 0.8)}, "completed");                             // batch 128: 50 updates
-  const auto never = add_run(2, 64, 1, {eval(100, 0.6)}, "completed");          // never reaches 0.8
-  add_run(2, 16, 1, {eval(10, 0.9)}, "failed");                                 // not completed: left out
+  add_run(1, 32, 1, {eval(100, 0.7), eval(200, 0.9)}, RunStatus::Completed);            // batch 32: 150 updates to 0.8
+  add_run(2, 32, 2, {eval(100, 0.8)}, RunStatus::Completed);                             // batch 128: 50 updates
+  const auto never = add_run(2, 64, 1, {eval(100, 0.6)}, RunStatus::Completed);          // never reaches 0.8
+  add_run(2, 16, 1, {eval(10, 0.9)}, RunStatus::Failed);                                 // not completed: left out
   std::vector<std::int64_t> missed;
   const auto points = measured_batch_points(store, sc, st, 0.8, &missed);
   ASSERT_EQ(points.size(), 2u);

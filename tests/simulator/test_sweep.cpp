@@ -32,7 +32,7 @@ TEST(SimulatorStep, StepIsComputePlusCommPlusOptimizer) {
   const int n = 4;
   // "native" replays as the backend's own collective; here the ring, to check it against its formula.
   SimOptions o = alpha_beta();
-  o.native = "ring";
+  o.native = NativeReplay{std::nullopt, "ring"};
   const auto r = simulate_step(sc, sc.strategies[0], n, 0.05, 0.01, o);
   EXPECT_EQ(r.schedule, "native (replayed as ring)");
   EXPECT_NEAR(r.compute_s, 0.05, 1e-9);
@@ -100,7 +100,7 @@ std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig
   info.strategy = st.name;
   info.backend = "cpu";
   info.world_size = world;
-  info.source = "measured";
+  info.source = RunSource::Measured;
   info.config_json = test::run_config(sc, st, world);
   info.host_info = nlohmann::json{{"cores", cores}, {"ranks_on_host", ranks_on_host}}.dump();
   info.batch_size = sc.train.batch_size;
@@ -117,7 +117,7 @@ std::int64_t measured_run(Store& store, const Scenario& sc, const StrategyConfig
       m.samples = 64;
       store.add_step(id, m);
     }
-  store.finish_run(id, "completed");
+  store.finish_run(id, RunStatus::Completed);
   return id;
 }
 
@@ -301,12 +301,12 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
     const auto& run = runs[i];
     const auto& p = points[i];
     EXPECT_EQ(run.id, p.run_id);
-    EXPECT_EQ(run.info.source, "simulated");
+    EXPECT_EQ(run.info.source, RunSource::Simulated);
     EXPECT_EQ(run.info.backend, "simgrid");
     EXPECT_EQ(run.info.world_size, p.world_size);
     EXPECT_EQ(run.info.scenario, "simtest");
     EXPECT_EQ(run.info.batch_size, 64);
-    EXPECT_EQ(run.status, "completed");
+    EXPECT_EQ(run.status, RunStatus::Completed);
     const auto config = nlohmann::json::parse(run.info.config_json);
     EXPECT_EQ(config.at("world_size").get<int>(), p.world_size);
     EXPECT_EQ(config.at("simulation").at("compute_origin").get<std::string>(), "scenario [cluster].compute_s");

@@ -31,7 +31,7 @@ void store_bench(Store& store, const std::string& backend, int world, int per_no
   info.config_json = config;
   const std::int64_t id = store.begin_bench(info);
   for (const auto& r : rows) store.add_bench_row(id, r);
-  store.finish_bench(id, "completed");
+  store.finish_bench(id, RunStatus::Completed);
 }
 
 std::vector<CollectiveBenchRow> predicted(const ClusterConfig& cluster, int world, const std::string& transport,

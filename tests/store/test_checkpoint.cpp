@@ -172,7 +172,7 @@ struct FailedRun : ::testing::Test {
     }
     for (int at : {10, 20}) s.add_checkpoint({run, at, dir.file("ck/step-" + std::to_string(at)), 2, 1000, 0.01, false, ""});
     s.add_flight(run, {FlightRecord{0, 1, 29, "sync_grads #0 on ring", "allreduce of 1 f32", 4, 0.0, -1, false}});
-    s.finish_run(run, "failed", "rank 1 step 30: exiting on purpose");
+    s.finish_run(run, RunStatus::Failed, "rank 1 step 30: exiting on purpose");
   }
 };
 
@@ -181,7 +181,7 @@ TEST_F(FailedRun, ResumeKeepsWhatCameBeforeTheCheckpointAndDropsTheRest) {
   ASSERT_EQ(s.checkpoints(run).size(), 2u);
   s.resume_run(run, 20, R"({"launch_id":"new"})");
   const auto row = s.run(run);
-  EXPECT_EQ(row->status, "running");
+  EXPECT_EQ(row->status, RunStatus::Running);
   EXPECT_EQ(row->reason, "");
   EXPECT_EQ(row->ended_at, "");
   EXPECT_EQ(row->info.host_info, R"({"launch_id":"new"})");
@@ -210,7 +210,7 @@ TEST_F(FailedRun, ResumeIsRefusedWithoutThatCheckpointOrForACompletedRun) {
   EXPECT_EQ(s.steps(run).size(), 60u) << "a refused resume deletes nothing";
   const std::int64_t done = s.begin_run(test::sample_info());
   s.add_checkpoint({done, 10, dir.file("x"), 2, 1, 0.01, false, ""});
-  s.finish_run(done, "completed");
+  s.finish_run(done, RunStatus::Completed);
   EXPECT_THROW(s.resume_run(done, 10, "{}"), StoreError);
 }
 
@@ -276,7 +276,7 @@ TEST_F(ResumePointTest, ARunAnotherOneContinuesIsNotPickedAgain) {
     elastic.world_size = 3;
     elastic.config_json = R"({"resumed_from":{"run":1,"step":20,"world_size":2}})";
     const std::int64_t id = s.begin_run(elastic);
-    s.finish_run(id, "completed");
+    s.finish_run(id, RunStatus::Completed);
   }
   EXPECT_NE(refusal(sc, 2, std::nullopt).find("no failed, interrupted or abandoned run"), std::string::npos)
       << refusal(sc, 2, std::nullopt);
@@ -308,7 +308,7 @@ TEST_F(ResumePointTest, RefusalsSayWhy) {
   {
     Store s(db);
     const std::int64_t done = s.begin_run(test::sample_info());
-    s.finish_run(done, "completed");
+    s.finish_run(done, RunStatus::Completed);
   }
   EXPECT_NE(refusal(sc, 2, run + 1).find("is completed"), std::string::npos);
 }

@@ -111,7 +111,7 @@ TEST(Flight, StoredWithTheirRunAndDeletedWithIt) {
   calls.push_back({1, 3, 3, "", "MPI barrier", 0, 103.0, -1, false});
   calls.push_back({0, 3, 3, "", "MPI barrier", 0, 103.0, 103.5, true});
   store.add_flight(run, calls);
-  store.finish_run(run, "failed", "rank 0 step 3: ...");
+  store.finish_run(run, RunStatus::Failed, "rank 0 step 3: ...");
   const auto back = store.flight(run);
   ASSERT_EQ(back.size(), calls.size());
   EXPECT_EQ(back.front().rank, 0);

@@ -35,7 +35,7 @@ TEST(RankReport, MeansFromTheSkippedStepSlowestRankAndWhatItCosts) {
   EXPECT_NEAR(r.others_wait_s, ((0.023 - 0.002) + (0.018 - 0.002)) / 2, 1e-12);
   RunRow run;
   run.id = 7;
-  run.info.strategy = "baseline", run.info.world_size = 3, run.info.source = "measured";
+  run.info.strategy = "baseline", run.info.world_size = 3, run.info.source = RunSource::Measured;
   const std::string text = rank_report_text(run, r);
   EXPECT_NE(text.find("run 7 baseline (3 ranks, measured): means per step over 2 steps, ms"), std::string::npos) << text;
   EXPECT_NE(text.find("slowest: rank 1, compute and optimizer 33.000 ms a step against 12.000 ms (the others' median); "

@@ -68,9 +68,9 @@ struct Fixture {
                                   1.0 + rank + step});
     store.add_evaluation(measured, {1, 3.5, 0.6, 0.8125, 0.8, 0.79, 0, {}});
     store.add_resources(measured, {0, 1 << 20, 1.5, 2.0, std::nullopt});
-    store.finish_run(measured, "completed");
+    store.finish_run(measured, RunStatus::Completed);
 
-    simulated = store.begin_run(sample_info("tree", "simulated"));
+    simulated = store.begin_run(sample_info("tree", RunSource::Simulated));
     for (int rank = 0; rank < 2; ++rank)
       store.add_step(simulated, {0, rank, 0.01, 0.01, 0.005, 0.001, 0.05, 32, 1'000'000,
                                  std::numeric_limits<double>::quiet_NaN()});
@@ -197,7 +197,7 @@ TEST(Report, TimeToTargetAccuracyIsTheFirstEvaluationAtOrAboveIt) {
     e.test_accuracy = acc;
     store.add_evaluation(run, e);
   }
-  store.finish_run(run, "completed");
+  store.finish_run(run, RunStatus::Completed);
   const auto at8 = time_to_accuracy(store, run, 0.8);
   ASSERT_TRUE(at8);
   EXPECT_EQ(at8->wall_s, 2.0);

@@ -28,20 +28,20 @@ struct Runs {
   Store store{path};
   std::int64_t done = 0, failed = 0, done2 = 0, running = 0;
 
-  std::int64_t add(const std::string& strategy, const char* status) {
+  std::int64_t add(const std::string& strategy, std::optional<RunStatus> status) {
     const std::int64_t id = store.begin_run(sample_info(strategy));
     for (int step = 0; step < 3; ++step)
       for (int rank = 0; rank < 2; ++rank) store.add_step(id, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02, 32, 1000, 1.0});
     store.add_evaluation(id, {3, 1.0, 0.5, 0.7, 0.7, 0.7, 0, {}});
-    if (status) store.finish_run(id, status);
+    if (status) store.finish_run(id, *status);
     else store.flush();
     return id;
   }
   Runs() {
-    done = add("ring", "completed");
-    failed = add("tree", "failed");
-    done2 = add("ring", "completed");
-    running = add("overlap", nullptr);
+    done = add("ring", RunStatus::Completed);
+    failed = add("tree", RunStatus::Failed);
+    done2 = add("ring", RunStatus::Completed);
+    running = add("overlap", std::nullopt);
   }
   // A run left running by a writer that is gone: this process's pid with another start time, as after the
   // pid was reused.
@@ -84,7 +84,7 @@ TEST(RunAdmin, DeletesCheckedRunsWithTheirRowsAndLeavesTheOthers) {
   ASSERT_EQ(r.rows("steps", r.failed), 6);
   const std::vector<RunRow> gone = delete_runs_checked(r.store, {r.failed, r.done, r.failed});  // repeats count once
   EXPECT_EQ(ids(gone), (std::vector<std::int64_t>{r.done, r.failed}));
-  EXPECT_EQ(gone[1].status, "failed");
+  EXPECT_EQ(gone[1].status, RunStatus::Failed);
   for (std::int64_t id : {r.done, r.failed}) {
     EXPECT_FALSE(r.store.run(id)) << id;
     for (const char* table : {"steps", "evaluations", "step_totals"}) EXPECT_EQ(r.rows(table, id), 0) << table << " " << id;
@@ -135,8 +135,8 @@ TEST(RunAdmin, ListAndShowSayWhatIsStored) {
 TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   Runs r;
   const std::int64_t abandoned = r.add_abandoned("local_sgd");
-  EXPECT_EQ(r.store.run(r.running)->status, "running");  // its writer, this process, lives
-  EXPECT_EQ(r.store.run(abandoned)->status, "abandoned");
+  EXPECT_EQ(r.store.run(r.running)->status, RunStatus::Running);  // its writer, this process, lives
+  EXPECT_EQ(r.store.run(abandoned)->status, RunStatus::Abandoned);
   EXPECT_EQ(ids(runs_with_status(r.store, {"abandoned"})), (std::vector<std::int64_t>{abandoned}));
   EXPECT_EQ(ids(runs_with_status(r.store, {"running"})), (std::vector<std::int64_t>{r.running}));
   EXPECT_NE(runs_table(r.store.summaries()).find("abandoned"), std::string::npos);
@@ -147,8 +147,8 @@ TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   EXPECT_EQ(r.rows("steps", abandoned), 0);
   // Its launcher may still close it: the stored status is running.
   const std::int64_t late = r.add_abandoned("local_sgd");
-  r.store.finish_run(late, "failed");
-  EXPECT_EQ(r.store.run(late)->status, "failed");
+  r.store.finish_run(late, RunStatus::Failed);
+  EXPECT_EQ(r.store.run(late)->status, RunStatus::Failed);
 }
 
 // Why a run did not complete is stored with it (finish_run, or its launcher later) and shown.
@@ -156,13 +156,13 @@ TEST(RunAdmin, AFailedRunKeepsItsReasonAndShowShowsIt) {
   Runs r;
   EXPECT_TRUE(r.store.run(r.failed)->reason.empty());
   EXPECT_EQ(run_details(r.store, r.failed).find("reason"), std::string::npos);
-  const std::int64_t hung = r.add("ring", nullptr);
-  r.store.finish_run(hung, "failed", "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
+  const std::int64_t hung = r.add("ring", std::nullopt);
+  r.store.finish_run(hung, RunStatus::Failed, "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
   EXPECT_EQ(r.store.run(hung)->reason, "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
   EXPECT_NE(run_details(r.store, hung).find("reason      rank 0 step 2: allreduce not complete"), std::string::npos);
   r.store.set_run_reason(r.failed, "rank 1 step 5: exiting on purpose");
   EXPECT_EQ(r.store.run(r.failed)->reason, "rank 1 step 5: exiting on purpose");
-  EXPECT_EQ(r.store.run(r.failed)->status, "failed");
+  EXPECT_EQ(r.store.run(r.failed)->status, RunStatus::Failed);
   EXPECT_THROW(r.store.set_run_reason(999, "x"), StoreError);
 }
 
@@ -185,21 +185,21 @@ TEST(RunAdmin, RecordingABadJobEndMarksItsRunsAndKeepsTheFlightDumps) {
   const JobEndRecord rec = record_job_end(r.store, launch, {0, {"rank 1 step 3: stuck"}, {dump, "not json"}});
   EXPECT_EQ(ids(rec.marked), (std::vector<std::int64_t>{r.running, abandoned}));
   for (std::int64_t id : {r.running, abandoned, r.failed}) {
-    EXPECT_EQ(r.store.run(id)->status, "failed") << id;
+    EXPECT_EQ(r.store.run(id)->status, RunStatus::Failed) << id;
     EXPECT_EQ(r.store.run(id)->reason, "rank 1 step 3: stuck") << id;
   }
-  EXPECT_EQ(r.store.run(r.done)->status, "completed");
+  EXPECT_EQ(r.store.run(r.done)->status, RunStatus::Completed);
   EXPECT_TRUE(r.store.run(r.done)->reason.empty());
   EXPECT_EQ(rec.flight_run, abandoned);
   ASSERT_EQ(r.store.flight(abandoned).size(), 1u);
   EXPECT_TRUE(r.store.flight(abandoned)[0].in_flight());
   ASSERT_EQ(rec.unreadable.size(), 1u);
   // Interrupted: the signal is the reason.
-  const std::int64_t stopped = r.add("ring", nullptr);
+  const std::int64_t stopped = r.add("ring", std::nullopt);
   const JobEndRecord sig = record_job_end(r.store, {*r.store.run(stopped)}, {SIGTERM, {}, {"not json"}});
   EXPECT_EQ(sig.unreadable.size(), 1u);  // nothing readable: nothing stored, nothing announced
   EXPECT_EQ(ids(sig.marked), (std::vector<std::int64_t>{stopped}));
-  EXPECT_EQ(r.store.run(stopped)->status, "interrupted");
+  EXPECT_EQ(r.store.run(stopped)->status, RunStatus::Interrupted);
   EXPECT_EQ(r.store.run(stopped)->reason, "SIGTERM to the launcher");
   EXPECT_EQ(sig.flight_run, 0);
   EXPECT_TRUE(sig.stopped.empty());

@@ -80,7 +80,7 @@ TEST(Store, RoundTripsEveryField) {
     store.add_step(id, m);
     store.add_evaluation(id, e);
     store.add_resources(id, r);
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
   }
   Store store(file);
   auto row = store.run(id);
@@ -90,12 +90,12 @@ TEST(Store, RoundTripsEveryField) {
   EXPECT_EQ(row->info.strategy, info.strategy);
   EXPECT_EQ(row->info.backend, info.backend);
   EXPECT_EQ(row->info.world_size, 4);
-  EXPECT_EQ(row->info.source, "measured");
+  EXPECT_EQ(row->info.source, RunSource::Measured);
   EXPECT_EQ(row->info.config_json, info.config_json);
   EXPECT_EQ(row->info.host_info, info.host_info);
   EXPECT_EQ(row->info.batch_size, 128);
   EXPECT_EQ(row->version, ddplab::version());
-  EXPECT_EQ(row->status, "completed");
+  EXPECT_EQ(row->status, RunStatus::Completed);
   EXPECT_TRUE(std::regex_match(row->started_at, kIsoUtc)) << row->started_at;
   EXPECT_TRUE(std::regex_match(row->ended_at, kIsoUtc)) << row->ended_at;
   EXPECT_LE(row->started_at, row->ended_at);
@@ -141,7 +141,7 @@ TEST(Store, RunningRunHasNoEndAndOrderedReads) {
   auto id = store.begin_run(sample_info());
   auto row = store.run(id);
   ASSERT_TRUE(row);
-  EXPECT_EQ(row->status, "running");
+  EXPECT_EQ(row->status, RunStatus::Running);
   EXPECT_TRUE(row->ended_at.empty());
   // Inserted out of order, read back by (step, rank).
   for (int step : {2, 0, 1})
@@ -184,7 +184,7 @@ TEST(Store, BatchesRowsUntilThresholdOrFlush) {
   store.flush();
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 4);
   store.add_resources(id, {0, 1, 1, 1, std::nullopt});
-  store.finish_run(id, "failed");  // flushes first
+  store.finish_run(id, RunStatus::Failed);  // flushes first
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM resources"), 1);
   EXPECT_EQ(raw.text("SELECT status FROM runs"), "failed");
 }
@@ -200,7 +200,7 @@ TEST(Store, DestructorFlushesPendingRows) {
   }
   Store store(file);
   EXPECT_EQ(store.steps(id).size(), 10u);
-  EXPECT_EQ(store.run(id)->status, "running");
+  EXPECT_EQ(store.run(id)->status, RunStatus::Running);
 }
 
 TEST(Store, NanLossIsNullAndReadsBackAsNan) {
@@ -209,10 +209,10 @@ TEST(Store, NanLossIsNullAndReadsBackAsNan) {
   std::int64_t id = 0;
   {
     Store store(file);
-    id = store.begin_run(sample_info("ring", "simulated"));
+    id = store.begin_run(sample_info("ring", RunSource::Simulated));
     store.add_step(id, step_row(0, 0, 0.2, 100, std::numeric_limits<double>::quiet_NaN()));
     store.add_step(id, step_row(0, 1, 0.3, 100, std::numeric_limits<double>::quiet_NaN()));
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
   }
   RawDb raw(file);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps WHERE loss IS NULL"), 2);
@@ -245,11 +245,11 @@ TEST(Store, SummaryMatchesHandComputedValues) {
   // Evaluations inserted with the last step first: the final one is the one with the largest step.
   store.add_evaluation(id, {2, 9.0, 0.5, 0.7, 0.69, 0.68, 0, {}});
   store.add_evaluation(id, {1, 5.0, 0.9, 0.5, 0.49, 0.48, 0, {}});
-  store.finish_run(id, "completed");
+  store.finish_run(id, RunStatus::Completed);
 
   auto s = store.summary(id);
   EXPECT_EQ(s.run.id, id);
-  EXPECT_EQ(s.run.status, "completed");
+  EXPECT_EQ(s.run.status, RunStatus::Completed);
   EXPECT_EQ(s.steps, 3);
   // slowest per step: 0.15, 0.20, 0.40 -> sum 0.75, mean 0.25; samples 6 x 32 = 192.
   EXPECT_NEAR(s.step_s, 0.25, 1e-12);
@@ -305,7 +305,7 @@ TEST(Store, SummaryFollowsTheRunsStepPattern) {
   const double step_s[] = {1.0, 0.5, 0.1, 0.3, 0.1, 0.3, 9.0};
   for (int step = 0; step < 7; ++step)
     store.add_step(measured, {step, 0, 0.05, 0.01 * step, 0.0, 0.01, step_s[step], 10, 100 * step, 1.0});
-  store.finish_run(measured, "completed");
+  store.finish_run(measured, RunStatus::Completed);
   const RunSummary m = store.summary(measured);
   EXPECT_EQ(m.period, 2);
   EXPECT_EQ(m.steps, 4);
@@ -321,7 +321,7 @@ TEST(Store, SummaryFollowsTheRunsStepPattern) {
   EXPECT_EQ(later.steps, 2);
   EXPECT_NEAR(later.samples_per_s, 20 / 0.4, 1e-9);
 
-  info.source = "simulated";
+  info.source = RunSource::Simulated;
   const auto simulated = store.begin_run(info);
   // Two ranks; the warm-up block (step 0) stands for 2 steps, the steady block is steps 2 and 3.
   for (int rank = 0; rank < 2; ++rank) {
@@ -329,7 +329,7 @@ TEST(Store, SummaryFollowsTheRunsStepPattern) {
     store.add_step(simulated, {2, rank, 0.05, 0.1, 0.0, 0.0, 0.1, 10, 0, NAN});
     store.add_step(simulated, {3, rank, 0.05, 0.0, 0.0, 0.0, 0.2 + 0.1 * rank, 10, 0, NAN});
   }
-  store.finish_run(simulated, "completed");
+  store.finish_run(simulated, RunStatus::Completed);
   const RunSummary s = store.summary(simulated);
   EXPECT_EQ(s.steps, 2);
   EXPECT_EQ(s.warmup_steps, 2);
@@ -358,16 +358,16 @@ TEST(Store, SummariesOldestFirstAndLatestMeasured) {
   Store store(dir.file("l.db"));
   EXPECT_FALSE(store.latest_measured("default", "ring"));
   auto a = store.begin_run(sample_info("ring"));
-  store.finish_run(a, "completed");
+  store.finish_run(a, RunStatus::Completed);
   auto b = store.begin_run(sample_info("ring"));
-  store.finish_run(b, "completed");
+  store.finish_run(b, RunStatus::Completed);
   auto c = store.begin_run(sample_info("ring"));  // still running: not eligible
-  auto d = store.begin_run(sample_info("ring", "simulated"));
-  store.finish_run(d, "completed");
+  auto d = store.begin_run(sample_info("ring", RunSource::Simulated));
+  store.finish_run(d, RunStatus::Completed);
   auto e = store.begin_run(sample_info("ring"));
-  store.finish_run(e, "failed");
+  store.finish_run(e, RunStatus::Failed);
   auto f = store.begin_run(sample_info("tree"));
-  store.finish_run(f, "completed");
+  store.finish_run(f, RunStatus::Completed);
   EXPECT_EQ(store.latest_measured("default", "ring"), b);
   EXPECT_EQ(store.latest_measured("default", "tree"), f);
   EXPECT_FALSE(store.latest_measured("other", "ring"));
@@ -407,18 +407,18 @@ TEST(Store, RejectsBadValuesWithPath) {
   const auto file = dir.file("bad.db");
   Store store(file, 2);
   RunInfo info = sample_info();
-  info.source = "guessed";
+  info.source = static_cast<RunSource>(99);  // a value without a name: the store's CHECK refuses it
   expect_store_error([&] { store.begin_run(info); }, {file, "CHECK"});
   auto id = store.begin_run(sample_info());
-  expect_store_error([&] { store.finish_run(id, "running"); }, {file, "completed"});
-  expect_store_error([&] { store.finish_run(id + 50, "completed"); }, {file, "no run"});
+  expect_store_error([&] { store.finish_run(id, RunStatus::Running); }, {file, "completed"});
+  expect_store_error([&] { store.finish_run(id + 50, RunStatus::Completed); }, {file, "no run"});
   // Duplicate (run, step, rank): the batch fails as a whole and is dropped...
   store.add_step(id, step_row(0, 0, 0.1, 1, 1));
   expect_store_error([&] { store.add_step(id, step_row(0, 0, 0.1, 1, 1)); }, {file, "UNIQUE", "dropped"});
   // ...and the run can still be marked failed afterwards.
   store.add_step(id, step_row(1, 0, 0.1, 1, 1));
-  store.finish_run(id, "failed");
-  EXPECT_EQ(store.run(id)->status, "failed");
+  store.finish_run(id, RunStatus::Failed);
+  EXPECT_EQ(store.run(id)->status, RunStatus::Failed);
   auto steps = store.steps(id);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].step, 1);
@@ -437,7 +437,7 @@ TEST(Store, TwoConnectionsShareTheFile) {
   EXPECT_TRUE(reader.steps(id).empty());
   writer.add_step(id, step_row(0, 1, 0.1, 1, 1));
   EXPECT_EQ(reader.steps(id).size(), 2u);
-  EXPECT_EQ(reader.run(id)->status, "running");
+  EXPECT_EQ(reader.run(id)->status, RunStatus::Running);
 }
 
 TEST(Store, ReadOnlyReadsWhatAWriterStoresAndWritesNothing) {
@@ -488,7 +488,7 @@ TEST(Store, DeleteRunsRemovesTheirRowsInOneTransaction) {
     store.add_step(ids.back(), step_row(0, 0, 0.1, 1, 1.0));
     store.add_evaluation(ids.back(), Evaluation{1, 1.0, 0.5, 0.8, 0.8, 0.8, 0, {}});
     store.add_resources(ids.back(), Resources{0, 1 << 20, 1.0, 1.0, std::nullopt});
-    store.finish_run(ids.back(), "completed");
+    store.finish_run(ids.back(), RunStatus::Completed);
   }
   PredictionRow p;
   p.scenario = "default", p.strategy = "ring", p.target_accuracy = 0.8, p.world_size = 4, p.global_batch = 64;
@@ -599,7 +599,7 @@ TEST(Store, FinishedRunsKeepTheirStepTotalsAndSummary) {
   const auto want = step_totals(rows);
   ASSERT_EQ(live.size(), want.size());
   const RunSummary before = store.summary(id);
-  store.finish_run(id, "completed");
+  store.finish_run(id, RunStatus::Completed);
   RawDb raw(file);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM step_totals WHERE run_id = " + std::to_string(id)), 5);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM run_summaries"), 1);
@@ -619,7 +619,7 @@ TEST(Store, FinishedRunsKeepTheirStepTotalsAndSummary) {
   // The cached summary is what the rows give.
   const RunSummary after = store.summary(id);
   expect_same_summary(after, before);
-  EXPECT_EQ(after.run.status, "completed");
+  EXPECT_EQ(after.run.status, RunStatus::Completed);
   raw.exec("DELETE FROM run_summaries");
   expect_same_summary(store.summary(id), after);
   // A summary of another definition is not trusted.
@@ -640,7 +640,7 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
       store.add_step(done, step_row(step, 0, 0.1 * (step + 1), 10, 2.0 - step));
       store.add_step(running, step_row(step, 0, 0.2, 10, 1.0));
     }
-    store.finish_run(done, "completed");
+    store.finish_run(done, RunStatus::Completed);
     want = store.summary(done);
   }
   {
@@ -680,7 +680,7 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
       store.add_step(done, step_row(step, 0, 0.1, 10, 1.0));
       store.add_step(running, step_row(step, 0, 0.1, 10, 1.0));
     }
-    store.finish_run(done, "completed");
+    store.finish_run(done, RunStatus::Completed);
   }
   {
     RawDb raw(file);  // what version 8 wrote: no "interrupted"
@@ -693,9 +693,9 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
     EXPECT_THROW(raw.exec("UPDATE runs SET status = 'interrupted' WHERE id = " + std::to_string(running)), std::runtime_error);
   }
   Store store(file);
-  store.finish_run(running, "interrupted");
-  EXPECT_EQ(store.run(running)->status, "interrupted");
-  EXPECT_EQ(store.run(done)->status, "completed");
+  store.finish_run(running, RunStatus::Interrupted);
+  EXPECT_EQ(store.run(running)->status, RunStatus::Interrupted);
+  EXPECT_EQ(store.run(done)->status, RunStatus::Completed);
   EXPECT_EQ(store.totals(done).size(), 3u);
   EXPECT_EQ(store.totals(running).size(), 3u);
   RawDb raw(file);

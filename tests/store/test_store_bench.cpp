@@ -141,10 +141,10 @@ TEST(StoreBench, RoundTripsBenchAndRowsInOrder) {
     id = store.begin_bench(sample_bench());
     auto running = store.benches();
     ASSERT_EQ(running.size(), 1u);
-    EXPECT_EQ(running[0].status, "running");
+    EXPECT_EQ(running[0].status, RunStatus::Running);
     EXPECT_TRUE(running[0].ended_at.empty());
     for (const auto& r : rows) store.add_bench_row(id, r);
-    store.finish_bench(id, "failed");
+    store.finish_bench(id, RunStatus::Failed);
   }
   Store store(file);
   const auto benches = store.benches();
@@ -159,7 +159,7 @@ TEST(StoreBench, RoundTripsBenchAndRowsInOrder) {
   EXPECT_EQ(b.info.warmup, 5);
   EXPECT_EQ(b.info.config_json, sample_bench().config_json);
   EXPECT_EQ(b.info.host_info, sample_bench().host_info);
-  EXPECT_EQ(b.status, "failed");
+  EXPECT_EQ(b.status, RunStatus::Failed);
   EXPECT_TRUE(std::regex_match(b.started_at, std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
   EXPECT_FALSE(b.ended_at.empty());
   EXPECT_FALSE(b.version.empty());
@@ -168,7 +168,7 @@ TEST(StoreBench, RoundTripsBenchAndRowsInOrder) {
   ASSERT_EQ(back.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(back[i].schedule, rows[i].schedule) << i;
-    EXPECT_EQ(back[i].collective, "allreduce");
+    EXPECT_EQ(back[i].collective, Collective::Allreduce);
     EXPECT_EQ(back[i].type, "float");
     EXPECT_EQ(back[i].bytes, rows[i].bytes);
     EXPECT_EQ(back[i].count, rows[i].count);
@@ -194,7 +194,7 @@ TEST(StoreBench, RowsAreBatchedAndFinishFlushes) {
   store.add_bench_row(id, bench_row("ring", 4096, 10, 0));
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM collective_bench"), 3);
   store.add_bench_row(id, bench_row("ring", 8192, 10, 0));
-  store.finish_bench(id, "completed");
+  store.finish_bench(id, RunStatus::Completed);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM collective_bench"), 4);
   EXPECT_EQ(raw.text("SELECT status FROM bench_runs"), "completed");
   // Queryable with plain SQL: the best ring busbw of this bench.
@@ -209,7 +209,7 @@ TEST(StoreBench, FinishRejectsBadStatusAndUnknownBench) {
   Store store(file);
   const auto id = store.begin_bench(sample_bench());
   EXPECT_THROW(store.finish_bench(id, "done"), StoreError);
-  EXPECT_THROW(store.finish_bench(id + 5, "completed"), StoreError);
+  EXPECT_THROW(store.finish_bench(id + 5, RunStatus::Completed), StoreError);
   EXPECT_THROW(
       {
         BenchInfo bad = sample_bench();
@@ -230,7 +230,7 @@ TEST(StoreMigration, Version1FileIsMigratedInPlace) {
     const auto runs = store.runs();
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].info.strategy, "ring");
-    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(runs[0].status, RunStatus::Completed);
     EXPECT_EQ(store.steps(runs[0].id).size(), 4u);
     const RunSummary s = store.summary(runs[0].id);
     EXPECT_EQ(s.steps, 2);
@@ -246,7 +246,7 @@ TEST(StoreMigration, Version1FileIsMigratedInPlace) {
     // And the new tables work.
     const auto id = store.begin_bench(sample_bench());
     store.add_bench_row(id, bench_row("native", 4096, 5, 0));
-    store.finish_bench(id, "completed");
+    store.finish_bench(id, RunStatus::Completed);
     EXPECT_EQ(store.bench_rows(id).size(), 1u);
   }
   RawDb raw(old_file);

@@ -86,7 +86,7 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
     m.step_s = 0.5;
     m.samples = 32;
     store.add_step(run, m);
-    store.finish_run(run, "completed");
+    store.finish_run(run, RunStatus::Completed);
     BenchInfo b;
     b.backend = "mpi";
     b.world_size = 2;
@@ -98,7 +98,7 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
     r.count = 1024;
     r.time_us = 10;
     store.add_bench_row(bench, r);
-    store.finish_bench(bench, "completed");
+    store.finish_bench(bench, RunStatus::Completed);
   }
   {  // Make it a version-2 file, as ddplab before calibration wrote it.
     RawDb raw(file);
@@ -129,7 +129,7 @@ TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
     Store store(file);
     run = store.begin_run(sample_info());
     store.add_resources(run, {0, 1 << 20, 1.5, 2.0, std::nullopt});
-    store.finish_run(run, "completed");
+    store.finish_run(run, RunStatus::Completed);
   }
   {
     RawDb raw(file);
@@ -154,7 +154,7 @@ TEST(StoreCalibration, Version4FileGainsConfusionMatrices) {
     Store store(file);
     run = store.begin_run(sample_info());
     store.add_evaluation(run, {1, 1.0, 0.5, 0.75, 0.7, 0.7, 0, {}});
-    store.finish_run(run, "completed");
+    store.finish_run(run, RunStatus::Completed);
   }
   {
     RawDb raw(file);

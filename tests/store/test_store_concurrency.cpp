@@ -53,7 +53,7 @@ void write_runs(const std::string& file, const std::string& strategy) {
     for (int step = 0; step < kSteps; ++step)
       for (int rank = 0; rank < kRanks; ++rank) store.add_step(id, {step, rank, 0.01, 0.002, 0.001, 0.001, 0.015, 32, 4096, 1.0});
     store.add_evaluation(id, {kSteps, 1.0, 0.5, 0.8, 0.8, 0.8, 0, {}});
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
   }
 }
 
@@ -73,7 +73,7 @@ TEST(StoreConcurrency, WritersAndAReaderAtOnceLoseNoRow) {
         try {
           const Store viewer(file, Store::Access::ReadOnly);
           for (const RunSummary& s : viewer.summaries())
-            if (s.run.status == "completed" && s.steps + s.skipped != kSteps)
+            if (s.run.status == RunStatus::Completed && s.steps + s.skipped != kSteps)
               throw std::runtime_error("a completed run read with " + std::to_string(s.steps + s.skipped) + " steps");
           ++polls;
           if (viewer.runs().size() == 3u * kRunsPerWriter && polls > 3) return;
@@ -123,7 +123,7 @@ TEST(StoreConcurrency, OpeningAndWritingWaitForAWriteLockHeldElsewhere) {
   EXPECT_NO_THROW({
     Store store(file);
     id = store.begin_run(sample_info());
-    store.finish_run(id, "completed");
+    store.finish_run(id, RunStatus::Completed);
   });
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(wait_exit(holder), 0);

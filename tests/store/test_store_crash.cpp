@@ -93,7 +93,7 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   Store store(file);
   auto run = store.run(id);
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->status, "abandoned");  // stored running, by a writer that is gone
+  EXPECT_EQ(run->status, RunStatus::Abandoned);  // stored running, by a writer that is gone
   EXPECT_EQ(RawDb(file).text("SELECT status FROM runs WHERE id = " + std::to_string(id)), "running");
   EXPECT_TRUE(run->ended_at.empty());
 
@@ -108,9 +108,9 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   }
 
   // The store stays writable: the run can be closed as failed and summarised.
-  store.finish_run(id, "failed");
+  store.finish_run(id, RunStatus::Failed);
   auto s = store.summary(id);
-  EXPECT_EQ(s.run.status, "failed");
+  EXPECT_EQ(s.run.status, RunStatus::Failed);
   EXPECT_EQ(s.steps, static_cast<std::int64_t>(steps.size() / kRanks));
 }
 

@@ -57,8 +57,8 @@ void expect_sample_runs(const Store& store, const std::string& what) {
   SCOPED_TRACE(what);
   const auto runs = store.runs();
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].status, "completed");
-  EXPECT_EQ(runs[1].status, "running");  // no writer recorded: cannot be checked, so not called abandoned
+  EXPECT_EQ(runs[0].status, RunStatus::Completed);
+  EXPECT_EQ(runs[1].status, RunStatus::Running);  // no writer recorded: cannot be checked, so not called abandoned
   EXPECT_TRUE(runs[1].writer.empty());
   EXPECT_EQ(store.steps(1).size(), 8u);
   EXPECT_EQ(store.steps(2).size(), 4u);
@@ -114,8 +114,8 @@ TEST_P(StoreMigration, ReadsOrMigratesKeepingEveryRowAndEndsWithTodaysSchema) {
     // What the newer versions added works on the migrated file: an interrupted run, with its writer.
     const std::int64_t id = store.begin_run(test::sample_info());
     store.add_step(id, {0, 0, 0.01, 0, 0, 0, 0.02, 32, 100, 1.0});
-    store.finish_run(id, "interrupted");
-    EXPECT_EQ(store.run(id)->status, "interrupted");
+    store.finish_run(id, RunStatus::Interrupted);
+    EXPECT_EQ(store.run(id)->status, RunStatus::Interrupted);
     EXPECT_FALSE(store.run(id)->writer.empty());
   }
   RawDb raw(file);

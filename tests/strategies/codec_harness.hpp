@@ -215,9 +215,9 @@ inline CodecStep run_codec_step(const std::vector<Codec*>& codecs, const BucketL
         throw Rendezvous::Aborted{};
       }
       const std::size_t own = c.count * elem_bytes(c.type);
-      const bool gather = c.collective == "all_gather";
-      if (!gather && c.collective != "allreduce") {
-        errors[rank] = "unknown collective " + c.collective;
+      const bool gather = c.collective == ddplab::Collective::AllGather;
+      if (!gather && c.collective != ddplab::Collective::Allreduce) {
+        errors[rank] = "unknown collective " + ddplab::to_string(c.collective);
         throw Rendezvous::Aborted{};
       }
       std::byte* b = static_cast<std::byte*>(buf);

@@ -21,7 +21,7 @@ TEST(CodecNone, AveragesExactlyLikeARankOrderedSum) {
     const auto step = testing::run_codec_step(testing::raw(ranks), testing::flat_bucket(count), g, 0);
     ASSERT_TRUE(step.ok);
     ASSERT_EQ(step.plan.size(), 1u);
-    EXPECT_EQ(step.plan[0].collective, "allreduce");
+    EXPECT_EQ(step.plan[0].collective, Collective::Allreduce);
     EXPECT_EQ(step.plan[0].type, ElemType::F32);
     EXPECT_EQ(step.plan[0].count, count);
     EXPECT_TRUE(testing::all_ranks_identical(step));
@@ -50,11 +50,11 @@ TEST(CodecHarness, RejectsACodecThatStraysFromItsPlan) {
   struct Liar : Codec {
     std::string name() const override { return "liar"; }
     std::vector<CollectiveCall> plan(const BucketLayout& b, int, std::int64_t) const override {
-      return {{"allreduce", ElemType::F32, b.count, "x"}};
+      return {{Collective::Allreduce, ElemType::F32, b.count, "x"}};
     }
     using Codec::run;
     void run(const BucketLayout& b, float* g, int, std::int64_t, const CollectiveFn& c, CodecCompute&) override {
-      c({"allreduce", ElemType::F32, b.count - 1, "x"}, g);
+      c({Collective::Allreduce, ElemType::F32, b.count - 1, "x"}, g);
     }
   };
   Liar a, b;

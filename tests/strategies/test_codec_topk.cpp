@@ -85,7 +85,7 @@ TEST(TopkCount, CeilOfRatioTimesCountAtLeastOne) {
     auto c = make_codec("topk", {{"ratio", std::to_string(ratio)}}, 0);
     const auto plan = c->plan(b, 4, 0);
     ASSERT_EQ(plan.size(), 1u);
-    EXPECT_EQ(plan[0].collective, "all_gather");
+    EXPECT_EQ(plan[0].collective, Collective::AllGather);
     EXPECT_EQ(plan[0].type, ElemType::IndexValue);
     EXPECT_EQ(plan[0].count, codec_detail::topk_count(ratio, 1000));
     EXPECT_EQ(c->wire_bytes(b, 4, 0), 8 * plan[0].count);

@@ -118,7 +118,7 @@ namespace {
 // 8 bytes of Adam's state by 1024 but still keeps 8 bytes per parameter of weights and gradients.
 TEST(DeviceMemory, ChecksAScenarioAgainstTheDeviceMemory) {
   Scenario sc;
-  sc.model.type = "table";
+  sc.model.type = ModelType::Table;
   sc.model.table = "gpt3_175b";
   sc.train.optimizer = "adam";
   sc.train.batch_size = 1;
@@ -142,7 +142,7 @@ TEST(DeviceMemory, ChecksAScenarioAgainstTheDeviceMemory) {
   EXPECT_FALSE(z.fits());
 
   // A model that fits, and one without a capacity to check against.
-  sc.model.type = "mlp";
+  sc.model.type = ModelType::Mlp;
   sc.model.layers = {784, 128, 10};
   EXPECT_TRUE(check_memory(sc, ddp, 2, 2).fits());
   sc.cluster.device_memory.reset();

@@ -194,7 +194,7 @@ TEST(ModelLibrary, ModelSpecForScenarioModel) {
   EXPECT_DOUBLE_EQ(m.layers.at(0).activation_bytes, 4.0 * 1024);
   EXPECT_EQ(m.params.at(0).shape, (std::vector<std::size_t>{1024, 784}));
   ModelConfig table;
-  table.type = "table";
+  table.type = ModelType::Table;
   table.table = "resnet50";
   EXPECT_EQ(model_spec_for(table).parameter_count(), 25'557'032u);
 }

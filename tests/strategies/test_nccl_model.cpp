@@ -28,7 +28,7 @@ NcclFabric h100(bool nvls = true) {
 }
 
 std::string choice(const NcclFabric& f, int n, std::size_t bytes) {
-  const NcclChoice c = nccl_choose(f, "allreduce", n, bytes);
+  const NcclChoice c = nccl_choose(f, Collective::Allreduce, n, bytes);
   return c.algorithm + "/" + c.protocol;
 }
 
@@ -44,11 +44,11 @@ TEST(NcclModel, OneNodeSwitchesFromRingLLToNvlsAtTwoMiB) {
 TEST(NcclModel, ModelTimeIsNcclsLatencyFormulaPlusBusBytes) {
   // Ring/LL on 8 GPUs of one node: 6.6 + 14 x 0.6 = 15.0 us (4.1), plus 2 x 7/8 x bytes at LL's rate
   // min(141 GB/s, 0.5 x 360 GB/s).
-  const NcclChoice c = nccl_choose(h100(), "allreduce", 8, 32 * KiB);
+  const NcclChoice c = nccl_choose(h100(), Collective::Allreduce, 8, 32 * KiB);
   EXPECT_NEAR(c.model_s, 15.0e-6 + 32 * KiB * 1.75 / 141e9, 1e-9);
   // Tree/LL across 16 nodes: 6.8 + 2 x (7 x 0.6 + log2(16) x 5.0) = 55.2 us, close to the 62 us measured on
   // 128 H100 (2.8).
-  const NcclChoice t = nccl_choose(h100(), "allreduce", 128, 128);
+  const NcclChoice t = nccl_choose(h100(), Collective::Allreduce, 128, 128);
   EXPECT_EQ(t.algorithm + "/" + t.protocol, "tree/LL");
   EXPECT_NEAR(t.model_s, 55.2e-6, 0.1e-6);
 }
@@ -57,7 +57,7 @@ TEST(NcclModel, OneGpuPerNodePaysTheNetworkOnEveryHop) {
   NcclFabric f = h100(false);
   f.ranks_per_node = f.nics_per_node = 1;
   // Ring/Simple over 4 single-GPU nodes: 8.4 + 6 x 14 us, and the bus bytes over one NIC.
-  const NcclChoice c = nccl_choose(f, "allreduce", 4, 1 * GiB);
+  const NcclChoice c = nccl_choose(f, Collective::Allreduce, 4, 1 * GiB);
   EXPECT_EQ(c.algorithm + "/" + c.protocol, "ring/Simple");
   EXPECT_NEAR(c.model_s, (8.4 + 6 * 14.0) * 1e-6 + 1.5 * GiB / 47e9, 1e-9);
 }
@@ -79,7 +79,7 @@ std::map<std::pair<int, int>, std::size_t> flows(const Schedule& s) {
 TEST(NcclModel, StripedRingSendsAnEighthOfEachStepAcrossNodes) {
   const int n = 16;
   const std::size_t count = 256 * MiB;  // 1 GiB of floats
-  const Schedule s = nccl_schedule(h100(), "allreduce", n, count, 4);
+  const Schedule s = nccl_schedule(h100(), Collective::Allreduce, n, count, 4);
   EXPECT_EQ(s.name, "nccl:ring/Simple");
   const Schedule ring = ring_allreduce(n, count);
   for (int r = 0; r < n; ++r) {
@@ -96,7 +96,7 @@ TEST(NcclModel, StripedRingSendsAnEighthOfEachStepAcrossNodes) {
 TEST(NcclModel, DoubleTreeCarriesEachPartUpAndDownOnceAndBalancesNics) {
   const int n = 64;  // 8 nodes
   const std::size_t count = 4 * MiB;
-  const Schedule s = nccl_schedule(h100(), "allreduce", n, count, 4);
+  const Schedule s = nccl_schedule(h100(), Collective::Allreduce, n, count, 4);
   ASSERT_EQ(s.name.substr(0, 10), "nccl:tree/");
   std::size_t total = 0;
   std::vector<std::size_t> out_of_node(n, 0), into_node(n, 0);
@@ -115,25 +115,25 @@ TEST(NcclModel, DoubleTreeCarriesEachPartUpAndDownOnceAndBalancesNics) {
 
 TEST(NcclModel, NvlsMovesNPlusOneOverNOfTheBufferEachWay) {
   const std::size_t count = 64 * MiB;
-  const Schedule s = nccl_schedule(h100(), "allreduce", 8, count, 4);
+  const Schedule s = nccl_schedule(h100(), Collective::Allreduce, 8, count, 4);
   EXPECT_EQ(s.name, "nccl:nvls/Simple");
   for (int r = 0; r < 8; ++r) EXPECT_NEAR(static_cast<double>(s.bytes_sent(r, 1)), count * 9.0 / 8.0, 8.0);
   EXPECT_NEAR(s.timing.wire_factor, 1 / 0.85, 1e-12);
 }
 
 TEST(NcclModel, LLPutsTwiceThePayloadOnTheWire) {
-  const Schedule s = nccl_schedule(h100(), "allreduce", 8, 8 * KiB, 4);
+  const Schedule s = nccl_schedule(h100(), Collective::Allreduce, 8, 8 * KiB, 4);
   EXPECT_EQ(s.timing.protocol, "LL");
   EXPECT_DOUBLE_EQ(s.timing.wire_factor, 2.0);
   EXPECT_DOUBLE_EQ(s.timing.start_s, 6.6e-6);
 }
 
 TEST(NcclModel, NativeOnNcclUsesTheModelOnlyWithAFabric) {
-  const CollectiveCall call{"allreduce", ElemType::F32, 1 << 20, "", {}, {}};
+  const CollectiveCall call{Collective::Allreduce, ElemType::F32, 1 << 20, "", {}, {}};
   const NcclFabric f = h100();
-  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0, &f}, "nccl").name, "nccl:nvls/Simple");
-  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0}, "nccl").name, "ring");
-  EXPECT_EQ(schedule_for_call(call, "ring", ScheduleParams{8, 0, 8, 0, &f}, "nccl").name, "ring");  // not native
+  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name, "nccl:nvls/Simple");
+  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0}, NativeReplay{Transport::Nccl, ""}).name, "ring");
+  EXPECT_EQ(schedule_for_call(call, "ring", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name, "ring");  // not native
 }
 
 }  // namespace

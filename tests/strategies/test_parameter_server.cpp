@@ -38,8 +38,8 @@ TEST(ParameterServer, PushSumsEachShardOnItsServerAndPullSpreadsIt) {
       for (std::size_t count : test::counts_for(n)) {
         SCOPED_TRACE("n=" + std::to_string(n) + " servers=" + std::to_string(servers) + " count=" + std::to_string(count));
         const PsLayout ps{n, servers};
-        const Schedule push = make_schedule("ps", ScheduleParams{n, count, 1, servers}, "push");
-        const Schedule pull = make_schedule("ps", ScheduleParams{n, count, 1, servers}, "pull");
+        const Schedule push = make_schedule("ps", ScheduleParams{n, count, 1, servers}, Collective::Push);
+        const Schedule pull = make_schedule("ps", ScheduleParams{n, count, 1, servers}, Collective::Pull);
         test::check_rules(push);
         test::check_rules(pull);
         std::vector<std::vector<double>> bufs(static_cast<std::size_t>(n), std::vector<double>(count, 0.0));
@@ -107,7 +107,7 @@ TEST(ParameterServer, PlanPushesEachReadyBucketUpdatesOnTheServerAndPulls) {
     if (op.kind == OpKind::Push) {
       ++push;
       EXPECT_EQ(op.schedule, "ps");
-      EXPECT_EQ(op.calls.at(0).collective, "push");
+      EXPECT_EQ(op.calls.at(0).collective, Collective::Push);
       // Backward ops are ids 1, 2, 3 for layers 2, 1, 0: a push waits for its bucket's lowest layer only.
       EXPECT_EQ(op.deps, std::vector<int>{s.ready_op({3, 2, 1}, op.index)});
     }
@@ -136,7 +136,7 @@ TEST(ParameterServer, PlanPushesEachReadyBucketUpdatesOnTheServerAndPulls) {
     for (int r = 0; r < 4; ++r) EXPECT_EQ(co.shard(b.id, r), chunk_of(b.count, 4, r));
   // The schedule each call runs on knows the servers.
   const Schedule sched = s.schedule_for(p.ops[static_cast<std::size_t>(p.ops.size() - 1)].calls.at(0), "ps");
-  EXPECT_EQ(sched.collective, "pull");
+  EXPECT_EQ(sched.collective, Collective::Pull);
   EXPECT_EQ(sched.bytes_sent(0, 4), 0u);
 }
 

@@ -78,7 +78,7 @@ TEST(Policies, FlatSyncsOneBucketAfterBackward) {
 
 TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardChunksAndGradientSumsBetweenLayers) {
   ModelConfig m;
-  m.type = "cnn";  // conv1 bn1 conv2 bn2 fc1 fc2: 16 and 32 channels
+  m.type = ModelType::Cnn;  // conv1 bn1 conv2 bn2 fc1 fc2: 16 and 32 channels
   m.conv = {16, 32};
   m.bn = "sync";
   const ModelSpec spec = model_spec_for(m);
@@ -154,7 +154,7 @@ TEST(Policies, Zero1ReduceScattersUpdatesItsShardAndAllGathers) {
                                                  "reduce_scatter0", "reduce_scatter1", "shard_optimizer0",
                                                  "shard_optimizer1", "all_gather0", "all_gather1"}));
   EXPECT_EQ(p.ops[9].deps, std::vector<int>{7});
-  EXPECT_EQ(p.ops[5].calls[0].collective, "reduce_scatter");
+  EXPECT_EQ(p.ops[5].calls[0].collective, Collective::ReduceScatter);
 }
 
 Scenario parse(const std::string& strategy) { return parse_scenario("[[strategy]]\n" + strategy, "x.toml"); }

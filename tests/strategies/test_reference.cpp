@@ -34,23 +34,17 @@ TEST(Reference, NamesEveryEntryAndOption) {
     for (const OptionSpec& s : specs)
       EXPECT_TRUE(has("| `" + s.name + "` | " + s.requirement() + " | `" + s.fallback + "` |")) << entry << "." << s.name;
   };
-  for (const PolicyInfo& p : policies()) {
-    EXPECT_TRUE(has("### `" + p.name + "`\n")) << p.name;
-    options(p.options, p.name);
-  }
-  for (const CodecInfo& c : codecs()) {
-    EXPECT_TRUE(has("### `" + c.name + "`\n")) << c.name;
-    options(c.options, c.name);
-  }
-  for (const OptimizerInfo& o : optimizers()) {
-    EXPECT_TRUE(has("### `" + o.name + "`\n")) << o.name;
-    options(o.options, o.name);
-  }
-  for (const LrScheduleInfo& l : lr_schedules()) {
-    EXPECT_TRUE(has("### `" + l.name + "`\n")) << l.name;
-    options(l.options, l.name);
-  }
-  for (const ScheduleInfo& s : schedules()) EXPECT_TRUE(has("| `" + s.name + "` | " + s.collective + " |")) << s.name;
+  auto entries = [&](const auto& registry) {
+    for (const auto& e : registry) {
+      EXPECT_TRUE(has("### `" + e.name + "`\n")) << e.name;
+      options(e.options, e.name);
+    }
+  };
+  entries(policies());
+  entries(codecs());
+  entries(optimizers());
+  entries(lr_schedules());
+  for (const ScheduleInfo& s : schedules()) EXPECT_TRUE(has("| `" + s.name + "` | " + to_string(s.collective) + " |")) << s.name;
   for (const PipelineInfo& p : pipeline_schedules()) EXPECT_TRUE(has("| `" + p.name + "` |")) << p.name;
   for (std::string_view preset : kClusterPresets) EXPECT_TRUE(has("| `" + std::string(preset) + "` |")) << preset;
   for (const char* anchor : {"## Sync policies\n", "## Codecs\n", "## Schedules\n", "## Optimizers\n",

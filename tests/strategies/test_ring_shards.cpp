@@ -15,8 +15,8 @@ double value(std::size_t r, std::size_t i) { return static_cast<double>((r + 1) 
 TEST(RingShards, ReduceScatterLeavesEachRankTheSumOfItsChunk) {
   for (int n = 1; n <= 17; ++n)
     for (std::size_t count : test::counts_for(n)) {
-      const Schedule s = make_schedule("ring", ScheduleParams{n, count, 1}, "reduce_scatter");
-      EXPECT_EQ(s.collective, "reduce_scatter");
+      const Schedule s = make_schedule("ring", ScheduleParams{n, count, 1}, Collective::ReduceScatter);
+      EXPECT_EQ(s.collective, Collective::ReduceScatter);
       test::check_rules(s);
       std::vector<std::vector<double>> bufs(static_cast<std::size_t>(n), std::vector<double>(count));
       std::vector<double> ref(count, 0.0);
@@ -34,8 +34,8 @@ TEST(RingShards, ReduceScatterLeavesEachRankTheSumOfItsChunk) {
 TEST(RingShards, AllGatherSpreadsEveryChunkEverywhere) {
   for (int n = 1; n <= 17; ++n)
     for (std::size_t count : test::counts_for(n)) {
-      const Schedule s = make_schedule("ring", ScheduleParams{n, count, 1}, "all_gather");
-      EXPECT_EQ(s.collective, "all_gather");
+      const Schedule s = make_schedule("ring", ScheduleParams{n, count, 1}, Collective::AllGather);
+      EXPECT_EQ(s.collective, Collective::AllGather);
       test::check_rules(s);
       // Only a rank's own chunk is valid at the start; everything else is garbage.
       std::vector<std::vector<double>> bufs(static_cast<std::size_t>(n), std::vector<double>(count, -1.0));
@@ -68,7 +68,7 @@ TEST(RingShards, NMinusOneStepsAndNMinusOneOverNOfTheBuffer) {
       EXPECT_EQ(s.ranks[0].size(), static_cast<std::size_t>(n - 1));
       for (int r = 0; r < n; ++r) EXPECT_EQ(s.bytes_sent(r, 4), (n - 1) * S / n) << s.collective << " n=" << n;
     }
-  EXPECT_THROW(make_schedule("tree", ScheduleParams{4, 10, 1}, "reduce_scatter"), ddplab::InputError);
+  EXPECT_THROW(make_schedule("tree", ScheduleParams{4, 10, 1}, Collective::ReduceScatter), ddplab::InputError);
   EXPECT_THROW(ring_all_gather(0, 10), ddplab::InputError);
 }
 

@@ -80,7 +80,7 @@ TEST(TensorParallel, PlanHasTheAllreducesOnTheCriticalPath) {
     ASSERT_EQ(op.calls.size(), 1u);
     EXPECT_EQ(op.calls[0].count, 8u * (op.index == 3 ? 10 : 64)) << "the batch of 8 samples x the layer's floats";
     (op.gradient ? backward_syncs : forward_syncs)++;
-    EXPECT_EQ(s.schedule_for(op.calls[0], "ring", "ring", nullptr, CommGroup::Tensor).world_size, 2);
+    EXPECT_EQ(s.schedule_for(op.calls[0], "ring", NativeReplay{}, nullptr, CommGroup::Tensor).world_size, 2);
     // The next compute op waits for it.
     bool waited = false;
     for (const PlanOp& later : plan.ops)

@@ -185,7 +185,7 @@ TEST(Zero3, UnitsAreWholeLayers) {
 
 TEST(Zero3, SyncBatchNormChunksKeepTheirStatisticsSums) {
   ModelConfig m;
-  m.type = "cnn";
+  m.type = ModelType::Cnn;
   m.conv = {4, 8};
   m.hidden = {16};
   m.bn = "sync";

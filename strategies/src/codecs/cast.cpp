@@ -22,7 +22,7 @@ class NoneCodec final : public Codec {
   std::string name() const override { return "none"; }
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
     if (bucket.count == 0) return {};
-    return {{"allreduce", ElemType::F32, bucket.count, "none", {}, {{WorkKind::Divide, bucket.count}}}};
+    return {{Collective::Allreduce, ElemType::F32, bucket.count, "none", {}, {{WorkKind::Divide, bucket.count}}}};
   }
   using Codec::run;
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
@@ -42,7 +42,7 @@ class CastCodec final : public Codec {
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
     if (bucket.count == 0) return {};
     const std::size_t n = bucket.count;
-    return {{"allreduce", type_, n, name(), {{WorkKind::Divide, n}, {WorkKind::ToHalf, n, 0, 0, type_}},
+    return {{Collective::Allreduce, type_, n, name(), {{WorkKind::Divide, n}, {WorkKind::ToHalf, n, 0, 0, type_}},
              {{WorkKind::FromHalf, n, 0, 0, type_}}}};
   }
   using Codec::run;

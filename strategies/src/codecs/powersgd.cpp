@@ -48,14 +48,14 @@ std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int,
   if (bucket.count == 0) return {};
   const std::size_t n = bucket.count;
   if (step < o_.start_iter)
-    return {{"allreduce", ElemType::F32, n, "powersgd.allreduce", {}, {{WorkKind::Divide, n}}}};
+    return {{Collective::Allreduce, ElemType::F32, n, "powersgd.allreduce", {}, {{WorkKind::Divide, n}}}};
   // The local work of run(), call by call.
   const Split s = split(bucket);
   std::vector<LocalWork> pending;  // work before the next collective
   if (o_.error_feedback) pending = {{WorkKind::Add, n}, {WorkKind::Copy, n * sizeof(float)}};
   std::vector<CollectiveCall> calls;
   if (s.uncompressed_count > 0) {
-    CollectiveCall flat{"allreduce", ElemType::F32, s.uncompressed_count, "powersgd.uncompressed", std::move(pending), {}};
+    CollectiveCall flat{Collective::Allreduce, ElemType::F32, s.uncompressed_count, "powersgd.uncompressed", std::move(pending), {}};
     pending.clear();
     for (std::size_t t : s.uncompressed) flat.before.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
     flat.after.push_back({WorkKind::Divide, s.uncompressed_count});
@@ -63,8 +63,8 @@ std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int,
     calls.push_back(std::move(flat));
   }
   if (!s.compressed.empty()) {
-    CollectiveCall p{"allreduce", ElemType::F32, s.p_count, "powersgd.P", std::move(pending), {}};
-    CollectiveCall q{"allreduce", ElemType::F32, s.q_count, "powersgd.Q", {}, {{WorkKind::Divide, s.q_count}}};
+    CollectiveCall p{Collective::Allreduce, ElemType::F32, s.p_count, "powersgd.P", std::move(pending), {}};
+    CollectiveCall q{Collective::Allreduce, ElemType::F32, s.q_count, "powersgd.Q", {}, {{WorkKind::Divide, s.q_count}}};
     for (std::size_t i = 0; i < s.compressed.size(); ++i) {
       const TensorSlice& ts = bucket.tensors[s.compressed[i]];
       const std::size_t r = s.ranks[i];

@@ -74,7 +74,7 @@ std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::s
 std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int world_size, std::int64_t) const {
   if (bucket.count == 0) return {};
   const std::size_t n = bucket.count, k = topk_count(ratio_, n), world = static_cast<std::size_t>(world_size);
-  CollectiveCall call{"all_gather", ElemType::IndexValue, k, "topk", {}, {}};
+  CollectiveCall call{Collective::AllGather, ElemType::IndexValue, k, "topk", {}, {}};
   // Encode (as run() does it): the residual add, the selection, this rank's pairs into every slot, and the
   // residual keeping what is not sent.
   if (error_feedback_) call.before.push_back({WorkKind::Add, n});

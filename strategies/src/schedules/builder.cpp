@@ -7,10 +7,10 @@
 
 namespace ddplab::sched {
 
-Builder::Builder(std::string name, std::string collective, int world_size, std::size_t count) {
-  if (world_size < 1) throw InputError(name + " " + collective + ": world size must be >= 1");
+Builder::Builder(std::string name, Collective collective, int world_size, std::size_t count) {
+  if (world_size < 1) throw InputError(name + " " + to_string(collective) + ": world size must be >= 1");
   s_.name = std::move(name);
-  s_.collective = std::move(collective);
+  s_.collective = collective;
   s_.world_size = world_size;
   s_.count = count;
   s_.ranks.resize(static_cast<std::size_t>(world_size));

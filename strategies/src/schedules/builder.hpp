@@ -12,7 +12,7 @@ namespace ddplab::sched {
 
 class Builder {
  public:
-  Builder(std::string name, std::string collective, int world_size, std::size_t count);
+  Builder(std::string name, Collective collective, int world_size, std::size_t count);
 
   // In round k, `from` sends chunk c to `to`, which adds it into (Reduce) or overwrites (Copy) the same
   // range of its buffer. Empty chunks are dropped. Throws std::logic_error if `from` already sends to

@@ -7,7 +7,7 @@
 namespace ddplab {
 
 Schedule direct_allreduce(int n, std::size_t count) {
-  sched::Builder b("direct", "allreduce", n, count);
+  sched::Builder b("direct", Collective::Allreduce, n, count);
   if (n == 1) return b.finish();
   const std::vector<Chunk> chunks = sched::split({0, count}, n);
   // Step 0, reduce-scatter: rank j receives chunk j from every other rank and adds them in the order

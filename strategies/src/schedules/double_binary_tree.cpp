@@ -51,7 +51,7 @@ int auto_pipeline(std::size_t half) {
 }  // namespace
 
 Schedule double_binary_tree_allreduce(int n, std::size_t count, int pipeline_chunks) {
-  sched::Builder b("double_binary_tree", "allreduce", n, count);
+  sched::Builder b("double_binary_tree", Collective::Allreduce, n, count);
   if (n == 1) return b.finish();
   const auto kids = tree_children(n);
   // Tree 0 places rank = position; tree 1 mirrors it (n even) or shifts it by one (n odd), which turns

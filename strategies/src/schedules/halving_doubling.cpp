@@ -10,7 +10,7 @@
 namespace ddplab {
 
 Schedule halving_doubling_allreduce(int n, std::size_t count) {
-  sched::Builder b("halving_doubling", "allreduce", n, count);
+  sched::Builder b("halving_doubling", Collective::Allreduce, n, count);
   const sched::PowerOfTwoCore core(n);
   const int p = core.p, levels = core.levels;
   // Ranks taking part in the power-of-two phase, by their index ("new rank") in it.

@@ -15,7 +15,7 @@ namespace ddplab {
 
 Schedule hierarchical_allreduce(int n, std::size_t count, int ranks_per_node) {
   if (ranks_per_node < 1) throw InputError("hierarchical allreduce: ranks per node must be >= 1");
-  sched::Builder b("hierarchical", "allreduce", n, count);
+  sched::Builder b("hierarchical", Collective::Allreduce, n, count);
   const int L = std::min(ranks_per_node, n);
   const int nodes = (n + L - 1) / L;
   const std::vector<Chunk> chunks = sched::split({0, count}, L);

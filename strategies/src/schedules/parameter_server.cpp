@@ -27,7 +27,7 @@ PsLayout layout_of(int n, int servers, const char* what) {
 
 Schedule ps_push(int n, std::size_t count, int servers) {
   const PsLayout ps = layout_of(n, servers, "ps push");
-  sched::Builder b("ps", "push", n, count);
+  sched::Builder b("ps", Collective::Push, n, count);
   const std::vector<Chunk> shards = sched::split({0, count}, ps.number());
   // Server s adds the workers' shards in worker order after its own (the sum is formed once, on s).
   for (int s = 0; s < ps.number(); ++s)
@@ -42,7 +42,7 @@ Schedule ps_push(int n, std::size_t count, int servers) {
 
 Schedule ps_pull(int n, std::size_t count, int servers) {
   const PsLayout ps = layout_of(n, servers, "ps pull");
-  sched::Builder b("ps", "pull", n, count);
+  sched::Builder b("ps", Collective::Pull, n, count);
   const std::vector<Chunk> shards = sched::split({0, count}, ps.number());
   for (int s = 0; s < ps.number(); ++s)
     for (int w = 0; w < ps.workers(); ++w)

@@ -9,7 +9,7 @@
 namespace ddplab {
 
 Schedule recursive_doubling_allreduce(int n, std::size_t count) {
-  sched::Builder b("recursive_doubling", "allreduce", n, count);
+  sched::Builder b("recursive_doubling", Collective::Allreduce, n, count);
   const sched::PowerOfTwoCore core(n);
   const Chunk all{0, count};
   int k = core.fold_in(b, 0, all);

@@ -9,7 +9,7 @@ namespace ddplab {
 
 Schedule ring_allreduce(int n, std::size_t count) {
   if (n < 1) throw InputError("ring_allreduce: world size must be >= 1");
-  Schedule s{"ring", "allreduce", n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
+  Schedule s{"ring", Collective::Allreduce, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
   auto mod = [n](int x) { return ((x % n) + n) % n; };
   for (int r = 0; r < n; ++r) {
     auto& steps = s.ranks[static_cast<std::size_t>(r)];

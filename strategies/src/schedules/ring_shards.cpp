@@ -14,14 +14,14 @@ std::vector<int> all_ranks(int n) {
 
 // After it rank r holds the full sum of its shard; the rest of its buffer is left partially reduced.
 Schedule ring_reduce_scatter(int n, std::size_t count) {
-  sched::Builder b("ring", "reduce_scatter", n, count);
+  sched::Builder b("ring", Collective::ReduceScatter, n, count);
   sched::group_ring_reduce_scatter(b, all_ranks(n), sched::split({0, count}, n), 0);
   return b.finish();
 }
 
 // Rank r starts with its shard valid; afterwards every rank holds every shard (copies only).
 Schedule ring_all_gather(int n, std::size_t count) {
-  sched::Builder b("ring", "all_gather", n, count);
+  sched::Builder b("ring", Collective::AllGather, n, count);
   sched::group_ring_all_gather(b, all_ranks(n), sched::split({0, count}, n), 0);
   return b.finish();
 }

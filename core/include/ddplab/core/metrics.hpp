@@ -12,12 +12,12 @@
 
 namespace ddplab {
 
-inline double bus_factor(const std::string& collective, int n) {
+inline double bus_factor(Collective collective, int n) {
   if (n < 1) throw InputError("world size must be >= 1");
   const double f = static_cast<double>(n - 1) / n;
-  if (collective == "allreduce") return 2 * f;
-  if (collective == "reduce_scatter" || collective == "all_gather") return f;
-  throw InputError("no bus bandwidth factor for collective \"" + collective + "\"");
+  if (collective == Collective::Allreduce) return 2 * f;
+  if (collective == Collective::ReduceScatter || collective == Collective::AllGather) return f;
+  throw InputError("no bus bandwidth factor for collective \"" + to_string(collective) + "\"");
 }
 
 // Sets a row's time_us, algbw_gbs and busbw_gbs (GB/s = 10^9 bytes/s) from its bytes and a time in seconds.

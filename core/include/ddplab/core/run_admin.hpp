@@ -9,12 +9,11 @@
 
 namespace ddplab {
 
-// Every status a run reads with: "running", then "completed", "failed" (a rank died or the job failed) or
-// "interrupted" (SIGINT or SIGTERM to its launcher); or "abandoned": left running by a writer that is gone.
-const std::vector<std::string>& run_statuses();
+// A run reads "running", then "completed", "failed" (a rank died or the job failed) or "interrupted"
+// (SIGINT or SIGTERM to its launcher); or "abandoned": left running by a writer that is gone (RunStatus).
 
-// The runs with one of `statuses`, oldest first. Each status must be one of run_statuses(); otherwise
-// InputError names it and lists the known ones.
+// The runs with one of `statuses` (as the user wrote them), oldest first. An unknown status is an
+// InputError that names it and lists the known ones.
 std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::string>& statuses);
 
 // Deletes `ids` with their steps, evaluations, resources and timelines in one transaction (Store::delete_runs)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+#include "ddplab/core/choices.hpp"
 #include "ddplab/core/error.hpp"
 
 namespace ddplab {
@@ -26,7 +27,7 @@ inline constexpr std::array<std::string_view, 5> kBuiltinModelTables{"resnet50",
                                                                      "gpt3_175b"};
 
 struct ModelConfig {
-  std::string type = "mlp";  // "mlp" | "cnn" (both trained by the runtime) | "table" (simulation only)
+  ModelType type = ModelType::Mlp;  // mlp and cnn are trained by the runtime; table is simulation only
   std::vector<int> layers{784, 1024, 1024, 1024, 10};    // type "mlp": input, hidden..., classes
   // type "cnn" (strategies/cnn_layout.hpp): per entry of `conv` a block of k x k convolution ("same"
   // padding, stride 1), batch normalisation unless bn = "none", ReLU and 2 x 2 max-pool; then fully connected
@@ -46,7 +47,7 @@ struct ModelConfig {
   std::size_t parameter_count() const;                   // type "mlp": sum of in*out + out over layers (default: 2,913,290)
   int input_features() const;  // "mlp", "cnn": the features of one sample (784 for Fashion-MNIST)
   int output_classes() const;  // "mlp", "cnn"
-  bool trainable() const { return type == "mlp" || type == "cnn"; }  // the runtime can train it
+  bool trainable() const { return type == ModelType::Mlp || type == ModelType::Cnn; }  // the runtime can train it
   // As stored with a run (its type's fields only), and back: what a stored run trained.
   nlohmann::json to_json() const;
   static ModelConfig from_json(const nlohmann::json& j);  // throws nlohmann::json::exception when incomplete
@@ -84,9 +85,9 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  // "cpu" (OpenBLAS + MPI), "cuda" (cuBLAS + NCCL, one process per GPU) or "cuda+mpi" (GPU compute,
+  // cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one process per GPU) or cuda+mpi (GPU compute,
   // communication staged through host memory over MPI, so several ranks may share a GPU).
-  std::string backend = "cpu";
+  Backend backend = Backend::Cpu;
   int batch_size = 64;                                   // per rank
   int epochs = 1;
   int max_steps = 0;                                     // 0 = no limit (run the epochs)

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "ddplab/core/choices.hpp"
 #include "ddplab/core/error.hpp"
 
 struct sqlite3;
@@ -29,12 +30,14 @@ struct StoreError : InputError {
 struct RunInfo {
   std::string scenario;     // scenario name
   std::string strategy;     // strategy name
-  std::string backend;      // "cpu", "cuda", "simgrid"
+  std::string backend;      // what computed: "cpu", "cuda", "cuda-tf32", "cuda+mpi", "simgrid"
   int world_size = 1;
-  std::string source;       // "measured" | "simulated"
+  RunSource source = RunSource::Measured;
   std::string config_json;  // full resolved config (scenario + strategy + anything else)
   std::string host_info;    // JSON: hostname, cpu, cores, mpi, ...
   int batch_size = 0;       // per rank, so throughput can be derived
+  // What carried a measured run's collectives: NCCL on backend cuda (and cuda-tf32), MPI otherwise.
+  Transport transport() const;
 };
 
 struct StepMetrics {
@@ -68,9 +71,9 @@ struct RunRow {
   RunInfo info;
   std::string version;       // ddplab version that wrote it
   std::string started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
-  // "running" | "completed" | "failed" | "interrupted" as stored, or "abandoned": stored "running" by a writer
-  // that is gone (liveness(writer) == Gone, process_identity.hpp), so nothing will finish it (run_admin.hpp).
-  std::string status;
+  // As stored, or Abandoned: stored "running" by a writer that is gone (liveness(writer) == Gone,
+  // process_identity.hpp), so nothing will finish it (run_admin.hpp).
+  RunStatus status = RunStatus::Running;
   std::string writer;        // JSON ProcessIdentity of the process that began it; empty before schema version 10
   std::string reason;        // why it did not complete (a watchdog report, a rank's error); often empty
 };
@@ -99,26 +102,28 @@ struct RunSummary {
 // runs: a bench has no steps or losses, and mixing them would skew report and GUI comparisons.
 struct BenchInfo {
   std::string kind = "collectives";  // what was benchmarked
-  std::string backend;               // "mpi", later "nccl"
+  std::string backend;               // measured: the transport, "mpi" or "nccl"; simulated: "simgrid"
   int world_size = 1;
   int ranks_per_node = 1;
   int iters = 0, warmup = 0;         // timed and untimed iterations per size
   std::string config_json;           // resolved options (sizes, schedules, check, ...)
   std::string host_info;             // JSON: hostname, cpu, cores, ...
+  bool simulated() const;            // `bench collectives --simulate`: a prediction, not a measurement
+  Transport transport() const;       // a measured bench's
 };
 
 struct BenchRunRow {
   std::int64_t id = 0;
   BenchInfo info;
   std::string version, started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
-  std::string status;                         // "running" | "completed" | "failed"
+  RunStatus status = RunStatus::Running;      // running, completed or failed
 };
 
 // One line of a collective benchmark table (table collective_bench), as nccl-tests prints it:
 // algbw = bytes / time, busbw = algbw * factor (allreduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n).
 struct CollectiveBenchRow {
   std::string schedule;                 // "ring", ..., "native"
-  std::string collective = "allreduce";
+  Collective collective = Collective::Allreduce;
   std::string type = "float";           // element type
   std::int64_t bytes = 0, count = 0;    // buffer size and elements
   double time_us = 0;                   // max over ranks of the mean time per iteration
@@ -221,7 +226,7 @@ class Store {
   void add_resources(std::int64_t run, const Resources& r);      // batched
   void flush();                                                  // commits pending rows in one transaction
   // Flushes, sets status, ended_at and the reason (empty: none).
-  void finish_run(std::int64_t run, const std::string& status, const std::string& reason = "");
+  void finish_run(std::int64_t run, RunStatus status, const std::string& reason = "");
   void set_run_reason(std::int64_t run, const std::string& reason);  // a finished run's, learnt later by its launcher
   // Replaces a run's config JSON, for launchers that learn where the run ran only after it was begun.
   void set_run_config(std::int64_t run, const std::string& config_json);
@@ -250,7 +255,7 @@ class Store {
   // Collective benchmarks (schema version 2).
   std::int64_t begin_bench(const BenchInfo& info);                            // status "running"
   void add_bench_row(std::int64_t bench, const CollectiveBenchRow& row);       // batched
-  void finish_bench(std::int64_t bench, const std::string& status);          // flushes, sets status and ended_at
+  void finish_bench(std::int64_t bench, RunStatus status);          // flushes, sets status and ended_at
   std::vector<BenchRunRow> benches() const;                                  // oldest first
   std::vector<CollectiveBenchRow> bench_rows(std::int64_t bench) const;      // in insertion order
 

@@ -36,12 +36,12 @@ struct RunRecord {
 
   std::int64_t id() const { return summary.run.id; }
   const RunInfo& info() const { return summary.run.info; }
-  bool measured() const { return summary.run.info.source == "measured"; }
-  bool simulated() const { return summary.run.info.source == "simulated"; }
+  bool measured() const { return summary.run.info.source == RunSource::Measured; }
+  bool simulated() const { return summary.run.info.source == RunSource::Simulated; }
   // Failed, interrupted, abandoned and running runs are drawn greyed: their figures are partial.
-  bool finished() const { return summary.run.status == "completed"; }
+  bool finished() const { return summary.run.status == RunStatus::Completed; }
   // Still being written (by a live writer, or one on another machine): its steps may still grow.
-  bool running() const { return summary.run.status == "running"; }
+  bool running() const { return summary.run.status == RunStatus::Running; }
   // The model the run trained (config "model", e.g. "mlp 784-256-256-10" or "resnet50"): charts never share
   // an axis between runs of different models or backends.
   std::string model() const;

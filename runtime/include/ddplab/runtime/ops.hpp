@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/choices.hpp"
+
 namespace ddplab {
 
 class CodecCompute;  // ddplab/strategies/codec_compute.hpp
@@ -128,6 +130,8 @@ std::unique_ptr<Ops> make_reference_ops();
 // tf32: GEMMs on TF32 tensor cores. Made by the dlopen'ed CUDA plugin (runtime/cuda/cuda_loader.cpp);
 // runtime/cuda/cuda_ops.hpp has the static library's make_cuda_ops with device and stream options.
 std::unique_ptr<Ops> make_cuda_ops(bool tf32 = false);
+// The ops a scenario's backend computes with: OpenBLAS for cpu, cuBLAS (TF32 GEMMs with tf32) otherwise.
+std::unique_ptr<Ops> make_ops(Backend backend, bool tf32);
 // Empty when make_cuda_ops can succeed here, else the reason it cannot (for skips and error messages).
 std::string cuda_unavailable_reason();
 

@@ -60,6 +60,7 @@ struct WorkFit {
 struct Calibration {
   std::string name;
   std::string link_class;                // the transport measured: "mpi", "testbed" (MPI between its hosts) or "nccl"
+  Transport transport() const { return link_class == "nccl" ? Transport::Nccl : Transport::Mpi; }
   double latency_s = 0;                  // one-way, end to end
   double bandwidth = 0;                  // bytes/s
   std::vector<FactorSegment> segments;   // ascending from_bytes, the first from 0

@@ -18,7 +18,7 @@ struct CollectiveSimRequest {
   int world_size = 2;
   std::vector<std::string> schedules;  // allreduce schedules; "native" is the transport's own (native.cpp)
   std::vector<std::uint64_t> sizes;    // bytes of float32 per rank
-  std::string transport = "mpi";       // "mpi" or "nccl": what native replays as
+  Transport transport = Transport::Mpi;  // what native replays as
   SimOptions options;                  // network model, calibration
   int ranks_per_node = 0;              // hierarchical schedules' consecutive ranks per node; 0: cluster.devices_per_node
 };

@@ -52,10 +52,10 @@ struct SimOptions {
   // are installed as SimGrid network-model callbacks, its per-layer times replace the FLOP split. simulate_sweep
   // loads the one the scenario names ([cluster] calibration) when this is empty.
   std::shared_ptr<const Calibration> calibration;
-  // What `native` collectives replay as (schedule_for_call's native_as): "auto" (the backend's own:
-  // "nccl" for a scenario on backend cuda, "mpi" otherwise: Open MPI 4.1's choice by size), "mpi", "nccl"
-  // (NCCL's algorithm and protocol by size and scale on the cluster's fabric: nccl_model.hpp) or a schedule name.
-  std::string native = "auto";
+  // What `native` collectives replay as (schedule_for_call's native_as): unset, the backend's own transport
+  // (NCCL's algorithm and protocol by size and scale on the cluster's fabric for a scenario on backend cuda,
+  // nccl_model.hpp; Open MPI 4.1's choice by size otherwise); or a transport, or a schedule.
+  std::optional<NativeReplay> native;
   // simulate_schedule only: the two directions of a pairwise exchange of messages of at least this many
   // bytes take turns (Open MPI's own collectives over TCP; Calibration::tcp_rendezvous_bytes); 0 = never.
   // In a plan's replay the calibration's value applies to native calls by itself.
@@ -82,9 +82,8 @@ std::string network_model_for(const ClusterConfig& cluster, const SimOptions& op
 // Whether a simulation of this cluster loads reverse paths with TCP acks (SimOptions::crosstraffic).
 bool crosstraffic_for(const ClusterConfig& cluster, const SimOptions& options);
 
-// What `native` replays as for this scenario: options.native, or with "auto" the backend's own transport
-// ("nccl" on backend cuda, else "mpi").
-std::string native_transport(const Scenario& scenario, const SimOptions& options);
+// What `native` replays as for this scenario: options.native, or else the backend's own transport.
+NativeReplay native_transport(const Scenario& scenario, const SimOptions& options);
 
 // What NCCL would run for the `native` collectives of the strategy's steady block at this world size, on the
 // scenario's cluster: "ring/Simple x4, tree/LL128 x1" (algorithm/protocol and how many calls), or "" when the

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/core/choices.hpp"
 #include "ddplab/strategies/options.hpp"
 
 namespace ddplab {
@@ -73,7 +74,7 @@ double work_bytes(const LocalWork& w);  // memory read and written, for the byte
 // One collective a codec needs. "allreduce" sums `count` elements of `type` over all ranks;
 // "all_gather" concatenates every rank's `count` elements, rank-ordered.
 struct CollectiveCall {
-  std::string collective;  // "allreduce" | "all_gather"
+  Collective collective = Collective::Allreduce;
   ElemType type = ElemType::F32;
   std::size_t count = 0;   // elements contributed per rank
   std::string label;       // "fp16", "powersgd.P", ...

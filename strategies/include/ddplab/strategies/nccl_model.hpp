@@ -40,11 +40,11 @@ struct NcclChoice {
 };
 
 // NCCL's choice for `bytes` of `collective` ("allreduce", "reduce_scatter", "all_gather") over `world` ranks.
-NcclChoice nccl_choose(const NcclFabric& f, const std::string& collective, int world, std::size_t bytes);
+NcclChoice nccl_choose(const NcclFabric& f, Collective collective, int world, std::size_t bytes);
 
 // The protocol costs of that choice for the replay (ScheduleTiming) of a schedule of `steps` steps moving
 // `bytes` per rank.
-ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, const std::string& collective, int world, int steps,
+ScheduleTiming nccl_timing(const NcclFabric& f, const NcclChoice& c, Collective collective, int world, int steps,
                            std::size_t bytes);
 
 // Where NCCL's ring with one channel per NIC sends rank r's ring step: all but 1/stripes of it (rounded down)
@@ -57,7 +57,7 @@ struct NcclRingPeers {
 NcclRingPeers nccl_ring_peers(const NcclFabric& f, int world, int rank);
 
 // The schedule the simulator replays for that choice (name "nccl:<algorithm>/<protocol>"), with its timing.
-Schedule nccl_schedule(const NcclFabric& f, const std::string& collective, int world, std::size_t count,
+Schedule nccl_schedule(const NcclFabric& f, Collective collective, int world, std::size_t count,
                        std::size_t elem_bytes);
 
 }  // namespace ddplab

@@ -4,6 +4,7 @@
 // simulator as SimGrid activities, so both move the same bytes between the same ranks.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,26 +95,37 @@ struct PlanOp {
 // all-gather of n * count elements, rank r owning part r. Throws InternalError for push, pull or an
 // unknown collective.
 struct CallShape {
-  std::string collective;
+  Collective collective = Collective::Allreduce;
   std::size_t count = 0;
 };
 CallShape call_shape(const CollectiveCall& call, int world_size);
 
+// What the simulator replays the backend's own collective (`native`) as: a transport's own choice, modelled
+// (Open MPI 4.1's by world size and bytes, native_schedule; NCCL's by size and fabric, nccl_model.hpp), or
+// one registered schedule (a what-if).
+struct NativeReplay {
+  std::optional<Transport> transport;  // set: that transport's own choice
+  std::string schedule = "ring";       // without a transport: this schedule
+  // "mpi", "nccl" or a registered allreduce schedule; InputError (naming `field`) otherwise.
+  static NativeReplay parse(const std::string& text, const std::string& field = "--native");
+  std::string name() const;  // as parse reads it
+  bool operator==(const NativeReplay&) const = default;
+};
+
 // The Schedule that carries one collective call of a plan, shared by both executors so they move the same
 // bytes: allreduce and reduce_scatter use the named schedule; all_gather (equal parts per rank, count each)
-// and all_gather_shards use its all-gather variant, or the ring's when it has none. "native" has no
-// Schedule in the runtime (the backend's own collective runs); the simulator replays it as native_as: a
-// schedule name, or a transport whose own choice is modelled: "mpi" (native_schedule), "nccl" (nccl_model.hpp,
-// given where.nccl; the ring without it). Elements are of call.type.
+// and all_gather_shards use its all-gather variant, or the ring's when it has none. `native` has no
+// Schedule in the runtime (the backend's own collective runs); the simulator replays it as native_as says
+// (NCCL's choice needs where.nccl; the ring without it). Elements are of call.type.
 // push and pull (parameter server) use the "ps" schedules with where.servers. where.count is ignored.
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                           const std::string& native_as = "ring");
+                           const NativeReplay& native_as = {});
 Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedule, int world_size, int ranks_per_node,
-                           const std::string& native_as = "ring");
+                           const NativeReplay& native_as = {});
 // The name of the schedule schedule_for_call builds for a call (not push or pull): `native` resolved by
 // native_as, and the ring for a gather whose schedule has no all-gather variant.
 std::string schedule_name_for_call(const CollectiveCall& call, const std::string& schedule, int world_size,
-                                   const std::string& native_as);
+                                   const NativeReplay& native_as);
 
 struct StepPlan {
   std::int64_t step = 0;       // micro-step number

@@ -3,8 +3,11 @@
 // exactly the same bytes between the same ranks.
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "ddplab/core/choices.hpp"
 
 namespace ddplab {
 
@@ -74,7 +77,7 @@ struct ScheduleTiming {
 
 struct Schedule {
   std::string name;        // "ring", ...
-  std::string collective;  // "allreduce", "reduce_scatter", "all_gather", "push", "pull"
+  Collective collective = Collective::Allreduce;
   int world_size = 1;
   std::size_t count = 0;   // elements
   std::vector<std::vector<ScheduleStep>> ranks;  // ranks[r] = the steps of rank r
@@ -120,7 +123,7 @@ Schedule recursive_doubling_allreduce(int world_size, std::size_t count);
 // on transport "mpi", Open MPI 4.1's fixed choice of allreduce algorithm by world size and buffer bytes
 // (ring, recursive_doubling or halving_doubling); the ring otherwise (Open MPI's other collectives are not
 // modelled; NCCL's choice needs the fabric: schedule_for_call builds it from ScheduleParams::nccl).
-std::string native_schedule(const std::string& transport, const std::string& collective, int world_size,
+std::string native_schedule(Transport transport, Collective collective, int world_size,
                             std::size_t count, std::size_t elem_bytes);
 
 // NCCL-style double binary tree: two complementary trees, each reducing then broadcasting half the buffer,
@@ -143,20 +146,27 @@ Schedule ps_pull(int world_size, std::size_t count, int servers);
 
 // The registered schedules. Adding one = one file defining its builder + one line in schedules.cpp + one test.
 struct ScheduleInfo {
-  std::string name;        // "ring"
-  std::string collective;  // "allreduce" | "reduce_scatter" | "all_gather" | "push" | "pull"
-  std::string summary;     // one line for --help and docs
-  Schedule (*build)(const ScheduleParams&);
+  std::string name;         // "ring"
+  Collective collective;    // allreduce, reduce_scatter, all_gather, push or pull
+  std::string summary;      // one line for --help and docs
+  Schedule (*build)(const ScheduleParams&) = nullptr;  // null for the backend's own collective
+  // Capability: the backend's own collective (ncclAllReduce, MPI_Allreduce, ...), `native`. It has no
+  // Schedule in the runtime; the simulator replays it as a NativeReplay (plan.hpp) says.
+  bool backend_own = false;
 };
 const std::vector<ScheduleInfo>& schedules();
-// True for "native" and for a registered schedule of that name and collective.
-bool has_schedule(const std::string& name, const std::string& collective);
-// The names of the allreduce schedules plus "native" (the backend's own collective, not a Schedule).
+// True for a registered schedule of that name and collective (`native` is one of each it covers).
+bool has_schedule(const std::string& name, Collective collective);
+// True when `name` is the backend's own collective (ScheduleInfo::backend_own).
+bool is_backend_native(const std::string& name);
+// The backend's own collective a stored bench row's schedule label names ("native", "native (in-place)").
+std::optional<std::string> backend_native_base(const std::string& label);
+// The names of the allreduce schedules, `native` first.
 std::vector<std::string> allreduce_schedule_names();
 
-// Throws InputError naming the known schedules when `name` is not a registered one
-// (or not of the given collective).
-Schedule make_schedule(const std::string& name, const ScheduleParams& params, const std::string& collective = "allreduce");
+// Throws InputError naming the known schedules when `name` is not a registered one (or not of the given
+// collective), and for `native`, which has no Schedule of its own (resolve it first: schedule_for_call).
+Schedule make_schedule(const std::string& name, const ScheduleParams& params, Collective collective = Collective::Allreduce);
 Schedule make_schedule(const std::string& name, int world_size, std::size_t count);
 
 }  // namespace ddplab

@@ -157,7 +157,7 @@ class Strategy {
   std::vector<Chunk> optimizer_ranges(int rank) const;
   // The Schedule a collective call of this strategy's plan runs on, in both executors ("native" replays
   // as native_as).
-  Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const std::string& native_as = "ring",
+  Schedule schedule_for(const CollectiveCall& call, const std::string& schedule, const NativeReplay& native_as = {},
                         const NcclFabric* nccl = nullptr, CommGroup group = CommGroup::Data) const;
   // Where that schedule runs: the group's size, ranks per node and servers (count left 0).
   ScheduleParams schedule_params(CommGroup group, const NcclFabric* nccl = nullptr) const;
