@@ -38,6 +38,25 @@ std::string options_table(const std::vector<OptionSpec>& specs) {
   return out;
 }
 
+// Each entry of a registry: "### `name`", its summary as a sentence, the lines particular to that registry
+// (`lines(entry)`, each ending in a newline; may be empty), and its options.
+template <class Info, class Lines>
+std::string entries(const std::vector<Info>& registry, Lines lines) {
+  std::string out;
+  for (const Info& e : registry) {
+    out += fmt::format("### `{}`\n\n{}\n\n", e.name, sentence(e.summary));
+    const std::string particular = lines(e);
+    if (!particular.empty()) out += particular + "\n";
+    out += options_table(e.options) + "\n";
+  }
+  return out;
+}
+
+template <class Info>
+std::string no_lines(const Info&) {
+  return "";
+}
+
 const char* shards_name(Shards s) {
   switch (s) {
     case Shards::None: return "none (every rank updates whole buckets)";
@@ -48,26 +67,21 @@ const char* shards_name(Shards s) {
 }
 
 std::string policies_section() {
-  std::string out = "## Sync policies\n\n`[[strategy]] policy`: when and how gradients are synchronised.\n\n";
-  for (const PolicyInfo& p : policies()) {
-    out += fmt::format("### `{}`\n\n{}\n\n", p.name, sentence(p.summary));
-    out += fmt::format("- buckets: {}\n", p.bucketed ? "by `bucket_cap` and `first_bucket_cap`" : "one bucket of every gradient");
-    out += fmt::format("- optimizer shards: {}\n", shards_name(p.shards));
-    if (p.zero > 0) out += fmt::format("- ZeRO stage: {}\n", p.zero);
-    out += fmt::format("- `data.uneven = \"join\"`: {}\n", p.joins ? "supported" : "refused");
-    if (!p.caveat.empty()) out += fmt::format("- caveat of its simulated figures: {}\n", p.caveat);
-    out += "\n" + options_table(p.options) + "\n";
-  }
-  return out;
+  return "## Sync policies\n\n`[[strategy]] policy`: when and how gradients are synchronised.\n\n" +
+         entries(policies(), [](const PolicyInfo& p) {
+           std::string out =
+               fmt::format("- buckets: {}\n", p.bucketed ? "by `bucket_cap` and `first_bucket_cap`" : "one bucket of every gradient");
+           out += fmt::format("- optimizer shards: {}\n", shards_name(p.shards));
+           if (p.zero > 0) out += fmt::format("- ZeRO stage: {}\n", p.zero);
+           out += fmt::format("- `data.uneven = \"join\"`: {}\n", p.joins ? "supported" : "refused");
+           if (!p.caveat.empty()) out += fmt::format("- caveat of its simulated figures: {}\n", p.caveat);
+           return out;
+         });
 }
 
 std::string codecs_section() {
-  std::string out = "## Codecs\n\n`[[strategy]] codec`, with `codec_options = { ... }`: how a bucket is encoded on the wire.\n\n";
-  for (const CodecInfo& c : codecs()) {
-    out += fmt::format("### `{}`\n\n{}\n\n", c.name, sentence(c.summary));
-    out += options_table(c.options) + "\n";
-  }
-  return out;
+  return "## Codecs\n\n`[[strategy]] codec`, with `codec_options = { ... }`: how a bucket is encoded on the wire.\n\n" +
+         entries(codecs(), no_lines<CodecInfo>);
 }
 
 std::string schedules_section() {
@@ -81,25 +95,20 @@ std::string schedules_section() {
 }
 
 std::string optimizers_section() {
-  std::string out = "## Optimizers\n\n`[train] optimizer`, with `optimizer_options = { ... }`.\n\n";
-  for (const OptimizerInfo& o : optimizers()) {
-    out += fmt::format("### `{}`\n\n{}\n\n", o.name, sentence(o.summary));
-    out += fmt::format("- state: {} float{} per parameter{}\n", o.state_slots, o.state_slots == 1 ? "" : "s",
-                       o.scratch ? ", plus a scratch buffer" : "");
-    if (o.per_tensor) out += "- per-tensor trust ratio: refused by policies that shard the update\n";
-    out += fmt::format("- memory moved per parameter and update: {:g} bytes\n\n", o.bytes_per_param);
-    out += options_table(o.options) + "\n";
-  }
-  return out;
+  return "## Optimizers\n\n`[train] optimizer`, with `optimizer_options = { ... }`.\n\n" +
+         entries(optimizers(), [](const OptimizerInfo& o) {
+           std::string out = fmt::format("- state: {} float{} per parameter{}\n", o.state_slots,
+                                         o.state_slots == 1 ? "" : "s", o.scratch ? ", plus a scratch buffer" : "");
+           if (o.per_tensor) out += "- per-tensor trust ratio: refused by policies that shard the update\n";
+           out += fmt::format("- memory moved per parameter and update: {:g} bytes\n", o.bytes_per_param);
+           return out;
+         });
 }
 
 std::string lr_schedules_section() {
-  std::string out = "## Learning-rate schedules\n\n`[train] lr_schedule`, with `lr_schedule_options = { ... }`: the decay after warm-up.\n\n";
-  for (const LrScheduleInfo& l : lr_schedules()) {
-    out += fmt::format("### `{}`\n\n{}\n\n", l.name, sentence(l.summary));
-    out += options_table(l.options) + "\n";
-  }
-  return out;
+  return "## Learning-rate schedules\n\n`[train] lr_schedule`, with `lr_schedule_options = { ... }`: the decay after "
+         "warm-up.\n\n" +
+         entries(lr_schedules(), no_lines<LrScheduleInfo>);
 }
 
 std::string pipeline_section() {
