@@ -18,12 +18,15 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 #include "ddplab/core/error.hpp"
 #include "ddplab/gui/breakdown_view.hpp"
+#include "ddplab/gui/what_if_scenario.hpp"
 #include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/schedule.hpp"
 
@@ -203,11 +206,15 @@ WhatIfView::WhatIfView(QWidget* parent) : View(parent) {
   form->addRow(tr("network model"), network_);
   form->addRow(tr("simulation"), mode_);
   form->addRow(calibration_);
+  origin_ = new QLabel;
+  origin_->setWordWrap(true);
+  origin_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_ = new QLabel;
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_->setMinimumWidth(300);
   auto* left = new QVBoxLayout;
+  left->addWidget(origin_);
   left->addLayout(form);
   left->addWidget(summary_);
   left->addStretch(1);
@@ -282,15 +289,67 @@ void WhatIfView::setContext(const ViewContext& context) {
                              store.dir().filePath("../scenarios")})
     for (const QFileInfo& f : QDir(dir).entryInfoList({"*.toml"}, QDir::Files, QDir::Name)) addScenario(f.filePath());
   if (before == ctx_.snapshot->path) return;  // a reload (live follow): the user's choice stays, nothing to redo
-  // Another store: start on the scenario of its newest shown run, when one of the files is it, and simulate
-  // again (the compute source and the calibration come from the store).
-  for (auto it = ctx_.runs.rbegin(); it != ctx_.runs.rend(); ++it)
-    for (std::size_t i = 0; i < scenarios_.size(); ++i)
-      if (scenarios_[i].name == (*it)->info().scenario) {
-        if (scenario_->currentIndex() != static_cast<int>(i)) return scenario_->setCurrentIndex(static_cast<int>(i));
-        return submit();
-      }
-  submit();
+  openOnNewestScenario();
+}
+
+// Another store: start on the scenario of its newest run (a file of that name, else the scenario as the
+// store holds it), and simulate again: the compute source and the calibration come from the store.
+void WhatIfView::openOnNewestScenario() {
+  const auto& runs = ctx_.snapshot->runs;
+  const auto newest = std::max_element(runs.begin(), runs.end(),
+                                       [](const RunRecord& a, const RunRecord& b) { return a.id() < b.id(); });
+  auto open = [this](std::size_t i, const QString& why) {
+    origin_->setText(why);
+    if (scenario_->currentIndex() != static_cast<int>(i)) return scenario_->setCurrentIndex(static_cast<int>(i));
+    submit();
+  };
+  if (newest == runs.end()) {
+    origin_->setText(tr("The store holds no runs: showing the first scenario file found."));
+    return submit();
+  }
+  const std::string name = newest->info().scenario;
+  for (std::size_t i = 0; i < scenarios_.size(); ++i)
+    if (scenarios_[i].name == name)
+      return open(i, tr("Scenario %1 (%2): the store's newest run, #%3, is of it.")
+                         .arg(QString::fromStdString(name), scenario_->itemText(static_cast<int>(i)))
+                         .arg(newest->id()));
+  std::optional<StoredScenario> stored;
+  QString why;
+  try {
+    std::vector<RunRow> rows;
+    for (const RunRecord& r : runs) rows.push_back(r.summary.run);
+    stored = newest_stored_scenario(rows, Store(ctx_.snapshot->path, Store::Access::ReadOnly).calibrations());
+  } catch (const std::exception& e) {
+    why = QString::fromStdString(e.what());
+  }
+  if (!stored) {
+    origin_->setText(tr("The store's newest run, #%1, is of scenario %2, which no file here is and no completed measured "
+                        "run rebuilds%3; open its file with Scenario...")
+                         .arg(newest->id())
+                         .arg(QString::fromStdString(name), why.isEmpty() ? QString() : ": " + why));
+    return submit();
+  }
+  const QString key = QStringLiteral("store:") + QString::fromStdString(name);
+  int at = scenario_->findData(key);  // rebuilt before, from another store: this store's replaces it
+  if (at >= 0) {
+    scenarios_[static_cast<std::size_t>(at)] = stored->scenario;
+  } else {
+    scenarios_.push_back(stored->scenario);
+    const QSignalBlocker block(scenario_);
+    scenario_->addItem(tr("%1 (from the store)").arg(QString::fromStdString(name)), key);
+    at = scenario_->count() - 1;
+  }
+  if (scenario_->currentIndex() == at) scenarioChanged();  // same entry, new content: refill the strategies
+  open(static_cast<std::size_t>(at),
+       tr("Scenario %1 as the store holds it: the newest run, #%2, is of it; no file here is. Its model, training and "
+          "cluster are run #%3's, its %4 strategies those of its %5 completed measured runs; calibration: %6.")
+           .arg(QString::fromStdString(name))
+           .arg(newest->id())
+           .arg(stored->run)
+           .arg(stored->scenario.strategies.size())
+           .arg(stored->runs)
+           .arg(stored->calibration.empty() ? tr("none of its transport in the store")
+                                            : QString::fromStdString(stored->calibration)));
 }
 
 void WhatIfView::scenarioChanged() {

@@ -10,6 +10,7 @@
 #include "ddplab/gui/main_window.hpp"
 #include "ddplab/gui/what_if_view.hpp"
 #include "gui_fixture.hpp"
+#include "simulator/stored_runs.hpp"
 
 using namespace ddplab;
 using namespace ddplab::gui;
@@ -140,6 +141,42 @@ class WhatIfViewTest : public fx::StoreTest {
     QVERIFY(w.openStore(project.filePath("results/ddplab.db")));
     WhatIfView* v = w.whatIfView();
     QVERIFY(v->scenario() && v->scenario()->name == "whatif");  // found in results/../scenarios
+    QVERIFY(v->waitForResult(30000));
+    QVERIFY2(v->result() && v->result()->error.empty(), v->result() ? v->result()->error.c_str() : "no result");
+  }
+
+  // No file is the newest run's scenario: the view rebuilds it from the store's measured runs and says so.
+  void opensOnTheStoresNewestScenarioWhenNoFileIsIt() {
+    QTemporaryDir project;
+    QVERIFY(QDir(project.path()).mkpath("results"));
+    const QString db = project.filePath("results/ddplab.db");
+    QVERIFY(QFile::copy(db_, db));
+    Scenario sc = scenario_;
+    sc.name = "stored-only";
+    std::int64_t newest = 0;
+    {
+      Store store(db.toStdString());
+      // overlap-ring twice (the second replaces the first), then flat-fp16.
+      for (std::size_t strategy : {0u, 0u, 1u}) {
+        const StrategyConfig& st = sc.strategies[strategy];
+        newest = store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, test::run_config(sc, st, 2), "{}", 32});
+        for (std::int64_t step = 0; step < 8; ++step)
+          for (int rank = 0; rank < 2; ++rank)
+            store.add_step(newest, {step, rank, 0.004, 0.001, 0.0005, 0.0002, 0.005, 32, 1 << 20, 1.0});
+        store.finish_run(newest, RunStatus::Completed);
+      }
+    }
+    MainWindow w;
+    QVERIFY(w.openStore(db));
+    WhatIfView* v = w.whatIfView();
+    QVERIFY(v->scenario() && v->scenario()->name == "stored-only");
+    QCOMPARE(v->scenario()->strategies.size(), std::size_t(2));
+    QCOMPARE(v->scenario()->strategies[0].name, std::string("overlap-ring"));
+    QCOMPARE(v->scenario()->model.layers, sc.model.layers);
+    const QString origin = v->originLabel()->text();
+    QVERIFY2(origin.contains("as the store holds it") && origin.contains(QStringLiteral("#%1").arg(newest)) &&
+                 origin.contains("3 completed measured runs") && origin.contains("calibration: none"),
+             qPrintable(origin));
     QVERIFY(v->waitForResult(30000));
     QVERIFY2(v->result() && v->result()->error.empty(), v->result() ? v->result()->error.c_str() : "no result");
   }

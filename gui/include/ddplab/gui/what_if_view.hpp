@@ -8,8 +8,10 @@
 //   - shown: the step breakdown of the scenario as written and of the what-if at the chosen size, and the
 //     what-if's samples/s at powers of two up to it; a newer change makes an unfinished request stale: its
 //     result is dropped, and only the newest pending request runs next.
-// Scenarios are the *.toml files under scenarios/ (beside the working directory or the store), or any file
-// opened with "Scenario...".
+// Scenarios are the *.toml files under scenarios/ (beside the working directory or the store), any file
+// opened with "Scenario...", and the scenario of the store's newest run as the store holds it
+// (what_if_scenario.hpp) when no file is that scenario. A newly opened store starts the view on the
+// scenario of its newest run, and the origin line says which and why.
 #pragma once
 #include <QObject>
 #include <condition_variable>
@@ -110,6 +112,7 @@ class WhatIfView : public View {
   WhatIfRunner* runner() const { return runner_; }
   const std::optional<WhatIfResult>& result() const { return result_; }
   QLabel* summaryLabel() const { return summary_; }
+  QLabel* originLabel() const { return origin_; }  // which scenario the view opened on, and why
   // Processes events until the newest request's result is shown (screenshots, tests); false on timeout.
   bool waitForResult(int timeout_ms);
 
@@ -118,6 +121,7 @@ class WhatIfView : public View {
   void strategyChanged();
   void submit();
   void show(const WhatIfResult& r);
+  void openOnNewestScenario();
 
   ViewContext ctx_;
   std::vector<Scenario> scenarios_;
@@ -125,6 +129,7 @@ class WhatIfView : public View {
   bool filling_ = false;  // controls being set: no request per control
   WhatIfRunner* runner_ = nullptr;
   QComboBox* scenario_ = nullptr;
+  QLabel* origin_ = nullptr;
   QComboBox* strategy_ = nullptr;
   QSpinBox* world_ = nullptr;
   QDoubleSpinBox* bandwidth_ = nullptr;
