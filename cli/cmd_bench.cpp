@@ -37,8 +37,8 @@
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/strategies/schedule.hpp"
-#include "launch.hpp"
-#include "transport.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/transport.hpp"
 #include "testbed.hpp"
 
 namespace ddplab::cli {

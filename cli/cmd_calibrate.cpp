@@ -46,9 +46,9 @@
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/schedule.hpp"
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 #include "testbed.hpp"
-#include "transport.hpp"
+#include "ddplab/runtime/transport.hpp"
 
 namespace ddplab::cli {
 namespace {

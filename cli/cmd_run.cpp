@@ -25,8 +25,8 @@
 #include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
-#include "launch.hpp"
-#include "transport.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/transport.hpp"
 #include "testbed.hpp"
 
 namespace ddplab::cli {

@@ -18,7 +18,7 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 namespace ddplab::cli::testbed {
 

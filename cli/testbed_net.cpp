@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 #include "testbed.hpp"
 #include "testbed_proc.hpp"
 #include "ddplab/core/error.hpp"

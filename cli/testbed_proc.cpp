@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
 
-namespace ddplab::cli {
+namespace ddplab {
 
 struct Transport {
   std::string name = "mpi";              // "mpi" or "nccl": stored with the measurements
@@ -25,4 +25,4 @@ Transport open_transport(Communicator& mpi, const std::string& name, double time
 // `backend` ("cuda", "cuda+mpi" or transport "nccl"), naming the option it came from; nothing for "cpu"/"mpi".
 void require_gpu_backend(const std::string& option, const std::string& backend);
 
-}  // namespace ddplab::cli
+}  // namespace ddplab
