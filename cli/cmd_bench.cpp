@@ -39,7 +39,7 @@
 #include "ddplab/strategies/schedule.hpp"
 #include "ddplab/runtime/launch.hpp"
 #include "ddplab/runtime/transport.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 

@@ -47,7 +47,7 @@
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/schedule.hpp"
 #include "ddplab/runtime/launch.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 #include "ddplab/runtime/transport.hpp"
 
 namespace ddplab::cli {

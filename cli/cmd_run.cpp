@@ -27,7 +27,7 @@
 #include "ddplab/runtime/trainer.hpp"
 #include "ddplab/runtime/launch.hpp"
 #include "ddplab/runtime/transport.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 namespace {

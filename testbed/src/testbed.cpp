@@ -1,5 +1,5 @@
 // The test bed's pure parts: argument parsing, the state file, the launch agent and mpirun options.
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 #include <unistd.h>
 
@@ -20,7 +20,7 @@
 #include "ddplab/core/units.hpp"
 #include "ddplab/runtime/launch.hpp"
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 namespace {
 
@@ -341,4 +341,4 @@ void tag_runs(const std::string& db, std::int64_t after_id, const std::string& l
   }
 }
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed
