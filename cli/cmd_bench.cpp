@@ -29,17 +29,13 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
-#include "ddplab/core/version.hpp"
-#include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
 #include "ddplab/runtime/collective_bench_job.hpp"
-#include "ddplab/simulator/calibration.hpp"
-#include "ddplab/simulator/collective_sim.hpp"
-#include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/strategies/schedule.hpp"
 #include "ddplab/runtime/launch.hpp"
 #include "ddplab/runtime/transport.hpp"
+#include "ddplab/simulator/collective_sim.hpp"
+#include "ddplab/strategies/schedule.hpp"
 #include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
@@ -194,20 +190,8 @@ int bench_worker(const BenchRequest& req) {
 int bench_simulated(const BenchRequest& req) {
   if (req.testbed) throw InputError("--simulate predicts a cluster; it does not run on the test bed");
   if (!req.scenario.empty() && !req.preset.empty()) throw InputError("give --scenario or --preset, not both");
-  CollectiveSimRequest sim;
-  std::string where = "the default cluster (10 Gbit/s star)";
-  std::string transport = req.backend_given ? req.backend : "mpi";
-  std::optional<Scenario> sc;
-  if (!req.scenario.empty()) {
-    sc = load_validated_scenario(req.scenario);
-    sim.cluster = sc->cluster;
-    where = fmt::format("scenario {}: {}", req.scenario, describe_cluster(sim.cluster));
-    if (!req.backend_given) transport = sc->train.backend == "cuda" ? "nccl" : "mpi";
-  } else if (!req.preset.empty()) {
-    apply_cluster_preset(sim.cluster, req.preset);  // an unknown name is refused, listing the known ones
-    where = describe_cluster(sim.cluster);
-    if (!req.backend_given) transport = sim.cluster.device_flops && req.preset != "cpu-testbed" ? "nccl" : "mpi";
-  }
+  SimulatedBench bench = simulated_bench_cluster(req.scenario, req.preset, req.backend_given ? req.backend : "");
+  CollectiveSimRequest& sim = bench.request;
   sim.world_size = req.world.value_or(req.np);
   if (req.ranks_per_node) sim.cluster.devices_per_node = *req.ranks_per_node;
   sim.schedules = resolve_schedules(req);
@@ -216,41 +200,22 @@ int bench_simulated(const BenchRequest& req) {
   } catch (const InputError& e) {
     throw InputError(std::string("--sizes: ") + e.what(), "--sizes");
   }
-  sim.transport = transport == "nccl" ? "nccl" : "mpi";
+  bench.sizes = req.sizes;
   sim.options.network_model = req.network_model;
-  sim.options.network_model = network_model_for(sim.cluster, sim.options);  // "auto" resolved, for the record
-  sim.options.mode = "auto";
   require_writable_store(req.db);
   Store store(req.db);
-  if (sc && !sc->cluster.calibration.empty()) sim.options.calibration = load_calibration(store, sc->cluster.calibration);
-  BenchInfo info;
-  info.backend = "simgrid";
-  info.world_size = sim.world_size;
-  info.ranks_per_node = sim.cluster.devices_per_node;
-  nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
-                        {"network_model", sim.options.network_model}, {"native_as", sim.transport},
-                        {"sizes", req.sizes},         {"schedules", sim.schedules}};
-  if (sc) cfg["scenario"] = req.scenario;
-  if (!req.preset.empty()) cfg["preset"] = req.preset;
-  if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;
-  info.config_json = cfg.dump();
-  info.host_info = host_info_json();
-  std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), sim.options.network_model.c_str(),
-              sim.transport == "mpi" ? "Open MPI 4.1 would run it" : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
-  const std::int64_t id = store.begin_bench(info);
   TablePrinter printer(sim.world_size, sim.cluster.devices_per_node, req);
   printer.set_what("simulated");
-  try {
-    simulate_collective_bench(sim, [&](const CollectiveBenchRow& row) {
-      store.add_bench_row(id, row);
-      printer.row(row);
-    });
-  } catch (...) {
-    store.finish_bench(id, "failed");  // the rows simulated so far stay
-    throw;
-  }
+  const std::int64_t id = run_simulated_bench(
+      store, bench,
+      [&] {
+        std::printf("# predicted on %s; network model %s; native as %s\n", bench.where.c_str(),
+                    sim.options.network_model.c_str(),
+                    sim.transport == "mpi" ? "Open MPI 4.1 would run it"
+                                           : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
+      },
+      [&](const CollectiveBenchRow& row) { printer.row(row); });
   printer.end_table();
-  store.finish_bench(id, "completed");
   std::fprintf(stderr, "ddplab: simulated bench %lld stored in %s\n", static_cast<long long>(id), req.db.c_str());
   return 0;
 }
