@@ -29,17 +29,14 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
-#include "ddplab/core/version.hpp"
-#include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
-#include "ddplab/simulator/calibration.hpp"
-#include "ddplab/simulator/collective_sim.hpp"
-#include "ddplab/strategies/strategy.hpp"
+#include "ddplab/runtime/collective_bench_job.hpp"
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/transport.hpp"
+#include "ddplab/simulator/collective_sim.hpp"
 #include "ddplab/strategies/schedule.hpp"
-#include "launch.hpp"
-#include "transport.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 
@@ -152,101 +149,49 @@ class TablePrinter {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// One rank of the job. Rank 0 prints and stores; every rank gets the same rows, so all agree on the exit code.
+// One rank of the job (collective_bench_job.hpp); rank 0 prints the tables.
 int bench_worker(const BenchRequest& req) {
   int argc = 0;
   char** argv = nullptr;
   auto comm = make_mpi_communicator(&argc, &argv);
-  const int n = comm->size(), me = comm->rank();
-  CollectiveBenchOptions opt;
-  opt.sizes = parse_size_list(req.sizes);
-  opt.schedules = resolve_schedules(req);
-  opt.iters = req.iters;
-  opt.warmup = req.warmup;
-  opt.check = req.check;
-  opt.backend = req.backend;
-  // Default: the ranks this launcher put on rank 0's node (all of them on one machine), as the trainer does.
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  opt.ranks_per_node = req.ranks_per_node.value_or(local ? std::max(1, std::atoi(local)) : n);
-  comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
-
-  std::unique_ptr<Store> store;
+  CollectiveBenchJob job;
+  job.options.sizes = parse_size_list(req.sizes);
+  job.options.schedules = resolve_schedules(req);
+  job.options.iters = req.iters;
+  job.options.warmup = req.warmup;
+  job.options.check = req.check;
+  job.options.backend = req.backend;
+  job.ranks_per_node = req.ranks_per_node;
+  job.comm_timeout_s = req.comm_timeout;
+  job.db = req.db;
+  if (!req.testbed_tag.empty()) job.extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
   std::unique_ptr<TablePrinter> printer;
-  std::int64_t bench_id = 0;
-  std::vector<CollectiveBenchRow> bad;
-  Transport transport;  // outside the try: an error aborts the job below before NCCL is torn down, which
-                        // could wait for peers still inside a collective
-  try {
-    transport = open_transport(*comm, req.backend, req.comm_timeout);
-    opt.device = transport.device_ops();
-    if (me == 0) {
-      store = std::make_unique<Store>(req.db);
-      nlohmann::json extra = nlohmann::json::object();
-      if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
-      bench_id = begin_collective_bench(*store, opt, n, extra);
-      printer = std::make_unique<TablePrinter>(n, opt.ranks_per_node, req);
-    }
-    run_collective_bench(
-        *transport.comm, opt,
-        [&](const CollectiveBenchRow& row) {
-          if (row.wrong.value_or(0) > 0) bad.push_back(row);
-          if (me != 0) return;
-          store->add_bench_row(bench_id, row);
-          printer->row(row);
-        },
-        [&](const std::string& s, std::uint64_t bytes, std::size_t done, std::size_t total) {
-          if (printer) printer->progress(s, bytes, done, total);
-        });
-    if (me == 0) {
-      printer->end_table();
-      store->finish_bench(bench_id, bad.empty() ? RunStatus::Completed : RunStatus::Failed);
-      std::fprintf(stderr, "ddplab: bench %lld stored in %s\n", static_cast<long long>(bench_id), req.db.c_str());
-      for (const auto& r : bad)
-        std::fprintf(stderr, "error: schedule %s gives %lld wrong elements at size %lld B (%s)\n", r.schedule.c_str(),
-                     static_cast<long long>(*r.wrong), static_cast<long long>(r.bytes),
-                     format_bytes(static_cast<double>(r.bytes)).c_str());
-    }
-  } catch (const std::exception& e) {
+  CollectiveBenchHooks hooks;
+  hooks.begin = [&](int world, int ranks_per_node) { printer = std::make_unique<TablePrinter>(world, ranks_per_node, req); };
+  hooks.row = [&](const CollectiveBenchRow& row) { printer->row(row); };
+  hooks.progress = [&](const std::string& s, std::uint64_t bytes, std::size_t done, std::size_t total) {
+    if (printer) printer->progress(s, bytes, done, total);
+  };
+  hooks.end = [&](std::int64_t id, const std::vector<CollectiveBenchRow>& wrong) {
+    printer->end_table();
+    std::fprintf(stderr, "ddplab: bench %lld stored in %s\n", static_cast<long long>(id), req.db.c_str());
+    for (const auto& r : wrong)
+      std::fprintf(stderr, "error: schedule %s gives %lld wrong elements at size %lld B (%s)\n", r.schedule.c_str(),
+                   static_cast<long long>(*r.wrong), static_cast<long long>(r.bytes),
+                   format_bytes(static_cast<double>(r.bytes)).c_str());
+  };
+  hooks.failing = [&] {
     if (printer) printer->clear_progress();
-    std::fprintf(stderr, "error: rank %d: %s\n", me, e.what());
-    if (store && bench_id) {
-      try {
-        store->finish_bench(bench_id, RunStatus::Failed);
-      } catch (...) {
-      }
-    }
-    std::fflush(stderr);
-    comm->abort(rank_exit_code(e));  // the others may be waiting in a collective
-  }
-  return bad.empty() ? 0 : 1;
-}
-
-std::int64_t last_bench_id(const std::string& db) {
-  if (access(db.c_str(), F_OK) != 0) return 0;
-  Store store(db);
-  std::int64_t id = 0;
-  for (const auto& b : store.benches()) id = std::max(id, b.id);
-  return id;
+  };
+  return run_collective_bench_job(*comm, job, hooks);
 }
 
 // --simulate: the same table, predicted on the scenario's or preset's cluster, stored with backend simgrid.
 int bench_simulated(const BenchRequest& req) {
   if (req.testbed) throw InputError("--simulate predicts a cluster; it does not run on the test bed");
   if (!req.scenario.empty() && !req.preset.empty()) throw InputError("give --scenario or --preset, not both");
-  CollectiveSimRequest sim;
-  std::string where = "the default cluster (10 Gbit/s star)";
-  std::string transport = req.backend_given ? req.backend : "mpi";
-  std::optional<Scenario> sc;
-  if (!req.scenario.empty()) {
-    sc = load_validated_scenario(req.scenario);
-    sim.cluster = sc->cluster;
-    where = fmt::format("scenario {}: {}", req.scenario, describe_cluster(sim.cluster));
-    if (!req.backend_given) transport = to_string(transport_of(sc->train.backend));
-  } else if (!req.preset.empty()) {
-    apply_cluster_preset(sim.cluster, req.preset);  // an unknown name is refused, listing the known ones
-    where = describe_cluster(sim.cluster);
-    if (!req.backend_given) transport = sim.cluster.device_flops && req.preset != "cpu-testbed" ? "nccl" : "mpi";
-  }
+  SimulatedBench bench = simulated_bench_cluster(req.scenario, req.preset, req.backend_given ? req.backend : "");
+  CollectiveSimRequest& sim = bench.request;
   sim.world_size = req.world.value_or(req.np);
   if (req.ranks_per_node) sim.cluster.devices_per_node = *req.ranks_per_node;
   sim.schedules = resolve_schedules(req);
@@ -255,41 +200,22 @@ int bench_simulated(const BenchRequest& req) {
   } catch (const InputError& e) {
     throw InputError(std::string("--sizes: ") + e.what(), "--sizes");
   }
-  sim.transport = parse_choice<ddplab::Transport>(transport, {.field = "--backend"});
+  bench.sizes = req.sizes;
   sim.options.network_model = req.network_model;
-  sim.options.network_model = network_model_for(sim.cluster, sim.options);  // "auto" resolved, for the record
-  sim.options.mode = "auto";
   require_writable_store(req.db);
   Store store(req.db);
-  if (sc && !sc->cluster.calibration.empty()) sim.options.calibration = load_calibration(store, sc->cluster.calibration);
-  BenchInfo info;
-  info.backend = "simgrid";
-  info.world_size = sim.world_size;
-  info.ranks_per_node = sim.cluster.devices_per_node;
-  nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
-                        {"network_model", sim.options.network_model}, {"native_as", sim.transport},
-                        {"sizes", req.sizes},         {"schedules", sim.schedules}};
-  if (sc) cfg["scenario"] = req.scenario;
-  if (!req.preset.empty()) cfg["preset"] = req.preset;
-  if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;
-  info.config_json = cfg.dump();
-  info.host_info = host_info_json();
-  std::printf("# predicted on %s; network model %s; native as %s\n", where.c_str(), sim.options.network_model.c_str(),
-              sim.transport == ddplab::Transport::Mpi ? "Open MPI 4.1 would run it" : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
-  const std::int64_t id = store.begin_bench(info);
   TablePrinter printer(sim.world_size, sim.cluster.devices_per_node, req);
   printer.set_what("simulated");
-  try {
-    simulate_collective_bench(sim, [&](const CollectiveBenchRow& row) {
-      store.add_bench_row(id, row);
-      printer.row(row);
-    });
-  } catch (...) {
-    store.finish_bench(id, RunStatus::Failed);  // the rows simulated so far stay
-    throw;
-  }
+  const std::int64_t id = run_simulated_bench(
+      store, bench,
+      [&] {
+        std::printf("# predicted on %s; network model %s; native as %s\n", bench.where.c_str(),
+                    sim.options.network_model.c_str(),
+                    sim.transport == "mpi" ? "Open MPI 4.1 would run it"
+                                           : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
+      },
+      [&](const CollectiveBenchRow& row) { printer.row(row); });
   printer.end_table();
-  store.finish_bench(id, RunStatus::Completed);
   std::fprintf(stderr, "ddplab: simulated bench %lld stored in %s\n", static_cast<long long>(id), req.db.c_str());
   return 0;
 }
@@ -329,11 +255,8 @@ int bench_collectives(const BenchRequest& req) {
   if (rc != 0) {
     // A rank that died (or an interrupt) took the job down; rank 0 may not have recorded the outcome.
     Store store(req.db);
-    for (const auto& b : store.benches())
-      if (b.id > before && b.status == RunStatus::Running) {
-        store.finish_bench(b.id, RunStatus::Failed);
-        std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(b.id));
-      }
+    for (const std::int64_t id : fail_unfinished_benches(store, before))
+      std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(id));
     if (end.signal) std::fprintf(stderr, "ddplab: bench interrupted (%s)\n", strsignal(end.signal));
     else std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
   }

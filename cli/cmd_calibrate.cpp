@@ -1,23 +1,13 @@
-// `ddplab calibrate`: measures this machine's network and compute, fits the simulator's network model to
-// it (calibration.hpp) and stores the fit by name, with the measurements, in the results store. The
-// network is measured over MPI, or over NCCL between GPUs with --backend cuda; compute on the CPU, or on
-// the GPU with --backend cuda or cuda+mpi (runtime/link_probe.hpp has the measurements).
-//
-// Measured on the job's ranks: (1) ping-pong between rank 0 and every other rank over message sizes; (2)
-// what the fit describes (--fit): by default the runtime's own ring allreduce of n x each size, whose steps
-// are exchanges of one chunk of that size (every rank sends right, receives left), as training runs them;
-// (3) every allreduce schedule over sizes at world sizes up to the job's (the `bench collectives` tables,
-// one bench per world size so that `ddplab validate` replays them; --schedules none skips it); (4) with
-// --scenario, per-layer forward and backward and the optimizer of the scenario's MLP at its batch size, on
-// every rank at once (as training loads the cores), averaged over ranks.
-#include <unistd.h>
-
+// `ddplab calibrate`: measures this machine's network and compute on the ranks of an MPI job
+// (runtime/calibration_probe.hpp: ping-pong, the samples under load that --fit describes, the scenario's MLP,
+// the codecs' local work, every allreduce schedule at world sizes up to the job's), fits the simulator's
+// model to it (simulator/calibration.hpp) and stores the fit by name, with the measurements and one bench per
+// world size, in the results store. The network is measured over MPI, or over NCCL between GPUs with
+// --backend cuda; compute on the CPU, or on the GPU with --backend cuda or cuda+mpi.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -33,22 +23,19 @@
 #include "validators.hpp"
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/scenario.hpp"
-#include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
-#include "ddplab/core/version.hpp"
+#include "ddplab/runtime/calibration_probe.hpp"
 #include "ddplab/runtime/collective_bench.hpp"
-#include "ddplab/runtime/codec_probe.hpp"
-#include "ddplab/strategies/codec_compute.hpp"
-#include "ddplab/runtime/job_info.hpp"
-#include "ddplab/runtime/link_probe.hpp"
+#include "ddplab/runtime/collective_bench_job.hpp"
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/runtime/ops.hpp"
+#include "ddplab/runtime/job_info.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/transport.hpp"
 #include "ddplab/simulator/calibration.hpp"
+#include "ddplab/strategies/codec.hpp"
 #include "ddplab/strategies/schedule.hpp"
-#include "launch.hpp"
-#include "testbed.hpp"
-#include "transport.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 namespace {
@@ -81,22 +68,11 @@ std::string resolved_backend(const CalibrateRequest& req, const std::optional<Sc
   return sc ? to_string(sc->train.backend) : "cpu";
 }
 
+// The runtime's one-way times as the simulator's samples.
 std::vector<PingPongSample> samples_from(const std::vector<MessageTime>& times) {
   std::vector<PingPongSample> out;
   for (const auto& t : times) out.push_back({t.bytes, t.one_way_s});
   return out;
-}
-
-// Per-layer compute of the scenario's MLP at its batch size on the calibration's compute backend.
-void measure_compute(Communicator& comm, Ops& ops, const Scenario& sc, Calibration& cal, int reps) {
-  const MlpComputeTimes t = measure_mlp_compute(comm, ops, sc.model.layers, sc.train.batch_size, sc.train.seed, reps,
-                                                optimizer_config(sc.train, sc.train.batch_size, 1));
-  cal.compute_backend = ops.name();
-  cal.layer_widths = sc.model.layers;
-  cal.batch_size = sc.train.batch_size;
-  cal.layers.clear();
-  for (std::size_t l = 0; l < t.forward_s.size(); ++l) cal.layers.push_back({t.forward_s[l], t.backward_s[l]});
-  cal.optimizer_s = t.optimizer_s;
 }
 
 // The allreduce schedules to measure; `none` alone: no collectives at all.
@@ -149,99 +125,13 @@ void print_codec_work(const Calibration& c, const std::vector<WorkSample>& sampl
               "orthogonalize\n# extra: k log2 k for topk; FLOPs for the products and orthogonalize\n");
 }
 
-// Every rank's node (its host name), on every rank: which peers share rank 0's node.
-std::vector<std::string> node_names(Communicator& comm) {
-  constexpr std::size_t kLen = 256;
-  std::array<char, kLen> mine{};
-  if (gethostname(mine.data(), kLen - 1) != 0) std::snprintf(mine.data(), kLen, "rank%d", comm.rank());
-  std::vector<char> all(kLen * static_cast<std::size_t>(comm.size()));
-  comm.gather(mine.data(), kLen, all.data(), 0);
-  comm.broadcast(all.data(), all.size(), 0);
-  std::vector<std::string> names;
-  for (int r = 0; r < comm.size(); ++r) names.emplace_back(all.data() + kLen * static_cast<std::size_t>(r));
-  return names;
-}
-
-// The world sizes the schedules are measured at: --worlds (each 2..n), else 2, 4, 8, ... below n, and n
-// itself. Ascending, without repeats.
-std::vector<int> schedule_worlds(std::vector<int> worlds, int n) {
-  if (worlds.empty()) {
-    for (int w = 2; w < n; w *= 2) worlds.push_back(w);
-    worlds.push_back(n);
-    return worlds;
-  }
-  for (const int w : worlds)
-    if (w < 2 || w > n) throw InputError(fmt::format("--worlds: {} is outside 2..{} (the job's ranks)", w, n));
-  std::sort(worlds.begin(), worlds.end());
-  worlds.erase(std::unique(worlds.begin(), worlds.end()), worlds.end());
-  return worlds;
-}
-
-// A group of the job's first w ranks, over the calibration's transport. Kept until the worker ends, so that
-// an error aborts the job before any NCCL communicator is torn down (see calibrate_worker).
-struct RankGroup {
-  std::unique_ptr<Communicator> mpi;
-  Transport net;
-};
-
-struct ScheduleBenches {
-  std::vector<std::int64_t> ids;  // rank 0: one bench per world size
-  std::int64_t wrong = 0;         // elements wrong, over the benches this rank took part in
-};
-
-// Every schedule of `opt` at each world size: the job's ranks below w reduce (the job's transport for w = n,
-// a split of it otherwise); the others wait. Rank 0 prints and stores each world's bench.
-ScheduleBenches measure_schedules(Communicator& job, Transport& net, const std::vector<int>& worlds,
-                                  CollectiveBenchOptions opt, const CalibrateRequest& req, Store* store,
-                                  std::vector<RankGroup>& groups) {
-  const int me = job.rank(), n = job.size(), rpn = opt.ranks_per_node;
-  ScheduleBenches out;
-  for (const int w : worlds) {
-    Communicator* comm = net.comm;
-    opt.device = net.device_ops();
-    if (w < n) {
-      RankGroup g;
-      g.mpi = job.split(me < w ? 0 : -1);
-      if (g.mpi) g.net = open_transport(*g.mpi, net.name, req.comm_timeout);
-      comm = g.mpi ? g.net.comm : nullptr;
-      opt.device = g.net.device_ops();
-      groups.push_back(std::move(g));
-    }
-    if (comm) {
-      opt.ranks_per_node = std::min(rpn, w);
-      std::int64_t id = 0, wrong = 0;
-      if (me == 0) {
-        nlohmann::json extra = {{"calibration", req.name}};
-        if (!req.testbed_tag.empty()) extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
-        id = begin_collective_bench(*store, opt, w, extra);
-        out.ids.push_back(id);
-        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", w,
-                    net.name.c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us", "busbw GB/s",
-                    "#wrong");
-      }
-      run_collective_bench(*comm, opt, [&](const CollectiveBenchRow& r) {
-        wrong += r.wrong.value_or(0);
-        if (me != 0) return;
-        store->add_bench_row(id, r);
-        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
-                    r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
-      });
-      if (me == 0) store->finish_bench(id, wrong == 0 ? RunStatus::Completed : RunStatus::Failed);
-      out.wrong += wrong;
-    }
-    job.barrier();
-  }
-  return out;
-}
-
-// One rank of the job. Rank 0 fits, prints and stores.
+// One rank of the job (calibration_probe.hpp measures); rank 0 fits (calibration.hpp), prints and stores.
 int calibrate_worker(const CalibrateRequest& req) {
   int argc = 0;
   char** argv = nullptr;
   auto comm = make_mpi_communicator(&argc, &argv);
   const int me = comm->rank(), n = comm->size();
-  Transport net;  // outside the try: an error aborts the job before NCCL is torn down (see bench_worker)
-  std::vector<RankGroup> groups;
+  CalibrationProbe probe(*comm);  // outside the try: an error aborts the job before NCCL is torn down
   try {
     if (n < 2) throw InputError("calibrate needs at least 2 ranks for ping-pong (--np 2 or more)");
     const auto sizes = parse_size_list(req.sizes);
@@ -250,42 +140,28 @@ int calibrate_worker(const CalibrateRequest& req) {
     if (sc && sc->model.type != ModelType::Mlp)
       throw InputError(req.scenario + ": per-layer compute is measured for MLP scenarios only");
     const std::string backend = resolved_backend(req, sc);
-    net = open_transport(*comm, backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
-    Communicator& link = *net.comm;
-    Ops* device = net.device_ops();
-
-    const auto rows = measure_pingpong(link, device, sizes, req.pingpong_budget);
-    const std::vector<std::string> nodes = node_names(*comm);
-    std::vector<PingPongSample> exchange;
-    if (req.fit == "exchange") exchange = samples_from(measure_exchange(link, device, sizes, req.pingpong_budget));
-    if (req.fit == "ring") exchange = samples_from(measure_ring(link, device, sizes, req.coll_iters));
-    Calibration cal, pingpong_fit;
-    std::string intra_note;
+    probe.open(backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
+    const LinkSamples links = probe.measure_links(sizes, req.fit, req.pingpong_budget, req.coll_iters);
+    const nlohmann::json testbed = req.testbed_tag.empty() ? nlohmann::json() : nlohmann::json::parse(req.testbed_tag);
+    LinkFit fit;
     if (me == 0) {
-      const std::string link_class = net.name == "nccl" ? "nccl" : req.testbed_tag.empty() ? "mpi" : "testbed";
-      LinkFit f = fit_links({rows, nodes, sizes, exchange, req.fit, link_class, req.tolerance});
-      cal = std::move(f.fit);
-      pingpong_fit = std::move(f.pingpong);
-      cal.name = req.name;
-      pingpong_fit.name = req.name + " (ping-pong)";
-      if (cal.intra) {
-        auto intra = std::make_shared<Calibration>(*cal.intra);
-        intra->name = req.name + " (intra-node)";
-        cal.intra = intra;
-      }
-      if (!f.intra_note.empty()) intra_note = "# " + f.intra_note + "\n";
+      const std::string link_class = probe.transport() == "nccl" ? "nccl" : testbed.is_null() ? "mpi" : "testbed";
+      fit = fit_named_links({links.pingpong, links.nodes, sizes, samples_from(links.loaded), req.fit, link_class,
+                             req.tolerance},
+                            req.name);
     }
+    Calibration& cal = fit.fit;
     std::vector<WorkSample> codec_samples;
     if (sc || req.codec_work) {
-      auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc && sc->train.tf32);
-      if (sc) measure_compute(*comm, *ops, *sc, cal, 10);
-      if (req.codec_work) {
-        for (const CodecWorkTiming& t : measure_codec_work(*comm, *ops, 5))
-          codec_samples.push_back({work_key(t.work), work_size(t.work), t.seconds});
-        if (me == 0) {
-          cal.codec_work = fit_codec_work(codec_samples);
-          cal.codec_backend = ops->codec_compute().name();
-        }
+      const ComputeSamples compute = probe.measure_compute(backend, sc ? &*sc : nullptr, req.codec_work);
+      if (compute.mlp)
+        set_mlp_compute(cal, compute.compute_backend, sc->model.layers, sc->train.batch_size, compute.mlp->forward_s,
+                        compute.mlp->backward_s, compute.mlp->optimizer_s);
+      for (const CodecWorkTiming& t : compute.codec_work)
+        codec_samples.push_back({work_key(t.work), work_size(t.work), t.seconds});
+      if (req.codec_work && me == 0) {
+        cal.codec_work = fit_codec_work(codec_samples);
+        cal.codec_backend = compute.codec_backend;
       }
     }
 
@@ -296,38 +172,40 @@ int calibrate_worker(const CalibrateRequest& req) {
     opt.schedules = resolve_schedules(req.schedules);
     opt.iters = req.coll_iters;
     opt.warmup = 2;
-    opt.backend = net.name;  // opt.device: each world's transport (measure_schedules)
-    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    opt.ranks_per_node = local ? std::max(1, std::atoi(local)) : n;
-    comm->broadcast(&opt.ranks_per_node, sizeof opt.ranks_per_node, 0);
+    opt.ranks_per_node = job_ranks_per_node(*comm);
     ScheduleBenches benches;
-    if (!opt.schedules.empty())
-      benches = measure_schedules(*comm, net, schedule_worlds(req.worlds, n), opt, req, store.get(), groups);
+    if (!opt.schedules.empty()) {
+      nlohmann::json extra = {{"calibration", req.name}};
+      if (!testbed.is_null()) extra["testbed"] = testbed;
+      ScheduleBenchHooks hooks;
+      hooks.begin = [&](int w, std::int64_t id) {
+        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", w,
+                    probe.transport().c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us",
+                    "busbw GB/s", "#wrong");
+      };
+      hooks.row = [](const CollectiveBenchRow& r) {
+        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
+                    r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
+      };
+      benches = probe.measure_schedules(schedule_worlds(req.worlds, n), opt, store.get(), extra, hooks);
+    }
     const std::int64_t wrong = benches.wrong;
     const std::string job = job_host_info(*comm);  // collective
     if (me == 0) {
-      nlohmann::json host = nlohmann::json::parse(job);
-      host["world_size"] = n;
-      host["backend"] = backend;
-      if (!req.testbed_tag.empty()) host["testbed"] = nlohmann::json::parse(req.testbed_tag);
-      nlohmann::json fit = cal.to_json();
-      if (!benches.ids.empty()) fit["bench_ids"] = benches.ids;
-      if (cal.fitted != "pingpong" && pingpong_fit.bandwidth > 0)
-        fit["pingpong"] = {{"latency_s", pingpong_fit.latency_s}, {"bandwidth", pingpong_fit.bandwidth}};
-      if (sc) fit["scenario"] = sc->name;
-      const std::int64_t id = store->add_calibration({0, req.name, "", host.dump(), fit.dump()}, rows);
+      const std::int64_t id = store->add_calibration(
+          calibration_record(fit, {job, n, backend, testbed, benches.ids, sc ? sc->name : ""}), links.pingpong);
       std::printf("#\n");
-      if (cal.fitted != "pingpong" && pingpong_fit.bandwidth > 0)
+      if (cal.fitted != "pingpong" && fit.pingpong.bandwidth > 0)
         std::printf("# ping-pong (one message at a time): latency %s, bandwidth %.4f GB/s; the simulator uses the "
                     "fit below\n",
-                    format_duration(pingpong_fit.latency_s).c_str(), pingpong_fit.bandwidth / 1e9);
+                    format_duration(fit.pingpong.latency_s).c_str(), fit.pingpong.bandwidth / 1e9);
       print_fit(cal);
       if (!cal.codec_work.empty()) print_codec_work(cal, codec_samples);
       if (cal.intra) {
-        std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n", nodes[0].c_str());
+        std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n", links.nodes[0].c_str());
         print_fit(*cal.intra);
       }
-      std::printf("%s", intra_note.c_str());
+      if (!fit.intra_note.empty()) std::printf("# %s\n", fit.intra_note.c_str());
       if (!cal.layers.empty()) {
         std::printf("# compute of %s at batch %d on %s (mean over %d ranks)\n#%6s %12s %12s\n", sc->name.c_str(),
                     cal.batch_size, cal.compute_backend.c_str(), n, "layer", "forward_ms", "backward_ms");

@@ -10,7 +10,7 @@
 #include "ddplab/core/report.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/simulator/compute_source.hpp"
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 namespace ddplab::cli {
 namespace fs = std::filesystem;

@@ -13,12 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "launch.hpp"
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
 #include "ddplab/core/nccl_tests.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 namespace ddplab::cli {
 namespace {

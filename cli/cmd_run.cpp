@@ -25,9 +25,9 @@
 #include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
-#include "launch.hpp"
-#include "transport.hpp"
-#include "testbed.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/transport.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 namespace ddplab::cli {
 

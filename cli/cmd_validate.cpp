@@ -18,11 +18,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "launch.hpp"
 #include "validators.hpp"
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
+#include "ddplab/runtime/launch.hpp"
 #include "ddplab/simulator/validation.hpp"
 
 namespace ddplab::cli {

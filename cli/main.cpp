@@ -5,12 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
-#include "launch.hpp"
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/version.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 int main(int argc, char** argv) {
-  if (ddplab::cli::under_mpi_launcher()) ddplab::cli::mark_rank_started();  // the launch worked (retry_unstarted)
+  if (ddplab::under_mpi_launcher()) ddplab::mark_rank_started();  // the launch worked (retry_unstarted)
   CLI::App app{"ddplab: measure, simulate and compare gradient-sync strategies for data-parallel training"};
   app.set_version_flag("--version", std::string("ddplab ") + ddplab::version());
   app.require_subcommand(1);

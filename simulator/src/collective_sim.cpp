@@ -1,13 +1,16 @@
 #include "ddplab/simulator/collective_sim.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/metrics.hpp"
+#include "ddplab/core/version.hpp"
 #include "ddplab/simulator/calibration.hpp"
 #include "ddplab/strategies/plan.hpp"
+#include "ddplab/strategies/strategy.hpp"
 #include "platform.hpp"
 
 namespace ddplab {
@@ -44,6 +47,64 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
       if (on_row) on_row(row);
     }
   return rows;
+}
+
+SimulatedBench simulated_bench_cluster(const std::string& scenario, const std::string& preset,
+                                       const std::string& transport) {
+  SimulatedBench b;
+  b.scenario = scenario;
+  b.preset = preset;
+  b.where = "the default cluster (10 Gbit/s star)";
+  // The option's text becomes a transport here (--backend of `bench collectives --simulate`).
+  std::optional<Transport> native;
+  if (!transport.empty()) native = parse_choice<Transport>(transport, {.field = "--backend"});
+  if (!scenario.empty()) {
+    const Scenario sc = load_validated_scenario(scenario);
+    b.request.cluster = sc.cluster;
+    b.calibration = sc.cluster.calibration;
+    b.where = fmt::format("scenario {}: {}", scenario, describe_cluster(b.request.cluster));
+    if (!native) native = transport_of(sc.train.backend);
+  } else if (!preset.empty()) {
+    apply_cluster_preset(b.request.cluster, preset);
+    b.where = describe_cluster(b.request.cluster);
+    if (!native)
+      native = b.request.cluster.device_flops && preset != "cpu-testbed" ? Transport::Nccl : Transport::Mpi;
+  }
+  b.request.transport = native.value_or(Transport::Mpi);
+  return b;
+}
+
+std::int64_t run_simulated_bench(Store& store, SimulatedBench& b, const std::function<void()>& begin,
+                                 const std::function<void(const CollectiveBenchRow&)>& on_row) {
+  CollectiveSimRequest& sim = b.request;
+  sim.options.network_model = network_model_for(sim.cluster, sim.options);  // "auto" resolved, for the record
+  sim.options.mode = "auto";
+  if (!b.calibration.empty()) sim.options.calibration = load_calibration(store, b.calibration);
+  BenchInfo info;
+  info.backend = "simgrid";
+  info.world_size = sim.world_size;
+  info.ranks_per_node = sim.cluster.devices_per_node;
+  nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
+                        {"network_model", sim.options.network_model}, {"native_as", sim.transport},
+                        {"sizes", b.sizes},           {"schedules", sim.schedules}};
+  if (!b.scenario.empty()) cfg["scenario"] = b.scenario;
+  if (!b.preset.empty()) cfg["preset"] = b.preset;
+  if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;
+  info.config_json = cfg.dump();
+  info.host_info = host_info_json();
+  if (begin) begin();
+  const std::int64_t id = store.begin_bench(info);
+  try {
+    simulate_collective_bench(sim, [&](const CollectiveBenchRow& row) {
+      store.add_bench_row(id, row);
+      if (on_row) on_row(row);
+    });
+  } catch (...) {
+    store.finish_bench(id, "failed");  // the rows simulated so far stay
+    throw;
+  }
+  store.finish_bench(id, "completed");
+  return id;
 }
 
 }  // namespace ddplab

@@ -20,10 +20,10 @@
 #include "ddplab/core/stats.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/strategies/strategy.hpp"
-#include "testbed.hpp"
-#include "testbed_proc.hpp"
+#include "ddplab/testbed/command.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
-namespace tb = ddplab::cli::testbed;
+namespace tb = ddplab::testbed;
 
 namespace {
 

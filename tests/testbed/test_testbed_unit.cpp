@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "ddplab/core/store.hpp"
-#include "testbed.hpp"
+#include "ddplab/testbed/command.hpp"
+#include "ddplab/testbed/testbed.hpp"
 #include "temp_dir.hpp"
-#include "testbed_proc.hpp"
 
-namespace tb = ddplab::cli::testbed;
+namespace tb = ddplab::testbed;
 
 namespace {
 

@@ -22,7 +22,7 @@ std::vector<RunRow> runs_with_status(const Store& store, const std::vector<std::
 // Their checkpoint folders are removed from disk after the rows.
 std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int64_t>& ids);
 
-// How a launched job ended badly, as its launcher learnt it (`ddplab run`, cli/launch.hpp's JobEnd).
+// How a launched job ended badly, as its launcher learnt it (`ddplab run`, runtime/launch.hpp's JobEnd).
 struct JobOutcome {
   int signal = 0;                     // the SIGINT, SIGTERM or SIGHUP the launcher received; 0: the job failed
   std::vector<std::string> failures;  // the ranks' failure notes (job_notes.hpp), in rank order

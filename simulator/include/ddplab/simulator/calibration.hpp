@@ -168,6 +168,30 @@ struct LinkFit {
 // CalibrationError when the fit asked for cannot be made (the ping-pong fit only when it is the one asked for).
 LinkFit fit_links(const LinkMeasurements& m);
 
+// `ddplab calibrate`'s fit_links, named after the calibration: the fit NAME, its intra-node fit
+// "NAME (intra-node)" and the ping-pong fit "NAME (ping-pong)".
+LinkFit fit_named_links(const LinkMeasurements& m, const std::string& name);
+
+// Sets the calibration's compute: an MLP of `widths` at `batch` timed on `compute_backend` (Ops::name()), per
+// layer forward_s and backward_s (input layer first, one per layer of widths), and the optimizer's step.
+// Throws InternalError when the layers are not one per layer of widths.
+void set_mlp_compute(Calibration& c, const std::string& compute_backend, const std::vector<int>& widths, int batch,
+                     const std::vector<double>& forward_s, const std::vector<double>& backward_s, double optimizer_s);
+
+// The job a calibration was measured on, as the results store keeps it beside the fit.
+struct CalibrationJob {
+  std::string host_info;                // the job's host_info JSON (runtime's job_host_info)
+  int world_size = 0;
+  std::string backend;                  // "cpu", "cuda" or "cuda+mpi"
+  nlohmann::json testbed;               // the test bed's run tag; null when not on the test bed
+  std::vector<std::int64_t> bench_ids;  // the schedule benches measured with it
+  std::string scenario;                 // the scenario whose compute it timed; empty: none
+};
+// The record to store: the fit's JSON (to_json) plus bench_ids, the ping-pong fit's latency and bandwidth
+// when the fit is of another kind and the ping-pong fit could be made, and the scenario; the host_info plus
+// world_size, backend and testbed. Named after the fit.
+CalibrationRecord calibration_record(const LinkFit& fit, const CalibrationJob& job);
+
 // The latest calibration stored under `name` (StoreError / CalibrationError when missing or malformed).
 std::shared_ptr<const Calibration> load_calibration(const Store& store, const std::string& name);
 

@@ -30,4 +30,28 @@ struct CollectiveSimRequest {
 std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
                                                           const std::function<void(const CollectiveBenchRow&)>& on_row = {});
 
+// `ddplab bench collectives --simulate`: a simulated bench, stored in the results store as a measured one is
+// (backend "simgrid"), on the cluster of a scenario, of a preset or the default one.
+struct SimulatedBench {
+  CollectiveSimRequest request;  // the cluster and transport; the caller sets world size, schedules and sizes
+  std::string where;             // the cluster in words
+  std::string scenario, preset;  // where the cluster came from; both empty: the default cluster
+  std::string calibration;       // the calibration the scenario's [cluster] names; empty: none
+  std::string sizes;             // the sizes as given (stored with the bench)
+};
+
+// The cluster of `scenario` (a file, validated as `ddplab simulate` does), else of `preset` (unknown names
+// are refused, listing the known ones), else the default 10 Gbit/s star. `transport` ("mpi" or "nccl")
+// decides what native replays as; empty: NCCL where the cluster's devices train with it (a scenario with
+// train.backend "cuda"; a preset with device FLOPs, except cpu-testbed), else MPI.
+SimulatedBench simulated_bench_cluster(const std::string& scenario, const std::string& preset,
+                                       const std::string& transport);
+
+// Resolves the network model ("auto": the cluster's), loads the calibration the scenario names from `store`,
+// calls `begin` (nothing is stored yet), records the bench and stores each row as it is simulated (on_row
+// sees it after). It ends "completed"; a simulation that throws leaves it "failed" with the rows so far, and
+// the error goes on. Returns the bench's id.
+std::int64_t run_simulated_bench(Store& store, SimulatedBench& bench, const std::function<void()>& begin,
+                                 const std::function<void(const CollectiveBenchRow&)>& on_row);
+
 }  // namespace ddplab

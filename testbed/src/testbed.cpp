@@ -1,5 +1,5 @@
 // The test bed's pure parts: argument parsing, the state file, the launch agent and mpirun options.
-#include "testbed.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
 #include <unistd.h>
 
@@ -18,9 +18,9 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 #include "ddplab/core/units.hpp"
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 namespace {
 
@@ -341,4 +341,4 @@ void tag_runs(const std::string& db, std::int64_t after_id, const std::string& l
   }
 }
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed

@@ -7,7 +7,7 @@
 
 #include "ddplab/core/error.hpp"
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 struct CommandResult {
   int status = 0;  // exit status, or 128 + signal
@@ -28,4 +28,4 @@ std::string check_command(const std::vector<std::string>& argv);
 // "`ip link add ...` failed (exit 2): <stderr>" for messages.
 std::string describe_failure(const std::vector<std::string>& argv, const CommandResult& r);
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 inline constexpr const char* kPrefix = "ddpl-";
 inline constexpr int kMaxHosts = 64;
@@ -88,7 +88,7 @@ std::string agent_script(const State& s);
 std::string hostfile_text(const State& s);  // one namespace IP per line, slots=1
 // mpirun options that place one rank per namespace: hostfile, agent, TCP only on the subnet, no shared memory.
 std::vector<std::string> mpirun_args(const State& s);
-// Launches on the test bed are tried this many times while no rank starts (launch.hpp's retry_unstarted).
+// Launches on the test bed are tried this many times while no rank starts (runtime/launch.hpp's retry_unstarted).
 inline constexpr int kLaunchAttempts = 3;
 // What a stored run records about the test bed it ran on.
 nlohmann::json run_tag(const State& s);
@@ -110,4 +110,4 @@ State require_up(std::optional<int> np = std::nullopt);
 // Adds "testbed": run_tag(s) to the config of every run the launch `launch_id` stored in `db` (launch_runs).
 void tag_runs(const std::string& db, std::int64_t after_id, const std::string& launch_id, const State& s);
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed

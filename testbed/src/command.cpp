@@ -1,4 +1,4 @@
-#include "testbed_proc.hpp"
+#include "ddplab/testbed/command.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 extern char** environ;
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 namespace {
 
@@ -106,4 +106,4 @@ std::string check_command(const std::vector<std::string>& argv) {
   return r.out;
 }
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed

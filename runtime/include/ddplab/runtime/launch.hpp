@@ -8,7 +8,7 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/core/store.hpp"
 
-namespace ddplab::cli {
+namespace ddplab {
 
 // True when this process was started by mpirun (OMPI_COMM_WORLD_SIZE) or srun (SLURM_PROCID + PMI).
 bool under_mpi_launcher();
@@ -74,4 +74,4 @@ void require_writable_store(const std::string& db);
 std::string self_executable();
 std::string shell_join(const std::vector<std::string>& argv);
 
-}  // namespace ddplab::cli
+}  // namespace ddplab

@@ -1,4 +1,4 @@
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -22,7 +22,7 @@
 
 extern char** environ;
 
-namespace ddplab::cli {
+namespace ddplab {
 
 bool under_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
@@ -295,4 +295,4 @@ void require_writable_store(const std::string& db) {
   unlink(probe.c_str());
 }
 
-}  // namespace ddplab::cli
+}  // namespace ddplab

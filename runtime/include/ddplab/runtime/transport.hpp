@@ -7,9 +7,9 @@
 #include "ddplab/runtime/communicator.hpp"
 #include "ddplab/runtime/ops.hpp"
 
-namespace ddplab::cli {
+namespace ddplab {
 
-struct Transport {
+struct TransportComm {
   std::string name = "mpi";              // "mpi" or "nccl": stored with the measurements
   std::unique_ptr<Ops> device;           // nccl: the backend whose memory holds the buffers
   std::unique_ptr<Communicator> nccl;    // nccl: bootstrapped over the MPI communicator
@@ -19,10 +19,10 @@ struct Transport {
 };
 
 // On every rank: `name` over `mpi`. NCCL's watchdog aborts a collective stuck longer than timeout_s.
-Transport open_transport(Communicator& mpi, const std::string& name, double timeout_s);
+TransportComm open_transport(Communicator& mpi, const std::string& name, double timeout_s);
 
 // Before mpirun starts any rank: throws InputError saying why this machine cannot run a GPU
 // `backend` ("cuda", "cuda+mpi" or transport "nccl"), naming the option it came from; nothing for "cpu"/"mpi".
 void require_gpu_backend(const std::string& option, const std::string& backend);
 
-}  // namespace ddplab::cli
+}  // namespace ddplab

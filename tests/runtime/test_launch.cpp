@@ -1,4 +1,4 @@
-// Launch retries (launch.hpp's retry_unstarted): a launch that fails before any rank started is tried again, up
+// Launch retries (runtime/launch.hpp's retry_unstarted): a launch that fails before any rank started is tried again, up
 // to its attempts; one in which a rank started, or that was interrupted, is not. A shell command stands in for
 // mpirun, counting its attempts and marking a start the way a rank does (mark_rank_started). Also the exit code
 // a launch ends with, by the kind of error that ended the job.
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "launch.hpp"
+#include "ddplab/runtime/launch.hpp"
 #include "temp_dir.hpp"
 
-using namespace ddplab::cli;
+using namespace ddplab;
 using ddplab::test::TempDir;
 
 namespace {

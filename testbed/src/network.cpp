@@ -1,4 +1,4 @@
-// The test bed's operations on the real network: up, down, status, through `ip` and `tc` (testbed_proc).
+// The test bed's operations on the real network: up, down, status, through `ip` and `tc` (command.hpp).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -16,12 +16,12 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "launch.hpp"
-#include "testbed.hpp"
-#include "testbed_proc.hpp"
 #include "ddplab/core/error.hpp"
+#include "ddplab/runtime/launch.hpp"
+#include "ddplab/testbed/command.hpp"
+#include "ddplab/testbed/testbed.hpp"
 
-namespace ddplab::cli::testbed {
+namespace ddplab::testbed {
 
 namespace {
 
@@ -445,4 +445,4 @@ State require_up(std::optional<int> np) {
   return *s;
 }
 
-}  // namespace ddplab::cli::testbed
+}  // namespace ddplab::testbed

@@ -1,13 +1,13 @@
-#include "transport.hpp"
+#include "ddplab/runtime/transport.hpp"
 
 #include <stdexcept>
 
 #include "ddplab/core/error.hpp"
 
-namespace ddplab::cli {
+namespace ddplab {
 
-Transport open_transport(Communicator& mpi, const std::string& name, double timeout_s) {
-  Transport t;
+TransportComm open_transport(Communicator& mpi, const std::string& name, double timeout_s) {
+  TransportComm t;
   t.name = name;
   t.comm = &mpi;
   if (name == "nccl") {
@@ -26,4 +26,4 @@ void require_gpu_backend(const std::string& option, const std::string& backend) 
   if (!why.empty()) throw InputError(option + " \"" + backend + "\" cannot run here: " + why);
 }
 
-}  // namespace ddplab::cli
+}  // namespace ddplab

@@ -1,0 +1,52 @@
+# The one-way dependencies of DESIGN.md, checked when the build is configured rather than trusted to each
+# target_link_libraries: a library that reaches a forbidden one, directly or through any other, stops the
+# configure step with the chain that leads there.
+
+# Every target `target` links, directly or through others: LINK_LIBRARIES and INTERFACE_LINK_LIBRARIES,
+# with $<LINK_ONLY:...> (a static library's private dependencies) unwrapped. `out` gets the targets, and
+# `out`_via_<name> the target that brought each one in.
+function(_ddplab_link_closure target out)
+  set(seen ${target})
+  set(todo ${target})
+  while(todo)
+    list(POP_FRONT todo current)
+    set(real ${current})
+    get_target_property(aliased ${current} ALIASED_TARGET)
+    if(aliased)
+      set(real ${aliased})
+    endif()
+    foreach(prop LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+      get_target_property(libs ${real} ${prop})
+      if(NOT libs)
+        continue()
+      endif()
+      foreach(lib IN LISTS libs)
+        string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" lib "${lib}")
+        if(lib MATCHES "^::@" OR NOT TARGET "${lib}" OR lib IN_LIST seen)
+          continue()
+        endif()
+        list(APPEND seen ${lib})
+        list(APPEND todo ${lib})
+        set(${out}_via_${lib} ${current} PARENT_SCOPE)
+      endforeach()
+    endforeach()
+  endwhile()
+  list(REMOVE_ITEM seen ${target})
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+# Stops the configure step when `target` links `forbidden` by any path; `why` says which rule it breaks.
+function(ddplab_forbid_link target forbidden why)
+  _ddplab_link_closure(${target} closure)
+  if(NOT forbidden IN_LIST closure)
+    return()
+  endif()
+  set(chain ${forbidden})
+  set(at ${forbidden})
+  while(NOT at STREQUAL target AND DEFINED closure_via_${at})
+    set(at ${closure_via_${at}})
+    list(PREPEND chain ${at})
+  endwhile()
+  list(JOIN chain " -> " chain)
+  message(FATAL_ERROR "${target} must not link ${forbidden}: ${why}. It does: ${chain}")
+endfunction()
