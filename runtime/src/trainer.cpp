@@ -47,26 +47,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Test hooks, read from DDPLAB_FAULT: "exit:RANK:STEP" kills a rank mid-run (the others must not hang);
-// "perturb:RANK" changes one parameter of a rank before the final check (which must then fail loudly);
-// "bitflip:RANK:STEP" flips the lowest bit of one parameter of a rank after that step (train.consistency_every
-// must catch it at its next check).
-struct Fault {
-  std::string kind;
-  int rank = -1;
-  std::int64_t step = -1;
-};
-Fault read_fault() {
-  Fault f;
-  const char* v = std::getenv("DDPLAB_FAULT");
-  if (!v) return f;
-  char kind[16] = {};
-  long long step = -1;
-  int rank = -1;
-  if (std::sscanf(v, "%15[a-z]:%d:%lld", kind, &rank, &step) >= 2) f = {kind, rank, step};
-  return f;
-}
-
 Resources resource_usage(int rank, Clock::time_point start) {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -107,11 +87,12 @@ void flip_a_bit(Ops& ops, Model& model) {
 }
 
 // Every rank compares its parameters with replica 0's (rank 0's without a split; the first of its DP group,
-// which holds the same share, with one), bit for bit. Returns "" or a message naming the ranks.
-std::string check_identical(Communicator& comm, RankParallel& rp, Ops& ops, Model& model, const Fault& fault) {
+// which holds the same share, with one), bit for bit. Returns "" or a message naming the ranks. A perturb
+// fault (fault_injection.hpp) changes one of its rank's parameters first.
+std::string check_identical(Communicator& comm, RankParallel& rp, Ops& ops, Model& model, const FaultInjection& fault) {
   std::vector<float> mine(model.num_params()), root(model.num_params());
   ops.to_host(mine.data(), model.params(), mine.size());
-  if (fault.kind == "perturb" && fault.rank == comm.rank()) mine[mine.size() / 2] += 1e-3f;
+  if (fault.strikes(FaultKind::Perturb, comm.rank())) mine[mine.size() / 2] += 1e-3f;
   root = mine;
   rp.data().broadcast(root.data(), root.size() * sizeof(float), 0);
   long long first_diff = -1;
@@ -252,7 +233,7 @@ Resume resolve_resume(const Scenario& sc, Communicator& comm, Store* store, std:
 }
 
 StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, const Data& data, Communicator& comm,
-                               Store* store, const WorkerOptions& opt, const Fault& fault, Where& where,
+                               Store* store, const WorkerOptions& opt, Where& where,
                                const Resume* resume) {
   const int rank = comm.rank(), world = comm.size();
   const auto& tr = sc.train;
@@ -472,8 +453,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   const auto first = static_cast<std::size_t>(first_step);
   int next_b = first >= input.steps() ? 0 : input.load_step(first, worker);
   for (std::size_t bi = first; bi < input.steps(); ++bi) {
-    if (fault.kind == "exit" && fault.rank == rank && fault.step == step) {
-      std::fprintf(stderr, "rank %d step %lld: exiting on purpose (DDPLAB_FAULT)\n", rank, static_cast<long long>(step));
+    if (opt.fault.strikes(FaultKind::Exit, rank, step)) {
+      std::fprintf(stderr, "rank %d step %lld: exiting on purpose (--inject-fault)\n", rank, static_cast<long long>(step));
       std::_Exit(3);
     }
     const int b = next_b;
@@ -512,7 +493,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
     pending.push_back(m);
     if (worker && b > 0 && rp.holds_loss()) last_loss = m.loss;
     samples_total += join ? join->samples_at(step % steps_per_epoch) : static_cast<std::int64_t>(b) * workers;
-    if (fault.kind == "bitflip" && fault.rank == rank && fault.step == step) flip_a_bit(*ops, model);
+    if (opt.fault.strikes(FaultKind::Bitflip, rank, step)) flip_a_bit(*ops, model);
     // Followed for the consistency checks, and for checkpoints, which record whether the replicas agree
     // (elastic resume needs them to).
     if (tr.consistency_every > 0 || checkpointer.enabled())
@@ -586,7 +567,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   assemble_server_models(comm, *ops, model, strategy);
   executor.gather_parameters();
   if (checkpointer.enabled()) checkpointer.save(step, true, executor, counters());  // the trained model
-  out.error = check_identical(comm, rp, *ops, model, fault);
+  out.error = check_identical(comm, rp, *ops, model, opt.fault);
   if (rp.split()) comm.broadcast(&last_loss, sizeof last_loss, rp.loss_rank());  // for rank 0's line
   out.ok = out.error.empty();
   if (store) store->finish_run(run, out.ok ? "completed" : "failed", out.error);
@@ -618,7 +599,6 @@ void fail_run(Store* store, const Where& where, const std::string& reason) {
 }  // namespace
 
 int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt) {
-  const Fault fault = read_fault();
   install_stop_signals();  // under srun (no job folder) a rank's SIGTERM is a request to stop
   // Every MPI call of the job is watched: one stuck past train.comm_timeout_s aborts the job, naming it.
   WatchedCommunicator comm(world, sc.train.comm_timeout_s);
@@ -648,7 +628,7 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
       const StrategyConfig& st = sc.strategies[i];
       // A stop asked for as the last strategy ended: the next one is not started.
       if (i > (resume ? resume->strategy : 0) && stop_requested_everywhere(comm)) break;
-      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, fault, where,
+      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, where,
                                                  resume && i == resume->strategy ? &*resume : nullptr);
       if (out.stopped) break;  // the strategies after it are not started
       if (!out.ok) {
