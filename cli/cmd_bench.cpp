@@ -74,6 +74,7 @@ struct BenchRequest {
   std::string scenario, preset;            // the cluster: a scenario's [cluster], or a preset; else the default star
   std::optional<int> world;                // the world size simulated (default --np)
   std::string network_model = "auto";
+  FaultInjection fault;                    // --inject-fault: a test's wrong result, passed on to every rank
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -161,6 +162,7 @@ int bench_worker(const BenchRequest& req) {
   job.options.warmup = req.warmup;
   job.options.check = req.check;
   job.options.backend = req.backend;
+  job.options.fault = req.fault;
   job.ranks_per_node = req.ranks_per_node;
   job.comm_timeout_s = req.comm_timeout;
   job.db = req.db;
@@ -211,7 +213,7 @@ int bench_simulated(const BenchRequest& req) {
       [&] {
         std::printf("# predicted on %s; network model %s; native as %s\n", bench.where.c_str(),
                     sim.options.network_model.c_str(),
-                    sim.transport == "mpi" ? "Open MPI 4.1 would run it"
+                    sim.transport == ddplab::Transport::Mpi ? "Open MPI 4.1 would run it"
                                            : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
       },
       [&](const CollectiveBenchRow& row) { printer.row(row); });
@@ -245,6 +247,7 @@ int bench_collectives(const BenchRequest& req) {
                                    "--db",     req.db,        req.check ? "--check" : "--no-check",
                                    "--backend", req.backend,  "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
+  if (req.fault.kind != FaultKind::None) args.insert(args.end(), {"--inject-fault", fault_injection_text(req.fault)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
   if (bed) args.insert(args.end(), {"--testbed-tag", testbed::run_tag(*bed).dump()});
   LaunchPlan plan = plan_launch(np, args, bed ? testbed::mpirun_args(*bed) : std::vector<std::string>{});
@@ -342,6 +345,12 @@ void add_bench(CLI::App& app) {
       ->capture_default_str()
       ->check(number_in(0.0, 86400.0, true));
   cmd->add_flag("--testbed", req->testbed, "One rank per host of the emulated cluster (`ddplab testbed up`)");
+  cmd->add_option_function<std::string>(
+         "--inject-fault",
+         [req](const std::string& v) { req->fault = parse_fault_injection(v, "--inject-fault", {FaultKind::Wrong}); },
+         "For tests of the correctness check: wrong:SCHEDULE:BYTES adds 1 to one element of the last rank's result "
+         "of that schedule at that size")
+      ->group("Testing");
   cmd->add_option("--testbed-tag", req->testbed_tag)->group("");  // internal: the launcher's test bed, to store
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")->group("");
   cmd->footer(kMetricsHelp);

@@ -63,9 +63,9 @@ struct CalibrateRequest {
 
 // "cuda": the network over NCCL (device buffers) and compute on the GPU; "cuda+mpi": the network over MPI,
 // compute on the GPU; "cpu": both on MPI and OpenBLAS.
-std::string resolved_backend(const CalibrateRequest& req, const std::optional<Scenario>& sc) {
-  if (!req.backend.empty()) return req.backend;
-  return sc ? to_string(sc->train.backend) : "cpu";
+Backend resolved_backend(const CalibrateRequest& req, const std::optional<Scenario>& sc) {
+  if (!req.backend.empty()) return parse_choice<Backend>(req.backend, {.field = "--backend"});
+  return sc ? sc->train.backend : Backend::Cpu;
 }
 
 // The runtime's one-way times as the simulator's samples.
@@ -139,13 +139,13 @@ int calibrate_worker(const CalibrateRequest& req) {
     if (!req.scenario.empty()) sc = load_scenario(req.scenario);
     if (sc && sc->model.type != ModelType::Mlp)
       throw InputError(req.scenario + ": per-layer compute is measured for MLP scenarios only");
-    const std::string backend = resolved_backend(req, sc);
-    probe.open(backend == "cuda" ? "nccl" : "mpi", req.comm_timeout);
+    const Backend backend = resolved_backend(req, sc);
+    probe.open(transport_of(backend), req.comm_timeout);
     const LinkSamples links = probe.measure_links(sizes, req.fit, req.pingpong_budget, req.coll_iters);
     const nlohmann::json testbed = req.testbed_tag.empty() ? nlohmann::json() : nlohmann::json::parse(req.testbed_tag);
     LinkFit fit;
     if (me == 0) {
-      const std::string link_class = probe.transport() == "nccl" ? "nccl" : testbed.is_null() ? "mpi" : "testbed";
+      const std::string link_class = probe.transport() == ddplab::Transport::Nccl ? "nccl" : testbed.is_null() ? "mpi" : "testbed";
       fit = fit_named_links({links.pingpong, links.nodes, sizes, samples_from(links.loaded), req.fit, link_class,
                              req.tolerance},
                             req.name);
@@ -180,7 +180,7 @@ int calibrate_worker(const CalibrateRequest& req) {
       ScheduleBenchHooks hooks;
       hooks.begin = [&](int w, std::int64_t id) {
         std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", w,
-                    probe.transport().c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us",
+                    to_string(probe.transport()).c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us",
                     "busbw GB/s", "#wrong");
       };
       hooks.row = [](const CollectiveBenchRow& r) {
@@ -246,15 +246,15 @@ int calibrate(const CalibrateRequest& req) {
   schedule_worlds(req.worlds, np);
   std::optional<Scenario> sc;
   if (!req.scenario.empty()) sc = load_scenario(req.scenario);  // its errors now, before any rank starts
-  const std::string backend = resolved_backend(req, sc);
-  require_gpu_backend(req.backend.empty() && sc ? req.scenario + ": train.backend" : "--backend", backend);
-  if (backend == "cuda+mpi" && !sc)
+  const Backend backend = resolved_backend(req, sc);
+  require_gpu_backend(req.backend.empty() && sc ? req.scenario + ": train.backend" : "--backend", to_string(backend));
+  if (backend == Backend::CudaMpi && !sc)
     throw InputError("--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
                      "(the MLP and batch to time on the GPU)");
   std::vector<std::string> args = {"calibrate", "--np", std::to_string(np), "--name", req.name, "--sizes", req.sizes,
                                    "--coll-iters", std::to_string(req.coll_iters), "--db", req.db,
                                    "--pingpong-budget", fmt::format("{}", req.pingpong_budget), "--fit", req.fit,
-                                   "--tolerance", fmt::format("{}", req.tolerance), "--backend", backend,
+                                   "--tolerance", fmt::format("{}", req.tolerance), "--backend", to_string(backend),
                                    "--comm-timeout", fmt::format("{}", req.comm_timeout)};
   if (!req.coll_sizes.empty()) args.insert(args.end(), {"--coll-sizes", req.coll_sizes});
   if (!req.worlds.empty()) args.insert(args.end(), {"--worlds", fmt::format("{}", fmt::join(req.worlds, ","))});

@@ -68,6 +68,7 @@ int run_scenario(const RunRequest& req) {
     opt.trace_last = req.trace_last;
     // Without an id (srun, a hand-run mpirun), rank 0 finds the run.
     opt.resume_run = req.resume ? (*req.resume > 0 ? *req.resume : -1) : 0;
+    opt.fault = req.fault;
     return run_worker(sc, *comm, opt);
   }
   if (!req.trace.empty()) {
@@ -91,6 +92,10 @@ int run_scenario(const RunRequest& req) {
     np = resume->world;
   }
   if (np < 1) throw InputError("--np must be at least 1, got " + std::to_string(np), "--np");
+  if (req.fault.kind != FaultKind::None && req.fault.rank >= np)
+    throw InputError(fmt::format("--inject-fault {}: rank {} is not one of the job's {} ranks",
+                                 fault_injection_text(req.fault), req.fault.rank, np),
+                     "--inject-fault");
   scenario_layout(sc, np, fmt::format("{} ranks", np));
   require_runnable_layout(sc);
   // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
@@ -141,6 +146,7 @@ int run_scenario(const RunRequest& req) {
   if (req.seed) args.insert(args.end(), {"--seed", std::to_string(*req.seed)});
   if (req.backend) args.insert(args.end(), {"--backend", *req.backend});
   if (resume) args.insert(args.end(), {"--resume", std::to_string(resume->run.id)});
+  if (req.fault.kind != FaultKind::None) args.insert(args.end(), {"--inject-fault", fault_injection_text(req.fault)});
   if (!req.trace.empty())
     args.insert(args.end(), {"--trace", req.trace, "--trace-steps",
                              std::to_string(req.trace_first) + ":" + std::to_string(req.trace_last)});
@@ -234,6 +240,14 @@ void add_run(CLI::App& app) {
       ->expected(0, 1);
   cmd->add_flag("--testbed", req->testbed,
                 "Run one rank per host of the emulated cluster (`ddplab testbed up`); --np must match its hosts");
+  cmd->add_option_function<std::string>(
+         "--inject-fault",
+         [req](const std::string& v) {
+           req->fault = parse_fault_injection(v, "--inject-fault", {FaultKind::Exit, FaultKind::Perturb, FaultKind::Bitflip});
+         },
+         "For tests of failure handling: exit:RANK:STEP ends that rank as the step begins, perturb:RANK changes one "
+         "of its parameters before the final check, bitflip:RANK:STEP flips a bit of one after the step")
+      ->group("Testing");
   cmd->add_flag("--progress", req->progress, "Show a live progress line (set automatically on a terminal)")
       ->group("");  // internal: passed by the launcher to the ranks
   cmd->footer(

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ddplab/runtime/fault_injection.hpp"
+
 namespace CLI {
 class App;
 }
@@ -43,6 +45,7 @@ struct RunRequest {
   bool testbed = false;   // one rank per host of the emulated cluster (`ddplab testbed up`)
   // --resume [RUN_ID]: continue a run from its newest checkpoint; 0 = the scenario's newest resumable run.
   std::optional<std::int64_t> resume;
+  FaultInjection fault;  // --inject-fault: a test's exit, perturb or bitflip, passed on to every rank
 };
 int run_scenario(const RunRequest& req);
 // The highest run id in the store (0 when empty): runs written later have larger ids.

@@ -54,7 +54,7 @@ target_compile_definitions(ddplab_strategies PRIVATE DDPLAB_MODELS_DIR="${_s}/mo
 set(_r ${PROJECT_SOURCE_DIR}/runtime)
 add_library(ddplab_runtime STATIC ${_r}/cpu/reference_ops.cpp ${_r}/cpu/host_layers.cpp ${_r}/src/model.cpp ${_r}/src/cnn.cpp ${_r}/src/collective_bench.cpp ${_r}/src/data.cpp ${_r}/src/input_pipeline.cpp ${_r}/src/link_probe.cpp ${_r}/src/mlp.cpp
                                   ${_r}/src/model_optimizer.cpp ${_r}/src/slowdown.cpp ${_r}/src/augment.cpp
-                                  ${_r}/src/plan_executor.cpp ${_r}/src/single_process_communicator.cpp
+                                  ${_r}/src/plan_executor.cpp ${_r}/src/plan_executor_comm.cpp ${_r}/src/single_process_communicator.cpp
                                   ${_r}/src/schedule_executor.cpp)
 target_include_directories(ddplab_runtime PUBLIC ${_r}/include)
 target_compile_definitions(ddplab_runtime PUBLIC DDPLAB_GPU_ONLY=1)

@@ -39,9 +39,9 @@ std::vector<int> schedule_worlds(std::vector<int> worlds, int n) {
   return worlds;
 }
 
-void CalibrationProbe::open(const std::string& transport, double comm_timeout_s) {
+void CalibrationProbe::open(Transport transport, double comm_timeout_s) {
   comm_timeout_s_ = comm_timeout_s;
-  net_ = open_transport(job_, transport, comm_timeout_s);
+  net_ = open_transport(job_, to_string(transport), comm_timeout_s);
 }
 
 LinkSamples CalibrationProbe::measure_links(const std::vector<std::uint64_t>& sizes, const std::string& fit,
@@ -56,9 +56,9 @@ LinkSamples CalibrationProbe::measure_links(const std::vector<std::uint64_t>& si
   return out;
 }
 
-ComputeSamples CalibrationProbe::measure_compute(const std::string& backend, const Scenario* sc, bool codec_work) {
+ComputeSamples CalibrationProbe::measure_compute(Backend backend, const Scenario* sc, bool codec_work) {
   ComputeSamples out;
-  auto ops = backend == "cpu" ? make_ops("cpu") : make_cuda_ops(sc && sc->train.tf32);
+  auto ops = make_ops(backend, sc && sc->train.tf32);
   out.compute_backend = ops->name();
   if (sc)
     out.mlp = measure_mlp_compute(job_, *ops, sc->model.layers, sc->train.batch_size, sc->train.seed, 10,

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <stdexcept>
 
@@ -49,21 +47,6 @@ double max_over_ranks(Communicator& comm, double mine) {
   double m = comm.rank() == 0 ? *std::max_element(all.begin(), all.end()) : 0.0;
   comm.broadcast(&m, sizeof m, 0);
   return m;
-}
-
-// Test hook, read from DDPLAB_FAULT: "wrong:SCHEDULE:BYTES" corrupts one element of the last rank's result
-// in that correctness pass, so tests can see #wrong and the exit code catch it.
-struct Fault {
-  std::string schedule;
-  std::uint64_t bytes = 0;
-};
-std::optional<Fault> read_fault() {
-  const char* v = std::getenv("DDPLAB_FAULT");
-  if (!v || std::strncmp(v, "wrong:", 6) != 0) return std::nullopt;
-  const std::string_view rest(v + 6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  return Fault{std::string(rest.substr(0, colon)), std::strtoull(std::string(rest.substr(colon + 1)).c_str(), nullptr, 10)};
 }
 
 }  // namespace
@@ -113,7 +96,6 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
   for (int p = 0; p < kPeriod; ++p)
     for (int r = 0; r < n; ++r) expected[p] += input_value(r, static_cast<std::size_t>(p));
 
-  const std::optional<Fault> fault = read_fault();
   const std::size_t total = opt.schedules.size() * opt.sizes.size();
   std::size_t done = 0;
   for (const std::string& name : opt.schedules) {
@@ -138,7 +120,7 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
         upload(count);
         once();
         download(count);
-        if (fault && me == n - 1 && fault->schedule == name && fault->bytes == bytes) buf[0] += 1.0f;
+        if (me == n - 1 && opt.fault.corrupts(name, bytes)) buf[0] += 1.0f;
         std::size_t mine = 0;
         for (std::size_t i = 0; i < count; ++i) mine += buf[i] != expected[i % kPeriod];
         double wrong = static_cast<double>(mine);  // exact up to 2^53

@@ -79,7 +79,7 @@ std::int64_t last_bench_id(const std::string& db) {
 std::vector<std::int64_t> fail_unfinished_benches(Store& store, std::int64_t after_id) {
   std::vector<std::int64_t> ids;
   for (const auto& b : store.benches())
-    if (b.id > after_id && b.status == "running") {
+    if (b.id > after_id && b.status == RunStatus::Running) {
       store.finish_bench(b.id, "failed");
       ids.push_back(b.id);
     }

@@ -45,17 +45,6 @@ PlanExecutor::~PlanExecutor() {
   if (host_) ops_.free_host(host_);
 }
 
-template <class F>
-void PlanExecutor::staged(float* device, std::size_t offset, std::size_t n, F f) {
-  if (!staged_) return f(device);
-  // to_host waits for the stream, so the bucket's gradients are complete and the previous step's copy
-  // back into this range is done; the copy back is ordered before the optimizer on the same stream.
-  float* host = host_ + offset;
-  ops_.to_host(host, device, n);
-  f(host);
-  ops_.to_device(device, host, n);
-}
-
 void PlanExecutor::scale(float* x, std::size_t n, float alpha) {
   if (!staged_) return ops_.scale(x, n, alpha);
   for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;
@@ -101,184 +90,6 @@ void PlanExecutor::comm_loop() {
     }
     cv_.notify_all();
   }
-}
-
-namespace {
-// The backend's own collective on `comm`. Its wire bytes are nominal: those of a bandwidth-optimal algorithm
-// (nccl-tests' bus bytes). Schedules count their bytes exactly.
-std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, void* buf) {
-  const double nd = comm.size(), total = static_cast<double>(call.count * elem_bytes(call.type));
-  double factor = 0;
-  switch (call.collective) {
-    case Collective::Allreduce:
-      comm.allreduce_sum(buf, call.count, call.type);
-      factor = 2.0 * (nd - 1) / nd;
-      break;
-    case Collective::AllGather:
-      comm.all_gather(buf, call.count * elem_bytes(call.type));
-      factor = nd - 1;
-      break;
-    case Collective::ReduceScatter:
-      comm.reduce_scatter_sum(static_cast<float*>(buf), call.count);
-      factor = (nd - 1) / nd;
-      break;
-    case Collective::AllGatherShards:
-      comm.all_gather_shards(static_cast<float*>(buf), call.count);
-      factor = (nd - 1) / nd;
-      break;
-    case Collective::Push:
-    case Collective::Pull:
-      throw InternalError("plan runs " + to_string(call.collective) + " as the backend's own collective");
-  }
-  return static_cast<std::uint64_t>(std::llround(factor * total));
-}
-}  // namespace
-
-void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes) {
-  if (comm_.size() == 1) return;  // every collective of one rank is the identity
-  if (is_backend_native(schedule)) {
-    bytes += native_collective(comm_, call, buf);
-    return;
-  }
-  // A schedule from strategies/, over point-to-point.
-  const Schedule s = strategy_.schedule_for(call, schedule);
-  const std::uint64_t before = exec_.bytes_sent();
-  exec_.run(s, buf, call.type);
-  bytes += exec_.bytes_sent() - before;
-}
-
-void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
-  const PipelineStage& pipe = strategy_.context().pipeline;
-  if (!pipe.schedule) throw std::logic_error("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
-  passes_ = model_.stage_passes();
-  if (!passes_) throw InputError("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
-  if (staged_) throw InputError("PlanExecutor: pipeline stages and TP shares run on host-memory communicators only");
-  if (!tensor || tensor->size() != strategy_.context().tp)
-    throw InternalError("PlanExecutor::set_groups: a TP group of " + std::to_string(tensor ? tensor->size() : 0) +
-                        " ranks for tp = " + std::to_string(strategy_.context().tp));
-  if (!pipeline || pipeline->size() != pipe.shape.stages || pipeline->rank() != pipe.stage)
-    throw InternalError("PlanExecutor::set_groups: the pipeline group does not hold this rank as stage " +
-                        std::to_string(pipe.stage) + " of " + std::to_string(pipe.shape.stages));
-  tensor_ = tensor, pipeline_ = pipeline;
-}
-
-void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
-  const StagePasses::Span span = passes_->tp_sum(op.microbatch, op.index, op.gradient);
-  if (!is_backend_native(op.schedule) || op.calls.size() != 1)
-    throw std::logic_error("PlanExecutor: a TP allreduce runs as one native call");
-  CollectiveCall call = op.calls.front();
-  call.count = span.count;  // the plan's is nominal: an epoch's short last batch has fewer rows
-  tensor_->annotate(std::string("TpSync #") + std::to_string(op.index) + " microbatch " + std::to_string(op.microbatch));
-  if (tensor_->size() > 1) out.bytes += native_collective(*tensor_, call, span.data);
-  passes_->tp_summed(op.microbatch, op.index, op.gradient);
-}
-
-void PlanExecutor::run_p2p(const PlanOp& op, StepRecord& rec, OpRecord& out) {
-  const bool send = op.kind == OpKind::PpSend;
-  const StagePasses::Span span = passes_->boundary(op.microbatch, op.chunk, op.gradient, send);
-  // One tag per direction and chunk boundary, named by the place whose pass produced the data, as the
-  // simulator's mailboxes: a chunk's microbatches run in order, so the k-th send meets the k-th receive.
-  const PipelineStage& pipe = strategy_.context().pipeline;
-  const int at = op.chunk * pipe.shape.stages + pipe.stage;
-  const int from = send ? at : op.gradient ? at + 1 : at - 1;
-  const int tag = 2 * from + (op.gradient ? 1 : 0);
-  const std::size_t bytes = span.count * sizeof(float);
-  pipeline_->annotate(std::string(op_name(op.kind)) + " microbatch " + std::to_string(op.microbatch) + " chunk " +
-                      std::to_string(op.chunk) + (send ? " to stage " : " from stage ") + std::to_string(op.peer));
-  if (send) {
-    pipeline_->isend(span.data, bytes, op.peer, tag);  // completed at the end of the step
-    out.bytes += bytes;
-    rec.bytes_to_stage[op.peer] += bytes;  // only the comm thread touches it before the step ends
-    return;
-  }
-  pipeline_->irecv(span.data, bytes, op.peer, tag);
-  pipeline_->wait_receives();
-}
-
-void PlanExecutor::run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out) {
-  if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) {
-    if (!pipeline_) throw std::logic_error("PlanExecutor: a pipeline plan without set_groups");
-    return run_p2p(op, rec, out);
-  }
-  if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) {
-    float* buf = op.kind == OpKind::SyncBnStats ? model_.sync_stats(op.index) : model_.sync_grads(op.index);
-    const std::size_t n = op.calls.at(0).count;
-    // A rank without a batch (a dedicated server, a worker out of data under join) adds zero sums and a zero
-    // row count.
-    if (!strategy_.is_worker(comm_.rank()) || batch_ == 0) ops_.codec_compute().fill(buf, n, 0.0f);
-    if (!staged_) return collective(op.calls.at(0), op.schedule, buf, out.bytes);
-    std::vector<float> host(n);
-    ops_.to_host(host.data(), buf, n);
-    collective(op.calls.at(0), op.schedule, host.data(), out.bytes);
-    ops_.to_device(buf, host.data(), n);
-    ops_.synchronize();  // host is pageable and goes out of scope
-    return;
-  }
-  if (op.kind == OpKind::NormSync) {
-    // One float: in host memory for a staged communicator, else in the backend's.
-    float sum = static_cast<float>(grad_sq_);
-    if (staged_) {
-      collective(op.calls.at(0), op.schedule, &sum, out.bytes);
-    } else {
-      ops_.to_device(norm_buf_.data(), &sum, 1);
-      collective(op.calls.at(0), op.schedule, norm_buf_.data(), out.bytes);
-      ops_.to_host(&sum, norm_buf_.data(), 1);
-    }
-    grad_sq_ = sum;
-    return;
-  }
-  const Bucket& b = strategy_.bucketing().buckets.at(static_cast<std::size_t>(op.index));
-  const int n = comm_.size();
-  const std::int64_t sync_step = step_ / strategy_.config().accumulate_steps;
-  const bool on_params = op.kind == OpKind::SyncParams || op.kind == OpKind::AllGather || op.kind == OpKind::Pull;
-  float* device = (on_params ? model_.params() : model_.grads()) + b.offset;
-  const std::string& schedule = op.schedule;
-  staged(device, b.offset, b.count, [&](float* buf) {
-    switch (op.kind) {
-      case OpKind::SyncGrads: {
-        // The codec issues exactly the calls the plan announced (the simulator replays those).
-        std::size_t call_no = 0;
-        strategy_.codec().run(b.layout, buf, n, sync_step, [&](const CollectiveCall& call, void* wire) {
-          if (call_no >= op.calls.size() || op.calls[call_no].count != call.count ||
-              op.calls[call_no].type != call.type || op.calls[call_no].collective != call.collective)
-            throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
-          ++call_no;
-          collective(call, schedule, wire, out.bytes);
-        }, slowed_codec_ ? *slowed_codec_ : bucket_compute());
-        if (call_no != op.calls.size())
-          throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
-        // The codec averaged over every rank; under join the sum is over the ranks still training.
-        if (grad_divisor_ > 0 && grad_divisor_ != n) scale(buf, b.count, static_cast<float>(n) / static_cast<float>(grad_divisor_));
-        break;
-      }
-      case OpKind::SyncParams:
-        collective(op.calls.at(0), schedule, buf, out.bytes);
-        scale(buf, b.count, 1.0f / static_cast<float>(n));
-        break;
-      case OpKind::ReduceScatter: {
-        collective(op.calls.at(0), schedule, buf, out.bytes);
-        const Chunk mine = strategy_.shard(b.id, comm_.rank());
-        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(grad_divisor_ > 0 ? grad_divisor_ : n));
-        break;
-      }
-      case OpKind::Push: {
-        const Chunk mine = strategy_.shard(b.id, comm_.rank());
-        // A dedicated server has no gradients of its own: its shard only collects the workers' sum.
-        if (!strategy_.is_worker(comm_.rank())) scale(buf + mine.offset, mine.count, 0.0f);
-        collective(op.calls.at(0), schedule, buf, out.bytes);
-        scale(buf + mine.offset, mine.count, 1.0f / static_cast<float>(strategy_.workers()));
-        break;
-      }
-      case OpKind::AllGather:
-      case OpKind::Pull:
-        collective(op.calls.at(0), schedule, buf, out.bytes);
-        break;
-      default:
-        throw std::logic_error(std::string("not a comm op: ") + op_name(op.kind));
-    }
-  });
-  // ZeRO-2: only this rank's shard of the reduced gradients is read from here on.
-  if (op.kind == OpKind::ReduceScatter && strategy_.policy().zero >= 2) release_outside_shard(model_.grads(), b.id);
 }
 
 void PlanExecutor::update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors) {
@@ -441,52 +252,65 @@ StepRecord PlanExecutor::finish(std::int64_t step) {
   return execute(strategy_.finish_plan(step));
 }
 
+namespace {
+// The comm ops the comm thread runs (a TP allreduce runs on the compute thread, blocking its pass).
+bool on_comm_thread(const PlanOp& op) { return is_comm(op.kind) && !on_compute_stream(op.kind); }
+}  // namespace
+
 StepRecord PlanExecutor::execute(StepPlan next) {
+  start_plan(std::move(next));
+  const std::vector<char> wakes_comm = queue_comm_ops();
+  run_compute_ops(wakes_comm);
+  finish_comm();
+  close_record();
+  return std::move(current_);  // current_ is done with: every comm op of the step has finished
+}
+
+void PlanExecutor::start_plan(StepPlan next) {
   plan_ = std::move(next);
-  const StepPlan& plan = plan_;
   current_ = StepRecord{};
   StepRecord& rec = current_;
-  rec.ops.resize(plan.ops.size());
-  for (std::size_t i = 0; i < plan.ops.size(); ++i) rec.ops[i] = {plan.ops[i].kind, plan.ops[i].index};
-  step_ = plan.step;
+  rec.ops.resize(plan_.ops.size());
+  for (std::size_t i = 0; i < plan_.ops.size(); ++i) rec.ops[i] = {plan_.ops[i].kind, plan_.ops[i].index};
+  step_ = plan_.step;
   forward_from_ = 0;
   whole_ = false;  // ZeRO-3's Reshards give the parameters back
   exec_.reset_counters();
   // Device backends: compute ops are timed by device marks (CUDA events), host backends by the clock.
-  const bool device_timing = ops_.device_memory();
-  std::vector<std::pair<int, int>> marks(device_timing ? plan.ops.size() : 0, {-1, -1});
+  marks_.assign(ops_.device_memory() ? plan_.ops.size() : 0, {-1, -1});
   t0_ = Clock::now();
   rec.start = t0_;
-  int step_mark = -1;
-  if (device_timing) {
+  step_mark_ = -1;
+  if (ops_.device_memory()) {
     ops_.reset_marks();
-    step_mark = ops_.mark();
+    step_mark_ = ops_.mark();
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_.assign(plan.ops.size(), 0);
-    records_ = &rec.ops;
-    step_rec_ = &rec;
-    comm_error_ = nullptr;
-    aborted_ = false;
-  }
-  auto wait_for = [&](const std::vector<int>& deps) {
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto before = Clock::now();
-    cv_.wait(lock, [&] {
-      if (comm_error_) return true;
-      for (int d : deps)
-        if (!done_[static_cast<std::size_t>(d)]) return false;
-      return true;
-    });
-    // Compute ops only wait on comm ops (compute ops before them ran on this thread already).
-    rec.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
-  };
+  std::lock_guard<std::mutex> lock(mu_);
+  done_.assign(plan_.ops.size(), 0);
+  records_ = &rec.ops;
+  step_rec_ = &rec;
+  comm_error_ = nullptr;
+  aborted_ = false;
+}
+
+void PlanExecutor::wait_for_deps(const std::vector<int>& deps) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto before = Clock::now();
+  cv_.wait(lock, [&] {
+    if (comm_error_) return true;
+    for (int d : deps)
+      if (!done_[static_cast<std::size_t>(d)]) return false;
+    return true;
+  });
+  // Compute ops only wait on comm ops (compute ops before them ran on this thread already).
+  current_.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
+}
+
+std::vector<char> PlanExecutor::queue_comm_ops() {
   // Only compute ops that a comm op waits for need to wake the comm thread; waking it for every op would
   // let it preempt compute on a machine with no spare core.
-  auto on_comm_thread = [](const PlanOp& op) { return is_comm(op.kind) && !on_compute_stream(op.kind); };
-  std::vector<char> wakes_comm(plan.ops.size(), 0);
-  for (const PlanOp& op : plan.ops)
+  std::vector<char> wakes_comm(plan_.ops.size(), 0);
+  for (const PlanOp& op : plan_.ops)
     if (on_comm_thread(op))
       for (int d : op.deps) wakes_comm[static_cast<std::size_t>(d)] = 1;
   // Every comm op goes to the comm thread now, in plan order; it starts each one once its deps are done. A
@@ -495,25 +319,30 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   // stream has the same rule (plan_replay.cpp).
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const PlanOp& op : plan.ops)
+    for (const PlanOp& op : plan_.ops)
       if (on_comm_thread(op)) queue_.push_back(&op);
   }
   cv_.notify_all();
+  return wakes_comm;
+}
+
+void PlanExecutor::run_compute_ops(const std::vector<char>& wakes_comm) {
+  const bool device_timing = ops_.device_memory();
   try {
-    for (const PlanOp& op : plan.ops) {
+    for (const PlanOp& op : plan_.ops) {
       if (on_comm_thread(op)) continue;
-      wait_for(op.deps);
+      wait_for_deps(op.deps);
       if (comm_error_) break;
-      OpRecord& r = rec.ops[static_cast<std::size_t>(op.id)];
+      OpRecord& r = current_.ops[static_cast<std::size_t>(op.id)];
       r.start_s = since(t0_);
-      if (device_timing) marks[static_cast<std::size_t>(op.id)].first = ops_.mark();
+      if (device_timing) marks_[static_cast<std::size_t>(op.id)].first = ops_.mark();
       const auto op_start = Slowdown::Clock::now();
-      run_compute(op, plan, rec);
+      run_compute(op, plan_, current_);
       if (slowdown_.active()) {
         if (device_timing) ops_.synchronize();
         slowdown_.stretch(op_start);
       }
-      if (device_timing) marks[static_cast<std::size_t>(op.id)].second = ops_.mark();
+      if (device_timing) marks_[static_cast<std::size_t>(op.id)].second = ops_.mark();
       r.end_s = since(t0_);
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -531,10 +360,13 @@ StepRecord PlanExecutor::execute(StepPlan next) {
     cv_.notify_all();
     throw;
   }
+}
+
+void PlanExecutor::finish_comm() {
   // Comm that is still running when compute is done is exposed too.
-  std::vector<int> all(plan.ops.size());
+  std::vector<int> all(plan_.ops.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-  if (!comm_error_) wait_for(all);
+  if (!comm_error_) wait_for_deps(all);
   {
     // Let the comm thread drain what it took before rethrowing its error.
     std::unique_lock<std::mutex> lock(mu_);
@@ -544,16 +376,21 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   if (pipeline_) {  // the step's pipeline sends, whose buffers the next step reuses
     const auto before = Clock::now();
     pipeline_->wait_all();
-    rec.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
+    current_.exposed_comm_s += std::chrono::duration<double>(Clock::now() - before).count();
   }
+}
+
+void PlanExecutor::close_record() {
+  StepRecord& rec = current_;
+  const bool device_timing = ops_.device_memory();
   if (device_timing) {
     // The step ends when the device is done; compute op times become device times from the step's mark
     // (the device was idle when it was recorded: the previous step ended with this synchronize).
     ops_.synchronize();
-    for (std::size_t i = 0; i < marks.size(); ++i)
-      if (marks[i].first >= 0) {
-        rec.ops[i].start_s = ops_.seconds_between(step_mark, marks[i].first);
-        rec.ops[i].end_s = ops_.seconds_between(step_mark, marks[i].second);
+    for (std::size_t i = 0; i < marks_.size(); ++i)
+      if (marks_[i].first >= 0) {
+        rec.ops[i].start_s = ops_.seconds_between(step_mark_, marks_[i].first);
+        rec.ops[i].end_s = ops_.seconds_between(step_mark_, marks_[i].second);
       }
   }
   rec.step_s = since(t0_);
@@ -569,7 +406,6 @@ StepRecord PlanExecutor::execute(StepPlan next) {
   // On a device the compute thread runs ahead of the kernels, so its waits do not measure exposed comm:
   // take the part of the step the device spent outside compute and optimizer kernels instead.
   if (device_timing) rec.exposed_comm_s = std::max(0.0, rec.step_s - rec.compute_s - rec.optimizer_s);
-  return std::move(rec);  // current_ is done with: every comm op of the step has finished
 }
 
 }  // namespace ddplab

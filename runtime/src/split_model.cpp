@@ -57,10 +57,14 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
     : Model(ops, std::move(stage_model), model.input_features(), model.output_classes(), batch), config_(model),
       whole_layers_(whole_layers(model)), pipe_(std::move(pipeline)), batch_cap_(batch),
       micro_(largest_microbatch(batch, pipe_.shape.microbatches)) {
-  const ModelSpec whole = whole_spec(model, whole_layers_);
-  const int L = static_cast<int>(whole_layers_.size());
   const std::string who = "SplitModel (" + spec().name + "): ";
   if (tp < 1 || tp_rank < 0 || tp_rank >= tp) throw InternalError(who + fmt::format("TP rank {} of {}", tp_rank, tp));
+  place_layers(whole_spec(model, whole_layers_), tp, tp_rank, who);
+  allocate_buffers();
+}
+
+void SplitModel::place_layers(const ModelSpec& whole, int tp, int tp_rank, const std::string& who) {
+  const int L = static_cast<int>(whole_layers_.size());
   // Each whole layer's parameters (weight, then bias) by their offset and index in parameter order.
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> whole_params(sz(L));
   for (std::size_t i = 0, at = 0; i < whole.params.size(); at += whole.params[i].count(), ++i)
@@ -74,48 +78,64 @@ SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model
       const int g = ch.model_first + (l - ch.first);
       if (l < 0 || l >= num_layers() || g < 0 || g >= L)
         throw InternalError(who + fmt::format("chunk {} reaches layer {} (whole layer {})", c, l, g));
-      const CnnLayer& W = whole_layers_[sz(g)];
       Layer& y = layers_[sz(l)];
-      y.global = g, y.chunk = static_cast<int>(c), y.shape = W;
-      y.split = tp > 1 ? whole.layers[sz(g)].tp : TpSplit::None;
-      if (y.split != TpSplit::None && W.kind != Kind::Linear)
-        throw InternalError(who + fmt::format("layer {} ({}) is marked for a TP split", g, W.name));
-      if ((y.split == TpSplit::Column && W.out % tp) || (y.split == TpSplit::Row && W.in % tp))
-        throw InputError(who + fmt::format("tp = {} does not divide layer {} ({} x {})", tp, g, W.out, W.in));
-      if (y.split == TpSplit::Row) y.shape.in = W.in / tp;
-      if (y.split == TpSplit::Column) y.shape.out = W.out / tp;
-      y.sums = y.split == TpSplit::Row;
-      y.input_grad = g > 0;
-      y.last = g + 1 == L;
-      y.in = y.shape.pixels() * sz(y.shape.in), y.out = y.shape.out_elems(), y.next = y.shape.next_elems();
-      // The stage's spec holds this layer's weight and bias, as this rank's share.
-      const std::vector<int>& ps = layer_params(l);
-      const auto& info = param_info();
-      const auto& wp = whole_params[sz(g)];
-      const std::size_t ckk = sz(y.shape.in * y.shape.kernel * y.shape.kernel), lout = sz(y.shape.out);
-      const std::size_t bias = y.split == TpSplit::Column ? lout : sz(W.out);
-      if (ps.size() != 2 || wp.size() != 2 || info[sz(ps[0])].count != lout * ckk || info[sz(ps[1])].count != bias ||
-          info[sz(ps[0])].name != whole.params[wp[0].second].name)
-        throw InternalError(who + fmt::format("layer {} is not this model's layer {} at tp = {}", l, g, tp));
-      // Where the share's elements are in the whole model.
-      const std::size_t w = wp[0].first, b = wp[1].first;
-      std::vector<Run>& wr = runs_[sz(ps[0])];
-      std::vector<Run>& br = runs_[sz(ps[1])];
-      const auto t = static_cast<std::size_t>(tp_rank);
-      if (y.split == TpSplit::Column) {
-        wr.push_back({w + t * lout * ckk, 0, lout * ckk});
-        br.push_back({b + t * lout, 0, lout});
-      } else if (y.split == TpSplit::Row) {
-        for (std::size_t r = 0; r < lout; ++r) wr.push_back({w + r * sz(W.in) + t * ckk, r * ckk, ckk});
-        br.push_back({b, 0, bias});
-      } else {
-        wr.push_back({w, 0, lout * ckk});
-        br.push_back({b, 0, bias});
-      }
+      y.global = g, y.chunk = static_cast<int>(c);
+      shape_layer(y, whole, tp, who);
+      place_share(l, y, whole, whole_params[sz(g)], tp, tp_rank, who);
     }
   }
   for (std::size_t i = 0; i < runs_.size(); ++i)
     if (runs_[i].empty()) throw InternalError(who + "parameter " + param_info()[i].name + " is in no chunk");
+}
+
+void SplitModel::shape_layer(Layer& y, const ModelSpec& whole, int tp, const std::string& who) const {
+  const int g = y.global;
+  const CnnLayer& W = whole_layers_[sz(g)];
+  y.shape = W;
+  y.split = tp > 1 ? whole.layers[sz(g)].tp : TpSplit::None;
+  if (y.split != TpSplit::None && W.kind != Kind::Linear)
+    throw InternalError(who + fmt::format("layer {} ({}) is marked for a TP split", g, W.name));
+  if ((y.split == TpSplit::Column && W.out % tp) || (y.split == TpSplit::Row && W.in % tp))
+    throw InputError(who + fmt::format("tp = {} does not divide layer {} ({} x {})", tp, g, W.out, W.in));
+  if (y.split == TpSplit::Row) y.shape.in = W.in / tp;
+  if (y.split == TpSplit::Column) y.shape.out = W.out / tp;
+  y.sums = y.split == TpSplit::Row;
+  y.input_grad = g > 0;
+  y.last = g + 1 == static_cast<int>(whole_layers_.size());
+  y.in = y.shape.pixels() * sz(y.shape.in), y.out = y.shape.out_elems(), y.next = y.shape.next_elems();
+}
+
+void SplitModel::place_share(int l, const Layer& y, const ModelSpec& whole,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& wp, int tp, int tp_rank,
+                             const std::string& who) {
+  const int g = y.global;
+  const CnnLayer& W = whole_layers_[sz(g)];
+  // The stage's spec holds this layer's weight and bias, as this rank's share.
+  const std::vector<int>& ps = layer_params(l);
+  const auto& info = param_info();
+  const std::size_t ckk = sz(y.shape.in * y.shape.kernel * y.shape.kernel), lout = sz(y.shape.out);
+  const std::size_t bias = y.split == TpSplit::Column ? lout : sz(W.out);
+  if (ps.size() != 2 || wp.size() != 2 || info[sz(ps[0])].count != lout * ckk || info[sz(ps[1])].count != bias ||
+      info[sz(ps[0])].name != whole.params[wp[0].second].name)
+    throw InternalError(who + fmt::format("layer {} is not this model's layer {} at tp = {}", l, g, tp));
+  // Where the share's elements are in the whole model.
+  const std::size_t w = wp[0].first, b = wp[1].first;
+  std::vector<Run>& wr = runs_[sz(ps[0])];
+  std::vector<Run>& br = runs_[sz(ps[1])];
+  const auto t = static_cast<std::size_t>(tp_rank);
+  if (y.split == TpSplit::Column) {
+    wr.push_back({w + t * lout * ckk, 0, lout * ckk});
+    br.push_back({b + t * lout, 0, lout});
+  } else if (y.split == TpSplit::Row) {
+    for (std::size_t r = 0; r < lout; ++r) wr.push_back({w + r * sz(W.in) + t * ckk, r * ckk, ckk});
+    br.push_back({b, 0, bias});
+  } else {
+    wr.push_back({w, 0, lout * ckk});
+    br.push_back({b, 0, bias});
+  }
+}
+
+void SplitModel::allocate_buffers() {
   const auto M = static_cast<std::size_t>(pipe_.shape.microbatches), mu = static_cast<std::size_t>(micro_);
   std::size_t widest_in = 1, widest_out = 1, col = 1;
   for (const Layer& y : layers_) {

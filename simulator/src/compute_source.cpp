@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -182,7 +183,7 @@ Scenario measured_scenario(const RunRow& run) {
     const auto& train = cfg.at("train");
     sc.train.batch_size = train.at("batch_size").get<int>();
     sc.train.seed = train.at("seed").get<std::uint64_t>();
-    sc.train.backend = stored_choice<Backend>(train.value("backend", std::string("cpu")), "stored run");
+    sc.train.backend = train.value("backend", std::string("cpu"));
     sc.train.tf32 = train.value("tf32", false);
     const auto& cl = cfg.at("cluster");
     sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();
@@ -216,87 +217,99 @@ Scenario measured_scenario(const RunRow& run) {
   }
 }
 
-ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy, const Store& store,
-                             const std::string& spec, bool allow_oversubscribed) {
-  const std::string scenario = fmt::format("scenario \"{}\", strategy \"{}\"", sc.name, strategy.name);
-  if (spec == "auto") {
-    // What the scenario says wins over the store: it is how a user corrects a measurement.
-    if (sc.cluster.compute_s) return from_scenario(sc);
-    if (auto cal = fitting_calibration(sc, store)) return from_calibration(*cal);
-    std::string passed_over;
-    std::optional<RunRow> chosen;
-    for (const RunRow& run : store.runs()) {  // oldest first: the newest that qualifies stays chosen
-      if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != RunSource::Measured ||
-          run.status != RunStatus::Completed)
-        continue;
-      // Compute grows with the batch: a run at another batch (a sweep over global batches) or of another
-      // model says nothing about this one's.
-      if (const Scenario theirs = measured_scenario(run);
-          theirs.model.to_json() != sc.model.to_json() || theirs.train.batch_size != sc.train.batch_size)
-        continue;
-      if (const std::string over = oversubscription(run.info.host_info); !over.empty() && !allow_oversubscribed) {
-        passed_over = fmt::format("run #{} ({}) passed over", run.id, over);
-        continue;
-      }
-      chosen = run;
+namespace {
+
+// Whether run `theirs` trained what `sc` simulates: compute grows with the batch, so a run at another batch
+// (a sweep over global batches) or of another model says nothing about this one's.
+bool same_model_and_batch(const Scenario& theirs, const Scenario& sc) {
+  return theirs.model.to_json() == sc.model.to_json() && theirs.train.batch_size == sc.train.batch_size;
+}
+
+// The newest completed measured run of the scenario's strategy at its model and batch; an oversubscribed one
+// only when allowed, else the last one passed over is said in `passed_over`.
+std::optional<RunRow> newest_measured_run(const Scenario& sc, const StrategyConfig& strategy, const Store& store,
+                                          bool allow_oversubscribed, std::string& passed_over) {
+  std::optional<RunRow> chosen;
+  for (const RunRow& run : store.runs()) {  // oldest first: the newest that qualifies stays chosen
+    if (run.info.scenario != sc.name || run.info.strategy != strategy.name || run.info.source != RunSource::Measured ||
+        run.status != RunStatus::Completed)
+      continue;
+    if (!same_model_and_batch(measured_scenario(run), sc)) continue;
+    if (const std::string over = oversubscription(run.info.host_info); !over.empty() && !allow_oversubscribed) {
+      passed_over = fmt::format("run #{} ({}) passed over", run.id, over);
+      continue;
     }
-    if (chosen) {
-      ComputeSource src = from_run(store, *chosen);
-      if (!passed_over.empty()) src.origin += "; " + passed_over;
-      return src;
-    }
-    if (sc.cluster.device_flops) {
-      ComputeSource src = from_flops(sc);
-      if (!passed_over.empty()) src.origin += "; measured " + passed_over;
-      return src;
-    }
+    chosen = run;
+  }
+  return chosen;
+}
+
+// --compute auto: what the scenario says wins over the store (it is how a user corrects a measurement), then a
+// calibration with the model's per-layer times, then the newest measured run, then the device's FLOP/s.
+ComputeSource auto_source(const Scenario& sc, const StrategyConfig& strategy, const Store& store,
+                          bool allow_oversubscribed, const std::string& scenario) {
+  if (sc.cluster.compute_s) return from_scenario(sc);
+  if (auto cal = fitting_calibration(sc, store)) return from_calibration(*cal);
+  std::string passed_over;
+  if (const auto chosen = newest_measured_run(sc, strategy, store, allow_oversubscribed, passed_over)) {
+    ComputeSource src = from_run(store, *chosen);
+    if (!passed_over.empty()) src.origin += "; " + passed_over;
+    return src;
+  }
+  if (sc.cluster.device_flops) {
+    ComputeSource src = from_flops(sc);
+    if (!passed_over.empty()) src.origin += "; measured " + passed_over;
+    return src;
+  }
+  throw InputError(fmt::format(
+      "no compute time to simulate {}: the scenario sets no [cluster].compute_s (seconds per step; optionally "
+      "[cluster].optimizer_s), no calibration with per-layer times of its model, no [cluster].device_flops (peak "
+      "FLOP/s, to derive it from the model's FLOPs), and the store {} has no completed measured run of it{} "
+      "(measure one with `ddplab run`, or pass --compute with a time such as 13ms)",
+      scenario, store.path(), passed_over.empty() ? "" : " that was not oversubscribed (" + passed_over + ")"));
+}
+
+// --compute calibration: the scenario's calibration, which must hold per-layer times of its model.
+ComputeSource calibration_source(const Scenario& sc, const Store& store, const std::string& scenario) {
+  if (sc.cluster.calibration.empty())
+    throw InputError(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
+  auto cal = load_calibration(store, sc.cluster.calibration);
+  if (cal->layers.empty() || !calibration_fits_model(*cal, sc))
     throw InputError(fmt::format(
-        "no compute time to simulate {}: the scenario sets no [cluster].compute_s (seconds per step; optionally "
-        "[cluster].optimizer_s), no calibration with per-layer times of its model, no [cluster].device_flops (peak "
-        "FLOP/s, to derive it from the model's FLOPs), and the store {} has no completed measured run of it{} "
-        "(measure one with `ddplab run`, or pass --compute with a time such as 13ms)",
-        scenario, store.path(), passed_over.empty() ? "" : " that was not oversubscribed (" + passed_over + ")"));
+        "--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
+        "(measure them with `ddplab calibrate --scenario SCENARIO`)",
+        cal->name));
+  return from_calibration(*cal);
+}
+
+// --compute run:ID: that run, a completed measured one of the same model and batch.
+ComputeSource run_source(const Scenario& sc, const Store& store, const std::string& spec, bool allow_oversubscribed,
+                         const std::string& scenario) {
+  std::int64_t id = 0;
+  try {
+    std::size_t used = 0;
+    id = std::stoll(spec.substr(4), &used);
+    if (used != spec.size() - 4 || id <= 0) throw InputError("");
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("--compute {}: a run is run:ID with a positive integer ID", spec));
   }
-  if (spec == "calibration") {
-    if (sc.cluster.calibration.empty())
-      throw InputError(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
-    auto cal = load_calibration(store, sc.cluster.calibration);
-    if (cal->layers.empty() || !calibration_fits_model(*cal, sc))
-      throw InputError(fmt::format(
-          "--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
-          "(measure them with `ddplab calibrate --scenario SCENARIO`)",
-          cal->name));
-    return from_calibration(*cal);
-  }
-  if (spec == "flops") {
-    if (!sc.cluster.device_flops)
-      throw InputError(fmt::format("--compute flops: {} sets no [cluster].device_flops", scenario));
-    return from_flops(sc);
-  }
-  if (spec.rfind("run:", 0) == 0) {
-    std::int64_t id = 0;
-    try {
-      std::size_t used = 0;
-      id = std::stoll(spec.substr(4), &used);
-      if (used != spec.size() - 4 || id <= 0) throw InputError("");
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--compute {}: a run is run:ID with a positive integer ID", spec));
-    }
-    const auto run = store.run(id);
-    if (!run) throw InputError(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
-    if (run->info.source != RunSource::Measured || run->status != RunStatus::Completed)
-      throw InputError(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
-                                   "measured run", id, id, run->info.source, run->status));
-    const Scenario theirs = measured_scenario(*run);
-    if (theirs.model.to_json() != sc.model.to_json() || theirs.train.batch_size != sc.train.batch_size)
-      throw InputError(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",
-                                   id, id, theirs.model.to_json().dump(), theirs.train.batch_size, scenario,
-                                   sc.model.to_json().dump(), sc.train.batch_size));
-    if (const std::string over = oversubscription(run->info.host_info); !over.empty() && !allow_oversubscribed)
-      refuse_oversubscribed(*run, over);
-    return from_run(store, *run);
-  }
-  // A duration.
+  const auto run = store.run(id);
+  if (!run) throw InputError(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
+  if (run->info.source != RunSource::Measured || run->status != RunStatus::Completed)
+    throw InputError(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
+                                 "measured run", id, id, run->info.source, run->status));
+  const Scenario theirs = measured_scenario(*run);
+  if (!same_model_and_batch(theirs, sc))
+    throw InputError(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",
+                                 id, id, theirs.model.to_json().dump(), theirs.train.batch_size, scenario,
+                                 sc.model.to_json().dump(), sc.train.batch_size));
+  if (const std::string over = oversubscription(run->info.host_info); !over.empty() && !allow_oversubscribed)
+    refuse_oversubscribed(*run, over);
+  return from_run(store, *run);
+}
+
+// --compute DURATION: that time per micro-step.
+ComputeSource given_duration(const Scenario& sc, const std::string& spec) {
   double seconds = 0;
   try {
     seconds = parse_duration(spec);
@@ -306,6 +319,22 @@ ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy,
   }
   if (!(seconds > 0)) throw InputError(fmt::format("--compute {}: the time must be positive", spec));
   return {seconds, sc.cluster.optimizer_s.value_or(0.0), "given", fmt::format("--compute {}", spec), {}};
+}
+
+}  // namespace
+
+ComputeSource compute_source(const Scenario& sc, const StrategyConfig& strategy, const Store& store,
+                             const std::string& spec, bool allow_oversubscribed) {
+  const std::string scenario = fmt::format("scenario \"{}\", strategy \"{}\"", sc.name, strategy.name);
+  if (spec == "auto") return auto_source(sc, strategy, store, allow_oversubscribed, scenario);
+  if (spec == "calibration") return calibration_source(sc, store, scenario);
+  if (spec == "flops") {
+    if (!sc.cluster.device_flops)
+      throw InputError(fmt::format("--compute flops: {} sets no [cluster].device_flops", scenario));
+    return from_flops(sc);
+  }
+  if (spec.rfind("run:", 0) == 0) return run_source(sc, store, spec, allow_oversubscribed, scenario);
+  return given_duration(sc, spec);
 }
 
 }  // namespace ddplab

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -67,6 +69,75 @@ std::string describe_status(int status) {
   return "ended abnormally";
 }
 
+// What a child wrote to its result pipe, and the tail of its stderr (without keep_stderr).
+struct ChildOutput {
+  std::string result, errors;
+};
+
+// Reads both pipes together until the child closes them, so a chatty child cannot block on a full stderr pipe.
+// `err_fd` < 0: none. Closes both.
+ChildOutput drain(int out_fd, int err_fd) {
+  ChildOutput got;
+  std::vector<pollfd> fds{{out_fd, POLLIN, 0}};
+  if (err_fd >= 0) fds.push_back({err_fd, POLLIN, 0});
+  char buf[65536];
+  while (!fds.empty()) {
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (std::size_t i = 0; i < fds.size();) {
+      if (fds[i].revents == 0) {
+        ++i;
+        continue;
+      }
+      const ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        ::close(fds[i].fd);
+        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (fds[i].fd == out_fd) {
+        got.result.append(buf, static_cast<std::size_t>(r));
+      } else {
+        got.errors.append(buf, static_cast<std::size_t>(r));
+        if (got.errors.size() > 2 * kStderrTail) got.errors.erase(0, got.errors.size() - kStderrTail);
+      }
+      fds[i].revents = 0;
+      ++i;
+    }
+  }
+  return got;
+}
+
+// The child's result, or its error rethrown as the kind it was there; a child that was killed or said nothing
+// readable is a RunFault naming its status and the tail of its stderr.
+nlohmann::json child_outcome(const std::string& what, int status, ChildOutput got) {
+  std::string& errors = got.errors;
+  if (errors.size() > kStderrTail) errors.erase(0, errors.size() - kStderrTail);
+  const std::string tail = errors.empty() ? "" : fmt::format("; its stderr ended with:\n{}", errors);
+  nlohmann::json j = nlohmann::json::parse(got.result, nullptr, /*allow_exceptions=*/false);
+  if (WIFEXITED(status) && j.is_object() && j.contains("error")) {
+    const std::string message = fmt::format("simulation of {} failed: {}{}", what, j["error"].get<std::string>(), tail);
+    const int kind = j.value("exit_code", InternalError::kExitCode);
+    if (kind == InputError::kExitCode) {
+      InputLocation at{j.value("file", ""), std::nullopt, std::nullopt, j.value("field", "")};
+      if (const int line = j.value("line", -1); line >= 0) at.line = line;
+      if (const int column = j.value("column", -1); column >= 0) at.column = column;
+      throw InputError(message, at);
+    }
+    if (kind == RunFault::kExitCode) throw RunFault(message);
+    throw InternalError(message);
+  }
+  // Killed (out of memory, a signal) or gone without a word: the simulation failed to run.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw RunFault(fmt::format("simulation of {} {}{}", what, describe_status(status), tail));
+  if (j.is_discarded() || !j.is_object())
+    throw RunFault(fmt::format("simulation of {} returned no readable result{}", what, tail));
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json run_in_child(const std::string& what, const std::function<nlohmann::json()>& fn, bool keep_stderr) {
@@ -94,65 +165,11 @@ nlohmann::json run_in_child(const std::string& what, const std::function<nlohman
   }
   ::close(out[1]);
   if (err[1] >= 0) ::close(err[1]);
-
-  // Drain both pipes together, so a chatty child cannot block on a full stderr pipe.
-  std::string result, errors;
-  std::vector<pollfd> fds{{out[0], POLLIN, 0}};
-  if (err[0] >= 0) fds.push_back({err[0], POLLIN, 0});
-  char buf[65536];
-  while (!fds.empty()) {
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (std::size_t i = 0; i < fds.size();) {
-      if (fds[i].revents == 0) {
-        ++i;
-        continue;
-      }
-      const ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        ::close(fds[i].fd);
-        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
-        continue;
-      }
-      if (fds[i].fd == out[0]) {
-        result.append(buf, static_cast<std::size_t>(r));
-      } else {
-        errors.append(buf, static_cast<std::size_t>(r));
-        if (errors.size() > 2 * kStderrTail) errors.erase(0, errors.size() - kStderrTail);
-      }
-      fds[i].revents = 0;
-      ++i;
-    }
-  }
+  ChildOutput got = drain(out[0], err[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-
-  if (errors.size() > kStderrTail) errors.erase(0, errors.size() - kStderrTail);
-  const std::string tail = errors.empty() ? "" : fmt::format("; its stderr ended with:\n{}", errors);
-  nlohmann::json j = nlohmann::json::parse(result, nullptr, /*allow_exceptions=*/false);
-  if (WIFEXITED(status) && j.is_object() && j.contains("error")) {
-    // The child's error, of the kind it was there.
-    const std::string message = fmt::format("simulation of {} failed: {}{}", what, j["error"].get<std::string>(), tail);
-    const int kind = j.value("exit_code", InternalError::kExitCode);
-    if (kind == InputError::kExitCode) {
-      InputLocation at{j.value("file", ""), std::nullopt, std::nullopt, j.value("field", "")};
-      if (const int line = j.value("line", -1); line >= 0) at.line = line;
-      if (const int column = j.value("column", -1); column >= 0) at.column = column;
-      throw InputError(message, at);
-    }
-    if (kind == RunFault::kExitCode) throw RunFault(message);
-    throw InternalError(message);
-  }
-  // Killed (out of memory, a signal) or gone without a word: the simulation failed to run.
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw RunFault(fmt::format("simulation of {} {}{}", what, describe_status(status), tail));
-  if (j.is_discarded() || !j.is_object())
-    throw RunFault(fmt::format("simulation of {} returned no readable result{}", what, tail));
-  return j;
+  return child_outcome(what, status, std::move(got));
 }
 
 nlohmann::json result_to_json(const SimStepResult& r) {

@@ -14,6 +14,7 @@
 #include "aggregate.hpp"
 #include "calibration_install.hpp"
 #include "collective_probe.hpp"
+#include "plan_replay_setup.hpp"
 #include "platform.hpp"
 #include "replay.hpp"
 #include "work_cost.hpp"
@@ -126,56 +127,6 @@ void mark_done(RankState& st, std::size_t k, const Ids& ids) {
   for (int id : ids) st.steps[k].done[static_cast<std::size_t>(id)] = 1;
   st.cv->notify_all();
 }
-
-// Consecutive compute ops that run back to back as one Exec: a group starts at an op that waits for a comm
-// op, and ends at an op some comm op waits for (or at a change of kind: compute work vs optimizer). Inside
-// a group nothing can interrupt the compute stream, so one Exec of the summed duration ends at the instant
-// the last op would have, on a shared core too (the host's share does not depend on how the work is
-// split). ResNet-50 with 25 MiB buckets goes from ~180 compute ops per rank to ~10 groups.
-using ComputeGroups = std::vector<std::vector<int>>;
-// A TP allreduce (on the compute stream) is a group of its own.
-ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
-  const auto on_comm_stream = [](OpKind k) { return !on_compute_stream(k); };
-  std::vector<char> waited_on(plan.ops.size(), 0);  // by some op of the comm stream
-  for (const PlanOp& op : plan.ops)
-    if (on_comm_stream(op.kind))
-      for (int d : op.deps) waited_on[static_cast<std::size_t>(d)] = 1;
-  auto waits_for_comm = [&](const PlanOp& op) {
-    for (int d : op.deps)
-      if (on_comm_stream(plan.ops[static_cast<std::size_t>(d)].kind)) return true;
-    return false;
-  };
-  ComputeGroups groups;
-  bool open = false;  // may the next op join the last group?
-  for (const PlanOp& op : plan.ops) {
-    if (on_comm_stream(op.kind)) continue;
-    const bool join = merge && open && !waits_for_comm(op) && !is_comm(op.kind) &&
-                      is_optimizer(plan.ops[static_cast<std::size_t>(groups.back().back())].kind) == is_optimizer(op.kind);
-    if (!join) groups.emplace_back();
-    groups.back().push_back(op.id);
-    open = !waited_on[static_cast<std::size_t>(op.id)] && !is_comm(op.kind);
-  }
-  return groups;
-}
-
-// Where a rank stands in a layout: the chain it runs (its pipeline stage's), its place in its DP group
-// (the ranks its plans' collectives run on; empty: every rank, in order) and its pipeline group by stage.
-struct RankPlace {
-  std::size_t chain = 0;
-  int local = 0;  // its rank in the plans' collectives
-  std::vector<int> group, pipeline;
-  int tp_local = 0;  // its rank in its TP group (CommGroup::Tensor ops)
-  std::vector<int> tp_group;
-};
-
-// What each micro-step of the chain needs on every rank: op costs and compute groups.
-struct StepWork {
-  OpCosts costs;
-  ComputeGroups groups;
-  WorkModel codec;  // the codecs' local work around each collective call
-  std::uint64_t native_serialize_from = 0;  // native calls' exchanges take turns from this size (replay.hpp)
-  double optimizer_s = 0;  // the update of the plan's parameters (a stage's share of the model's)
-};
 
 struct Aggregated {
   PhaseCache phases;
@@ -373,27 +324,6 @@ void shadow_stream(const std::vector<PlannedStep>& chain, const std::vector<Step
   }
 }
 
-// Every rank's place: with stages, its stage's chain, its DP group and its pipeline; else every rank runs
-// job.steps over the whole world.
-std::vector<RankPlace> rank_places(const PlanJob& job, int n) {
-  std::vector<RankPlace> places(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    RankPlace& p = places[static_cast<std::size_t>(r)];
-    p.local = r;
-    if (job.stages.empty()) continue;
-    const RankCoord c = job.layout->coord(r);
-    p.chain = static_cast<std::size_t>(c.pp);
-    p.local = c.dp;
-    p.group = job.layout->dp_group(r);
-    p.pipeline = job.layout->pp_group(r);
-    p.tp_local = c.tp;
-    p.tp_group = job.layout->tp_group(r);
-  }
-  return places;
-}
-
-using Chains = std::vector<const std::vector<PlannedStep>*>;
-
 // Without a layout, the probed replay stands every rank for rank 0: the plans must not tell them apart.
 void check_probed(const PlanJob& job, const Chains& chains, int n) {
   if (job.layout) return;
@@ -436,60 +366,127 @@ std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& 
   return probes;
 }
 
+// The replay's actors, started at once or once the probes are done: each replayed rank's compute and comm
+// streams and, folded, a shadow of every other rank. Holds what they share, for as long as the engine runs.
+struct Actors {
+  Actors(const PlanJob& job, const Chains& chains, const std::vector<std::vector<StepWork>>& work,
+         const std::vector<RankPlace>& places, const ReplayedRanks& ranks, const std::vector<sg4::Host*>& hosts,
+         ScheduleCache& cache, Aggregated* agg, const CollectiveProbes* probes, bool folded)
+      : job(job), chains(chains), work(work), places(places), ranks(ranks), hosts(hosts), cache(cache), agg(agg),
+        probes(probes), folded(folded), states(places.size()), shadow_steps(places.size()) {}
+
+  const PlanJob& job;
+  const Chains& chains;
+  const std::vector<std::vector<StepWork>>& work;
+  const std::vector<RankPlace>& places;
+  const ReplayedRanks& ranks;
+  const std::vector<sg4::Host*>& hosts;
+  ScheduleCache& cache;
+  Aggregated* agg;
+  const CollectiveProbes* probes;
+  bool folded;
+  std::vector<RankState> states;
+  std::deque<RankComm> comms;  // two per rank (the compute stream's, the comm stream's); stable addresses
+  std::vector<std::vector<StepState>> shadow_steps;
+  double replay_from = 0;  // probed: when the probes are done and the plans start
+
+  void start() {
+    replay_from = sg4::Engine::get_clock();
+    const Fold fold = folded ? Fold{&hosts, &ranks.replayed} : Fold{};
+    for (std::size_t r = 0; r < places.size(); ++r)
+      if (ranks.replayed[r]) start_rank(static_cast<int>(r), fold);
+    for (std::size_t r = 0; r < places.size() && folded; ++r)
+      if (!ranks.replayed[r]) start_shadow(static_cast<int>(r), fold);
+  }
+
+  void start_rank(int r, Fold fold) {
+    RankState& st = states[static_cast<std::size_t>(r)];
+    const RankPlace& place = places[static_cast<std::size_t>(r)];
+    const std::vector<PlannedStep>& chain = *chains[place.chain];
+    const std::vector<StepWork>& w = work[place.chain];
+    st.steps.resize(chain.size());
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+      const StepPlan& plan = chain[k].plan;
+      StepState& step = st.steps[k];
+      step.done.assign(plan.ops.size(), 0);
+      if (folded) step.started.assign(plan.ops.size(), 0);
+      if (!job.options.keep_trace) continue;
+      step.ops.resize(plan.ops.size());
+      for (const PlanOp& op : plan.ops)
+        step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
+    }
+    auto* host = hosts[static_cast<std::size_t>(r)];
+    RankComm& tp = comms.emplace_back(r, place, cache, agg);  // TP groups are inside a replica
+    RankComm& comm = comms.emplace_back(r, place, cache, agg, fold, false, probes);
+    sg4::Actor::create(fmt::format("compute{}", r), host,
+                       [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
+    sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
+  }
+
+  void start_shadow(int r, Fold fold) {
+    const RankPlace& place = places[static_cast<std::size_t>(r)];
+    shadow_steps[static_cast<std::size_t>(r)].resize(chains.front()->size());
+    RankComm& comm = comms.emplace_back(r, place, cache, agg, fold, true);
+    sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
+                       [&chain = *chains[place.chain], &w = work[place.chain],
+                        &st = states[static_cast<std::size_t>(ranks.counterpart[static_cast<std::size_t>(r)])], &comm,
+                        &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
+  }
+};
+
+// One result per micro-step: every rank's times (a rank not replayed reports its counterpart's), the
+// slowest rank's as the step's, and the replayed ranks' messages.
+std::vector<SimStepResult> step_results(const PlanJob& job, const Chains& chains, Actors& actors, bool folded) {
+  const std::size_t n = actors.places.size(), length = chains.front()->size();
+  std::vector<SimStepResult> out(length);
+  for (std::size_t k = 0; k < length; ++k) {
+    SimStepResult& res = out[k];
+    res.world_size = static_cast<int>(n);
+    res.step = (*chains.front())[k].plan.step;
+    res.bytes_sent.resize(n);
+    res.ranks.resize(n);
+    std::size_t slowest = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      RankState& st = actors.states[static_cast<std::size_t>(actors.ranks.counterpart[r])];
+      StepState& step = st.steps[k];
+      if (!st.compute_finished || !step.comm_finished)
+        throw InternalError(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
+      SimRankTimes& t = res.ranks[r];
+      t.compute_s = step.compute_s;
+      t.optimizer_s = step.optimizer_s;
+      t.comm_s = step.comm_s;
+      t.exposed_comm_s = step.exposed_s;
+      t.start_s = step.start_s - actors.replay_from;
+      t.step_s = step.end_s - step.start_s;
+      if (job.options.keep_trace) t.trace = folded ? step.ops : std::move(step.ops);
+      if (t.step_s > res.ranks[slowest].step_s) slowest = r;
+      res.bytes_sent[r] = step.tally.bytes;
+      if (!actors.ranks.replayed[r]) continue;  // its messages were not simulated
+      res.comms += step.tally.messages;
+      for (const auto& [peer, bytes] : step.tally.to_peer) res.bytes_between[{static_cast<int>(r), peer}] = bytes;
+    }
+    const SimRankTimes& worst = res.ranks[slowest];
+    res.step_s = worst.step_s;
+    res.compute_s = worst.compute_s;
+    res.comm_s = worst.comm_s;
+    res.exposed_comm_s = worst.exposed_comm_s;
+    res.optimizer_s = worst.optimizer_s;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
-  std::vector<const std::vector<PlannedStep>*> chains;
-  if (job.stages.empty()) chains.push_back(&job.steps);
-  for (const auto& c : job.stages) chains.push_back(&c);
-  if (!job.stages.empty() && (!job.layout || job.layout->pp() != static_cast<int>(job.stages.size())))
-    throw InternalError("simulator: a chain per pipeline stage needs the layout they are the stages of");
-  for (const auto* c : chains)
-    if (c->empty() || c->size() != chains.front()->size())
-      throw InternalError("simulator: no micro-step to simulate, or stages with chains of different lengths");
+  const Chains chains = plan_chains(job);
   const Strategy& first = *chains.front()->front().strategy;
   const int n = job.stages.empty() ? first.context().world_size : job.layout->world();
-  const std::size_t length = chains.front()->size();
   const std::string mode = simulation_mode(job.options, n, !job.stages.empty());
-  const bool aggregated = mode == "aggregated", probed = mode == "probed";
+  const bool aggregated = mode == "aggregated", probed = mode == "probed", folded = mode == "folded";
   const std::vector<RankPlace> places = rank_places(job, n);
-  // Folded and probed: only DP replica 0's ranks run (plan_replay.hpp), rank 0 alone without a layout;
-  // every other rank reports its counterpart's times.
-  std::vector<char> replayed(static_cast<std::size_t>(n), 1);
-  std::vector<int> counterpart(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    counterpart[static_cast<std::size_t>(r)] = r;
-    if (mode != "folded" && !probed) continue;
-    if (!job.layout) {
-      replayed[static_cast<std::size_t>(r)] = r == 0;
-      counterpart[static_cast<std::size_t>(r)] = 0;
-      continue;
-    }
-    RankCoord c = job.layout->coord(r);
-    replayed[static_cast<std::size_t>(r)] = c.dp == 0;
-    c.dp = 0;
-    counterpart[static_cast<std::size_t>(r)] = job.layout->rank(c);
-  }
+  const ReplayedRanks ranks = replayed_ranks(job, n, folded || probed);
   if (probed) check_probed(job, chains, n);
-  // Merged compute groups are exact for every time but the per-op split inside a group, which is exact
-  // too unless codec work on the comm actor shares the core: then a trace keeps one Exec per op.
-  std::vector<std::vector<StepWork>> work(chains.size());
-  for (std::size_t c = 0; c < chains.size(); ++c)
-    for (const PlannedStep& ps : *chains[c]) {
-      StepWork& w = work[c].emplace_back();
-      w.costs = op_costs(ps.plan, job.compute_s, job.stages.empty() ? 0.0 : job.fb_flops);
-      if (job.stages.empty()) apply_calibrated_compute(w.costs, ps.plan, job.options);
-      w.optimizer_s = job.optimizer_s;
-      if (!job.stages.empty() && job.parameters > 0)
-        w.optimizer_s *= static_cast<double>(ps.strategy->model().parameter_count()) / static_cast<double>(job.parameters);
-      w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
-      if (job.options.calibration && native_of(job).transport == Transport::Mpi)
-        w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
-      bool codec_work = false;
-      for (const PlanOp& op : ps.plan.ops)
-        for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();
-      w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
-    }
+  const std::vector<std::vector<StepWork>> work = chain_work(job, chains);
   auto* engine = make_engine(job.cluster, job.options);
   // Each actor's stack gets a guard page, which splits its mapping in two: 2 actors x 16384 ranks reach
   // Linux's default vm.max_map_count (65536) and SimGrid aborts ("Failed to protect stack"). Large worlds
@@ -500,7 +497,7 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
   const NcclFabric fabric = nccl_fabric(job.cluster);
   std::vector<int> users(chains.size(), 0);
   for (int r = 0; r < n; ++r)  // folded: the shadows acquire every call too
-    if (!probed || replayed[static_cast<std::size_t>(r)]) ++users[places[static_cast<std::size_t>(r)].chain];
+    if (!probed || ranks.replayed[static_cast<std::size_t>(r)]) ++users[places[static_cast<std::size_t>(r)].chain];
   ScheduleCache cache(users, native_of(job), &fabric);
   std::unique_ptr<Aggregated> agg;
   if (aggregated) {
@@ -509,49 +506,8 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
                              Routes(hosts)});
   }
   std::unique_ptr<CollectiveProbes> probes;
-  if (probed) probes = make_probes(job, chains, places, replayed);
-  std::vector<RankState> states(static_cast<std::size_t>(n));
-  std::deque<RankComm> comms;  // two per rank (the compute stream's, the comm stream's); stable addresses
-  const Fold fold = mode == "folded" ? Fold{&hosts, &replayed} : Fold{};
-  double replay_from = 0;  // probed: when the probes are done and the plans start
-  std::vector<std::vector<StepState>> shadow_steps(static_cast<std::size_t>(n));
-  const auto start_replay = [&] {  // the replay's actors: at once, or once the probes are done
-    replay_from = sg4::Engine::get_clock();
-    for (int r = 0; r < n; ++r) {
-      if (!replayed[static_cast<std::size_t>(r)]) continue;
-      RankState& st = states[static_cast<std::size_t>(r)];
-      const RankPlace& place = places[static_cast<std::size_t>(r)];
-      const std::vector<PlannedStep>& chain = *chains[place.chain];
-      const std::vector<StepWork>& w = work[place.chain];
-      st.steps.resize(length);
-      for (std::size_t k = 0; k < length; ++k) {
-        const StepPlan& plan = chain[k].plan;
-        StepState& step = st.steps[k];
-        step.done.assign(plan.ops.size(), 0);
-        if (mode == "folded") step.started.assign(plan.ops.size(), 0);
-        if (!job.options.keep_trace) continue;
-        step.ops.resize(plan.ops.size());
-        for (const PlanOp& op : plan.ops)
-          step.ops[static_cast<std::size_t>(op.id)] = {on_compute_stream(op.kind) ? "compute" : "comm", op_label(op)};
-      }
-      auto* host = hosts[static_cast<std::size_t>(r)];
-      RankComm& tp = comms.emplace_back(r, place, cache, agg.get());  // TP groups are inside a replica
-      RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, false, probes.get());
-      sg4::Actor::create(fmt::format("compute{}", r), host,
-                         [&chain, &w, &st, &place, &tp] { compute_stream(chain, w, place.local, st, tp); });
-      sg4::Actor::create(fmt::format("comm{}", r), host, [&chain, &w, &st, &comm] { comm_stream(chain, w, st, comm); });
-    }
-    for (int r = 0; r < n && mode == "folded"; ++r) {
-      if (replayed[static_cast<std::size_t>(r)]) continue;
-      const RankPlace& place = places[static_cast<std::size_t>(r)];
-      shadow_steps[static_cast<std::size_t>(r)].resize(length);
-      RankComm& comm = comms.emplace_back(r, place, cache, agg.get(), fold, true);
-      sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
-                         [&chain = *chains[place.chain], &w = work[place.chain],
-                          &st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])], &comm,
-                          &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
-    }
-  };
+  if (probed) probes = make_probes(job, chains, places, ranks.replayed);
+  Actors actors(job, chains, work, places, ranks, hosts, cache, agg.get(), probes.get(), folded);
   if (probes) {
     const CollectiveProbes::Where where{&hosts, native_of(job), &fabric,
                                         job.options.calibration && native_of(job).transport == Transport::Mpi
@@ -560,48 +516,13 @@ std::vector<SimStepResult> run_plan_simulation(const PlanJob& job) {
                                         job.options.probe_memo};
     sg4::Actor::create("probes", hosts.front(), [&, where] {  // the actor runs after this scope
       probes->run(where);
-      start_replay();
+      actors.start();
     });
   } else {
-    start_replay();
+    actors.start();
   }
   engine->run();
-
-  std::vector<SimStepResult> out(length);
-  for (std::size_t k = 0; k < length; ++k) {
-    SimStepResult& res = out[k];
-    res.world_size = n;
-    res.step = (*chains.front())[k].plan.step;
-    res.bytes_sent.resize(static_cast<std::size_t>(n));
-    res.ranks.resize(static_cast<std::size_t>(n));
-    int slowest = 0;
-    for (int r = 0; r < n; ++r) {
-      RankState& st = states[static_cast<std::size_t>(counterpart[static_cast<std::size_t>(r)])];
-      StepState& step = st.steps[k];
-      if (!st.compute_finished || !step.comm_finished)
-        throw InternalError(fmt::format("rank {} did not finish the plan of micro-step {} (deadlock)", r, res.step));
-      SimRankTimes& t = res.ranks[static_cast<std::size_t>(r)];
-      t.compute_s = step.compute_s;
-      t.optimizer_s = step.optimizer_s;
-      t.comm_s = step.comm_s;
-      t.exposed_comm_s = step.exposed_s;
-      t.start_s = step.start_s - replay_from;
-      t.step_s = step.end_s - step.start_s;
-      if (job.options.keep_trace) t.trace = mode == "folded" ? step.ops : std::move(step.ops);
-      if (t.step_s > res.ranks[static_cast<std::size_t>(slowest)].step_s) slowest = r;
-      res.bytes_sent[static_cast<std::size_t>(r)] = step.tally.bytes;
-      if (!replayed[static_cast<std::size_t>(r)]) continue;  // its messages were not simulated
-      res.comms += step.tally.messages;
-      for (const auto& [peer, bytes] : step.tally.to_peer) res.bytes_between[{r, peer}] = bytes;
-    }
-    const SimRankTimes& worst = res.ranks[static_cast<std::size_t>(slowest)];
-    res.step_s = worst.step_s;
-    res.compute_s = worst.compute_s;
-    res.comm_s = worst.comm_s;
-    res.exposed_comm_s = worst.exposed_comm_s;
-    res.optimizer_s = worst.optimizer_s;
-  }
-  return out;
+  return step_results(job, chains, actors, folded);
 }
 
 }  // namespace ddplab::sim

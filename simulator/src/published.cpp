@@ -127,6 +127,80 @@ PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& given,
   return res;
 }
 
+// A point's fields that every kind has: its names, the preset it runs on and its world; unknown fields refused.
+PublishedPoint read_point_head(const PointReader& r, const toml::table& t, const toml::node& node) {
+  for (const auto& [key, value] : t) {
+    static const std::vector<std::string> known{
+        "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
+        "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
+        "schedule", "precision", "recompute", "compute_efficiency", "compute_model", "policy"};
+    if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
+      r.fail(value, std::string(key.str()), "is not a point field");
+  }
+  PublishedPoint p;
+  p.id = r.text(t, node, "id");
+  p.case_name = r.text(t, node, "case");
+  p.preset = r.text(t, node, "preset");
+  try {
+    ClusterConfig check;
+    apply_cluster_preset(check, p.preset);
+  } catch (const InputError& e) {
+    r.fail(*t.get("preset"), "preset", e.what());
+  }
+  p.kind = r.text(t, node, "kind");
+  p.world = static_cast<int>(r.integer(t, node, "world", 1));
+  p.where = fmt::format("{}:{}", r.path, node.source().begin.line);
+  if (const toml::node* n = t.get("nvls")) {
+    if (!n->is_boolean()) r.fail(*n, "nvls", "must be true or false");
+    p.nvls = n->value<bool>().value_or(true);
+  }
+  return p;
+}
+
+// An efficiency point: a model at a batch, its compute time per step and the published efficiency.
+void read_efficiency(const PointReader& r, const toml::table& t, const toml::node& node, PublishedPoint& p) {
+  p.model = r.text(t, node, "model");
+  p.batch = static_cast<int>(r.integer(t, node, "batch", 1));
+  try {
+    p.compute_s = parse_duration(r.text(t, node, "compute"));
+  } catch (const InputError& e) {
+    r.fail(*t.get("compute"), "compute", e.what());
+  }
+  p.published = r.number(r.need(t, node, "published"), "published");
+}
+
+// A layout point, and the scenario it becomes checked as `ddplab simulate` would (a policy that refuses the
+// layout).
+void read_layout_point(const PointReader& r, const toml::table& t, const toml::node& node, PublishedPoint& p) {
+  read_layout(r, t, node, r.path, p);
+  try {
+    const Scenario sc = layout_scenario(p, p.nvls);
+    validate_strategies(sc);
+    validate_parallel(sc);
+  } catch (const ScenarioError& e) {
+    // Its position is in the scenario text the point became: the point's field says where instead.
+    const char* field = t.get("policy") ? "policy" : "tp";
+    r.fail(*t.get(field), field, e.detail());
+  }
+}
+
+// A busbw or time point: one point per [bytes, value] of its sweep.
+void read_sweep(const PointReader& r, const toml::table& t, const toml::node& node, const PublishedPoint& p,
+                std::vector<PublishedPoint>& out) {
+  if (p.kind != "busbw" && p.kind != "time") r.fail(*t.get("kind"), "kind", "must be busbw, time, efficiency or layout");
+  const toml::array* sweep = r.need(t, node, "sweep").as_array();
+  if (!sweep || sweep->empty()) r.fail(*t.get("sweep"), "sweep", "must be a non-empty array of [bytes, value]");
+  for (const toml::node& pair : *sweep) {
+    const toml::array* a = pair.as_array();
+    const auto bytes = a && a->size() == 2 ? a->get(0)->value<long long>() : std::nullopt;
+    if (!bytes || *bytes < 4) r.fail(pair, "sweep", "each entry must be [bytes >= 4, value]");
+    PublishedPoint q = p;
+    q.bytes = static_cast<std::uint64_t>(*bytes);
+    q.published = r.number(*a->get(1), "sweep");
+    out.push_back(q);
+  }
+}
+
 }  // namespace
 
 std::vector<PublishedPoint> load_published_points(const std::string& path) {
@@ -143,68 +217,15 @@ std::vector<PublishedPoint> load_published_points(const std::string& path) {
   for (const toml::node& node : *points) {
     const toml::table* t = node.as_table();
     if (!t) r.fail(node, "point", "must be a table");
-    for (const auto& [key, value] : *t) {
-      static const std::vector<std::string> known{
-          "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
-          "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
-          "schedule", "precision", "recompute", "compute_efficiency", "compute_model", "policy"};
-      if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
-        r.fail(value, std::string(key.str()), "is not a point field");
-    }
-    PublishedPoint p;
-    p.id = r.text(*t, node, "id");
-    p.case_name = r.text(*t, node, "case");
-    p.preset = r.text(*t, node, "preset");
-    try {
-      ClusterConfig check;
-      apply_cluster_preset(check, p.preset);
-    } catch (const InputError& e) {
-      r.fail(*t->get("preset"), "preset", e.what());
-    }
-    p.kind = r.text(*t, node, "kind");
-    p.world = static_cast<int>(r.integer(*t, node, "world", 1));
-    p.where = fmt::format("{}:{}", path, node.source().begin.line);
-    if (const toml::node* n = t->get("nvls")) {
-      if (!n->is_boolean()) r.fail(*n, "nvls", "must be true or false");
-      p.nvls = n->value<bool>().value_or(true);
-    }
+    PublishedPoint p = read_point_head(r, *t, node);
     if (p.kind == "efficiency") {
-      p.model = r.text(*t, node, "model");
-      p.batch = static_cast<int>(r.integer(*t, node, "batch", 1));
-      try {
-        p.compute_s = parse_duration(r.text(*t, node, "compute"));
-      } catch (const InputError& e) {
-        r.fail(*t->get("compute"), "compute", e.what());
-      }
-      p.published = r.number(r.need(*t, node, "published"), "published");
+      read_efficiency(r, *t, node, p);
       out.push_back(p);
-      continue;
-    }
-    if (p.kind == "layout") {
-      read_layout(r, *t, node, path, p);
-      try {  // the scenario it becomes, checked as `ddplab simulate` would (a policy that refuses the layout)
-        const Scenario sc = layout_scenario(p, p.nvls);
-        validate_strategies(sc);
-        validate_parallel(sc);
-      } catch (const ScenarioError& e) {
-        // Its position is in the scenario text the point became: the point's field says where instead.
-        const char* field = t->get("policy") ? "policy" : "tp";
-        r.fail(*t->get(field), field, e.detail());
-      }
+    } else if (p.kind == "layout") {
+      read_layout_point(r, *t, node, p);
       out.push_back(p);
-      continue;
-    }
-    if (p.kind != "busbw" && p.kind != "time") r.fail(*t->get("kind"), "kind", "must be busbw, time, efficiency or layout");
-    const toml::array* sweep = r.need(*t, node, "sweep").as_array();
-    if (!sweep || sweep->empty()) r.fail(*t->get("sweep"), "sweep", "must be a non-empty array of [bytes, value]");
-    for (const toml::node& pair : *sweep) {
-      const toml::array* a = pair.as_array();
-      const auto bytes = a && a->size() == 2 ? a->get(0)->value<long long>() : std::nullopt;
-      if (!bytes || *bytes < 4) r.fail(pair, "sweep", "each entry must be [bytes >= 4, value]");
-      PublishedPoint q = p;
-      q.bytes = static_cast<std::uint64_t>(*bytes);
-      q.published = r.number(*a->get(1), "sweep");
-      out.push_back(q);
+    } else {
+      read_sweep(r, *t, node, p, out);
     }
   }
   return out;

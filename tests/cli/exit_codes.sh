@@ -35,12 +35,18 @@ grep -q -- '--max-steps: must be >= 0, got -1' "$work/err" || fail "--max-steps 
 expect 2 "--world 2,4,...,1000" -- "$ddplab" simulate "$small" --world 2,4,...,1000 --db "$work/a.db"
 grep -q -- '^error: --world: world sizes' "$work/err" || fail "--world not explained"
 expect 2 "--resume of a run not in the store" -- "$ddplab" run "$small" --np 2 --resume 9999 --db "$work/a.db"
+expect 2 "--inject-fault exit:one:3" -- "$ddplab" run "$small" --np 2 --inject-fault exit:one:3 --db "$work/a.db"
+grep -q -- '^error: --inject-fault: expected exit:RANK:STEP, perturb:RANK or bitflip:RANK:STEP' "$work/err" ||
+  fail "a malformed --inject-fault not explained"
+grep -q mpirun "$work/err" && fail "mpirun started for a malformed --inject-fault"
+expect 2 "--inject-fault on a rank the job lacks" -- "$ddplab" run "$small" --np 2 --inject-fault perturb:2 --db "$work/a.db"
+grep -q -- '--inject-fault perturb:2: rank 2 is not one of the job.s 2 ranks' "$work/err" || fail "a rank outside the job not named"
 
 # A run fault: a rank exits mid-run; the launcher exits 1, the run is stored failed.
-DDPLAB_FAULT="exit:1:3" expect 1 "a rank that died" -- timeout 120 "$ddplab" run "$small" --np 2 --max-steps 6 --db "$work/f.db"
+expect 1 "a rank that died" -- timeout 120 "$ddplab" run "$small" --np 2 --max-steps 6 --db "$work/f.db" --inject-fault exit:1:3
 grep -q "ddplab: run 1 (baseline) marked failed" "$work/err" || fail "the run was not marked failed"
 # A run fault: replicas that end apart fail the final check.
-DDPLAB_FAULT="perturb:1" expect 1 "replicas that disagree" -- timeout 120 "$ddplab" run "$small" --np 2 --max-steps 3 --db "$work/p.db"
+expect 1 "replicas that disagree" -- timeout 120 "$ddplab" run "$small" --np 2 --max-steps 3 --db "$work/p.db" --inject-fault perturb:1
 grep -q "differ" "$work/err" "$work/out" || fail "the final check's failure not named"
 
 # Bad input found by the ranks themselves (the launcher cannot see a data file is missing): 2 through mpirun.

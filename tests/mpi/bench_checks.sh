@@ -35,7 +35,7 @@ correct)
     fail "stored rows not completed / world $np / #wrong 0"
   ;;
 wrong)
-  DDPLAB_FAULT="wrong:ring:16384" "${bench[@]}" --schedules native,ring >"$work/out" 2>"$work/err" && fail "bench succeeded"
+  "${bench[@]}" --schedules native,ring --inject-fault wrong:ring:16384 >"$work/out" 2>"$work/err" && fail "bench succeeded"
   grep -q "schedule ring gives 1 wrong elements at size 16384 B" "$work/err" || fail "bad schedule and size not named"
   "$ddplab" bench results --db "$db" --csv >"$work/csv" || fail "bench results failed"
   grep -q ",failed,.*,ring,allreduce,float,16384,4096,.*,1,mpi$" "$work/csv" || fail "wrong row not stored as 1"

@@ -78,7 +78,7 @@ if ((!exact_only)); then
       fail "$layout strays from pure DP by more than 1e-5 relative"
   done
   # A share that differs from its replica 0's is named with its coordinates, and the run fails.
-  DDPLAB_FAULT=perturb:3 "$ddplab" run "$work/pp-1f1b.toml" --np 4 --db "$db" >"$work/perturb" 2>&1
+  "$ddplab" run "$work/pp-1f1b.toml" --np 4 --db "$db" --inject-fault perturb:3 >"$work/perturb" 2>&1
   [[ $? == 1 ]] || { cat "$work/perturb" >>"$work/out"; fail "a perturbed share did not fail the run with exit 1 (a run fault)"; }
   grep -q "parameters of rank 3 (tp 0, pp 1, dp 1) differ from rank 2 (tp 0, pp 1, dp 0)" "$work/perturb" ||
     { cat "$work/perturb" >>"$work/out"; fail "the perturbed share was not named"; }

@@ -23,7 +23,7 @@ TEST(CalibrationProbe, LinksAreMeasuredAsTheFitAsks) {
   const int n = comm.size();
   if (n < 2) GTEST_SKIP() << "ping-pong needs 2 ranks";
   CalibrationProbe probe(comm);
-  probe.open("mpi", 60);
+  probe.open(Transport::Mpi, 60);
   for (const std::string fit : {"ring", "exchange", "pingpong"}) {
     const LinkSamples s = probe.measure_links(kSizes, fit, 0.01, 5);
     // Rank 0 pings every other rank at every size; the others keep nothing.
@@ -52,7 +52,7 @@ TEST(CalibrationProbe, SmallerWorldsAreTheJobsFirstRanks) {
   std::unique_ptr<Store> store;
   if (me == 0) store = std::make_unique<Store>(dir + "/r.db");
   CalibrationProbe probe(comm);
-  probe.open("mpi", 60);
+  probe.open(Transport::Mpi, 60);
   CollectiveBenchOptions opt;
   opt.sizes = kSizes;
   opt.schedules = {"native", "ring"};

@@ -43,7 +43,7 @@ resume)
   mkdir "$work/straight"
   straight=$work/straight/results.db  # its checkpoints apart from the other run's
   timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$straight" >"$work/out" 2>&1 || fail "the straight run failed"
-  DDPLAB_FAULT="exit:$victim:23" timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >>"$work/out" 2>&1 &&
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --inject-fault "exit:$victim:23" >>"$work/out" 2>&1 &&
     fail "the run with a dying rank succeeded"
   [[ $(sqlite3 "$db" "select group_concat(step) from checkpoints") == "10,20" ]] || fail "checkpoints at 10 and 20 not stored"
   # The last rank's file at step 20 damaged (its last byte): that resume fails leaving the run as it was, and
@@ -89,7 +89,7 @@ elastic)
   victim=$((np - 1)) to=$((np == 2 ? 3 : 2))
   mkdir "$work/straight"
   timeout 150 "$ddplab" run "$scenario" --np "$to" --db "$work/straight/results.db" >"$work/out" 2>&1 || fail "the straight run failed"
-  DDPLAB_FAULT="exit:$victim:33" timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" >>"$work/out" 2>&1 &&
+  timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --inject-fault "exit:$victim:33" >>"$work/out" 2>&1 &&
     fail "the run with a dying rank succeeded"
   timeout 150 "$ddplab" run "$scenario" --np "$to" --db "$db" --resume >>"$work/out" 2>&1 || fail "the elastic resume failed"
   grep -q "^ddplab: resuming run 1 .* at step 30 .* on $to ranks, not its $np: a new run continues it" "$work/out" ||
@@ -128,14 +128,14 @@ interrupt-resume)
   ;;
 perturb)
   victim=$((np - 1))
-  DDPLAB_FAULT="perturb:$victim" "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 && fail "run succeeded"
+  "$ddplab" run "$scenario" --np "$np" --db "$db" --inject-fault "perturb:$victim" >"$work/out" 2>&1 && fail "run succeeded"
   grep -q "parameters of rank $victim differ from rank 0" "$work/out" || fail "rank $victim not named"
   "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
   ;;
 rank-dies)
   victim=$((np - 1))
   start=$(date +%s)
-  DDPLAB_FAULT="exit:$victim:5" timeout 120 "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1
+  timeout 120 "$ddplab" run "$scenario" --np "$np" --db "$db" --inject-fault "exit:$victim:5" >"$work/out" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] || fail "run succeeded"
   [[ $rc -ne 124 ]] || fail "job hung after rank $victim died"
@@ -182,7 +182,7 @@ desync)
   sed -e 's/^\[train\]/[train]\nconsistency_every = 4/' "$scenario" >"$work/checked.toml"
   timeout 150 "$ddplab" run "$work/checked.toml" --np "$np" --db "$db" --max-steps 12 >"$work/out" 2>&1 || fail "a run without fault failed"
   grep -q "params identical on all ranks" "$work/out" || fail "no identity confirmation"
-  DDPLAB_FAULT="bitflip:$victim:5" timeout 150 "$ddplab" run "$work/checked.toml" --np "$np" --db "$db" --max-steps 12 \
+  timeout 150 "$ddplab" run "$work/checked.toml" --np "$np" --db "$db" --max-steps 12 --inject-fault "bitflip:$victim:5" \
     >>"$work/out" 2>&1 && fail "the run with a flipped bit succeeded"
   [[ $(sqlite3 "$db" "select status from runs where id = 2") == failed ]] || fail "run not stored as failed"
   reason=$(sqlite3 "$db" "select reason from runs where id = 2")

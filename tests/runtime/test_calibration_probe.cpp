@@ -47,9 +47,9 @@ TEST(CalibrationProbe, NodeNamesAreHostNames) {
 TEST(CalibrationProbe, ComputeOfTheScenariosMlpAndTheCodecsWork) {
   auto comm = make_single_process_communicator();
   CalibrationProbe probe(*comm);
-  EXPECT_EQ(probe.transport(), "mpi");  // the job's communicator until open() says otherwise
+  EXPECT_EQ(probe.transport(), Transport::Mpi);  // the job's communicator until open() says otherwise
   const Scenario sc = load_scenario(DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml");
-  const ComputeSamples c = probe.measure_compute("cpu", &sc, false);
+  const ComputeSamples c = probe.measure_compute(Backend::Cpu, &sc, false);
   EXPECT_EQ(c.compute_backend, "cpu");
   ASSERT_TRUE(c.mlp);
   ASSERT_EQ(c.mlp->forward_s.size(), sc.model.layers.size() - 1);
@@ -63,7 +63,7 @@ TEST(CalibrationProbe, ComputeOfTheScenariosMlpAndTheCodecsWork) {
   EXPECT_TRUE(c.codec_backend.empty());
 
   // No scenario: the codecs' work alone, every kind of work timed.
-  const ComputeSamples w = probe.measure_compute("cpu", nullptr, true);
+  const ComputeSamples w = probe.measure_compute(Backend::Cpu, nullptr, true);
   EXPECT_FALSE(w.mlp);
   EXPECT_EQ(w.codec_backend, "host");
   EXPECT_EQ(w.codec_work.size(), codec_probe_works(1u << 21).size());
@@ -74,7 +74,7 @@ TEST(CalibrationProbe, SchedulesAreStoredOneBenchPerWorld) {
   TempDir dir;
   auto comm = make_single_process_communicator();
   CalibrationProbe probe(*comm);
-  probe.open("mpi", 10);
+  probe.open(Transport::Mpi, 10);
   Store store(dir.file("r.db"));
   CollectiveBenchOptions opt;
   opt.sizes = {4096};

@@ -113,7 +113,7 @@ TEST(JobEnd, TheLauncherExitsWithTheKindOfErrorTheJobEndedWith) {
   EXPECT_EQ(code(2), 2);    // a rank refused its input (error.hpp's InputError), passed on by mpirun
   EXPECT_EQ(code(70), 70);  // a rank hit a bug (InternalError)
   EXPECT_EQ(code(1), 1);    // a rank's run fault
-  EXPECT_EQ(code(3), 1);    // a rank that exited (DDPLAB_FAULT exit) or a watchdog's timeout
+  EXPECT_EQ(code(3), 1);    // a rank that exited (--inject-fault exit) or a watchdog's timeout
   EXPECT_EQ(code(137), 1);  // a rank, or mpirun, killed
   EXPECT_EQ(code(1, SIGINT), 130);  // the launcher interrupted: 128 + its signal
 }

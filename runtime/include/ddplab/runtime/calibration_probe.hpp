@@ -66,8 +66,8 @@ class CalibrationProbe {
 
   // The transport the links and schedules are measured on: "mpi" (the job's communicator, until this is
   // called) or "nccl" over it, whose watchdog aborts a collective stuck longer than comm_timeout_s.
-  void open(const std::string& transport, double comm_timeout_s);
-  const std::string& transport() const { return net_.name; }
+  void open(Transport transport, double comm_timeout_s);
+  Transport transport() const { return net_.nccl ? Transport::Nccl : Transport::Mpi; }
 
   // (1): ping-pong over `sizes` (ascending) for about pingpong_budget_s per size and peer, node names, and
   // the samples of `fit` ("ring": ring_iters allreduces per size; "exchange": the same budget per size).
@@ -77,7 +77,7 @@ class CalibrationProbe {
   // (2) on `backend`: "cpu" (OpenBLAS), else the CUDA backend (TF32 when the scenario asks for it). The MLP
   // of `scenario` (null: none) at its batch size, the median of 10 runs of each part; the codecs' work, the
   // median of 5, when codec_work.
-  ComputeSamples measure_compute(const std::string& backend, const Scenario* scenario, bool codec_work);
+  ComputeSamples measure_compute(Backend backend, const Scenario* scenario, bool codec_work);
 
   // (3): every schedule of `options` at each world size w of `worlds` (ascending): the job's first w ranks
   // reduce, over the transport (w = n) or over a split of it, while the others wait; ranks_per_node is capped

@@ -20,6 +20,7 @@
 #include "ddplab/core/metrics.hpp"  // bus_factor, set_bandwidths
 #include "ddplab/core/store.hpp"
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/fault_injection.hpp"
 
 namespace ddplab {
 
@@ -36,6 +37,7 @@ struct CollectiveBenchOptions {
   // outside the timed iterations.
   Ops* device = nullptr;
   std::string backend = "mpi";         // the transport, as stored (bench_runs.backend): "mpi" or "nccl"
+  FaultInjection fault;                // a test's: wrong (fault_injection.hpp); none by default
 };
 
 // "1KiB:256MiB" (lo, 2 lo, 4 lo, ... up to hi, like nccl-tests -b/-e -f 2) or "4KiB,1MiB,64MiB".

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ddplab/core/checkpoint.hpp"
@@ -91,8 +92,22 @@ class PlanExecutor {
 
  private:
   StepRecord execute(StepPlan plan);  // runs a plan: compute here, comm ops on the comm thread
+  // execute's parts, in order: a new record, counters and shared state; every comm op queued for the comm
+  // thread (returns, by op, whether finishing it must wake that thread); the compute ops here; the wait for
+  // the step's comm (rethrowing the comm thread's error); the step's totals from its ops' records.
+  void start_plan(StepPlan plan);
+  std::vector<char> queue_comm_ops();
+  void run_compute_ops(const std::vector<char>& wakes_comm);
+  void finish_comm();
+  void close_record();
+  void wait_for_deps(const std::vector<int>& deps);  // on the compute thread: the wait is exposed comm
   void comm_loop();
   void run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out);
+  // run_comm's kinds of op: batch norm's sums, the gradient norm's, and a bucket's collectives.
+  void run_sync_bn(const PlanOp& op, OpRecord& out);
+  void run_norm_sync(const PlanOp& op, OpRecord& out);
+  void run_bucket_comm(const PlanOp& op, OpRecord& out);
+  void sync_grads(const PlanOp& op, const Bucket& b, float* buf, OpRecord& out);  // through the codec
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
   void run_tp_sync(const PlanOp& op, OpRecord& out);  // on the compute thread
@@ -153,6 +168,9 @@ class PlanExecutor {
   bool stop_ = false;
   bool aborted_ = false;  // the compute thread left the step on an exception: drop its comm ops
   std::chrono::steady_clock::time_point t0_;
+  // Device backends: the device marks of the step's start and of each compute op's start and end.
+  int step_mark_ = -1;
+  std::vector<std::pair<int, int>> marks_;
   std::thread thread_;
 };
 

@@ -8,6 +8,8 @@
 // strategy's buckets are this model's.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ddplab/core/scenario.hpp"
@@ -66,6 +68,14 @@ class SplitModel final : public Model, public StagePasses {
   const float* logits() const override;
   float* start_backward() override;
 
+  // The constructor's parts: each local layer's shape and its parameters' place in the whole model (place_layers:
+  // shape_layer, place_share), then the activation, gradient and scratch buffers (allocate_buffers).
+  void place_layers(const ModelSpec& whole, int tp, int tp_rank, const std::string& who);
+  void shape_layer(Layer& y, const ModelSpec& whole, int tp, const std::string& who) const;
+  void place_share(int l, const Layer& y, const ModelSpec& whole,
+                   const std::vector<std::pair<std::size_t, std::size_t>>& whole_params, int tp, int tp_rank,
+                   const std::string& who);
+  void allocate_buffers();
   bool first_place(int chunk) const;
   bool last_place(int chunk) const;
   const float* input_of(int m, int layer) const;  // the activations layer `layer` reads for microbatch m

@@ -6,6 +6,7 @@
 
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/runtime/communicator.hpp"
+#include "ddplab/runtime/fault_injection.hpp"
 
 namespace ddplab {
 
@@ -20,6 +21,7 @@ struct WorkerOptions {
   // strategies after its own; the ones before it are not trained again. -1: the scenario's newest resumable
   // run, as rank 0 finds it. 0: no resume.
   std::int64_t resume_run = 0;
+  FaultInjection fault;  // a test's: exit, perturb or bitflip (fault_injection.hpp); none by default
 };
 
 // Returns the process exit code: 0 when every strategy completed and the final parameters of all ranks are
