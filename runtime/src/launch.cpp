@@ -105,57 +105,75 @@ void kill_job(pid_t pid) {
   for (pid_t p : below) kill(p, SIGKILL);
 }
 
-// One launch of the plan, with `envp` as its environment and `job_dir` as its job folder.
-JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& job_dir) {
-  std::vector<char*> argv;
-  for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // mpirun in a group of its own (Open MPI gives each local rank its own too): a terminal's Ctrl-C reaches the
-  // launcher only, which decides what the job gets. The child starts with default dispositions and nothing blocked.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t stops, none;
-  sigemptyset(&stops);
-  sigaddset(&stops, SIGINT);
-  sigaddset(&stops, SIGTERM);
-  sigaddset(&stops, SIGHUP);
-  sigemptyset(&none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setsigdefault(&attr, &stops);
-  posix_spawnattr_setsigmask(&attr, &none);
-
-  g_signal = 0;
-  g_signals = 0;
-  struct sigaction act {}, old_int {}, old_term {}, old_hup {};
-  act.sa_handler = on_stop_signal;
-  sigemptyset(&act.sa_mask);
-  act.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &act, &old_int);
-  sigaction(SIGTERM, &act, &old_term);
-  sigaction(SIGHUP, &act, &old_hup);  // a closed terminal: mpirun, in its own group, would not get it
-  struct sigaction usr1 {}, old_usr1 {};
-  usr1.sa_handler = on_usr1;
-  sigemptyset(&usr1.sa_mask);
-  usr1.sa_flags = SA_RESTART;
-  g_usr1s = 0;
-  sigaction(SIGUSR1, &usr1, &old_usr1);
-  auto restore = [&] {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGUSR1, &old_usr1, nullptr);
-    posix_spawnattr_destroy(&attr);
-  };
-
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp);
-  if (rc != 0) {
-    restore();
-    throw RunFault("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
-                   " (install openmpi-bin, or run scripts/setup.sh)");
+// mpirun's spawn attributes: a process group of its own (Open MPI gives each local rank its own too), so that
+// a terminal's Ctrl-C reaches the launcher only, which decides what the job gets; default dispositions and
+// nothing blocked.
+class SpawnAttributes {
+ public:
+  SpawnAttributes() {
+    posix_spawnattr_init(&attr_);
+    sigset_t stops, none;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    sigemptyset(&none);
+    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setpgroup(&attr_, 0);
+    posix_spawnattr_setsigdefault(&attr_, &stops);
+    posix_spawnattr_setsigmask(&attr_, &none);
   }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&attr_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
+
+// The launcher's handlers while a job runs: the stop signals (SIGHUP too: a closed terminal, which mpirun in
+// its own group would not get) and SIGUSR1; the previous ones are back when it goes out of scope.
+class JobSignals {
+ public:
+  JobSignals() {
+    g_signal = 0;
+    g_signals = 0;
+    g_usr1s = 0;
+    struct sigaction act {};
+    act.sa_handler = on_stop_signal;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &act, &old_int_);
+    sigaction(SIGTERM, &act, &old_term_);
+    sigaction(SIGHUP, &act, &old_hup_);
+    struct sigaction usr1 {};
+    usr1.sa_handler = on_usr1;
+    sigemptyset(&usr1.sa_mask);
+    usr1.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &usr1, &old_usr1_);
+  }
+  ~JobSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
+  }
+  JobSignals(const JobSignals&) = delete;
+  JobSignals& operator=(const JobSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {}, old_usr1_ {};
+};
+
+// Forwards what the launcher receives to the job until mpirun exits, and returns its wait status. The first
+// stop signal asks the ranks to stop after their step (graceful_stop_s > 0) or passes the signal to mpirun;
+// a second one, or a job that outlives its grace, is killed.
+int supervise(pid_t pid, const LaunchPlan& plan, const std::string& job_dir) {
   using Clock = std::chrono::steady_clock;
+  auto after = [](double s) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   int status = 0;
   int forwarded = 0;  // signals handled so far
   int usr1_forwarded = 0;
@@ -168,10 +186,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
     // Polled, not blocking: a signal landing just before a blocking waitpid would go unforwarded.
     const pid_t got = waitpid(pid, &status, WNOHANG);
     if (got == pid) break;
-    if (got < 0 && errno != EINTR) {
-      restore();
-      throw RunFault(std::string("waitpid: ") + std::strerror(errno));
-    }
+    if (got < 0 && errno != EINTR) throw RunFault(std::string("waitpid: ") + std::strerror(errno));
     for (int usr1s = g_usr1s; usr1s > usr1_forwarded; ++usr1_forwarded) kill(pid, SIGUSR1);  // mpirun passes it on
     const int seen = g_signals;
     if (seen > forwarded) {
@@ -184,12 +199,11 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
                        strsignal(g_signal));
           request_stop(job_dir);
           graceful = true;
-          graceful_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(plan.graceful_stop_s));
+          graceful_deadline = after(plan.graceful_stop_s);
         } else {
           std::fprintf(stderr, "ddplab: %s: stopping the job (again to kill it at once)\n", strsignal(g_signal));
           kill(pid, g_signal);  // mpirun stops its ranks
-          deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+          deadline = after(kStopGraceS);
         }
       } else if (!killed) {
         std::fprintf(stderr, "ddplab: killing the job\n");
@@ -201,7 +215,7 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
       std::fprintf(stderr, "ddplab: the ranks did not stop within %.0f s: stopping mpirun\n", plan.graceful_stop_s);
       kill(pid, g_signal);
       graceful = false;
-      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
+      deadline = after(kStopGraceS);
     }
     if (forwarded && !graceful && !killed && Clock::now() > deadline) {
       std::fprintf(stderr, "ddplab: the job did not stop within %.0f s: killing it\n", kStopGraceS);
@@ -211,7 +225,21 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
   }
   for (pid_t p : started)  // a rank mpirun did not take down with it
     if (kill(p, 0) == 0) kill(p, SIGKILL);
-  restore();
+  return status;
+}
+
+// One launch of the plan, with `envp` as its environment and `job_dir` as its job folder.
+JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& job_dir) {
+  std::vector<char*> argv;
+  for (const auto& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const SpawnAttributes attr;
+  const JobSignals signals;
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], nullptr, attr.get(), argv.data(), envp);
+  if (rc != 0)
+    throw RunFault("cannot start " + plan.argv[0] + ": " + std::strerror(rc) + " (install openmpi-bin, or run scripts/setup.sh)");
+  const int status = supervise(pid, plan, job_dir);
   JobEnd end;
   end.signal = g_signal;
   if (WIFEXITED(status)) end.rc = WEXITSTATUS(status);
