@@ -279,7 +279,6 @@ const Scenario* WhatIfView::scenario() const {
 
 void WhatIfView::setContext(const ViewContext& context) {
   const bool fresh = context.generation != ctx_.generation;
-  const std::string before = ctx_.snapshot ? ctx_.snapshot->path : std::string();
   ctx_ = context;
   // The window refreshes its views before any store is open: nothing to simulate against yet.
   if (!fresh || !ctx_.snapshot || ctx_.snapshot->path.empty()) return;
@@ -288,7 +287,10 @@ void WhatIfView::setContext(const ViewContext& context) {
   for (const QString& dir : {QDir::current().filePath("scenarios"), store.dir().filePath("scenarios"),
                              store.dir().filePath("../scenarios")})
     for (const QFileInfo& f : QDir(dir).entryInfoList({"*.toml"}, QDir::Files, QDir::Name)) addScenario(f.filePath());
-  if (before == ctx_.snapshot->path) return;  // a reload (live follow): the user's choice stays, nothing to redo
+  // A reload (live follow): the user's choice stays, nothing to redo. The path is kept apart: the window
+  // reloads into the same snapshot object, so ctx_.snapshot already holds the new one.
+  if (storePath_ == ctx_.snapshot->path) return;
+  storePath_ = ctx_.snapshot->path;
   openOnNewestScenario();
 }
 

@@ -169,7 +169,7 @@ class WhatIfViewTest : public fx::StoreTest {
     MainWindow w;
     QVERIFY(w.openStore(db));
     WhatIfView* v = w.whatIfView();
-    QVERIFY(v->scenario() && v->scenario()->name == "stored-only");
+    QVERIFY2(v->scenario() && v->scenario()->name == "stored-only", qPrintable(v->originLabel()->text()));
     QCOMPARE(v->scenario()->strategies.size(), std::size_t(2));
     QCOMPARE(v->scenario()->strategies[0].name, std::string("overlap-ring"));
     QCOMPARE(v->scenario()->model.layers, sc.model.layers);

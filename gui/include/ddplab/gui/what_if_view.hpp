@@ -124,6 +124,7 @@ class WhatIfView : public View {
   void openOnNewestScenario();
 
   ViewContext ctx_;
+  std::string storePath_;  // the store the view last opened on
   std::vector<Scenario> scenarios_;
   std::optional<WhatIfResult> result_;
   bool filling_ = false;  // controls being set: no request per control
