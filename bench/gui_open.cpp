@@ -25,7 +25,7 @@ namespace {
 void fill(const std::string& path, int runs, int steps, int ranks) {
   ddplab::Store store(path, 1 << 16);
   for (int r = 0; r < runs; ++r) {
-    const auto id = store.begin_run({"bench", r % 2 ? "ring" : "overlap", "cpu", ranks, RunSource::Measured,
+    const auto id = store.begin_run({"bench", r % 2 ? "ring" : "overlap", "cpu", ranks, ddplab::RunSource::Measured,
                                      R"({"model":{"type":"mlp","layers":[784,256,10]}})", "{}", 32});
     for (int s = 0; s < steps; ++s) {
       for (int k = 0; k < ranks; ++k) {
@@ -38,7 +38,7 @@ void fill(const std::string& path, int runs, int steps, int ranks) {
       if ((s + 1) % std::max(1, steps / 20) == 0)
         store.add_evaluation(id, {s + 1, 0.015 * (s + 1), 1.0, 0.5 + 0.4 * (s + 1) / steps, 0.8, 0.8, 0, {}});
     }
-    store.finish_run(id, RunStatus::Completed);
+    store.finish_run(id, ddplab::RunStatus::Completed);
   }
 }
 

@@ -182,7 +182,7 @@ void BreakdownView::refresh() {
                             .arg(rankRun_->id())
                             .arg(QString::fromStdString(rankRun_->info().strategy))
                             .arg(rankRun_->info().world_size)
-                            .arg(QString::fromStdString(rankRun_->info().source));
+                            .arg(QString::fromStdString(to_string(rankRun_->info().source)));
     if (report.slowest >= 0) {
       const RankBreakdown& slow =
           *std::find_if(report.ranks.begin(), report.ranks.end(), [&](const RankBreakdown& b) { return b.rank == report.slowest; });

@@ -253,7 +253,7 @@ void ConvergenceView::refresh() {
     pen.setWidthF(2.0);
     if (partial) pen.setStyle(Qt::DashLine);
     d.smooth->setPen(pen);
-    d.smooth->setName(partial ? label + tr(" [%1]").arg(QString::fromStdString(run->summary.run.status)) : label);
+    d.smooth->setName(partial ? label + tr(" [%1]").arg(QString::fromStdString(to_string(run->summary.run.status))) : label);
     if (mi.evaluation) d.smooth->setPointsVisible(true);
     const QString who = tr("run #%1 %2 (%3 ranks)").arg(run->id()).arg(QString::fromStdString(run->info().strategy)).arg(run->info().world_size);
     pointTooltips(d.smooth, [who, axis, title = QString(mi.title)](const QPointF& p) {

@@ -259,7 +259,7 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
                  .arg(id)
                  .arg(QString::fromStdString(r->info().scenario), QString::fromStdString(r->info().strategy))
                  .arg(r->info().world_size)
-                 .arg(QString::fromStdString(r->summary.run.status));
+                 .arg(QString::fromStdString(to_string(r->summary.run.status)));
   }
   if (confirm && QMessageBox::question(this, tr("Delete runs"),
                                        tr("Delete %n run(s) from %1, with their steps and evaluations?\n\n%2\n\nThis cannot be undone.",

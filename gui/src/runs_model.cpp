@@ -85,10 +85,10 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
       case Id: return QVariant::fromValue<qlonglong>(s.run.id);
       case Scenario: return qs(info.scenario);
       case Strategy: return qs(info.strategy);
-      case Source: return qs(info.source);
+      case Source: return qs(to_string(info.source));
       case Backend: return qs(info.backend);
       case World: return info.world_size;
-      case Status: return qs(s.run.status);
+      case Status: return qs(to_string(s.run.status));
       case Steps: return QVariant::fromValue<qlonglong>(s.skipped + s.steps);
       case StepMs: return seconds(s.step_s);
       case ComputeMs: return seconds(s.compute_s);

@@ -283,7 +283,7 @@ void TimelineView::setContext(const ViewContext& context) {
       const RunRecord* r = *it;
       if (!ctx_.snapshot->traced.count(r->id())) continue;
       run_->addItem(tr("#%1 %2, %3 ranks, %4").arg(r->id()).arg(QString::fromStdString(r->info().strategy)).arg(r->info().world_size)
-                        .arg(QString::fromStdString(r->info().source)),
+                        .arg(QString::fromStdString(to_string(r->info().source))),
                     QVariant::fromValue<qlonglong>(r->id()));
       if (!preferred && r->measured()) preferred = r;
     }
@@ -355,7 +355,7 @@ void TimelineView::stepChanged() {
         .arg(r->id())
         .arg(QString::fromStdString(r->info().strategy))
         .arg(r->info().world_size)
-        .arg(QString::fromStdString(r->info().source))
+        .arg(QString::fromStdString(to_string(r->info().source)))
         .arg(step);
   };
   if (!shown_) {
@@ -397,7 +397,7 @@ QString TimelineView::csv() const {
   ts << "run,source,step,rank,track,name,start_ms,dur_ms,bytes\n";
   auto rows = [&](const RunRecord* r, const TimelineStep& s) {
     for (const TimelineBar& b : s.bars)
-      ts << r->id() << ',' << QString::fromStdString(r->info().source) << ',' << s.step << ',' << b.rank << ','
+      ts << r->id() << ',' << QString::fromStdString(to_string(r->info().source)) << ',' << s.step << ',' << b.rank << ','
          << (b.comm ? "comm" : "compute") << ',' << QString::fromStdString(b.name) << ',' << QString::number(b.start_ms, 'g', 10)
          << ',' << QString::number(b.dur_ms, 'g', 10) << ',' << b.bytes << '\n';
   };

@@ -22,7 +22,7 @@ std::string group_key(const RunRecord& run, GroupBy by) {
     case GroupBy::Scenario: return i.scenario;
     case GroupBy::Strategy: return i.strategy;
     case GroupBy::World: return std::to_string(i.world_size).append(i.world_size == 1 ? " rank" : " ranks");
-    case GroupBy::Source: return i.source;
+    case GroupBy::Source: return to_string(i.source);
     case GroupBy::Backend: return i.backend;
   }
   return {};

@@ -101,7 +101,7 @@ ScheduleBenches CalibrationProbe::measure_schedules(const std::vector<int>& worl
         store->add_bench_row(id, r);
         if (hooks.row) hooks.row(r);
       });
-      if (me == 0) store->finish_bench(id, wrong == 0 ? "completed" : "failed");
+      if (me == 0) store->finish_bench(id, wrong == 0 ? RunStatus::Completed : RunStatus::Failed);
       out.wrong += wrong;
     }
     job_.barrier();

@@ -50,7 +50,7 @@ int run_collective_bench_job(Communicator& mpi, const CollectiveBenchJob& job, c
           if (me == 0 && hooks.progress) hooks.progress(s, bytes, done, total);
         });
     if (me == 0) {
-      store->finish_bench(bench_id, wrong.empty() ? "completed" : "failed");
+      store->finish_bench(bench_id, wrong.empty() ? RunStatus::Completed : RunStatus::Failed);
       if (hooks.end) hooks.end(bench_id, wrong);
     }
   } catch (const std::exception& e) {
@@ -58,7 +58,7 @@ int run_collective_bench_job(Communicator& mpi, const CollectiveBenchJob& job, c
     std::fprintf(stderr, "error: rank %d: %s\n", me, e.what());
     if (store && bench_id) {
       try {
-        store->finish_bench(bench_id, "failed");
+        store->finish_bench(bench_id, RunStatus::Failed);
       } catch (...) {
       }
     }
@@ -80,7 +80,7 @@ std::vector<std::int64_t> fail_unfinished_benches(Store& store, std::int64_t aft
   std::vector<std::int64_t> ids;
   for (const auto& b : store.benches())
     if (b.id > after_id && b.status == RunStatus::Running) {
-      store.finish_bench(b.id, "failed");
+      store.finish_bench(b.id, RunStatus::Failed);
       ids.push_back(b.id);
     }
   std::sort(ids.begin(), ids.end());

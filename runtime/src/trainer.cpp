@@ -101,7 +101,7 @@ StrategyOutcome final_check(StrategyRun& r, Checkpointer& checkpointer, Training
   out.error = check_identical(r.comm, p.rp, *p.ops, *p.model, r.opt.fault);
   if (p.rp.split()) r.comm.broadcast(&state.last_loss, sizeof state.last_loss, p.rp.loss_rank());  // for rank 0's line
   out.ok = out.error.empty();
-  if (r.store) r.store->finish_run(r.run, out.ok ? "completed" : "failed", out.error);
+  if (r.store) r.store->finish_run(r.run, out.ok ? RunStatus::Completed : RunStatus::Failed, out.error);
   return out;
 }
 
@@ -164,7 +164,7 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
 void fail_run(Store* store, const Where& where, const std::string& reason) {
   if (!store || where.run < 0) return;
   try {
-    store->finish_run(where.run, "failed", reason);
+    store->finish_run(where.run, RunStatus::Failed, reason);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: could not mark run %lld failed: %s\n", static_cast<long long>(where.run), e.what());
   }

@@ -37,7 +37,7 @@ std::int64_t register_run(const Scenario& sc, const StrategyConfig& st, Communic
   if (continued) {
     if (store) store->resume_run(run, resume->step, host_info);
   } else if (store) {
-    run = store->begin_run({sc.name, st.name, place.backend_name, world, "measured",
+    run = store->begin_run({sc.name, st.name, place.backend_name, world, RunSource::Measured,
                             run_config(sc, st, world, place, plan, oc, resume), host_info, sc.train.batch_size});
   }
   comm.broadcast(&run, sizeof run, 0);  // every rank's checkpoint goes to the run's folder

@@ -161,7 +161,7 @@ void StepLoop::stop_here(bool saved, bool saved_ok) {
   const bool kept = saved_ok || (checkpointer_.enabled() && !saved && checkpointer_.save(step, false, r_.executor, counters()));
   const std::string why = fmt::format("stopped on request after step {}{}", step,
                                       kept ? " (checkpoint there: ddplab run --resume continues it)" : "");
-  if (r_.store) r_.store->finish_run(r_.run, "interrupted", why);
+  if (r_.store) r_.store->finish_run(r_.run, RunStatus::Interrupted, why);
   if (rank_ == 0) std::printf("%s: %s\n", r_.st.name.c_str(), why.c_str());
   progress_.finish();
   where_ = Where{};

@@ -100,10 +100,10 @@ std::int64_t run_simulated_bench(Store& store, SimulatedBench& b, const std::fun
       if (on_row) on_row(row);
     });
   } catch (...) {
-    store.finish_bench(id, "failed");  // the rows simulated so far stay
+    store.finish_bench(id, RunStatus::Failed);  // the rows simulated so far stay
     throw;
   }
-  store.finish_bench(id, "completed");
+  store.finish_bench(id, RunStatus::Completed);
   return id;
 }
 

@@ -183,7 +183,7 @@ Scenario measured_scenario(const RunRow& run) {
     const auto& train = cfg.at("train");
     sc.train.batch_size = train.at("batch_size").get<int>();
     sc.train.seed = train.at("seed").get<std::uint64_t>();
-    sc.train.backend = train.value("backend", std::string("cpu"));
+    sc.train.backend = stored_choice<Backend>(train.value("backend", std::string("cpu")), "stored run");
     sc.train.tf32 = train.value("tf32", false);
     const auto& cl = cfg.at("cluster");
     sc.cluster.link_bandwidth = cl.at("link_bandwidth").get<double>();

@@ -50,7 +50,7 @@ std::vector<std::vector<float>> run_step(const std::vector<Codec*>& codecs, cons
       c.upload(g.get(), grads[rank].data(), bucket.count * sizeof(float));
       CollectiveFn fn = [&](const CollectiveCall& call, void* buf) {
         const std::size_t own = call.count * elem_bytes(call.type);
-        const bool gather = call.collective == "all_gather";
+        const bool gather = call.collective == ddplab::Collective::AllGather;
         const std::size_t total = gather ? n * own : own;
         std::vector<std::byte> mine(total);
         c.download(mine.data(), buf, total);

@@ -31,13 +31,13 @@ class LoneRankOfTwo final : public Communicator {
     if (root != 0) unused("a broadcast from rank " + std::to_string(root));
   }
   void barrier() override { unused("barrier"); }
-  void allreduce_sum(float*, std::size_t) override { unused(Collective::Allreduce); }
-  void allreduce_sum(double*, std::size_t) override { unused(Collective::Allreduce); }
-  void allreduce_min(int*, std::size_t) override { unused(Collective::Allreduce); }
-  void allreduce_sum(void*, std::size_t, ElemType) override { unused(Collective::Allreduce); }
-  void all_gather(void*, std::size_t) override { unused(Collective::AllGather); }
-  void reduce_scatter_sum(float*, std::size_t) override { unused(Collective::ReduceScatter); }
-  void all_gather_shards(float*, std::size_t) override { unused(Collective::AllGatherShards); }
+  void allreduce_sum(float*, std::size_t) override { unused("allreduce"); }
+  void allreduce_sum(double*, std::size_t) override { unused("allreduce"); }
+  void allreduce_min(int*, std::size_t) override { unused("allreduce"); }
+  void allreduce_sum(void*, std::size_t, ElemType) override { unused("allreduce"); }
+  void all_gather(void*, std::size_t) override { unused("all_gather"); }
+  void reduce_scatter_sum(float*, std::size_t) override { unused("reduce_scatter"); }
+  void all_gather_shards(float*, std::size_t) override { unused("all_gather_shards"); }
   void gather(const void*, std::size_t, void*, int) override { unused("gather"); }
   void isend(const void*, std::size_t, int, int) override { unused("isend"); }
   void irecv(void*, std::size_t, int, int) override { unused("irecv"); }

@@ -57,7 +57,7 @@ class CurveLoaderTest : public fx::StoreTest {
 
   void prioritizedMovesTheGivenRunsFirstInTheirOrder() {
     std::deque<RunRow> queue;
-    for (std::int64_t id : {1, 2, 3, 4, 5}) queue.push_back(RunRow{id, {}, {}, {}, {}, "completed", {}, {}});
+    for (std::int64_t id : {1, 2, 3, 4, 5}) queue.push_back(RunRow{id, {}, {}, {}, {}, RunStatus::Completed, {}, {}});
     std::vector<std::int64_t> order;
     for (const RunRow& r : prioritized(queue, {5, 9, 3})) order.push_back(r.id);  // 9 is not queued
     QCOMPARE(order, (std::vector<std::int64_t>{5, 3, 1, 2, 4}));

@@ -49,7 +49,7 @@ class RunsViewTest : public gui_fixture::StoreTest {
       const RunSummary s = store.summary(id);
       auto cell = [&](int col) { return m->index(row, col).data(Col::SortRole); };
       QCOMPARE(cell(Col::World).toInt(), s.run.info.world_size);
-      QCOMPARE(cell(Col::Status).toString(), QString::fromStdString(s.run.status));
+      QCOMPARE(cell(Col::Status).toString(), QString::fromStdString(to_string(s.run.status)));
       QCOMPARE(cell(Col::Steps).toLongLong(), s.skipped + s.steps);
       QCOMPARE(cell(Col::StepMs).toDouble(), s.step_s);
       QCOMPARE(cell(Col::ComputeMs).toDouble(), s.compute_s);

@@ -75,7 +75,7 @@ TEST(CalibrationProbe, SmallerWorldsAreTheJobsFirstRanks) {
   ASSERT_EQ(benches.size(), worlds.size());
   for (std::size_t i = 0; i < worlds.size(); ++i) {
     EXPECT_EQ(benches[i].id, b.ids[i]);
-    EXPECT_EQ(benches[i].status, "completed");
+    EXPECT_EQ(benches[i].status, RunStatus::Completed);
     EXPECT_EQ(benches[i].info.world_size, worlds[i]);
     EXPECT_EQ(benches[i].info.ranks_per_node, worlds[i]);  // capped at the world
     EXPECT_EQ(store->bench_rows(b.ids[i]).size(), 4u);

@@ -61,13 +61,13 @@ class StreamLikeCommunicator final : public Communicator, public ChunkMemory {
 
   void barrier() override { idle("barrier"), mpi_.barrier(); }
   void broadcast(void* d, std::size_t b, int root) override { idle("broadcast"), mpi_.broadcast(d, b, root); }
-  void allreduce_sum(float* d, std::size_t n) override { idle(Collective::Allreduce), mpi_.allreduce_sum(d, n); }
-  void allreduce_sum(double* d, std::size_t n) override { idle(Collective::Allreduce), mpi_.allreduce_sum(d, n); }
-  void allreduce_min(int* d, std::size_t n) override { idle(Collective::Allreduce), mpi_.allreduce_min(d, n); }
-  void allreduce_sum(void* d, std::size_t n, ElemType t) override { idle(Collective::Allreduce), mpi_.allreduce_sum(d, n, t); }
-  void all_gather(void* d, std::size_t b) override { idle(Collective::AllGather), mpi_.all_gather(d, b); }
-  void reduce_scatter_sum(float* d, std::size_t n) override { idle(Collective::ReduceScatter), mpi_.reduce_scatter_sum(d, n); }
-  void all_gather_shards(float* d, std::size_t n) override { idle(Collective::AllGather), mpi_.all_gather_shards(d, n); }
+  void allreduce_sum(float* d, std::size_t n) override { idle("allreduce"), mpi_.allreduce_sum(d, n); }
+  void allreduce_sum(double* d, std::size_t n) override { idle("allreduce"), mpi_.allreduce_sum(d, n); }
+  void allreduce_min(int* d, std::size_t n) override { idle("allreduce"), mpi_.allreduce_min(d, n); }
+  void allreduce_sum(void* d, std::size_t n, ElemType t) override { idle("allreduce"), mpi_.allreduce_sum(d, n, t); }
+  void all_gather(void* d, std::size_t b) override { idle("all_gather"), mpi_.all_gather(d, b); }
+  void reduce_scatter_sum(float* d, std::size_t n) override { idle("reduce_scatter"), mpi_.reduce_scatter_sum(d, n); }
+  void all_gather_shards(float* d, std::size_t n) override { idle("all_gather"), mpi_.all_gather_shards(d, n); }
   void gather(const void* s, std::size_t b, void* r, int root) override { idle("gather"), mpi_.gather(s, b, r, root); }
 
   void isend(const void* data, std::size_t bytes, int peer, int tag) override {

@@ -92,7 +92,7 @@ TEST(CalibrationProbe, SchedulesAreStoredOneBenchPerWorld) {
   EXPECT_EQ(seen, (std::vector<std::string>{"world 1 bench " + std::to_string(b.ids[0]), "native", "ring"}));
   const auto benches = store.benches();
   ASSERT_EQ(benches.size(), 1u);
-  EXPECT_EQ(benches[0].status, "completed");
+  EXPECT_EQ(benches[0].status, RunStatus::Completed);
   EXPECT_EQ(benches[0].info.world_size, 1);
   EXPECT_EQ(benches[0].info.ranks_per_node, 1);
   EXPECT_EQ(benches[0].info.backend, "mpi");

@@ -107,7 +107,7 @@ TEST(CollectiveBenchJob, StoresTheBenchAndTellsRankZeroInOrder) {
   const auto benches = store.benches();
   ASSERT_EQ(benches.size(), 1u);
   const auto& b = benches[0];
-  EXPECT_EQ(b.status, "completed");
+  EXPECT_EQ(b.status, RunStatus::Completed);
   EXPECT_EQ(b.info.world_size, 1);
   EXPECT_EQ(b.info.backend, "mpi");
   EXPECT_EQ(nlohmann::json::parse(b.info.config_json)["testbed"]["hosts"], 1);
@@ -126,16 +126,17 @@ TEST(CollectiveBenchJob, StoresTheBenchAndTellsRankZeroInOrder) {
 TEST(CollectiveBenchJob, WrongElementsFailTheBenchOnEveryRank) {
   TempDir dir;
   auto comm = make_single_process_communicator();
-  EnvVar fault("DDPLAB_FAULT", "wrong:ring:8192");
+  CollectiveBenchJob job = small_job(dir.file("r.db"));
+  job.options.fault = parse_fault_injection("wrong:ring:8192", "--inject-fault", {FaultKind::Wrong});
   std::vector<CollectiveBenchRow> told;
   CollectiveBenchHooks hooks;
   hooks.end = [&](std::int64_t, const std::vector<CollectiveBenchRow>& wrong) { told = wrong; };
-  EXPECT_EQ(run_collective_bench_job(*comm, small_job(dir.file("r.db")), hooks), 1);
+  EXPECT_EQ(run_collective_bench_job(*comm, job, hooks), 1);
   ASSERT_EQ(told.size(), 1u);
   EXPECT_EQ(told[0].schedule, "ring");
   EXPECT_EQ(told[0].bytes, 8192);
   Store store(dir.file("r.db"));
-  EXPECT_EQ(store.benches().at(0).status, "failed");
+  EXPECT_EQ(store.benches().at(0).status, RunStatus::Failed);
 }
 
 TEST(CollectiveBenchJobDeathTest, AnErrorMarksTheBenchFailedAndAbortsWithItsKind) {
@@ -153,7 +154,7 @@ TEST(CollectiveBenchJobDeathTest, AnErrorMarksTheBenchFailedAndAbortsWithItsKind
       testing::ExitedWithCode(InputError::kExitCode), "failing hook\nerror: rank 0: .*no_such_schedule");
   Store store(dir.file("r.db"));
   ASSERT_EQ(store.benches().size(), 1u);
-  EXPECT_EQ(store.benches()[0].status, "failed");
+  EXPECT_EQ(store.benches()[0].status, RunStatus::Failed);
   EXPECT_EQ(store.bench_rows(store.benches()[0].id).size(), 2u);  // native's sizes
 }
 
@@ -167,15 +168,17 @@ TEST(CollectiveBenchJob, TheLauncherFailsWhatItsJobLeftRunning) {
   BenchInfo info;
   const std::int64_t old_running = store.begin_bench(info);  // another job's, still going
   const std::int64_t done = store.begin_bench(info);
-  store.finish_bench(done, "completed");
+  store.finish_bench(done, RunStatus::Completed);
   const std::int64_t ours1 = store.begin_bench(info);
   const std::int64_t ours2 = store.begin_bench(info);
-  store.finish_bench(ours2, "completed");
+  store.finish_bench(ours2, RunStatus::Completed);
   const std::int64_t ours3 = store.begin_bench(info);
   EXPECT_EQ(last_bench_id(db), ours3);
   EXPECT_EQ(fail_unfinished_benches(store, done), (std::vector<std::int64_t>{ours1, ours3}));
   for (const auto& b : store.benches()) {
-    const std::string want = b.id == old_running ? "running" : b.id == ours1 || b.id == ours3 ? "failed" : "completed";
+    const RunStatus want = b.id == old_running                 ? RunStatus::Running
+                           : b.id == ours1 || b.id == ours3 ? RunStatus::Failed
+                                                            : RunStatus::Completed;
     EXPECT_EQ(b.status, want) << "bench " << b.id;
   }
   EXPECT_TRUE(fail_unfinished_benches(store, done).empty());

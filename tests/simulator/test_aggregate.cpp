@@ -117,13 +117,13 @@ TEST(SimulatorAggregate, RingIsOnePhaseComputedWithoutTheSchedule) {
   for (int n : {1, 2, 3, 5, 8, 13, 24}) {
     for (std::size_t count : {std::size_t{0}, std::size_t{7}, std::size_t{1003}}) {
       const ScheduleParams where{n, 0, 1, 0};
-      for (const char* coll : {Collective::Allreduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllGatherShards}) {
+      for (const Collective coll : {Collective::Allreduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllGatherShards}) {
         const CollectiveCall call{coll, ElemType::F32, count, ""};
         for (const char* sched : {"ring", "native"}) {
           const auto direct = sim::phases_for_call(call, sched, where);
           const auto built = sim::phases_of(schedule_for_call(call, sched, where, NativeReplay{}));
           EXPECT_TRUE(same(direct, built)) << coll << " " << sched << " n=" << n << " count=" << count;
-          const bool sparse = std::string(coll) != "allreduce" && count < static_cast<std::size_t>(n);  // empty chunks left out
+          const bool sparse = coll != Collective::Allreduce && count < static_cast<std::size_t>(n);  // empty chunks left out
           if (!sparse) {
             EXPECT_EQ(direct.phases.size(), n > 1 ? 1u : 0u);
           }

@@ -313,7 +313,7 @@ TEST(CalibrationInstall, PerLayerTimesReplaceTheFlopSplit) {
   EXPECT_FALSE(calibration_fits_model(*cal, sc));
   // CPU times describe neither GPU backend, and fp32 times not TF32 GEMMs.
   sc.train.batch_size = 8;
-  for (const char* backend : {"cuda", "cuda+mpi"}) {
+  for (const Backend backend : {Backend::Cuda, Backend::CudaMpi}) {
     sc.train.backend = backend;
     EXPECT_FALSE(calibration_fits_model(*cal, sc)) << backend;
     cal->compute_backend = "cuda";

@@ -63,7 +63,7 @@ TEST(CalibrationRecord, StoresTheFitWithItsJobAndReadsBack) {
   CalibrationJob job;
   job.host_info = R"({"host": "h0", "ranks": 4})";
   job.world_size = 4;
-  job.backend = "cpu";
+  job.backend = Backend::Cpu;
   job.testbed = {{"hosts", 4}, {"rate", "1gbit"}};
   job.bench_ids = {7, 8};
   job.scenario = "ci-small";
@@ -95,7 +95,7 @@ TEST(CalibrationRecord, StoresTheFitWithItsJobAndReadsBack) {
   // Neither test bed, benches nor scenario; a ping-pong fit has no second ping-pong entry.
   LinkMeasurements m = two_nodes();
   m.fit = "pingpong";
-  const CalibrationRecord plain = calibration_record(fit_named_links(m, "pp"), {R"({})", 2, "cpu", {}, {}, ""});
+  const CalibrationRecord plain = calibration_record(fit_named_links(m, "pp"), {R"({})", 2, Backend::Cpu, {}, {}, ""});
   const auto host2 = nlohmann::json::parse(plain.host_info);
   const auto fit2 = nlohmann::json::parse(plain.fit_json);
   EXPECT_FALSE(host2.contains("testbed"));

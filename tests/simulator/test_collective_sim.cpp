@@ -59,19 +59,19 @@ TEST(CollectiveSim, RowsAreTheSchedulesTimesAsNcclTestsReportsThem) {
 TEST(SimulatedBench, TheClusterComesFromAScenarioAPresetOrTheDefault) {
   const SimulatedBench plain = simulated_bench_cluster("", "", "");
   EXPECT_EQ(plain.where, "the default cluster (10 Gbit/s star)");
-  EXPECT_EQ(plain.request.transport, "mpi");
+  EXPECT_EQ(plain.request.transport, Transport::Mpi);
   // A GPU preset replays native as NCCL, unless told otherwise; the CPU test bed's as MPI.
   const SimulatedBench dgx = simulated_bench_cluster("", "dgx-h100", "");
-  EXPECT_EQ(dgx.request.transport, "nccl");
+  EXPECT_EQ(dgx.request.transport, Transport::Nccl);
   EXPECT_EQ(dgx.where, describe_cluster(dgx.request.cluster));
-  EXPECT_EQ(simulated_bench_cluster("", "dgx-h100", "mpi").request.transport, "mpi");
-  EXPECT_EQ(simulated_bench_cluster("", "cpu-testbed", "").request.transport, "mpi");
+  EXPECT_EQ(simulated_bench_cluster("", "dgx-h100", "mpi").request.transport, Transport::Mpi);
+  EXPECT_EQ(simulated_bench_cluster("", "cpu-testbed", "").request.transport, Transport::Mpi);
   EXPECT_THROW(simulated_bench_cluster("", "no-such-preset", ""), InputError);
 
   const SimulatedBench sc = simulated_bench_cluster(DDPLAB_SOURCE_DIR "/scenarios/default.toml", "", "");
   EXPECT_EQ(sc.scenario, DDPLAB_SOURCE_DIR "/scenarios/default.toml");
   EXPECT_EQ(sc.where.rfind("scenario " + sc.scenario + ": ", 0), 0u) << sc.where;
-  EXPECT_EQ(sc.request.transport, "mpi");  // default.toml trains on the CPU
+  EXPECT_EQ(sc.request.transport, Transport::Mpi);  // default.toml trains on the CPU
   EXPECT_THROW(simulated_bench_cluster(DDPLAB_SOURCE_DIR "/scenarios/no-such.toml", "", ""), InputError);
 }
 
@@ -93,7 +93,7 @@ TEST(SimulatedBench, IsStoredAsABenchOfBackendSimgrid) {
   const auto all = store.benches();
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].id, id);
-  EXPECT_EQ(all[0].status, "completed");
+  EXPECT_EQ(all[0].status, RunStatus::Completed);
   EXPECT_EQ(all[0].info.backend, "simgrid");
   EXPECT_EQ(all[0].info.world_size, 4);
   const auto cfg = nlohmann::json::parse(all[0].info.config_json);
@@ -109,7 +109,7 @@ TEST(SimulatedBench, IsStoredAsABenchOfBackendSimgrid) {
   // A simulation that fails leaves its bench failed, and the error goes on.
   bench.request.schedules = {"ring", "tree"};
   EXPECT_THROW(run_simulated_bench(store, bench, {}, {}), InputError);
-  EXPECT_EQ(store.benches().back().status, "failed");
+  EXPECT_EQ(store.benches().back().status, RunStatus::Failed);
 }
 
 TEST(SimulatedBench, AScenarioNamingAMissingCalibrationIsRefusedBeforeAnythingIsStored) {

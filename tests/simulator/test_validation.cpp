@@ -34,7 +34,7 @@ void store_bench(Store& store, const std::string& backend, int world, int per_no
   store.finish_bench(id, RunStatus::Completed);
 }
 
-std::vector<CollectiveBenchRow> predicted(const ClusterConfig& cluster, int world, const std::string& transport,
+std::vector<CollectiveBenchRow> predicted(const ClusterConfig& cluster, int world, Transport transport,
                                           const std::vector<std::string>& schedules) {
   CollectiveSimRequest req;
   req.cluster = cluster;
@@ -47,8 +47,8 @@ std::vector<CollectiveBenchRow> predicted(const ClusterConfig& cluster, int worl
 
 TEST(Validation, BenchesOfThePredictionComeBackAtZeroError) {
   Store store(fresh_db("validation-mpi.db"));
-  store_bench(store, "mpi", 4, 1, "{}", predicted(ClusterConfig{}, 4, "mpi", {"ring", "native"}));
-  store_bench(store, "simgrid", 4, 1, "{}", predicted(ClusterConfig{}, 4, "mpi", {"ring"}));  // a prediction: left out
+  store_bench(store, "mpi", 4, 1, "{}", predicted(ClusterConfig{}, 4, Transport::Mpi, {"ring", "native"}));
+  store_bench(store, "simgrid", 4, 1, "{}", predicted(ClusterConfig{}, 4, Transport::Mpi, {"ring"}));  // a prediction: left out
   int seen = 0;
   const ValidationReport r = validate_store(store, {}, [&](const ValidationRow&) { ++seen; });
   ASSERT_EQ(r.rows.size(), 4u);
@@ -63,7 +63,7 @@ TEST(Validation, NcclBenchOnAPresetIsReplayedWithNcclsModel) {
   ClusterConfig h100;
   apply_cluster_preset(h100, "dgx-h100");
   Store store(fresh_db("validation-nccl.db"));
-  store_bench(store, "nccl", 16, 8, R"({"preset": "dgx-h100"})", predicted(h100, 16, "nccl", {"native"}));
+  store_bench(store, "nccl", 16, 8, R"({"preset": "dgx-h100"})", predicted(h100, 16, Transport::Nccl, {"native"}));
   const ValidationReport r = validate_store(store, {});
   ASSERT_EQ(r.rows.size(), 2u);
   for (const auto& v : r.rows) EXPECT_NEAR(v.error_pct, 0.0, 0.5) << v.bytes;

@@ -48,11 +48,11 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
-inline RunInfo sample_info(const std::string& strategy = "ring", const std::string& source = "measured") {
+inline RunInfo sample_info(const std::string& strategy = "ring", RunSource source = RunSource::Measured) {
   RunInfo info;
   info.scenario = "default";
   info.strategy = strategy;
-  info.backend = source == "measured" ? "cpu" : "simgrid";
+  info.backend = source == RunSource::Measured ? "cpu" : "simgrid";
   info.world_size = 2;
   info.source = source;
   info.config_json = R"({"model":"mlp","lr":0.1})";

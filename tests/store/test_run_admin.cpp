@@ -48,7 +48,7 @@ struct Runs {
   std::int64_t add_abandoned(const std::string& strategy) {
     ProcessIdentity gone = ProcessIdentity::current();
     gone.start_ticks += 1;
-    const std::int64_t id = add(strategy, nullptr);
+    const std::int64_t id = add(strategy, std::nullopt);
     RawDb(path).exec("UPDATE runs SET writer = '" + gone.to_json() + "' WHERE id = " + std::to_string(id));
     return id;
   }

@@ -702,5 +702,5 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
   EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.text("PRAGMA integrity_check"), "ok");
   EXPECT_THROW(raw.exec("UPDATE runs SET status = 'paused' WHERE id = " + std::to_string(done)), std::runtime_error);
-  EXPECT_THROW(store.finish_run(done, "paused"), StoreError);
+  EXPECT_THROW(store.finish_run(done, RunStatus::Running), StoreError);  // not an outcome
 }

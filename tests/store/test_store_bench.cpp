@@ -208,7 +208,7 @@ TEST(StoreBench, FinishRejectsBadStatusAndUnknownBench) {
   const auto file = dir.file("results.db");
   Store store(file);
   const auto id = store.begin_bench(sample_bench());
-  EXPECT_THROW(store.finish_bench(id, "done"), StoreError);
+  EXPECT_THROW(store.finish_bench(id, RunStatus::Running), StoreError);  // not an outcome
   EXPECT_THROW(store.finish_bench(id + 5, RunStatus::Completed), StoreError);
   EXPECT_THROW(
       {

@@ -73,7 +73,7 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   // While its writer lives, the run reads as running.
   std::string status_alive;
   try {
-    status_alive = Store(file, Store::Access::ReadOnly).run(id).value().status;
+    status_alive = to_string(Store(file, Store::Access::ReadOnly).run(id).value().status);
   } catch (const std::exception& e) {
     status_alive = e.what();
   }

@@ -162,7 +162,7 @@ inline bool same_call(const CollectiveCall& a, const CollectiveCall& b) {
 }
 
 inline std::string describe(const CollectiveCall& c) {
-  return c.collective + "(" + elem_name(c.type) + " x " + std::to_string(c.count) + ", \"" + c.label + "\")";
+  return ddplab::to_string(c.collective) + "(" + elem_name(c.type) + " x " + std::to_string(c.count) + ", \"" + c.label + "\")";
 }
 
 // One step of `codecs` (one per rank) on `grads` (one bucket's gradients per rank).

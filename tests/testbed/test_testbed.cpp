@@ -221,7 +221,7 @@ TEST_F(Testbed, TrainingRunIsStoredWithTheTestbed) {
   ddplab::Store store(db());
   const auto runs = store.runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, RunStatus::Completed);
+  EXPECT_EQ(runs[0].status, ddplab::RunStatus::Completed);
   EXPECT_EQ(runs[0].info.world_size, 2);
   const auto cfg = nlohmann::json::parse(runs[0].info.config_json);
   EXPECT_EQ(cfg["testbed"]["hosts"], 2);

@@ -206,10 +206,10 @@ TEST(TestbedStore, RunsAreTaggedWithTheTestbed) {
   std::int64_t before = 0, tagged = 0, other = 0;
   {
     ddplab::Store store(db);
-    before = store.begin_run({"sc", "old", "cpu", 2, RunSource::Measured, "{\"a\":1}", "{}", 64});
-    tagged = store.begin_run({"sc", "new", "cpu", 2, RunSource::Measured, "{\"a\":2}", "{\"launch_id\":\"L1\"}", 64});
+    before = store.begin_run({"sc", "old", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":1}", "{}", 64});
+    tagged = store.begin_run({"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":2}", "{\"launch_id\":\"L1\"}", 64});
     // Another job writing the same store at the same time: not this launch's run.
-    other = store.begin_run({"sc", "new", "cpu", 2, RunSource::Measured, "{\"a\":3}", "{\"launch_id\":\"L2\"}", 64});
+    other = store.begin_run({"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":3}", "{\"launch_id\":\"L2\"}", 64});
   }
   tb::tag_runs(db, before, "L1", sample_state(dir.file(""), 3));
   ddplab::Store store(db);

@@ -182,7 +182,7 @@ void set_mlp_compute(Calibration& c, const std::string& compute_backend, const s
 struct CalibrationJob {
   std::string host_info;                // the job's host_info JSON (runtime's job_host_info)
   int world_size = 0;
-  std::string backend;                  // "cpu", "cuda" or "cuda+mpi"
+  Backend backend = Backend::Cpu;
   nlohmann::json testbed;               // the test bed's run tag; null when not on the test bed
   std::vector<std::int64_t> bench_ids;  // the schedule benches measured with it
   std::string scenario;                 // the scenario whose compute it timed; empty: none
