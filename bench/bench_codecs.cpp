@@ -17,7 +17,8 @@ namespace {
 BucketLayout bucket() {
   BucketLayout b;
   b.id = 0;
-  b.tensors = {{0, 1024, 1024}, {1024 * 1024, 1024, 1}, {1024 * 1024 + 1024, 1024, 1024}, {2 * 1024 * 1024 + 1024, 1024, 1}};
+  b.tensors = {
+      {0, 1024, 1024}, {1024 * 1024, 1024, 1}, {1024 * 1024 + 1024, 1024, 1024}, {2 * 1024 * 1024 + 1024, 1024, 1}};
   b.count = 2 * 1024 * 1024 + 2048;
   return b;
 }
@@ -33,7 +34,8 @@ void run_codec(benchmark::State& state, const std::string& name, const CodecOpti
   std::int64_t step = 0;
   for (auto _ : state) {
     work = grad;
-    codec->run(b, work.data(), 1, step++, [](const CollectiveCall&, void*) {}, host_codec_compute());
+    codec->run(
+        b, work.data(), 1, step++, [](const CollectiveCall&, void*) {}, host_codec_compute());
     benchmark::DoNotOptimize(work.data());
   }
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(b.count * sizeof(float)));
@@ -60,9 +62,11 @@ void BM_SumInto(benchmark::State& state) {
   const auto type = static_cast<ElemType>(state.range(0));
   const std::size_t n = 1 << 20, eb = elem_bytes(type);
   std::vector<unsigned char> a(n * eb), b(n * eb);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<unsigned char>(i * 7), b[i] = static_cast<unsigned char>(i * 13);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<unsigned char>(i * 7), b[i] = static_cast<unsigned char>(i * 13);
   if (type == ElemType::F32)  // keep float inputs finite
-    for (std::size_t i = 0; i < n; ++i) reinterpret_cast<float*>(a.data())[i] = 1.0f, reinterpret_cast<float*>(b.data())[i] = 2.0f;
+    for (std::size_t i = 0; i < n; ++i)
+      reinterpret_cast<float*>(a.data())[i] = 1.0f, reinterpret_cast<float*>(b.data())[i] = 2.0f;
   for (auto _ : state) {
     sum_into(type, a.data(), b.data(), n);
     benchmark::DoNotOptimize(a.data());
@@ -70,7 +74,10 @@ void BM_SumInto(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
   state.SetLabel(elem_name(type));
 }
-BENCHMARK(BM_SumInto)->Arg(static_cast<int>(ElemType::F32))->Arg(static_cast<int>(ElemType::F16))->Arg(static_cast<int>(ElemType::BF16));
+BENCHMARK(BM_SumInto)
+    ->Arg(static_cast<int>(ElemType::F32))
+    ->Arg(static_cast<int>(ElemType::F16))
+    ->Arg(static_cast<int>(ElemType::BF16));
 
 // Building a schedule's steps (the simulator does it per collective): cost per world size.
 void BM_ScheduleBuild(benchmark::State& state, const std::string& name) {
@@ -78,9 +85,18 @@ void BM_ScheduleBuild(benchmark::State& state, const std::string& name) {
   for (auto _ : state) benchmark::DoNotOptimize(make_schedule(name, ScheduleParams{n, 2913290, 8}));
 }
 BENCHMARK_CAPTURE(BM_ScheduleBuild, ring, std::string("ring"))->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ScheduleBuild, halving_doubling, std::string("halving_doubling"))->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ScheduleBuild, double_binary_tree, std::string("double_binary_tree"))->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ScheduleBuild, hierarchical, std::string("hierarchical"))->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ScheduleBuild, halving_doubling, std::string("halving_doubling"))
+    ->Arg(64)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ScheduleBuild, double_binary_tree, std::string("double_binary_tree"))
+    ->Arg(64)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ScheduleBuild, hierarchical, std::string("hierarchical"))
+    ->Arg(64)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace ddplab

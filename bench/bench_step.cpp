@@ -32,7 +32,8 @@ void train_steps(benchmark::State& state, Ops& ops, Model& model, int batch) {
     optimizer.step(++t);
   }
   const double flops = batch * (model.spec().forward_flops() + model.spec().backward_flops());
-  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["samples/s"] = benchmark::Counter(batch, benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -89,7 +90,8 @@ void BM_AugmentBatch(benchmark::State& state) {
   std::vector<std::size_t> idx(64);
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   int epoch = 0;
-  for (auto _ : state) augment_images(images.data(), 64, 28, idx.data(), 0, epoch++, 1, AugmentConfig{10, 0.1, 2}, -0.81f);
+  for (auto _ : state)
+    augment_images(images.data(), 64, 28, idx.data(), 0, epoch++, 1, AugmentConfig{10, 0.1, 2}, -0.81f);
   state.counters["images/s"] = benchmark::Counter(64, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AugmentBatch)->Unit(benchmark::kMillisecond);

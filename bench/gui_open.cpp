@@ -3,8 +3,8 @@
 // Makes FILE (default /tmp/ddplab-gui-bench-R-S-N.db) once with R measured runs of S steps x N ranks (a loss
 // per rank and step, an evaluation every S/20 steps), then times, in one process: reading the runs'
 // summaries (load_snapshot), opening the store in the window (read and refresh every view), each view's
-// first draw, Convergence (the view it opens on) until it has drawn every curve it shows, the background read of every run's curves (until
-// Convergence has drawn them all), and a redraw of Convergence with every curve in.
+// first draw, Convergence (the view it opens on) until it has drawn every curve it shows, the background read of every
+// run's curves (until Convergence has drawn them all), and a redraw of Convergence with every curve in.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -57,8 +57,10 @@ int arg(int argc, char** argv, const char* name, int def) {
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  const int runs = arg(argc, argv, "--runs", 100), steps = arg(argc, argv, "--steps", 1000), ranks = arg(argc, argv, "--ranks", 8);
-  std::string db = "/tmp/ddplab-gui-bench-" + std::to_string(runs) + "-" + std::to_string(steps) + "-" + std::to_string(ranks) + ".db";
+  const int runs = arg(argc, argv, "--runs", 100), steps = arg(argc, argv, "--steps", 1000),
+            ranks = arg(argc, argv, "--ranks", 8);
+  std::string db = "/tmp/ddplab-gui-bench-" + std::to_string(runs) + "-" + std::to_string(steps) + "-" +
+                   std::to_string(ranks) + ".db";
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--db") == 0) db = argv[i + 1];
   QApplication app(argc, argv);
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
   if (!QFileInfo::exists(QString::fromStdString(db))) {
     t.start();
     make_store(db, runs, steps, ranks);
-    std::printf("made %s: %d runs x %d steps x %d ranks in %.1f s\n", db.c_str(), runs, steps, ranks, t.elapsed() / 1e3);
+    std::printf("made %s: %d runs x %d steps x %d ranks in %.1f s\n", db.c_str(), runs, steps, ranks,
+                t.elapsed() / 1e3);
   }
   std::printf("store %s, %.1f MB\n", db.c_str(), QFileInfo(QString::fromStdString(db)).size() / 1e6);
   t.start();
@@ -90,8 +93,9 @@ int main(int argc, char** argv) {
     if (w.curves()->idle() && conv->curvesToCome() == 0) break;
   }
   (void)w.grab();
-  std::printf("convergence complete       %8.3f s after open  (%zu runs drawn; %zu of the store's curves still being read)\n",
-              sinceOpen.elapsed() / 1e3, conv->drawnRuns().size(), w.curves()->pending());
+  std::printf(
+      "convergence complete       %8.3f s after open  (%zu runs drawn; %zu of the store's curves still being read)\n",
+      sinceOpen.elapsed() / 1e3, conv->drawnRuns().size(), w.curves()->pending());
   for (const QString& key : ddplab::gui::MainWindow::viewKeys()) {
     t.start();
     w.showView(key);
@@ -101,7 +105,8 @@ int main(int argc, char** argv) {
     (void)pix;
   }
   if (!w.waitForCurves(600000)) return 1;
-  std::printf("every curve read           %8.3f s after open  (%zu runs)\n", sinceOpen.elapsed() / 1e3, w.curves()->readCount());
+  std::printf("every curve read           %8.3f s after open  (%zu runs)\n", sinceOpen.elapsed() / 1e3,
+              w.curves()->readCount());
   w.showView("convergence");
   QApplication::processEvents();
   t.start();

@@ -63,18 +63,18 @@ struct BenchRequest {
   std::optional<int> ranks_per_node;
   std::string db = kDefaultDb;
   bool check = true;
-  bool progress = false;  // set on the worker command line by the launcher
+  bool progress = false;                   // set on the worker command line by the launcher
   bool testbed = false, np_given = false;  // one rank per test bed host; --np given explicitly
   std::string testbed_tag;                 // the test bed's run_tag JSON, passed to the ranks to store
   std::string backend = "mpi";             // mpi (host buffers) or nccl (device buffers, one rank per GPU)
   bool backend_given = false;
-  double comm_timeout = 300;               // nccl: the watchdog's limit per collective
+  double comm_timeout = 300;  // nccl: the watchdog's limit per collective
   // --simulate: predict the table on a modelled cluster instead of measuring (collective_sim.hpp).
   bool simulate = false;
-  std::string scenario, preset;            // the cluster: a scenario's [cluster], or a preset; else the default star
-  std::optional<int> world;                // the world size simulated (default --np)
+  std::string scenario, preset;  // the cluster: a scenario's [cluster], or a preset; else the default star
+  std::optional<int> world;      // the world size simulated (default --np)
   std::string network_model = "auto";
-  FaultInjection fault;                    // --inject-fault: a test's wrong result, passed on to every rank
+  FaultInjection fault;  // --inject-fault: a test's wrong result, passed on to every rank
 };
 
 std::vector<std::string> resolve_schedules(const BenchRequest& req) {
@@ -97,7 +97,8 @@ std::string join(const std::vector<std::string>& v) {
 // Rank 0's view of the job: prints each schedule's table as its rows arrive, shows progress on a terminal.
 class TablePrinter {
  public:
-  TablePrinter(int world, int ranks_per_node, const BenchRequest& req) : world_(world), rpn_(ranks_per_node), req_(req) {}
+  TablePrinter(int world, int ranks_per_node, const BenchRequest& req)
+      : world_(world), rpn_(ranks_per_node), req_(req) {}
   // A simulated table names its cluster instead of iterations.
   void set_what(std::string what) { what_ = std::move(what); }
 
@@ -115,8 +116,8 @@ class TablePrinter {
       end_table();
       current_ = r.schedule;
       const std::string what = what_.empty() ? fmt::format("iters {}  warmup {}", req_.iters, req_.warmup) : what_;
-      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  %s\n#\n", to_string(r.collective).c_str(), r.schedule.c_str(),
-                  world_, rpn_, what.c_str());
+      std::printf("#\n# %s  schedule %s  world %d  ranks/node %d  %s\n#\n", to_string(r.collective).c_str(),
+                  r.schedule.c_str(), world_, rpn_, what.c_str());
       std::printf("#%12s %12s %6s %11s %11s %11s %7s\n", "size (B)", "count", "type", "time_us", "algbw GB/s",
                   "busbw GB/s", "#wrong");
     }
@@ -129,7 +130,8 @@ class TablePrinter {
   }
 
   void end_table() {
-    if (rows_ > 0) std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", current_.c_str(), busbw_sum_ / rows_, rows_);
+    if (rows_ > 0)
+      std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", current_.c_str(), busbw_sum_ / rows_, rows_);
     busbw_sum_ = 0;
     rows_ = 0;
     std::fflush(stdout);
@@ -169,7 +171,9 @@ int bench_worker(const BenchRequest& req) {
   if (!req.testbed_tag.empty()) job.extra["testbed"] = nlohmann::json::parse(req.testbed_tag);
   std::unique_ptr<TablePrinter> printer;
   CollectiveBenchHooks hooks;
-  hooks.begin = [&](int world, int ranks_per_node) { printer = std::make_unique<TablePrinter>(world, ranks_per_node, req); };
+  hooks.begin = [&](int world, int ranks_per_node) {
+    printer = std::make_unique<TablePrinter>(world, ranks_per_node, req);
+  };
   hooks.row = [&](const CollectiveBenchRow& row) { printer->row(row); };
   hooks.progress = [&](const std::string& s, std::uint64_t bytes, std::size_t done, std::size_t total) {
     if (printer) printer->progress(s, bytes, done, total);
@@ -213,8 +217,9 @@ int bench_simulated(const BenchRequest& req) {
       [&] {
         std::printf("# predicted on %s; network model %s; native as %s\n", bench.where.c_str(),
                     sim.options.network_model.c_str(),
-                    sim.transport == ddplab::Transport::Mpi ? "Open MPI 4.1 would run it"
-                                           : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
+                    sim.transport == ddplab::Transport::Mpi
+                        ? "Open MPI 4.1 would run it"
+                        : "NCCL would run it (ring, tree or NVLS; LL, LL128 or Simple)");
       },
       [&](const CollectiveBenchRow& row) { printer.row(row); });
   printer.end_table();
@@ -241,11 +246,25 @@ int bench_collectives(const BenchRequest& req) {
   require_gpu_backend("--backend", req.backend);
   require_writable_store(req.db);
   const std::int64_t before = last_bench_id(req.db);
-  std::vector<std::string> args = {"bench",    "collectives", "--np",     std::to_string(np),
-                                   "--sizes",  req.sizes,     "--schedules", join(names),
-                                   "--iters",  std::to_string(req.iters), "--warmup", std::to_string(req.warmup),
-                                   "--db",     req.db,        req.check ? "--check" : "--no-check",
-                                   "--backend", req.backend,  "--comm-timeout", fmt::format("{}", req.comm_timeout)};
+  std::vector<std::string> args = {"bench",
+                                   "collectives",
+                                   "--np",
+                                   std::to_string(np),
+                                   "--sizes",
+                                   req.sizes,
+                                   "--schedules",
+                                   join(names),
+                                   "--iters",
+                                   std::to_string(req.iters),
+                                   "--warmup",
+                                   std::to_string(req.warmup),
+                                   "--db",
+                                   req.db,
+                                   req.check ? "--check" : "--no-check",
+                                   "--backend",
+                                   req.backend,
+                                   "--comm-timeout",
+                                   fmt::format("{}", req.comm_timeout)};
   if (req.ranks_per_node) args.insert(args.end(), {"--ranks-per-node", std::to_string(*req.ranks_per_node)});
   if (req.fault.kind != FaultKind::None) args.insert(args.end(), {"--inject-fault", fault_injection_text(req.fault)});
   if (isatty(STDERR_FILENO)) args.push_back("--progress");
@@ -260,8 +279,10 @@ int bench_collectives(const BenchRequest& req) {
     Store store(req.db);
     for (const std::int64_t id : fail_unfinished_benches(store, before))
       std::fprintf(stderr, "ddplab: bench %lld marked failed\n", static_cast<long long>(id));
-    if (end.signal) std::fprintf(stderr, "ddplab: bench interrupted (%s)\n", strsignal(end.signal));
-    else std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
+    if (end.signal)
+      std::fprintf(stderr, "ddplab: bench interrupted (%s)\n", strsignal(end.signal));
+    else
+      std::fprintf(stderr, "error: bench failed (mpirun exit %d)\n", rc);
   }
   return rc;
 }
@@ -272,8 +293,9 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
     throw InputError(db + ": no results store here (run `ddplab bench collectives` first)");
   Store store(db);
   if (csv)
-    std::printf("bench_id,status,started_at,world_size,ranks_per_node,iters,schedule,collective,type,bytes,count,"
-                "time_us,algbw_gbs,busbw_gbs,wrong,backend\n");
+    std::printf(
+        "bench_id,status,started_at,world_size,ranks_per_node,iters,schedule,collective,type,bytes,count,"
+        "time_us,algbw_gbs,busbw_gbs,wrong,backend\n");
   else
     std::printf("%5s %-9s %-7s %5s %4s %-18s %12s %11s %11s %11s %7s\n", "bench", "status", "backend", "world", "rpn",
                 "schedule", "size (B)", "time_us", "algbw GB/s", "busbw GB/s", "#wrong");
@@ -285,14 +307,15 @@ int bench_results(const std::string& db, std::optional<std::int64_t> only, bool 
       const std::string wrong = r.wrong ? std::to_string(*r.wrong) : (csv ? "" : "N/A");
       if (csv)
         std::printf("%lld,%s,%s,%d,%d,%d,%s,%s,%s,%lld,%lld,%.17g,%.17g,%.17g,%s,%s\n", static_cast<long long>(b.id),
-                    to_string(b.status).c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node, b.info.iters,
-                    r.schedule.c_str(), to_string(r.collective).c_str(), r.type.c_str(), static_cast<long long>(r.bytes),
-                    static_cast<long long>(r.count), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str(),
-                    b.info.backend.c_str());
+                    to_string(b.status).c_str(), b.started_at.c_str(), b.info.world_size, b.info.ranks_per_node,
+                    b.info.iters, r.schedule.c_str(), to_string(r.collective).c_str(), r.type.c_str(),
+                    static_cast<long long>(r.bytes), static_cast<long long>(r.count), r.time_us, r.algbw_gbs,
+                    r.busbw_gbs, wrong.c_str(), b.info.backend.c_str());
       else
         std::printf("%5lld %-9s %-7s %5d %4d %-18s %12lld %11.2f %11.3f %11.3f %7s\n", static_cast<long long>(b.id),
-                    to_string(b.status).c_str(), b.info.backend.c_str(), b.info.world_size, b.info.ranks_per_node, r.schedule.c_str(),
-                    static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+                    to_string(b.status).c_str(), b.info.backend.c_str(), b.info.world_size, b.info.ranks_per_node,
+                    r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us, r.algbw_gbs, r.busbw_gbs,
+                    wrong.c_str());
     }
   }
   if (shown == 0)  // the header alone would not say why
@@ -327,11 +350,13 @@ void add_bench(CLI::App& app) {
       ->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_flag("--check,!--no-check", req->check, "Verify each result against the exact sum (#wrong; default on)");
-  auto* backend_opt = cmd->add_option("--backend", req->backend,
-                  "mpi (host buffers, the job's MPI) or nccl (device buffers, one rank per GPU; native is ncclAllReduce, "
-                  "schedules are grouped ncclSend/ncclRecv steps)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"mpi", "nccl"}));
+  auto* backend_opt =
+      cmd->add_option(
+             "--backend", req->backend,
+             "mpi (host buffers, the job's MPI) or nccl (device buffers, one rank per GPU; native is ncclAllReduce, "
+             "schedules are grouped ncclSend/ncclRecv steps)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->add_flag("--simulate", req->simulate,
                 "Predict the table with the simulator instead of measuring: on --scenario's [cluster], a --preset, or "
                 "the default star, at --world ranks; stored with backend simgrid");

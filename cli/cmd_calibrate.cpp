@@ -44,21 +44,21 @@ struct CalibrateRequest {
   int np = 2;
   bool np_given = false;
   std::string name = "here";
-  std::string sizes = "1KiB:64MiB";       // ping-pong
-  std::string coll_sizes;                 // collectives; empty: the ping-pong sizes
-  std::vector<std::string> schedules;     // empty: every allreduce schedule + native
+  std::string sizes = "1KiB:64MiB";    // ping-pong
+  std::string coll_sizes;              // collectives; empty: the ping-pong sizes
+  std::vector<std::string> schedules;  // empty: every allreduce schedule + native
   int coll_iters = 5;
-  double pingpong_budget = 1.0;           // seconds of round trips per size and peer
-  std::string fit = "ring";               // what the simulator's fit describes: "ring", "exchange" or "pingpong"
-  std::string scenario;                   // optional: per-layer compute of its MLP
+  double pingpong_budget = 1.0;  // seconds of round trips per size and peer
+  std::string fit = "ring";      // what the simulator's fit describes: "ring", "exchange" or "pingpong"
+  std::string scenario;          // optional: per-layer compute of its MLP
   std::string db = kDefaultDb;
   double tolerance = 0.01;
   bool testbed = false;
-  std::string testbed_tag;                // set by the launcher
-  std::vector<int> worlds;                // world sizes of the schedules; empty: 2, 4, ... below np, and np
-  std::string backend;                    // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
-  double comm_timeout = 300;              // cuda: NCCL's watchdog limit per collective
-  bool codec_work = true;                 // time the codecs' local work on the backend
+  std::string testbed_tag;    // set by the launcher
+  std::vector<int> worlds;    // world sizes of the schedules; empty: 2, 4, ... below np, and np
+  std::string backend;        // cpu, cuda, cuda+mpi; empty: the scenario's train.backend, else cpu
+  double comm_timeout = 300;  // cuda: NCCL's watchdog limit per collective
+  bool codec_work = true;     // time the codecs' local work on the backend
 };
 
 // "cuda": the network over NCCL (device buffers) and compute on the GPU; "cuda+mpi": the network over MPI,
@@ -80,15 +80,18 @@ std::vector<std::string> resolve_schedules(const std::vector<std::string>& given
   if (given.size() == 1 && given[0] == "none") return {};
   std::vector<std::string> names = given.empty() ? allreduce_schedule_names() : given;
   for (const auto& s : names)
-    if (!has_schedule(s, Collective::Allreduce)) throw InputError("--schedules: unknown allreduce schedule \"" + s + "\"");
+    if (!has_schedule(s, Collective::Allreduce))
+      throw InputError("--schedules: unknown allreduce schedule \"" + s + "\"");
   return names;
 }
 
 void print_fit(const Calibration& c) {
-  std::printf("# calibration \"%s\" (link class %s): latency %s, bandwidth %.4g GB/s, %zu size intervals, fitted to %s\n",
-              c.name.c_str(), c.link_class.c_str(), format_duration(c.latency_s).c_str(), c.bandwidth / 1e9,
-              c.segments.size(),
-              c.fitted == "ring" ? "ring allreduce steps" : c.fitted == "exchange" ? "the exchange" : "ping-pong");
+  std::printf(
+      "# calibration \"%s\" (link class %s): latency %s, bandwidth %.4g GB/s, %zu size intervals, fitted to %s\n",
+      c.name.c_str(), c.link_class.c_str(), format_duration(c.latency_s).c_str(), c.bandwidth / 1e9, c.segments.size(),
+      c.fitted == "ring"       ? "ring allreduce steps"
+      : c.fitted == "exchange" ? "the exchange"
+                               : "ping-pong");
   if (c.crosstraffic_share > 0)
     std::printf("# (bandwidth raised by SimGrid's cross-traffic share %.0f%%: the samples measured %.4g GB/s)\n",
                 100 * c.crosstraffic_share, c.bandwidth / (1 + c.crosstraffic_share) / 1e9);
@@ -100,19 +103,21 @@ void print_fit(const Calibration& c) {
   for (const auto& s : c.samples) {
     const double fit = c.fitted_time(static_cast<double>(s.bytes)), err = 100 * (fit - s.one_way_s) / s.one_way_s;
     worst = std::max(worst, std::abs(err));
-    std::printf(" %13llu %14.3f %14.3f %9.2f\n", static_cast<unsigned long long>(s.bytes), s.one_way_s * 1e6,
-                fit * 1e6, err);
+    std::printf(" %13llu %14.3f %14.3f %9.2f\n", static_cast<unsigned long long>(s.bytes), s.one_way_s * 1e6, fit * 1e6,
+                err);
   }
-  std::printf("# max |error| %.2f%% over %zu sizes: the fit's own samples, which its size intervals interpolate;\n"
-              "# how well it predicts training and benches is what `ddplab validate` measures\n",
-              worst, c.samples.size());
+  std::printf(
+      "# max |error| %.2f%% over %zu sizes: the fit's own samples, which its size intervals interpolate;\n"
+      "# how well it predicts training and benches is what `ddplab validate` measures\n",
+      worst, c.samples.size());
 }
 
 // The codec work fits: per kind, its fixed and per-unit costs and how far the fit is from its samples.
 void print_codec_work(const Calibration& c, const std::vector<WorkSample>& samples) {
   std::printf("#\n# codec local work on %s (the simulator charges each kind a codec's plan announces by these)\n",
               c.codec_backend.c_str());
-  std::printf("#%-18s %7s %12s %14s %14s %9s\n", "kind", "sizes", "fixed_us", "ns_per_unit", "ns_per_extra", "max err %");
+  std::printf("#%-18s %7s %12s %14s %14s %9s\n", "kind", "sizes", "fixed_us", "ns_per_unit", "ns_per_extra",
+              "max err %");
   for (const auto& [key, f] : c.codec_work) {
     double worst = 0;
     int n = 0;
@@ -121,8 +126,9 @@ void print_codec_work(const Calibration& c, const std::vector<WorkSample>& sampl
     std::printf(" %-18s %7d %12.3f %14.4f %14.4f %9.1f\n", key.c_str(), n, f.fixed_s * 1e6, f.per_unit_s * 1e9,
                 f.per_extra_s * 1e9, worst);
   }
-  std::printf("# units: elements; bytes for copy; pairs for scatter_add; matrix elements for the products and "
-              "orthogonalize\n# extra: k log2 k for topk; FLOPs for the products and orthogonalize\n");
+  std::printf(
+      "# units: elements; bytes for copy; pairs for scatter_add; matrix elements for the products and "
+      "orthogonalize\n# extra: k log2 k for topk; FLOPs for the products and orthogonalize\n");
 }
 
 // One rank of the job (calibration_probe.hpp measures); rank 0 fits (calibration.hpp), prints and stores.
@@ -145,10 +151,12 @@ int calibrate_worker(const CalibrateRequest& req) {
     const nlohmann::json testbed = req.testbed_tag.empty() ? nlohmann::json() : nlohmann::json::parse(req.testbed_tag);
     LinkFit fit;
     if (me == 0) {
-      const std::string link_class = probe.transport() == ddplab::Transport::Nccl ? "nccl" : testbed.is_null() ? "mpi" : "testbed";
-      fit = fit_named_links({links.pingpong, links.nodes, sizes, samples_from(links.loaded), req.fit, link_class,
-                             req.tolerance},
-                            req.name);
+      const std::string link_class = probe.transport() == ddplab::Transport::Nccl ? "nccl"
+                                     : testbed.is_null()                          ? "mpi"
+                                                                                  : "testbed";
+      fit = fit_named_links(
+          {links.pingpong, links.nodes, sizes, samples_from(links.loaded), req.fit, link_class, req.tolerance},
+          req.name);
     }
     Calibration& cal = fit.fit;
     std::vector<WorkSample> codec_samples;
@@ -179,13 +187,13 @@ int calibrate_worker(const CalibrateRequest& req) {
       if (!testbed.is_null()) extra["testbed"] = testbed;
       ScheduleBenchHooks hooks;
       hooks.begin = [&](int w, std::int64_t id) {
-        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n", w,
-                    to_string(probe.transport()).c_str(), static_cast<long long>(id), "schedule", "size (B)", "time_us",
-                    "busbw GB/s", "#wrong");
+        std::printf("#\n# allreduce schedules at world %d over %s (stored as bench %lld)\n#%17s %12s %11s %11s %7s\n",
+                    w, to_string(probe.transport()).c_str(), static_cast<long long>(id), "schedule", "size (B)",
+                    "time_us", "busbw GB/s", "#wrong");
       };
       hooks.row = [](const CollectiveBenchRow& r) {
-        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes), r.time_us,
-                    r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
+        std::printf(" %17s %12lld %11.2f %11.3f %7lld\n", r.schedule.c_str(), static_cast<long long>(r.bytes),
+                    r.time_us, r.busbw_gbs, static_cast<long long>(r.wrong.value_or(0)));
       };
       benches = probe.measure_schedules(schedule_worlds(req.worlds, n), opt, store.get(), extra, hooks);
     }
@@ -196,13 +204,15 @@ int calibrate_worker(const CalibrateRequest& req) {
           calibration_record(fit, {job, n, backend, testbed, benches.ids, sc ? sc->name : ""}), links.pingpong);
       std::printf("#\n");
       if (cal.fitted != "pingpong" && fit.pingpong.bandwidth > 0)
-        std::printf("# ping-pong (one message at a time): latency %s, bandwidth %.4f GB/s; the simulator uses the "
-                    "fit below\n",
-                    format_duration(fit.pingpong.latency_s).c_str(), fit.pingpong.bandwidth / 1e9);
+        std::printf(
+            "# ping-pong (one message at a time): latency %s, bandwidth %.4f GB/s; the simulator uses the "
+            "fit below\n",
+            format_duration(fit.pingpong.latency_s).c_str(), fit.pingpong.bandwidth / 1e9);
       print_fit(cal);
       if (!cal.codec_work.empty()) print_codec_work(cal, codec_samples);
       if (cal.intra) {
-        std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n", links.nodes[0].c_str());
+        std::printf("#\n# inside rank 0's node (%s): the simulator's intra-node links and factors\n",
+                    links.nodes[0].c_str());
         print_fit(*cal.intra);
       }
       if (!fit.intra_note.empty()) std::printf("# %s\n", fit.intra_note.c_str());
@@ -215,7 +225,9 @@ int calibrate_worker(const CalibrateRequest& req) {
       }
       std::fprintf(stderr, "ddplab: calibration \"%s\" stored as id %lld in %s\n", req.name.c_str(),
                    static_cast<long long>(id), req.db.c_str());
-      if (wrong > 0) std::fprintf(stderr, "error: a schedule gave %lld wrong elements (see #wrong)\n", static_cast<long long>(wrong));
+      if (wrong > 0)
+        std::fprintf(stderr, "error: a schedule gave %lld wrong elements (see #wrong)\n",
+                     static_cast<long long>(wrong));
     }
     std::fflush(stdout);
     return wrong == 0 ? 0 : 1;
@@ -249,13 +261,30 @@ int calibrate(const CalibrateRequest& req) {
   const Backend backend = resolved_backend(req, sc);
   require_gpu_backend(req.backend.empty() && sc ? req.scenario + ": train.backend" : "--backend", to_string(backend));
   if (backend == Backend::CudaMpi && !sc)
-    throw InputError("--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
-                     "(the MLP and batch to time on the GPU)");
-  std::vector<std::string> args = {"calibrate", "--np", std::to_string(np), "--name", req.name, "--sizes", req.sizes,
-                                   "--coll-iters", std::to_string(req.coll_iters), "--db", req.db,
-                                   "--pingpong-budget", fmt::format("{}", req.pingpong_budget), "--fit", req.fit,
-                                   "--tolerance", fmt::format("{}", req.tolerance), "--backend", to_string(backend),
-                                   "--comm-timeout", fmt::format("{}", req.comm_timeout)};
+    throw InputError(
+        "--backend cuda+mpi differs from cpu only in the compute it times: give --scenario "
+        "(the MLP and batch to time on the GPU)");
+  std::vector<std::string> args = {"calibrate",
+                                   "--np",
+                                   std::to_string(np),
+                                   "--name",
+                                   req.name,
+                                   "--sizes",
+                                   req.sizes,
+                                   "--coll-iters",
+                                   std::to_string(req.coll_iters),
+                                   "--db",
+                                   req.db,
+                                   "--pingpong-budget",
+                                   fmt::format("{}", req.pingpong_budget),
+                                   "--fit",
+                                   req.fit,
+                                   "--tolerance",
+                                   fmt::format("{}", req.tolerance),
+                                   "--backend",
+                                   to_string(backend),
+                                   "--comm-timeout",
+                                   fmt::format("{}", req.comm_timeout)};
   if (!req.coll_sizes.empty()) args.insert(args.end(), {"--coll-sizes", req.coll_sizes});
   if (!req.worlds.empty()) args.insert(args.end(), {"--worlds", fmt::format("{}", fmt::join(req.worlds, ","))});
   if (!req.schedules.empty()) {
@@ -270,8 +299,10 @@ int calibrate(const CalibrateRequest& req) {
   if (bed) retry_unstarted(plan, testbed::kLaunchAttempts);
   std::fprintf(stderr, "ddplab: %s\n", shell_join(plan.argv).c_str());
   const JobEnd end = execute(plan);
-  if (end.signal) std::fprintf(stderr, "ddplab: calibrate interrupted (%s)\n", strsignal(end.signal));
-  else if (end.rc != 0) std::fprintf(stderr, "error: calibrate failed (mpirun exit %d)\n", end.rc);
+  if (end.signal)
+    std::fprintf(stderr, "ddplab: calibrate interrupted (%s)\n", strsignal(end.signal));
+  else if (end.rc != 0)
+    std::fprintf(stderr, "error: calibrate failed (mpirun exit %d)\n", end.rc);
   return end.exit_code();
 }
 
@@ -279,13 +310,16 @@ int calibrate(const CalibrateRequest& req) {
 
 void add_calibrate(CLI::App& app) {
   auto req = std::make_shared<CalibrateRequest>();
-  auto* cmd = app.add_subcommand("calibrate", "Measure ping-pong, collectives and compute here; fit and store the simulator's network model");
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure ping-pong, collectives and compute here; fit and store the simulator's network model");
   auto* np_opt = cmd->add_option("--np", req->np, "Ranks to start (ping-pong runs between rank 0 and each other rank)")
                      ->capture_default_str()
                      ->check(positive_int());
-  cmd->add_option("--name", req->name, "Name to store the fit under; a scenario uses it as [cluster] calibration = NAME")
+  cmd->add_option("--name", req->name,
+                  "Name to store the fit under; a scenario uses it as [cluster] calibration = NAME")
       ->capture_default_str();
-  cmd->add_option("--sizes", req->sizes, "Ping-pong message sizes: LO:HI doubling, or a comma list")->capture_default_str();
+  cmd->add_option("--sizes", req->sizes, "Ping-pong message sizes: LO:HI doubling, or a comma list")
+      ->capture_default_str();
   cmd->add_option("--coll-sizes", req->coll_sizes, "Allreduce buffer sizes (default: the ping-pong sizes)");
   cmd->add_option("--schedules", req->schedules,
                   "Comma list of allreduce schedules (default: all, and native); none: measure no collectives")
@@ -294,7 +328,9 @@ void add_calibrate(CLI::App& app) {
                   "World sizes to measure the schedules at, a comma list (the job's first ranks; default: 2, 4, 8, ... "
                   "below --np, and --np)")
       ->delimiter(',');
-  cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")->capture_default_str()->check(positive_int());
+  cmd->add_option("--coll-iters", req->coll_iters, "Timed iterations per allreduce size")
+      ->capture_default_str()
+      ->check(positive_int());
   cmd->add_option("--pingpong-budget", req->pingpong_budget,
                   "Seconds of round trips per ping-pong size and peer (5 to 100 round trips; fewer on slow links)")
       ->capture_default_str()
@@ -305,7 +341,8 @@ void add_calibrate(CLI::App& app) {
                   "message at a time)")
       ->capture_default_str()
       ->check(CLI::IsMember({"ring", "exchange", "pingpong"}));
-  cmd->add_option("--scenario", req->scenario, "Also measure per-layer compute of this scenario's MLP at its batch size");
+  cmd->add_option("--scenario", req->scenario,
+                  "Also measure per-layer compute of this scenario's MLP at its batch size");
   cmd->add_option("--backend", req->backend,
                   "cpu (MPI, OpenBLAS), cuda (NCCL between GPUs, one rank per GPU; compute on the GPU) or cuda+mpi "
                   "(MPI; compute on the GPU). Default: the scenario's train.backend, else cpu")

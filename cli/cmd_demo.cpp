@@ -39,7 +39,8 @@ void add_demo(CLI::App& app) {
     std::string scenario, db = kDefaultDb;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("demo", "Run the default scenario on 4 ranks, simulate 2..1024 ranks, print a summary");
+  auto* cmd =
+      app.add_subcommand("demo", "Run the default scenario on 4 ranks, simulate 2..1024 ranks, print a summary");
   cmd->add_option("--scenario", a->scenario, "Scenario (default: scenarios/default.toml)");
   cmd->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
   cmd->callback([a] {
@@ -65,9 +66,10 @@ void add_demo(CLI::App& app) {
     sim.allow_oversubscribed = true;
     for (const RunRow& r : Store(a->db).runs())
       if (const std::string over = oversubscription(r.info.host_info); r.id > before && !over.empty()) {
-        std::printf("note: run #%lld had %s, so its compute is inflated, and the simulated steps with it; set "
-                    "[cluster].compute_s in the scenario, or pass `ddplab simulate --compute TIME`, to correct it\n",
-                    static_cast<long long>(r.id), over.c_str());
+        std::printf(
+            "note: run #%lld had %s, so its compute is inflated, and the simulated steps with it; set "
+            "[cluster].compute_s in the scenario, or pass `ddplab simulate --compute TIME`, to correct it\n",
+            static_cast<long long>(r.id), over.c_str());
         break;
       }
     g_exit_code = simulate_scenario(sim);

@@ -32,7 +32,8 @@ int import_nccl_tests(const ImportRequest& req) {
   if (!f) throw InputError(req.file + ": cannot read it");
   std::ostringstream text;
   text << f.rdbuf();
-  const NcclTestsLog log = parse_nccl_tests(text.str(), req.file);  // refuses a malformed log before the store is touched
+  const NcclTestsLog log =
+      parse_nccl_tests(text.str(), req.file);  // refuses a malformed log before the store is touched
   if (!req.preset.empty()) {
     ClusterConfig c;
     apply_cluster_preset(c, req.preset);  // rejects an unknown preset, listing the known ones
@@ -52,7 +53,8 @@ int import_nccl_tests(const ImportRequest& req) {
   info.host_info = nlohmann::json{{"imported_from", req.file}}.dump();
   const std::int64_t id = store.begin_bench(info);
   for (const NcclTestsRow& r : log.rows)
-    for (const auto& [schedule, t] : {std::pair{"native", r.out_of_place}, std::pair{"native (in-place)", r.in_place}}) {
+    for (const auto& [schedule, t] :
+         {std::pair{"native", r.out_of_place}, std::pair{"native (in-place)", r.in_place}}) {
       CollectiveBenchRow row;
       row.schedule = schedule;
       row.collective = Collective::Allreduce;
@@ -72,14 +74,16 @@ int import_nccl_tests(const ImportRequest& req) {
     return false;
   }();
   store.finish_bench(id, wrong ? RunStatus::Failed : RunStatus::Completed);
-  std::printf("imported %s as bench %lld (\"%s\"): all_reduce over %d ranks, %d per node, %zu sizes %s..%s B, "
-              "out-of-place and in-place%s\n",
-              req.file.c_str(), static_cast<long long>(id), req.name.c_str(), log.ranks, log.ranks_per_node,
-              log.rows.size(), std::to_string(log.rows.front().bytes).c_str(), std::to_string(log.rows.back().bytes).c_str(),
-              wrong ? "; some rows report wrong elements, so it is stored as failed" : "");
-  std::printf("list it with `ddplab bench results --bench %lld`, predict it with `ddplab bench collectives --simulate "
-              "--preset %s --world %d`\n",
-              static_cast<long long>(id), req.preset.empty() ? "PRESET" : req.preset.c_str(), log.ranks);
+  std::printf(
+      "imported %s as bench %lld (\"%s\"): all_reduce over %d ranks, %d per node, %zu sizes %s..%s B, "
+      "out-of-place and in-place%s\n",
+      req.file.c_str(), static_cast<long long>(id), req.name.c_str(), log.ranks, log.ranks_per_node, log.rows.size(),
+      std::to_string(log.rows.front().bytes).c_str(), std::to_string(log.rows.back().bytes).c_str(),
+      wrong ? "; some rows report wrong elements, so it is stored as failed" : "");
+  std::printf(
+      "list it with `ddplab bench results --bench %lld`, predict it with `ddplab bench collectives --simulate "
+      "--preset %s --world %d`\n",
+      static_cast<long long>(id), req.preset.empty() ? "PRESET" : req.preset.c_str(), log.ranks);
   return 0;
 }
 
@@ -92,11 +96,13 @@ void add_import(CLI::App& app) {
   auto* cmd = imp->add_subcommand("nccl-tests", "An all_reduce_perf log (nccl-tests) as a measured collective bench");
   cmd->add_option("file", req->file, "all_reduce_perf's output, as it printed it")->required();
   cmd->add_option("--name", req->name, "What the measurements are of, e.g. the cluster's name")->required();
-  cmd->add_option("--preset", req->preset, "The cluster preset it ran on, if one describes it (recorded with the bench)");
+  cmd->add_option("--preset", req->preset,
+                  "The cluster preset it ran on, if one describes it (recorded with the bench)");
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->footer(
       "Reads the Rank lines (world size, ranks per node, devices), the iterations, and each size's out-of-place and\n"
-      "in-place time, algbw, busbw and #wrong; stores them as bench rows of schedule native and \"native (in-place)\",\n"
+      "in-place time, algbw, busbw and #wrong; stores them as bench rows of schedule native and \"native "
+      "(in-place)\",\n"
       "backend nccl. A malformed log is refused with file:line and nothing is stored.");
   cmd->callback([req] { g_exit_code = import_nccl_tests(*req); });
 }

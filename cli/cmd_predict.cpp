@@ -47,13 +47,15 @@ std::optional<FailureOptions> failure_options(const PredictRequest& req, const S
     origin = "--checkpoint-write";
   } else if (const auto m = measured_checkpoint(store, sc.name, st.name)) {
     o.checkpoint_s = m->write_s;
-    origin = fmt::format("the median of {} measured checkpoint{} of {}, {} the newest; every rank writes its own file "
-                         "at once, as measured",
-                         m->checkpoints, m->checkpoints == 1 ? "" : "s", st.name, format_bytes(static_cast<double>(m->bytes)));
+    origin = fmt::format(
+        "the median of {} measured checkpoint{} of {}, {} the newest; every rank writes its own file "
+        "at once, as measured",
+        m->checkpoints, m->checkpoints == 1 ? "" : "s", st.name, format_bytes(static_cast<double>(m->bytes)));
   } else {
-    throw InputError(fmt::format("--node-mtbf: strategy \"{}\" has no measured checkpoint to take its write "
-                                 "time from (ddplab run with train.checkpoint_every = N); or give --checkpoint-write",
-                                 st.name));
+    throw InputError(
+        fmt::format("--node-mtbf: strategy \"{}\" has no measured checkpoint to take its write "
+                    "time from (ddplab run with train.checkpoint_every = N); or give --checkpoint-write",
+                    st.name));
   }
   return o;
 }
@@ -81,11 +83,15 @@ void print_prediction(const GoodputPrediction& p, double target) {
   std::map<double, int> runs_at;  // global batch -> runs
   for (const BatchPoint& b : p.points) ++runs_at[b.global_batch];
   std::string batches;
-  for (const auto& [b, n] : runs_at) batches += fmt::format("{}{:g}{}", batches.empty() ? "" : ", ", b, n > 1 ? fmt::format(" (x{})", n) : "");
-  std::printf("%s: S(B) = %.1f (1 + %.1f / B) updates to %.3g, fitted to %zu runs at global batch %s: rms error %.1f%%, max %.1f%%\n",
-              p.strategy.c_str(), f.s_min, f.b_noise, target, f.points, batches.c_str(), f.rms_rel_error * 100,
-              f.max_rel_error * 100);
-  if (!p.missed.empty()) std::printf("  runs that never reached %.3g (not fitted): %s\n", target, ids(p.missed).c_str());
+  for (const auto& [b, n] : runs_at)
+    batches += fmt::format("{}{:g}{}", batches.empty() ? "" : ", ", b, n > 1 ? fmt::format(" (x{})", n) : "");
+  std::printf(
+      "%s: S(B) = %.1f (1 + %.1f / B) updates to %.3g, fitted to %zu runs at global batch %s: rms error %.1f%%, max "
+      "%.1f%%\n",
+      p.strategy.c_str(), f.s_min, f.b_noise, target, f.points, batches.c_str(), f.rms_rel_error * 100,
+      f.max_rel_error * 100);
+  if (!p.missed.empty())
+    std::printf("  runs that never reached %.3g (not fitted): %s\n", target, ids(p.missed).c_str());
   std::printf("  time per update simulated, compute from %s\n", p.compute_origin.c_str());
   std::printf("%7s %12s %9s %10s %10s %11s %11s %9s %8s\n", "world", "global_batch", "updates", "step_ms", "warmup_s",
               "predicted_s", "measured_s", "error", "sim_run");
@@ -93,21 +99,23 @@ void print_prediction(const GoodputPrediction& p, double target) {
     const std::string measured = w.measured_s ? fmt::format("{:.2f}", *w.measured_s) : "-";
     const std::string error = w.measured_s ? fmt::format("{:+.1f}%", error_pct(*w.measured_s, w.time_s)) : "-";
     std::printf("%7d %12.0f %9.1f %10.3f %10.3f %11.2f %11s %9s %8lld\n", w.world_size, w.global_batch, w.updates,
-                w.step_s * 1e3, w.warmup_s, w.time_s, measured.c_str(), error.c_str(), static_cast<long long>(w.sim_run));
+                w.step_s * 1e3, w.warmup_s, w.time_s, measured.c_str(), error.c_str(),
+                static_cast<long long>(w.sim_run));
   }
   double largest = 0;
   for (const BatchPoint& b : p.points) largest = std::max(largest, b.global_batch);
   for (const GoodputWorld& w : p.worlds) {
     if (w.global_batch > 2 * largest)  // the fit says nothing about where linear lr scaling breaks
-      std::printf("  world %d: global batch %.0f is %.0fx the largest fitted (%.0f): S(B) extrapolated, as far as the "
-                  "model and the scenario's lr scaling hold\n",
-                  w.world_size, w.global_batch, w.global_batch / largest, largest);
+      std::printf(
+          "  world %d: global batch %.0f is %.0fx the largest fitted (%.0f): S(B) extrapolated, as far as the "
+          "model and the scenario's lr scaling hold\n",
+          w.world_size, w.global_batch, w.global_batch / largest, largest);
     if (!w.measured_runs.empty())
-      std::printf("  world %d: measured = mean training time to %.3g of runs %s, outside the fit\n", w.world_size, target,
-                  ids(w.measured_runs).c_str());
+      std::printf("  world %d: measured = mean training time to %.3g of runs %s, outside the fit\n", w.world_size,
+                  target, ids(w.measured_runs).c_str());
     if (!w.in_fit.empty())
-      std::printf("  world %d: runs %s are in the fit, not a check of it (hold them out with --fit-below)\n", w.world_size,
-                  ids(w.in_fit).c_str());
+      std::printf("  world %d: runs %s are in the fit, not a check of it (hold them out with --fit-below)\n",
+                  w.world_size, ids(w.in_fit).c_str());
   }
 }
 
@@ -122,9 +130,10 @@ int predict(const PredictRequest& req) {
   opt.sim.allow_oversubscribed = req.allow_oversubscribed;
   opt.sim.keep_trace = false;
   Store store(req.db);
-  std::printf("%s: predicted training time to test accuracy %.3g (evaluation not counted) = updates S(B) at the "
-              "global batch B, fitted to the strategy's measured runs, x the simulated time per update\n",
-              sc.name.c_str(), req.target);
+  std::printf(
+      "%s: predicted training time to test accuracy %.3g (evaluation not counted) = updates S(B) at the "
+      "global batch B, fitted to the strategy's measured runs, x the simulated time per update\n",
+      sc.name.c_str(), req.target);
   std::vector<GoodputPrediction> done;
   int failed = 0;
   int exit_code = 0;  // the worst kind among the strategies that could not be predicted (error.hpp)
@@ -172,7 +181,8 @@ int predict(const PredictRequest& req) {
 
 void add_predict(CLI::App& app) {
   auto req = std::make_shared<PredictRequest>();
-  auto* cmd = app.add_subcommand("predict", "Predict each strategy's training time to a target accuracy at larger world sizes (goodput)");
+  auto* cmd = app.add_subcommand(
+      "predict", "Predict each strategy's training time to a target accuracy at larger world sizes (goodput)");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file")->required();
   cmd->add_option("--target-accuracy", req->target, "Test accuracy to reach")->required()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--world", req->worlds, "World sizes, as simulate's --world (default: cluster.simulate_world)")
@@ -187,7 +197,8 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--network-model", req->network_model, kNetworkModelHelp)
       ->check(CLI::IsMember({"auto", "LV08", "CM02"}))
       ->capture_default_str();
-  cmd->add_option("--compute", req->compute, "Compute time per micro-step, as simulate's --compute")->capture_default_str();
+  cmd->add_option("--compute", req->compute, "Compute time per micro-step, as simulate's --compute")
+      ->capture_default_str();
   cmd->add_flag("--allow-oversubscribed", req->allow_oversubscribed,
                 "Accept --compute run:ID of a run that had more ranks than cores on its host");
   auto duration = [](const std::string& v) {

@@ -23,7 +23,8 @@ struct PublishedArgs {
 
 std::string default_points() {
   namespace fs = std::filesystem;
-  for (const fs::path& p : {fs::path("bench/published/points.toml"), fs::path(DDPLAB_SOURCE_DIR) / "bench/published/points.toml"})
+  for (const fs::path& p :
+       {fs::path("bench/published/points.toml"), fs::path(DDPLAB_SOURCE_DIR) / "bench/published/points.toml"})
     if (fs::exists(p)) return p.string();
   return "bench/published/points.toml";
 }
@@ -41,10 +42,11 @@ int bench_published(const PublishedArgs& a) {
   opt.network_model = a.network_model;
   std::printf("# %s: %zu published points, each simulated on its preset (network model %s, NCCL's own allreduce)\n",
               path.c_str(), points.size(), a.network_model == "auto" ? "the preset's" : a.network_model.c_str());
-  std::printf("# error = (predicted - published) / published; busbw in GB/s, time in us, efficiency as a fraction, layout "
-              "in TFLOP/s per GPU (the model's FLOPs and the recomputed forward, as the sources count them)\n");
-  std::printf("%-4s  %-34s  %-8s  %5s  %9s  %-10s  %9s  %9s  %7s  %s\n", "id", "case", "preset", "world", "size", "kind",
-              "published", "predicted", "error", "replayed");
+  std::printf(
+      "# error = (predicted - published) / published; busbw in GB/s, time in us, efficiency as a fraction, layout "
+      "in TFLOP/s per GPU (the model's FLOPs and the recomputed forward, as the sources count them)\n");
+  std::printf("%-4s  %-34s  %-8s  %5s  %9s  %-10s  %9s  %9s  %7s  %s\n", "id", "case", "preset", "world", "size",
+              "kind", "published", "predicted", "error", "replayed");
   std::fflush(stdout);
   const auto results = compare_published(points, opt, [](const PublishedResult& r) {
     const PublishedPoint& p = r.point;
@@ -70,7 +72,8 @@ int bench_published(const PublishedArgs& a) {
 void add_bench_published(CLI::App& bench) {
   auto a = std::make_shared<PublishedArgs>();
   auto* cmd = bench.add_subcommand(
-      "published", "Simulate the public measurements in bench/published/points.toml on their presets: published, predicted, error");
+      "published",
+      "Simulate the public measurements in bench/published/points.toml on their presets: published, predicted, error");
   cmd->add_option("--points", a->points, "Points file (default: bench/published/points.toml of the source tree)");
   cmd->add_option("--network-model", a->network_model, kNetworkModelHelp)
       ->check(CLI::IsMember({"auto", "LV08", "CM02"}))

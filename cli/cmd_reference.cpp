@@ -13,8 +13,9 @@ namespace ddplab::cli {
 void add_reference(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "reference", "Print every sync policy, codec, schedule, optimizer, learning-rate schedule, pipeline schedule "
-                   "and cluster preset with its options and defaults, as Markdown (docs/reference.md)");
+      "reference",
+      "Print every sync policy, codec, schedule, optimizer, learning-rate schedule, pipeline schedule "
+      "and cluster preset with its options and defaults, as Markdown (docs/reference.md)");
   cmd->add_option("-o,--output", *out, "Write the page to this file instead of standard output");
   cmd->callback([out] {
     const std::string page = reference_markdown();

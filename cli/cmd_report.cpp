@@ -59,11 +59,13 @@ void add_report(CLI::App& app) {
       ->excludes("--ranks")
       ->excludes(classes)
       ->excludes("--predictions");
-  cmd->add_option("--skip-steps", a->skip_steps,
-                  "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
+  cmd->add_option(
+         "--skip-steps", a->skip_steps,
+         "Leave each run's first N steps (warm-up) out of the time and byte columns; the last step always counts")
       ->check(non_negative_int());
   cmd->callback([a] {
-    if (!std::ifstream(a->db)) throw InputError(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
+    if (!std::ifstream(a->db))
+      throw InputError(a->db + ": no results store here (run `ddplab run` or `ddplab demo` first)");
     Store store(a->db);
     auto write = [&](const std::string& text, const std::string& what) {
       if (a->out.empty()) {
@@ -86,10 +88,12 @@ void add_report(CLI::App& app) {
       if (!run) throw InputError(fmt::format("{}: no run {} (`ddplab report` lists them)", a->db, *a->flight));
       const auto calls = store.flight(run->id);
       if (calls.empty())
-        throw InputError(fmt::format("{}: run {} has no flight recorder dump (its ranks leave one when the job "
-                                     "fails under `ddplab run`)",
-                                     a->db, run->id));
-      write(fmt::format("run {} ({}, {})\n", run->id, run->info.strategy, run->status) + flight_report(calls, run->info.world_size),
+        throw InputError(
+            fmt::format("{}: run {} has no flight recorder dump (its ranks leave one when the job "
+                        "fails under `ddplab run`)",
+                        a->db, run->id));
+      write(fmt::format("run {} ({}, {})\n", run->id, run->info.strategy, run->status) +
+                flight_report(calls, run->info.world_size),
             fmt::format("run {}'s flight recorder", run->id));
       return;
     }
@@ -115,8 +119,9 @@ void add_report(CLI::App& app) {
                    a->skip_steps);
     // Table and CSV stay well-formed for scripts; a person reading the table is told why it is empty.
     if (runs.empty() && !a->csv && !a->json)
-      std::fprintf(stderr, "%s has no runs yet: `ddplab run SCENARIO` measures some, `ddplab simulate SCENARIO` predicts some\n",
-                   a->db.c_str());
+      std::fprintf(
+          stderr, "%s has no runs yet: `ddplab run SCENARIO` measures some, `ddplab simulate SCENARIO` predicts some\n",
+          a->db.c_str());
     std::vector<std::optional<TimeToAccuracy>> tta;
     if (a->target)
       for (const auto& r : runs) tta.push_back(time_to_accuracy(store, r.run.id, *a->target));

@@ -49,8 +49,8 @@ int run_scenario(const RunRequest& req) {
   if (!sc.model.trainable()) {  // model tables are for `ddplab simulate`
     const auto at = sc.model.where.find("type");
     throw InputError(InputLocation::at(at != sc.model.where.end() ? at->second : req.scenario, "model.type"),
-                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + to_string(sc.model.type) + "\" model (" +
-                         sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
+                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + to_string(sc.model.type) +
+                         "\" model (" + sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
   }
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (req.batch_size) sc.train.batch_size = *req.batch_size;
@@ -106,12 +106,13 @@ int run_scenario(const RunRequest& req) {
     // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
     if (find_policy(st.policy)->zero >= 2 && sc.train.backend != Backend::Cpu) {
       const auto at = st.where.find("policy");
-      throw ScenarioError(InputLocation::at(at != st.where.end() ? at->second : req.scenario,
-                                            fmt::format("strategy[{}].policy", &st - sc.strategies.data())),
-                          fmt::format("strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
-                                      "(its buffers are whole allocations); the cpu backend runs it, and ddplab simulate "
-                                      "models it on any cluster",
-                                      st.name, st.policy, released_memory(*find_policy(st.policy)), sc.train.backend));
+      throw ScenarioError(
+          InputLocation::at(at != st.where.end() ? at->second : req.scenario,
+                            fmt::format("strategy[{}].policy", &st - sc.strategies.data())),
+          fmt::format("strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
+                      "(its buffers are whole allocations); the cpu backend runs it, and ddplab simulate "
+                      "models it on any cluster",
+                      st.name, st.policy, released_memory(*find_policy(st.policy)), sc.train.backend));
     }
     try {
       if (stages.split())
@@ -119,8 +120,8 @@ int run_scenario(const RunRequest& req) {
       else
         Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
     } catch (const InputError& e) {
-      throw e.prefixed(fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: ", req.scenario, st.name, np,
-                                   np == 1 ? "" : "s"));
+      throw e.prefixed(
+          fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: ", req.scenario, st.name, np, np == 1 ? "" : "s"));
     }
   }
   for (int r = 0; r < np; ++r)
@@ -132,12 +133,14 @@ int run_scenario(const RunRequest& req) {
   require_writable_store(req.db);
   std::int64_t before = last_run_id(req.db);
   if (resume) {
-    std::fprintf(stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)%s\n",
-                 static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(), to_string(resume->run.status).c_str(),
-                 static_cast<long long>(resume->checkpoint.step), resume->checkpoint.path.c_str(),
-                 resume->elastic() ? fmt::format(" on {} ranks, not its {}: a new run continues it", np,
-                                                 resume->run.info.world_size).c_str()
-                                   : "");
+    std::fprintf(
+        stderr, "ddplab: resuming run %lld (%s, %s) from its checkpoint at step %lld (%s)%s\n",
+        static_cast<long long>(resume->run.id), resume->run.info.strategy.c_str(),
+        to_string(resume->run.status).c_str(), static_cast<long long>(resume->checkpoint.step),
+        resume->checkpoint.path.c_str(),
+        resume->elastic()
+            ? fmt::format(" on {} ranks, not its {}: a new run continues it", np, resume->run.info.world_size).c_str()
+            : "");
     before = std::min(before, resume->run.id - 1);  // the resumed run is this launch's too (launch_runs)
   }
   std::vector<std::string> args = {"run", req.scenario, "--db", req.db, "--np", std::to_string(np)};
@@ -166,8 +169,8 @@ int run_scenario(const RunRequest& req) {
     // running is marked so, with the steps its ranks flushed and the reason they gave. Only this launch's runs:
     // another job may be writing the same store.
     Store store(req.db);
-    const JobEndRecord rec = record_job_end(store, launch_runs(store, before, launch_id),
-                                            JobOutcome{end.signal, end.failures, end.flights});
+    const JobEndRecord rec =
+        record_job_end(store, launch_runs(store, before, launch_id), JobOutcome{end.signal, end.failures, end.flights});
     for (const std::string& why : rec.unreadable)
       std::fprintf(stderr, "ddplab: a flight recorder dump was unreadable (%s); left out\n", why.c_str());
     if (rec.flight_run)
@@ -180,26 +183,29 @@ int run_scenario(const RunRequest& req) {
       std::fprintf(stderr, "ddplab: run %lld (%s) stored interrupted: %s\n", static_cast<long long>(r.id),
                    r.info.strategy.c_str(), r.reason.c_str());
     if (end.signal)
-      std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n", strsignal(end.signal),
-                   req.db.c_str());
+      std::fprintf(stderr, "ddplab: interrupted (%s); measurements flushed so far are kept in %s\n",
+                   strsignal(end.signal), req.db.c_str());
     else
-      std::fprintf(stderr, "error: the MPI job failed (mpirun exit %d); measurements flushed so far are kept in %s\n", end.rc,
-                   req.db.c_str());
+      std::fprintf(stderr, "error: the MPI job failed (mpirun exit %d); measurements flushed so far are kept in %s\n",
+                   end.rc, req.db.c_str());
   }
   return end.exit_code();
 }
 
 void add_run(CLI::App& app) {
   auto req = std::make_shared<RunRequest>();
-  auto* cmd = app.add_subcommand("run", "Train a scenario's strategies on real data over MPI and store the measurements");
+  auto* cmd =
+      app.add_subcommand("run", "Train a scenario's strategies on real data over MPI and store the measurements");
   cmd->add_option("scenario", req->scenario, "Scenario TOML file (e.g. scenarios/default.toml)")->required();
-  cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)")->check(positive_int());
+  cmd->add_option("--np", req->np, "Ranks to start (default: the scenario's cluster.world_size)")
+      ->check(positive_int());
   cmd->add_option("--db", req->db, "Results store (SQLite)")->capture_default_str();
   cmd->add_option("--max-steps", req->max_steps, "Stop after this many steps (overrides train.max_steps; 0 = no limit)")
       ->check(non_negative_int());
   cmd->add_option("--batch-size", req->batch_size, "Samples per rank per step (overrides train.batch_size)")
       ->check(positive_int());
-  cmd->add_option("--seed", req->seed, "Initial weights and data order (overrides train.seed; repeats of one configuration)");
+  cmd->add_option("--seed", req->seed,
+                  "Initial weights and data order (overrides train.seed; repeats of one configuration)");
   cmd->add_option("--backend", req->backend,
                   "cpu (OpenBLAS + MPI), cuda (cuBLAS + NCCL, one rank per GPU) or cuda+mpi (GPU compute, MPI "
                   "through host memory; ranks may share a GPU); overrides train.backend")
@@ -214,7 +220,8 @@ void add_run(CLI::App& app) {
              req->trace_first = std::stoll(v.substr(0, colon));
              req->trace_last = std::stoll(v.substr(colon + 1));
            } catch (const std::exception&) {
-             throw CLI::ValidationError("--trace-steps", "expected FIRST:LAST (steps FIRST..LAST-1), got \"" + v + "\"");
+             throw CLI::ValidationError("--trace-steps",
+                                        "expected FIRST:LAST (steps FIRST..LAST-1), got \"" + v + "\"");
            }
            if (req->trace_first < 0 || req->trace_last <= req->trace_first)
              throw CLI::ValidationError("--trace-steps", "expected 0 <= FIRST < LAST, got \"" + v + "\"");
@@ -232,7 +239,8 @@ void add_run(CLI::App& app) {
            } catch (const std::exception&) {
              used = 0;
            }
-           if (used != v.size() || id < 1) throw CLI::ValidationError("--resume", "expected a run id, got \"" + v + "\"");
+           if (used != v.size() || id < 1)
+             throw CLI::ValidationError("--resume", "expected a run id, got \"" + v + "\"");
            req->resume = id;
          },
          "Continue a failed, interrupted or abandoned run from its newest checkpoint (train.checkpoint_every): RUN_ID, "
@@ -243,7 +251,8 @@ void add_run(CLI::App& app) {
   cmd->add_option_function<std::string>(
          "--inject-fault",
          [req](const std::string& v) {
-           req->fault = parse_fault_injection(v, "--inject-fault", {FaultKind::Exit, FaultKind::Perturb, FaultKind::Bitflip});
+           req->fault =
+               parse_fault_injection(v, "--inject-fault", {FaultKind::Exit, FaultKind::Perturb, FaultKind::Bitflip});
          },
          "For tests of failure handling: exit:RANK:STEP ends that rank as the step begins, perturb:RANK changes one "
          "of its parameters before the final check, bitflip:RANK:STEP flips a bit of one after the step")

@@ -42,7 +42,8 @@ void add_runs(CLI::App& app) {
   cmd->require_subcommand(1);
   const std::string statuses = fmt::format("{}", choice_names<RunStatus>());
 
-  auto* list = cmd->add_subcommand("list", "One line per run: id, status, scenario, strategy, source, world, steps, times");
+  auto* list =
+      cmd->add_subcommand("list", "One line per run: id, status, scenario, strategy, source, world, steps, times");
   list->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
   list->add_option("--status", a->status, "Only runs with these statuses (" + statuses + ")")->delimiter(',');
   list->callback([a] {
@@ -58,7 +59,8 @@ void add_runs(CLI::App& app) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   });
 
-  auto* show = cmd->add_subcommand("show", "One run in full: status and times, what is stored, summary, host and config");
+  auto* show =
+      cmd->add_subcommand("show", "One run in full: status and times, what is stored, summary, host and config");
   show->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
   show->add_option("ID", a->id, "Run id (the id column of `ddplab runs list`)")->required()->check(positive_int());
   show->callback([a] {
@@ -67,7 +69,8 @@ void add_runs(CLI::App& app) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   });
 
-  auto* del = cmd->add_subcommand("delete", "Delete runs with their steps, evaluations and timelines, in one transaction");
+  auto* del =
+      cmd->add_subcommand("delete", "Delete runs with their steps, evaluations and timelines, in one transaction");
   del->add_option("--db", a->db, "Results store (SQLite)")->capture_default_str();
   del->add_option("ID", a->ids, "Run ids; a run still marked running is refused, and then nothing is deleted")
       ->required()
@@ -91,7 +94,8 @@ void add_runs(CLI::App& app) {
     const std::vector<RunRow> rows = runs_with_status(store, a->status);
     for (const RunRow& r : rows) ids.push_back(r.id);
     if (ids.empty()) {
-      std::printf("no runs with status %s in %s\n", fmt::format("{}", fmt::join(a->status, " or ")).c_str(), a->db.c_str());
+      std::printf("no runs with status %s in %s\n", fmt::format("{}", fmt::join(a->status, " or ")).c_str(),
+                  a->db.c_str());
       return;
     }
     if (a->dry_run) {

@@ -9,7 +9,8 @@
 namespace ddplab::cli {
 
 void add_testbed(CLI::App& app) {
-  auto* tb = app.add_subcommand("testbed", "An emulated cluster: N network namespaces on a bridge, NICs shaped with tc");
+  auto* tb =
+      app.add_subcommand("testbed", "An emulated cluster: N network namespaces on a bridge, NICs shaped with tc");
   tb->require_subcommand(1);
   tb->footer(
       "Needs root and iproute2. Every object is named ddpl-*: namespaces ddpl-h<i>, veths ddpl-v<i> (bridge side)\n"
@@ -27,17 +28,21 @@ void add_testbed(CLI::App& app) {
   up->add_option("--delay", a->delay,
                  "One-way delay added to each host's outgoing traffic (netem), e.g. 50us; fails where the kernel "
                  "lacks netem");
-  up->add_option("--subnet", a->subnet, "Private IPv4 network for the hosts (.1, .2, ...) and the bridge (last address)")
+  up->add_option("--subnet", a->subnet,
+                 "Private IPv4 network for the hosts (.1, .2, ...) and the bridge (last address)")
       ->capture_default_str();
-  up->footer("Refuses to start when a test bed, or leftovers of one, already exist: `ddplab testbed down` removes them.");
+  up->footer(
+      "Refuses to start when a test bed, or leftovers of one, already exist: `ddplab testbed down` removes them.");
   up->callback([a] { g_exit_code = testbed::up(testbed::make_options(a->hosts, a->rate, a->delay, a->subnet)); });
 
-  tb->add_subcommand("down", "Remove what `up` created, and any ddpl-* leftovers of a crashed one")
-      ->callback([] { g_exit_code = testbed::down(); });
+  tb->add_subcommand("down", "Remove what `up` created, and any ddpl-* leftovers of a crashed one")->callback([] {
+    g_exit_code = testbed::down();
+  });
 
   tb->add_subcommand("status", "Hosts, IPs and shapers, whether each piece exists, and leftovers")
-      ->footer("Exit status: 0 when the test bed is up and whole, 1 when there is none, 3 when it is incomplete or "
-               "leftovers exist.")
+      ->footer(
+          "Exit status: 0 when the test bed is up and whole, 1 when there is none, 3 when it is incomplete or "
+          "leftovers exist.")
       ->callback([] { g_exit_code = testbed::status(); });
 }
 

@@ -36,13 +36,13 @@ struct RunRequest {
   std::string db = kDefaultDb;
   std::optional<int> np;
   std::optional<int> max_steps;
-  std::optional<int> batch_size;  // overrides train.batch_size (a sweep over global batches)
-  std::optional<std::uint64_t> seed;  // overrides train.seed (repeats of one configuration)
+  std::optional<int> batch_size;       // overrides train.batch_size (a sweep over global batches)
+  std::optional<std::uint64_t> seed;   // overrides train.seed (repeats of one configuration)
   std::optional<std::string> backend;  // overrides train.backend: cpu | cuda | cuda+mpi
-  bool progress = false;  // set on the worker command line by the launcher
-  std::string trace;      // Chrome trace of steps [trace_first, trace_last)
+  bool progress = false;               // set on the worker command line by the launcher
+  std::string trace;                   // Chrome trace of steps [trace_first, trace_last)
   std::int64_t trace_first = 10, trace_last = 13;
-  bool testbed = false;   // one rank per host of the emulated cluster (`ddplab testbed up`)
+  bool testbed = false;  // one rank per host of the emulated cluster (`ddplab testbed up`)
   // --resume [RUN_ID]: continue a run from its newest checkpoint; 0 = the scenario's newest resumable run.
   std::optional<std::int64_t> resume;
   FaultInjection fault;  // --inject-fault: a test's exit, perturb or bitflip, passed on to every rank
@@ -65,7 +65,7 @@ struct SimulateRequest {
   std::string network_model = "auto";
   std::string compute = "auto";  // compute_source.hpp
   bool allow_oversubscribed = false;
-  bool search = false;  // every [parallel] layout of the one world size, ranked (layout_search.hpp)
+  bool search = false;       // every [parallel] layout of the one world size, ranked (layout_search.hpp)
   bool zero_stages = false;  // --search: each layout under the strategy's ZeRO stages too
 };
 int simulate_scenario(const SimulateRequest& req);

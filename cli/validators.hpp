@@ -17,9 +17,9 @@ namespace ddplab::cli {
 
 // Accepts numbers v with lo <= v (lo < v when `strict`) and v <= hi; `what` names the kind ("integer").
 inline CLI::Validator number_in(double lo, double hi, bool strict = false, const char* what = "number") {
-  const std::string allowed = hi == std::numeric_limits<double>::max()
-                                  ? fmt::format("{} {}", strict ? ">" : ">=", lo)
-                                  : strict ? fmt::format("> {} and <= {}", lo, hi) : fmt::format("{} to {}", lo, hi);
+  const std::string allowed = hi == std::numeric_limits<double>::max() ? fmt::format("{} {}", strict ? ">" : ">=", lo)
+                              : strict                                 ? fmt::format("> {} and <= {}", lo, hi)
+                                                                       : fmt::format("{} to {}", lo, hi);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         std::size_t used = 0;
@@ -36,7 +36,9 @@ inline CLI::Validator number_in(double lo, double hi, bool strict = false, const
       allowed);
 }
 inline CLI::Validator positive_int() { return number_in(0, std::numeric_limits<double>::max(), true, "whole number"); }
-inline CLI::Validator non_negative_int() { return number_in(0, std::numeric_limits<double>::max(), false, "whole number"); }
+inline CLI::Validator non_negative_int() {
+  return number_in(0, std::numeric_limits<double>::max(), false, "whole number");
+}
 
 // A --world list (units.hpp's parse_world_list: "8,64,512", "2,4,...,1024"), its errors prefixed with the option.
 inline std::vector<int> world_sizes_option(const char* option, const std::string& text) {

@@ -18,7 +18,9 @@ class ForwardingOps : public Ops {
   void free_labels(std::int32_t* p) override { in_->free_labels(p); }
   void to_device(float* d, const float* h, std::size_t n) override { in_->to_device(d, h, n); }
   void to_host(float* h, const float* d, std::size_t n) override { in_->to_host(h, d, n); }
-  void labels_to_device(std::int32_t* d, const std::int32_t* h, std::size_t n) override { in_->labels_to_device(d, h, n); }
+  void labels_to_device(std::int32_t* d, const std::int32_t* h, std::size_t n) override {
+    in_->labels_to_device(d, h, n);
+  }
   void synchronize() override { in_->synchronize(); }
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
             float beta, float* c, int ldc) override {
@@ -32,10 +34,15 @@ class ForwardingOps : public Ops {
     return in_->softmax_xent(z, y, r, c, dz, w);
   }
   void scale(float* x, std::size_t n, float a) override { in_->scale(x, n, a); }
-  void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override { in_->im2col(x, col, n, h, w, c, k); }
-  void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override { in_->col2im(col, dx, n, h, w, c, k); }
+  void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override {
+    in_->im2col(x, col, n, h, w, c, k);
+  }
+  void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override {
+    in_->col2im(col, dx, n, h, w, c, k);
+  }
   void max_pool(const float* x, float* y, int n, int h, int w, int c) override { in_->max_pool(x, y, n, h, w, c); }
-  void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w, int c) override {
+  void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
+                         int c) override {
     in_->max_pool_backward(x, y, dy, dx, n, h, w, c);
   }
   void channel_moments(const float* x, int r, int c, float* out) override { in_->channel_moments(x, r, c, out); }

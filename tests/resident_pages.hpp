@@ -30,7 +30,8 @@ inline std::size_t resident_bytes(const void* p, std::size_t bytes) {
   const std::vector<bool> in = resident_pages(p, bytes);
   std::size_t held = 0;
   for (std::size_t i = 0; i < in.size(); ++i)
-    if (in[i]) held += std::min<std::uintptr_t>(base + (i + 1) * page, hi) - std::max<std::uintptr_t>(base + i * page, lo);
+    if (in[i])
+      held += std::min<std::uintptr_t>(base + (i + 1) * page, hi) - std::max<std::uintptr_t>(base + i * page, lo);
   return held;
 }
 

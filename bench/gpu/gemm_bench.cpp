@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
       for (const Shape& g : shapes) {
         const double t = tflops(*ops, s, g, 200);
         char row[200];
-        std::snprintf(row, sizeof row, "%s{\"shape\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"tf32\": %s, \"tflops\": %.3f}",
+        std::snprintf(row, sizeof row,
+                      "%s{\"shape\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"tf32\": %s, \"tflops\": %.3f}",
                       json.back() == '[' ? "" : ", ", g.name.c_str(), g.m, g.n, g.k, tf32 ? "true" : "false", t);
         json += row;
       }

@@ -52,35 +52,52 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
       return argv[++i];
     };
-    if (k == "--backend") a.backend = val();
-    else if (k == "--tf32") a.tf32 = true;
-    else if (k == "--probe") a.probe = true;
-    else if (k == "--data") a.data = val();
-    else if (k == "--json") a.json = val();
-    else if (k == "--batch") a.batch = std::stoi(val());
-    else if (k == "--epochs") a.epochs = std::stoi(val());
-    else if (k == "--max-steps") a.max_steps = std::stoi(val());
-    else if (k == "--warmup-steps") a.warmup_steps = std::stoi(val());
-    else if (k == "--seed") a.seed = std::stoul(val());
-    else if (k == "--lr") a.lr = std::stof(val());
-    else if (k == "--momentum") a.momentum = std::stof(val());
-    else if (k == "--policy") a.policy = val();
-    else if (k == "--schedule") a.schedule = val();
-    else if (k == "--codec") a.codec = val();
-    else if (k == "--direct") a.direct = true;
+    if (k == "--backend")
+      a.backend = val();
+    else if (k == "--tf32")
+      a.tf32 = true;
+    else if (k == "--probe")
+      a.probe = true;
+    else if (k == "--data")
+      a.data = val();
+    else if (k == "--json")
+      a.json = val();
+    else if (k == "--batch")
+      a.batch = std::stoi(val());
+    else if (k == "--epochs")
+      a.epochs = std::stoi(val());
+    else if (k == "--max-steps")
+      a.max_steps = std::stoi(val());
+    else if (k == "--warmup-steps")
+      a.warmup_steps = std::stoi(val());
+    else if (k == "--seed")
+      a.seed = std::stoul(val());
+    else if (k == "--lr")
+      a.lr = std::stof(val());
+    else if (k == "--momentum")
+      a.momentum = std::stof(val());
+    else if (k == "--policy")
+      a.policy = val();
+    else if (k == "--schedule")
+      a.schedule = val();
+    else if (k == "--codec")
+      a.codec = val();
+    else if (k == "--direct")
+      a.direct = true;
     else if (k == "--optimizer") {
       a.optimizer = val();
       if (!ddplab::find_optimizer(a.optimizer))
-        throw std::invalid_argument("--optimizer must name a registry optimizer (sgd, adam, adamw, rmsprop, lars, lamb)");
-    }
-    else if (k == "--layers") {
+        throw std::invalid_argument(
+            "--optimizer must name a registry optimizer (sgd, adam, adamw, rmsprop, lars, lamb)");
+    } else if (k == "--layers") {
       a.layers.clear();
       std::stringstream ss(val());
       for (std::string t; std::getline(ss, t, ',');) a.layers.push_back(std::stoi(t));
     } else if (k == "-h" || k == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else throw std::invalid_argument("unknown option " + k);
+    } else
+      throw std::invalid_argument("unknown option " + k);
   }
   if (a.batch <= 0 || a.epochs <= 0 || a.max_steps < 0 || a.warmup_steps < 0)
     throw std::invalid_argument("--batch and --epochs must be > 0, --max-steps and --warmup-steps >= 0");
@@ -100,7 +117,8 @@ std::unique_ptr<ddplab::Ops> backend(const Args& a) {
 double accuracy(ddplab::Mlp& model, ddplab::Ops& ops, const ddplab::Dataset& test, int batch, double* loss) {
   ddplab::DeviceBuffer x(ops, static_cast<std::size_t>(batch) * test.features);
   std::int32_t* y = ops.alloc_labels(static_cast<std::size_t>(batch));
-  std::vector<float> hx(static_cast<std::size_t>(batch) * test.features), logits(static_cast<std::size_t>(batch) * test.classes);
+  std::vector<float> hx(static_cast<std::size_t>(batch) * test.features),
+      logits(static_cast<std::size_t>(batch) * test.classes);
   std::vector<std::int32_t> hy(static_cast<std::size_t>(batch));
   std::vector<std::size_t> idx(test.size());
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
@@ -130,7 +148,8 @@ int run(const Args& a) {
     return why.empty() ? 0 : 3;
   }
   auto ops = backend(a);
-  const ddplab::Dataset train = ddplab::load_fashion_mnist(a.data, true), test = ddplab::load_fashion_mnist(a.data, false);
+  const ddplab::Dataset train = ddplab::load_fashion_mnist(a.data, true),
+                        test = ddplab::load_fashion_mnist(a.data, false);
   ddplab::Mlp model(*ops, a.layers, a.batch);
   model.init(a.seed);
   ddplab::DistributedSampler sampler(train.size(), 0, 1, a.seed);
@@ -165,7 +184,8 @@ int run(const Args& a) {
   auto t_warm = t0;
   int b = input.steps() == 0 ? 0 : input.load_step(0);
   for (std::size_t s = 0; s < input.steps(); ++s) {
-    if (s == static_cast<std::size_t>(a.warmup_steps)) t_warm = std::chrono::steady_clock::now(), warm_samples = samples;
+    if (s == static_cast<std::size_t>(a.warmup_steps))
+      t_warm = std::chrono::steady_clock::now(), warm_samples = samples;
     input.ready();
     const int this_b = b;
     samples += this_b;  // a last partial batch counts its size
@@ -194,11 +214,13 @@ int run(const Args& a) {
   std::snprintf(buf, sizeof buf,
                 "{\"backend\": \"%s\", \"path\": \"%s\", \"policy\": \"%s\", \"codec\": \"%s\", "
                 "\"optimizer\": \"%s\", \"steps\": %d, \"batch\": %d, \"seed\": %lu, \"train_s\": %.4f, "
-                "\"samples_per_s\": %.1f, \"steady_samples_per_s\": %.1f, \"compute_s\": %s, \"exposed_comm_s\": %s, \"peak_device_bytes\": %zu, "
+                "\"samples_per_s\": %.1f, \"steady_samples_per_s\": %.1f, \"compute_s\": %s, \"exposed_comm_s\": %s, "
+                "\"peak_device_bytes\": %zu, "
                 "\"final_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f}\n",
                 ops->name().c_str(), exec ? "plan" : "direct", a.policy.c_str(), a.codec.c_str(), a.optimizer.c_str(),
                 step, a.batch, a.seed, train_s, samples / train_s, steady,
-                exec ? std::to_string(compute_s).c_str() : "null", exec ? std::to_string(exposed_s).c_str() : "null",  // --direct: not measured
+                exec ? std::to_string(compute_s).c_str() : "null",
+                exec ? std::to_string(exposed_s).c_str() : "null",             // --direct: not measured
                 ops->peak_device_bytes() + (nccl ? nccl->device_bytes() : 0),  // as the trainer counts it
                 last_loss, test_loss, acc);
   std::fputs(buf, stdout);

@@ -44,8 +44,8 @@ bool write_all(int fd, const void* data, std::size_t n) {
   return true;
 }
 
-void diff(const nlohmann::json& a, const nlohmann::json& b, const std::string& path, const std::set<std::string>& ignored,
-          std::vector<std::string>& out) {
+void diff(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
+          const std::set<std::string>& ignored, std::vector<std::string>& out) {
   if (ignored.count(path)) return;
   if (a.is_object() && b.is_object()) {
     std::set<std::string> keys;
@@ -63,16 +63,19 @@ void diff(const nlohmann::json& a, const nlohmann::json& b, const std::string& p
     }
     return;
   }
-  if (a != b) out.push_back(fmt::format("{}: {} in the checkpoint, {} now", path.empty() ? "(value)" : path, a.dump(), b.dump()));
+  if (a != b)
+    out.push_back(fmt::format("{}: {} in the checkpoint, {} now", path.empty() ? "(value)" : path, a.dump(), b.dump()));
 }
 
 }  // namespace
 
-const std::vector<float>& Checkpoint::tensor(const std::string& name, std::size_t count, const std::string& what) const {
+const std::vector<float>& Checkpoint::tensor(const std::string& name, std::size_t count,
+                                             const std::string& what) const {
   const auto it = tensors.find(name);
   if (it == tensors.end()) throw CheckpointError(fmt::format("{}: holds no tensor \"{}\"", what, name));
   if (it->second.size() != count)
-    throw CheckpointError(fmt::format("{}: tensor \"{}\" holds {} values, {} expected", what, name, it->second.size(), count));
+    throw CheckpointError(
+        fmt::format("{}: tensor \"{}\" holds {} values, {} expected", what, name, it->second.size(), count));
   return it->second;
 }
 
@@ -80,7 +83,8 @@ std::uint64_t write_checkpoint(const std::string& path, const Checkpoint& c) {
   if (c.meta.contains("tensors")) throw CheckpointError("checkpoint " + path + ": meta must not hold \"tensors\"");
   nlohmann::json head = c.meta;
   head["tensors"] = nlohmann::json::array();
-  for (const auto& [name, v] : c.tensors) head["tensors"].push_back({{"name", name}, {"count", v.size()}, {"crc32", crc_of(v)}});
+  for (const auto& [name, v] : c.tensors)
+    head["tensors"].push_back({{"name", name}, {"count", v.size()}, {"crc32", crc_of(v)}});
   const std::string json = head.dump();
 
   namespace fs = std::filesystem;
@@ -88,7 +92,8 @@ std::uint64_t write_checkpoint(const std::string& path, const Checkpoint& c) {
   const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw CheckpointError(fmt::format("checkpoint {}: cannot create folder {}: {}", path, dir.string(), ec.message()));
+  if (ec)
+    throw CheckpointError(fmt::format("checkpoint {}: cannot create folder {}: {}", path, dir.string(), ec.message()));
   std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) throw CheckpointError(sys_error(path, "cannot create a temporary file beside it"));
@@ -150,7 +155,8 @@ Checkpoint read_checkpoint(const std::string& path) {
     throw CheckpointError(fmt::format("checkpoint {}: format version {}, this build reads version {}", path, version,
                                       Checkpoint::kFormatVersion));
   const std::uint64_t header = sizeof magic + sizeof version + sizeof zero + sizeof json_len;
-  if (json_len > size - header) throw CheckpointError(fmt::format("checkpoint {}: truncated (its index runs past the end)", path));
+  if (json_len > size - header)
+    throw CheckpointError(fmt::format("checkpoint {}: truncated (its index runs past the end)", path));
   std::string json(json_len, '\0');
   in.read(json.data(), static_cast<std::streamsize>(json_len));
   Checkpoint c;
@@ -176,12 +182,14 @@ Checkpoint read_checkpoint(const std::string& path) {
       throw CheckpointError(fmt::format("checkpoint {}: bad tensor entry {}: {}", path, t.dump(), e.what()));
     }
     if (count > (size - at) / sizeof(float))
-      throw CheckpointError(fmt::format("checkpoint {}: truncated: tensor \"{}\" needs {} bytes at offset {}, the file has {}",
-                                        path, name, count * sizeof(float), at, size));
+      throw CheckpointError(
+          fmt::format("checkpoint {}: truncated: tensor \"{}\" needs {} bytes at offset {}, the file has {}", path,
+                      name, count * sizeof(float), at, size));
     std::vector<float> v(count);
     in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(count * sizeof(float)));
     if (!in) throw CheckpointError(fmt::format("checkpoint {}: read of tensor \"{}\" failed", path, name));
-    if (crc_of(v) != crc) throw CheckpointError(fmt::format("checkpoint {}: tensor \"{}\" is damaged (CRC-32 mismatch)", path, name));
+    if (crc_of(v) != crc)
+      throw CheckpointError(fmt::format("checkpoint {}: tensor \"{}\" is damaged (CRC-32 mismatch)", path, name));
     at += count * sizeof(float);
     if (!c.tensors.emplace(name, std::move(v)).second)
       throw CheckpointError(fmt::format("checkpoint {}: tensor \"{}\" listed twice", path, name));
@@ -190,8 +198,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   return c;
 }
 
-std::string json_differences(const nlohmann::json& saved, const nlohmann::json& now, const std::set<std::string>& ignored,
-                             std::size_t limit) {
+std::string json_differences(const nlohmann::json& saved, const nlohmann::json& now,
+                             const std::set<std::string>& ignored, std::size_t limit) {
   std::vector<std::string> out;
   diff(saved, now, "", ignored, out);
   std::string s;

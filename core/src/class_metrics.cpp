@@ -19,21 +19,23 @@ const Evaluation& pick(const RunRow& run, const std::vector<Evaluation>& evals, 
   if (!found) {
     std::string steps;
     for (const Evaluation& e : evals) steps += (steps.empty() ? "" : ", ") + std::to_string(e.step);
-    throw InputError(
-        step ? fmt::format("run {} has no evaluation at step {} (it has: {})", run.id, *step, steps.empty() ? "none" : steps)
-             : fmt::format("run {} has no evaluation", run.id));
+    throw InputError(step ? fmt::format("run {} has no evaluation at step {} (it has: {})", run.id, *step,
+                                        steps.empty() ? "none" : steps)
+                          : fmt::format("run {} has no evaluation", run.id));
   }
   if (found->confusion.empty())
-    throw InputError(fmt::format("run {}'s evaluation at step {} has no confusion matrix (stored before schema "
-                                 "version 5); run it again for per-class metrics",
-                                 run.id, found->step));
+    throw InputError(
+        fmt::format("run {}'s evaluation at step {} has no confusion matrix (stored before schema "
+                    "version 5); run it again for per-class metrics",
+                    run.id, found->step));
   return *found;
 }
 
 std::string dataset_of(const RunRow& run) {
   const auto cfg = nlohmann::json::parse(run.info.config_json, nullptr, false);
   const auto* data = cfg.is_object() && cfg.contains("data") ? &cfg["data"] : nullptr;
-  return data && data->contains("dataset") && (*data)["dataset"].is_string() ? (*data)["dataset"].get<std::string>() : "";
+  return data && data->contains("dataset") && (*data)["dataset"].is_string() ? (*data)["dataset"].get<std::string>()
+                                                                             : "";
 }
 
 }  // namespace
@@ -47,8 +49,8 @@ std::vector<std::vector<std::int64_t>> confusion_rows(const Evaluation& e) {
 
 ClassMetrics class_metrics(const std::vector<std::int64_t>& m, int classes) {
   if (classes < 1 || m.size() != static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes))
-    throw InputError(fmt::format("a confusion matrix of {} classes needs {} counts, got {}", classes,
-                                 classes * classes, m.size()));
+    throw InputError(
+        fmt::format("a confusion matrix of {} classes needs {} counts, got {}", classes, classes * classes, m.size()));
   if (std::any_of(m.begin(), m.end(), [](std::int64_t v) { return v < 0; }))
     throw InputError("a confusion matrix holds counts: a negative entry");
   ClassMetrics out;
@@ -84,26 +86,30 @@ std::vector<std::string> class_names(const std::string& dataset, int classes) {
   return {};
 }
 
-std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& evals, std::optional<std::int64_t> step) {
+std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& evals,
+                              std::optional<std::int64_t> step) {
   const Evaluation& e = pick(run, evals, step);
   const ClassMetrics m = class_metrics(e.confusion, e.classes);
   const auto names = class_names(dataset_of(run), e.classes);
-  std::string out = fmt::format("run {} ({} / {}, {} ranks), evaluation after step {} ({:.1f} s): accuracy {:.4f}\n",
-                                run.id, run.info.scenario, run.info.strategy, run.info.world_size, e.step, e.wall_s,
-                                m.accuracy);
+  std::string out =
+      fmt::format("run {} ({} / {}, {} ranks), evaluation after step {} ({:.1f} s): accuracy {:.4f}\n", run.id,
+                  run.info.scenario, run.info.strategy, run.info.world_size, e.step, e.wall_s, m.accuracy);
   out += fmt::format("{:<16} {:>8} {:>10} {:>10} {:>8}\n", "class", "support", "precision", "recall", "f1");
   for (int c = 0; c < m.classes; ++c) {
     const auto i = static_cast<std::size_t>(c);
     const std::string label = names.empty() ? std::to_string(c) : fmt::format("{} {}", c, names[i]);
-    out += fmt::format("{:<16} {:>8} {:>10.4f} {:>10.4f} {:>8.4f}\n", label, m.support[i], m.precision[i], m.recall[i], m.f1[i]);
+    out += fmt::format("{:<16} {:>8} {:>10.4f} {:>10.4f} {:>8.4f}\n", label, m.support[i], m.precision[i], m.recall[i],
+                       m.f1[i]);
   }
-  out += fmt::format("{:<16} {:>8} {:>10.4f} {:>10.4f} {:>8.4f}\n", "macro", "", m.macro_precision, m.macro_recall, m.macro_f1);
+  out += fmt::format("{:<16} {:>8} {:>10.4f} {:>10.4f} {:>8.4f}\n", "macro", "", m.macro_precision, m.macro_recall,
+                     m.macro_f1);
   out += "confusion (rows: true class, columns: predicted class)\n     ";
   for (int p = 0; p < m.classes; ++p) out += fmt::format(" {:>5}", p);
   out += "\n";
   for (int t = 0; t < m.classes; ++t) {
     out += fmt::format("{:>5}", t);
-    for (int p = 0; p < m.classes; ++p) out += fmt::format(" {:>5}", e.confusion[static_cast<std::size_t>(t * m.classes + p)]);
+    for (int p = 0; p < m.classes; ++p)
+      out += fmt::format(" {:>5}", e.confusion[static_cast<std::size_t>(t * m.classes + p)]);
     out += "\n";
   }
   int worst = 0;
@@ -114,14 +120,18 @@ std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& 
   for (int p = 0; p < m.classes; ++p)
     if (p != worst && e.confusion[static_cast<std::size_t>(worst * m.classes + p)] > confused)
       confused = e.confusion[static_cast<std::size_t>(worst * m.classes + p)], with = p;
-  const auto name = [&](int c) { return names.empty() ? std::to_string(c) : fmt::format("{} ({})", c, names[static_cast<std::size_t>(c)]); };
+  const auto name = [&](int c) {
+    return names.empty() ? std::to_string(c) : fmt::format("{} ({})", c, names[static_cast<std::size_t>(c)]);
+  };
   if (m.classes > 1)
     out += fmt::format("weakest: class {}, f1 {:.4f}; {} of its {} samples were taken for class {}\n", name(worst),
-                       m.f1[static_cast<std::size_t>(worst)], confused, m.support[static_cast<std::size_t>(worst)], name(with));
+                       m.f1[static_cast<std::size_t>(worst)], confused, m.support[static_cast<std::size_t>(worst)],
+                       name(with));
   return out;
 }
 
-std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& evals, std::optional<std::int64_t> step) {
+std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& evals,
+                             std::optional<std::int64_t> step) {
   const Evaluation& e = pick(run, evals, step);
   const ClassMetrics m = class_metrics(e.confusion, e.classes);
   const auto names = class_names(dataset_of(run), e.classes);
@@ -130,9 +140,10 @@ std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& e
   out += "\n";
   for (int c = 0; c < m.classes; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    out += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f}", run.id, e.step, c, names.empty() ? "" : names[i], m.support[i],
-                       m.predicted[i], m.precision[i], m.recall[i], m.f1[i]);
-    for (int p = 0; p < m.classes; ++p) out += fmt::format(",{}", e.confusion[static_cast<std::size_t>(c * m.classes + p)]);
+    out += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f}", run.id, e.step, c, names.empty() ? "" : names[i],
+                       m.support[i], m.predicted[i], m.precision[i], m.recall[i], m.f1[i]);
+    for (int p = 0; p < m.classes; ++p)
+      out += fmt::format(",{}", e.confusion[static_cast<std::size_t>(c * m.classes + p)]);
     out += "\n";
   }
   return out;

@@ -23,8 +23,10 @@ std::vector<std::vector<unsigned>> parse_topology_spec(std::string_view text) {
     groups.back().push_back(v);
     i += used;
     if (i == text.size()) return groups;
-    if (text[i] == ';') groups.emplace_back();
-    else if (text[i] != ',') throw InputError(fmt::format("unexpected '{}' at character {}", text[i], i + 1));
+    if (text[i] == ';')
+      groups.emplace_back();
+    else if (text[i] != ',')
+      throw InputError(fmt::format("unexpected '{}' at character {}", text[i], i + 1));
     ++i;
   }
 }
@@ -36,18 +38,18 @@ void apply_cluster_preset(ClusterConfig& c, std::string_view preset) {
   if (preset == "dgx-h100" || preset == "dgx-a100") {
     const bool h100 = preset == "dgx-h100";
     c.devices_per_node = 8;
-    c.device_flops = h100 ? 989e12 : 312e12;     // H100 SXM / A100 SXM dense bf16
+    c.device_flops = h100 ? 989e12 : 312e12;      // H100 SXM / A100 SXM dense bf16
     c.device_memory = 80e9;                       // 80 GB HBM3 / HBM2e
     c.device_mem_bw = h100 ? 3.35e12 : 2.039e12;  // bytes/s
     c.intra = "nvswitch";
-    c.intra_bandwidth = h100 ? 450e9 : 300e9;     // NVLink 4 (18 links) / NVLink 3 (12 links), per direction
-    c.intra_latency = 0.3e-6;                     // per link: GPU -> NVSwitch -> GPU in 0.6 us, NCCL's NVLink hop
+    c.intra_bandwidth = h100 ? 450e9 : 300e9;  // NVLink 4 (18 links) / NVLink 3 (12 links), per direction
+    c.intra_latency = 0.3e-6;                  // per link: GPU -> NVSwitch -> GPU in 0.6 us, NCCL's NVLink hop
     // What SMs moving 128 B payloads get of NVLink (NVIDIA, nccl-tests issues 149 and 212): about 230 of 300
     // GB/s on A100, about 370 of 450 on H100.
     c.intra_efficiency = h100 ? 0.82 : 0.77;
     c.nics = "per_device";
     c.link_bandwidth = (h100 ? 400e9 : 200e9) / 8;  // ConnectX-7 NDR / ConnectX-6 HDR InfiniBand
-    c.link_efficiency = 0.94;                     // 46-48 GB/s per NDR NIC (NVIDIA's expected figure)
+    c.link_efficiency = 0.94;                       // 46-48 GB/s per NDR NIC (NVIDIA's expected figure)
     c.link_latency = 0.5e-6;
     // DGX SuperPOD's fabric is rail-optimised and non-blocking (NIC c of every node on leaf switch c): one
     // non-blocking switch. SimGrid's fat tree routes by destination and collides the NIC stripes that rails
@@ -55,7 +57,7 @@ void apply_cluster_preset(ClusterConfig& c, std::string_view preset) {
     c.topology = "star";
     c.device_arch = h100 ? "hopper" : "ampere";
     c.nvls = h100;
-    c.network_model = "CM02";                     // RDMA: no TCP slow start or window factors
+    c.network_model = "CM02";  // RDMA: no TCP slow start or window factors
   } else if (preset == "eth-25g") {
     c.devices_per_node = 4;
     c.device_flops = 312e12;  // A100 PCIe dense bf16
@@ -88,18 +90,23 @@ std::string describe_cluster(const ClusterConfig& c) {
   auto gbit = [](double bytes_per_s) { return fmt::format("{:g} Gbit/s", bytes_per_s * 8 / 1e9); };
   std::string out = c.preset.empty() ? "" : c.preset + ": ";
   out += c.topology;
-  if (c.topology == "fat_tree") out += c.fat_tree.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.fat_tree);
-  if (c.topology == "dragonfly") out += c.dragonfly.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.dragonfly);
+  if (c.topology == "fat_tree")
+    out += c.fat_tree.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.fat_tree);
+  if (c.topology == "dragonfly")
+    out += c.dragonfly.empty() ? " (sized to the world)" : fmt::format(" \"{}\"", c.dragonfly);
   if (c.topology == "torus") out += c.torus.empty() ? " (a ring of the nodes)" : fmt::format(" \"{}\"", c.torus);
   if (c.topology == "full") out += " (a link per pair of nodes)";
   if (c.devices_per_node > 1)
-    out += fmt::format(", {} devices per node over {} at {:g} GB/s", c.devices_per_node, c.intra, c.intra_bandwidth / 1e9);
+    out +=
+        fmt::format(", {} devices per node over {} at {:g} GB/s", c.devices_per_node, c.intra, c.intra_bandwidth / 1e9);
   else
     out += ", one device per node";
   const bool one_per_node = c.nics == "per_node" || c.devices_per_node == 1;
-  out += one_per_node ? fmt::format(", one NIC per node of {}", gbit(c.link_bandwidth))
-                      : fmt::format(", {} NICs per node (one per device) of {}", c.devices_per_node, gbit(c.link_bandwidth));
-  if (!c.stragglers.empty()) out += fmt::format(", {} straggler{}", c.stragglers.size(), c.stragglers.size() > 1 ? "s" : "");
+  out += one_per_node
+             ? fmt::format(", one NIC per node of {}", gbit(c.link_bandwidth))
+             : fmt::format(", {} NICs per node (one per device) of {}", c.devices_per_node, gbit(c.link_bandwidth));
+  if (!c.stragglers.empty())
+    out += fmt::format(", {} straggler{}", c.stragglers.size(), c.stragglers.size() > 1 ? "s" : "");
   return out;
 }
 

@@ -34,8 +34,10 @@ InputLocation InputLocation::at(std::string_view position, std::string field) {
     position = position.substr(0, colon);
   }
   where.file = std::string(position);
-  if (found == 2) where.line = numbers[1], where.column = numbers[0];
-  else if (found == 1) where.line = numbers[0];
+  if (found == 2)
+    where.line = numbers[1], where.column = numbers[0];
+  else if (found == 1)
+    where.line = numbers[0];
   return where;
 }
 
@@ -46,15 +48,17 @@ std::string InputLocation::position() const {
   return file;
 }
 
-InputError::InputError(const std::string& message, std::string field)
-    : Error(message), detail_(message) {
+InputError::InputError(const std::string& message, std::string field) : Error(message), detail_(message) {
   where_.field = std::move(field);
 }
 
 InputError::InputError(InputLocation where, const std::string& detail)
-    : Error(where.file.empty() ? detail : where.position() + ": " + detail), where_(std::move(where)), detail_(detail) {}
+    : Error(where.file.empty() ? detail : where.position() + ": " + detail),
+      where_(std::move(where)),
+      detail_(detail) {}
 
-InputError::InputError(const std::string& message, InputLocation where) : Error(message), where_(std::move(where)), detail_(message) {}
+InputError::InputError(const std::string& message, InputLocation where)
+    : Error(message), where_(std::move(where)), detail_(message) {}
 
 InputError::InputError(const std::string& message, InputLocation where, std::string detail)
     : Error(message), where_(std::move(where)), detail_(std::move(detail)) {}

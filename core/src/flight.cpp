@@ -17,8 +17,14 @@ namespace ddplab {
 std::string flight_to_json(const std::vector<FlightRecord>& records) {
   nlohmann::json out = nlohmann::json::array();
   for (const FlightRecord& r : records)
-    out.push_back({{"rank", r.rank}, {"seq", r.seq}, {"step", r.step}, {"op", r.op}, {"call", r.call}, {"bytes", r.bytes},
-                   {"start_s", r.start_s}, {"end_s", r.in_flight() ? nlohmann::json(nullptr) : nlohmann::json(r.end_s)},
+    out.push_back({{"rank", r.rank},
+                   {"seq", r.seq},
+                   {"step", r.step},
+                   {"op", r.op},
+                   {"call", r.call},
+                   {"bytes", r.bytes},
+                   {"start_s", r.start_s},
+                   {"end_s", r.in_flight() ? nlohmann::json(nullptr) : nlohmann::json(r.end_s)},
                    {"failed", r.failed}});
   return out.dump();
 }
@@ -52,9 +58,12 @@ std::string describe(const FlightRecord& r, double t0) {
   std::string s = r.call;
   if (!r.op.empty()) s += " (" + r.op + ")";
   if (r.step >= 0) s += fmt::format(", step {}", r.step);
-  if (r.in_flight()) s += fmt::format(", IN FLIGHT since {:+.3f} s", r.start_s - t0);
-  else if (r.failed) s += fmt::format(", {:+.3f} s, FAILED after {:.3f} ms", r.start_s - t0, (r.end_s - r.start_s) * 1e3);
-  else s += fmt::format(", {:+.3f} s for {:.3f} ms", r.start_s - t0, (r.end_s - r.start_s) * 1e3);
+  if (r.in_flight())
+    s += fmt::format(", IN FLIGHT since {:+.3f} s", r.start_s - t0);
+  else if (r.failed)
+    s += fmt::format(", {:+.3f} s, FAILED after {:.3f} ms", r.start_s - t0, (r.end_s - r.start_s) * 1e3);
+  else
+    s += fmt::format(", {:+.3f} s for {:.3f} ms", r.start_s - t0, (r.end_s - r.start_s) * 1e3);
   return s;
 }
 }  // namespace
@@ -98,11 +107,13 @@ std::string flight_report(const std::vector<FlightRecord>& records, int world_si
     // Unfinished calls. When every rank that dumped is in one, none is more to blame than the others.
     std::vector<std::string> stuck;
     for (const FlightRecord* r : at)
-      if (r->in_flight() || r->failed) stuck.push_back(fmt::format("rank {} ({})", r->rank, r->failed ? "failed" : "in flight"));
+      if (r->in_flight() || r->failed)
+        stuck.push_back(fmt::format("rank {} ({})", r->rank, r->failed ? "failed" : "in flight"));
     if (!parted && !stuck.empty())
-      parted = seq, why = stuck.size() == at.size() && at.size() > 1
-                              ? fmt::format("call #{} completed on no rank that dumped: {}", seq, fmt::join(stuck, ", "))
-                              : fmt::format("call #{} did not complete on {}", seq, fmt::join(stuck, ", "));
+      parted = seq,
+      why = stuck.size() == at.size() && at.size() > 1
+                ? fmt::format("call #{} completed on no rank that dumped: {}", seq, fmt::join(stuck, ", "))
+                : fmt::format("call #{} did not complete on {}", seq, fmt::join(stuck, ", "));
   }
   // The last calls before the parting (or the last ones), every rank's side by side.
   const std::int64_t last = parted ? *parted : to;
@@ -114,9 +125,12 @@ std::string flight_report(const std::vector<FlightRecord>& records, int world_si
     }
   }
   for (int r : silent) out += fmt::format("rank {} left no record (stopped, hung or dead before it could dump)\n", r);
-  if (parted) out += fmt::format("first divergence at call #{}: {}\n", *parted, why);
-  else if (!silent.empty()) out += "no divergence among the ranks that dumped; the others left no record\n";
-  else out += "no divergence: every rank completed the same calls\n";
+  if (parted)
+    out += fmt::format("first divergence at call #{}: {}\n", *parted, why);
+  else if (!silent.empty())
+    out += "no divergence among the ranks that dumped; the others left no record\n";
+  else
+    out += "no divergence: every rank completed the same calls\n";
   return out;
 }
 

@@ -52,9 +52,7 @@ namespace {
 constexpr const char* kStopNote = "stop-request";
 }
 
-void request_stop(const std::string& dir) {
-  std::ofstream(std::filesystem::path(dir) / kStopNote) << "stop\n";
-}
+void request_stop(const std::string& dir) { std::ofstream(std::filesystem::path(dir) / kStopNote) << "stop\n"; }
 
 bool stop_requested() {
   const char* dir = std::getenv(kJobDirVar);

@@ -52,8 +52,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& path) 
       }
       // "# nThread 1 nGpus 1 ... warmup iters: 5 iters: 20 ..."
       for (std::size_t i = 1; i + 1 < w.size(); ++i) {
-        if (w[i] == "iters:" && w[i - 1] == "warmup") log.warmup = std::atoi(w[i + 1].c_str());
-        else if (w[i] == "iters:" && w[i - 1] != "agg" && w[i - 1] != "warmup") log.iters = std::atoi(w[i + 1].c_str());
+        if (w[i] == "iters:" && w[i - 1] == "warmup")
+          log.warmup = std::atoi(w[i + 1].c_str());
+        else if (w[i] == "iters:" && w[i - 1] != "agg" && w[i - 1] != "warmup")
+          log.iters = std::atoi(w[i + 1].c_str());
       }
       if (w.size() >= 3 && w[1] == "size" && w[2] == "count") columns.assign(w.begin() + 1, w.end());
       if (line.find("Avg bus bandwidth") != std::string::npos) {
@@ -63,7 +65,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& path) 
       continue;
     }
     if (columns.empty())
-      throw fail(no, "a row before the column header (\"#  size  count  type ...\"): is this all_reduce_perf's output?");
+      throw fail(no,
+                 "a row before the column header (\"#  size  count  type ...\"): is this all_reduce_perf's output?");
     if (w.size() != columns.size())
       throw fail(no, fmt::format("{} fields where the column header has {} ({})", w.size(), columns.size(), line));
     NcclTestsRow row;
@@ -88,17 +91,24 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& path) 
       const std::string& c = columns[i];
       const std::string& f = w[i];
       NcclTestsTiming& t = timing == 0 ? row.out_of_place : row.in_place;
-      if (c == "size") row.bytes = integer(f, c);
-      else if (c == "count") row.count = integer(f, c);
-      else if (c == "type") row.type = f;
-      else if (c == "redop") row.redop = f;
-      else if (c == "time") t.time_us = number(f, c);
-      else if (c == "algbw") t.algbw_gbs = number(f, c);
-      else if (c == "busbw") t.busbw_gbs = number(f, c);
+      if (c == "size")
+        row.bytes = integer(f, c);
+      else if (c == "count")
+        row.count = integer(f, c);
+      else if (c == "type")
+        row.type = f;
+      else if (c == "redop")
+        row.redop = f;
+      else if (c == "time")
+        t.time_us = number(f, c);
+      else if (c == "algbw")
+        t.algbw_gbs = number(f, c);
+      else if (c == "busbw")
+        t.busbw_gbs = number(f, c);
       else if (c == "#wrong" || c == "error") {
         if (c == "#wrong" && f != "N/A") t.wrong = integer(f, c);
         if (c == "error" && f != "N/A") number(f, c);  // a float difference: checked, not kept
-        ++timing;  // the in-place columns follow
+        ++timing;                                      // the in-place columns follow
       }
     }
     if (row.redop == "none")
@@ -120,8 +130,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& path) 
       if (n < 1) throw fail(big->line, "no Rank lines, and busbw / algbw does not give the world size");
       log.ranks = n;
     } else if (n >= 1 && std::abs(f - 2.0 * (log.ranks - 1) / log.ranks) > 0.02 * f + 0.01) {
-      throw fail(big->line, fmt::format("busbw / algbw = {:.3f} is not an allreduce's 2(n-1)/n for the {} ranks of the Rank "
-                                        "lines ({:.3f})", f, log.ranks, 2.0 * (log.ranks - 1) / log.ranks));
+      throw fail(big->line,
+                 fmt::format("busbw / algbw = {:.3f} is not an allreduce's 2(n-1)/n for the {} ranks of the Rank "
+                             "lines ({:.3f})",
+                             f, log.ranks, 2.0 * (log.ranks - 1) / log.ranks));
     }
   } else if (log.ranks == 0) {
     throw fail(big->line, "no Rank lines and no bandwidths: the world size is unknown");

@@ -78,8 +78,8 @@ ProcessIdentity ProcessIdentity::current() {
 }
 
 std::string ProcessIdentity::to_json() const {
-  return nlohmann::json{{"host", host},     {"machine_id", machine_id}, {"boot_id", boot_id},
-                        {"pid_ns", pid_ns}, {"pid", pid},               {"start_ticks", start_ticks}}
+  return nlohmann::json{{"host", host}, {"machine_id", machine_id},  {"boot_id", boot_id}, {"pid_ns", pid_ns},
+                        {"pid", pid},   {"start_ticks", start_ticks}}
       .dump();
 }
 

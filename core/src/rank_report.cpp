@@ -36,7 +36,8 @@ RankReport rank_report(const std::vector<StepMetrics>& steps, std::int64_t skip_
   }
   if (r.ranks.size() < 2) return r;
   auto work = [](const RankBreakdown& b) { return b.compute_s + b.optimizer_s; };
-  const auto slowest = std::max_element(r.ranks.begin(), r.ranks.end(), [&](const auto& a, const auto& b) { return work(a) < work(b); });
+  const auto slowest =
+      std::max_element(r.ranks.begin(), r.ranks.end(), [&](const auto& a, const auto& b) { return work(a) < work(b); });
   r.slowest = slowest->rank;
   std::vector<double> others;
   double wait = 0;
@@ -52,13 +53,15 @@ RankReport rank_report(const std::vector<StepMetrics>& steps, std::int64_t skip_
 
 std::string rank_report_text(const RunRow& run, const RankReport& report) {
   const auto& ranks = report.ranks;
-  std::string out = fmt::format("run {} {} ({} ranks, {}): means per step over {} steps, ms\n", run.id, run.info.strategy,
-                                run.info.world_size, run.info.source, ranks.empty() ? 0 : ranks.front().steps);
+  std::string out =
+      fmt::format("run {} {} ({} ranks, {}): means per step over {} steps, ms\n", run.id, run.info.strategy,
+                  run.info.world_size, run.info.source, ranks.empty() ? 0 : ranks.front().steps);
   const bool stored = std::any_of(ranks.begin(), ranks.end(), [](const auto& b) { return b.resources.has_value(); });
   const bool device = std::any_of(ranks.begin(), ranks.end(), [](const auto& b) {
     return b.resources && b.resources->peak_device_bytes.has_value();
   });
-  out += fmt::format("{:>5} {:>10} {:>10} {:>10} {:>10} {:>10}", "rank", "compute", "optimizer", "comm", "exposed", "step");
+  out += fmt::format("{:>5} {:>10} {:>10} {:>10} {:>10} {:>10}", "rank", "compute", "optimizer", "comm", "exposed",
+                     "step");
   if (stored) out += fmt::format(" {:>7} {:>12}", "cpu %", "peak RSS MiB");
   if (device) out += fmt::format(" {:>15}", "peak device MiB");
   out += '\n';
@@ -77,7 +80,8 @@ std::string rank_report_text(const RunRow& run, const RankReport& report) {
     out += '\n';
   }
   if (report.slowest < 0) return out;
-  const RankBreakdown& s = *std::find_if(ranks.begin(), ranks.end(), [&](const auto& b) { return b.rank == report.slowest; });
+  const RankBreakdown& s =
+      *std::find_if(ranks.begin(), ranks.end(), [&](const auto& b) { return b.rank == report.slowest; });
   out += fmt::format(
       "slowest: rank {}, compute and optimizer {:.3f} ms a step against {:.3f} ms (the others' median); the others "
       "wait {:.3f} ms a step for it (their exposed comm beyond its own {:.3f} ms)\n",

@@ -114,11 +114,10 @@ std::optional<TimeToAccuracy> time_to_accuracy(const Store& store, std::int64_t 
 std::string report_table(const std::vector<RunSummary>& runs, std::optional<double> target,
                          const std::vector<std::optional<TimeToAccuracy>>& time_to_target) {
   std::vector<Column> cols = {
-      {"id", true},         {"scenario", false},  {"strategy", false},  {"source", false},
-      {"backend", false},   {"world", true},      {"status", false},    {"steps", true},
-      {"warm-up s", true},
-      {"samples/s", true},  {"step ms", true},    {"compute ms", true}, {"comm ms", true},
-      {"exposed ms", true}, {"MB/step", true},    {"final loss", true}, {"final acc", true},
+      {"id", true},         {"scenario", false},  {"strategy", false}, {"source", false},    {"backend", false},
+      {"world", true},      {"status", false},    {"steps", true},     {"warm-up s", true},  {"samples/s", true},
+      {"step ms", true},    {"compute ms", true}, {"comm ms", true},   {"exposed ms", true}, {"MB/step", true},
+      {"final loss", true}, {"final acc", true},
   };
   const std::string tta_s = target ? fmt::format("s to {:.3g}", *target) : "",
                     tta_steps = target ? fmt::format("steps to {:.3g}", *target) : "",
@@ -130,8 +129,14 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
     const RunSummary& s = runs[row];
     const auto& r = s.run;
     rows.push_back({
-        std::to_string(r.id), cell(r.info.scenario), cell(r.info.strategy), cell(to_string(r.info.source)),
-        cell(r.info.backend), std::to_string(r.info.world_size), cell(to_string(r.status)), std::to_string(s.steps),
+        std::to_string(r.id),
+        cell(r.info.scenario),
+        cell(r.info.strategy),
+        cell(to_string(r.info.source)),
+        cell(r.info.backend),
+        std::to_string(r.info.world_size),
+        cell(to_string(r.status)),
+        std::to_string(s.steps),
         s.warmup_steps ? fixed(s.warmup_s, 2) : "-",
         s.steps ? fixed(s.samples_per_s, 1) : "-",
         s.steps ? fixed(s.step_s, 2, 1e3) : "-",
@@ -153,15 +158,16 @@ std::string report_table(const std::vector<RunSummary>& runs, std::optional<doub
 }
 
 std::string runs_table(const std::vector<RunSummary>& runs) {
-  const std::vector<Column> cols = {{"id", true},      {"status", false}, {"scenario", false}, {"strategy", false},
-                                    {"source", false}, {"backend", false}, {"world", true},     {"steps", true},
+  const std::vector<Column> cols = {{"id", true},       {"status", false},  {"scenario", false}, {"strategy", false},
+                                    {"source", false},  {"backend", false}, {"world", true},     {"steps", true},
                                     {"started", false}, {"ended", false}};
   std::vector<std::vector<std::string>> rows;
   for (const RunSummary& s : runs) {
     const RunRow& r = s.run;
-    rows.push_back({std::to_string(r.id), cell(to_string(r.status)), cell(r.info.scenario), cell(r.info.strategy), cell(to_string(r.info.source)),
-                    cell(r.info.backend), std::to_string(r.info.world_size), std::to_string(s.skipped + s.steps),
-                    cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at)});
+    rows.push_back({std::to_string(r.id), cell(to_string(r.status)), cell(r.info.scenario), cell(r.info.strategy),
+                    cell(to_string(r.info.source)), cell(r.info.backend), std::to_string(r.info.world_size),
+                    std::to_string(s.skipped + s.steps), cell(r.started_at),
+                    r.ended_at.empty() ? "-" : cell(r.ended_at)});
   }
   return aligned(cols, rows);
 }
@@ -177,24 +183,25 @@ std::string run_details(const Store& store, std::int64_t id) {
     return j.is_null() ? std::string("-") : j.dump(2);
   };
   std::string out = fmt::format("run {}: {} / {}, {} on {}, {} rank{} x {} samples\n", r.id, cell(r.info.scenario),
-                                cell(r.info.strategy), cell(to_string(r.info.source)), cell(r.info.backend), r.info.world_size,
-                                r.info.world_size == 1 ? "" : "s", r.info.batch_size);
+                                cell(r.info.strategy), cell(to_string(r.info.source)), cell(r.info.backend),
+                                r.info.world_size, r.info.world_size == 1 ? "" : "s", r.info.batch_size);
   out += fmt::format("status      {}\n", cell(to_string(r.status)));
   if (!r.reason.empty()) out += fmt::format("reason      {}\n", cell(r.reason));
-  out += fmt::format("started     {}\nended       {}\n", cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at));
+  out +=
+      fmt::format("started     {}\nended       {}\n", cell(r.started_at), r.ended_at.empty() ? "-" : cell(r.ended_at));
   out += fmt::format("written by  ddplab {}\n", cell(r.version));
   out += fmt::format("stored      {} step{}, {} evaluation{}, {}\n", steps, steps == 1 ? "" : "s", evaluations,
                      evaluations == 1 ? "" : "s", timeline ? "a timeline" : "no timeline");
   if (s.steps)
-    out += fmt::format("summary     {:.1f} samples/s, step {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms, exposed {:.2f} ms "
-                       "(means over {} steps after {})\n",
-                       s.samples_per_s, s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3, s.steps,
-                       s.skipped);
+    out += fmt::format(
+        "summary     {:.1f} samples/s, step {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms, exposed {:.2f} ms "
+        "(means over {} steps after {})\n",
+        s.samples_per_s, s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3, s.steps, s.skipped);
   out += fmt::format("final       loss {}, accuracy {}\n", fixed(s.final_loss, 4), fixed(s.final_accuracy, 4));
   for (const CheckpointRow& c : store.checkpoints(id))
     out += fmt::format("checkpoint  step {}{}: {} rank{}, {} written in {:.3f} s (slowest rank), {}\n", c.step,
-                       c.final ? " (final)" : "", c.ranks, c.ranks == 1 ? "" : "s", format_bytes(static_cast<double>(c.bytes)),
-                       c.write_s, cell(c.path));
+                       c.final ? " (final)" : "", c.ranks, c.ranks == 1 ? "" : "s",
+                       format_bytes(static_cast<double>(c.bytes)), c.write_s, cell(c.path));
   out += "host        " + pretty(r.info.host_info) + "\n";
   out += "config      " + pretty(r.info.config_json) + "\n";
   return out;
@@ -212,12 +219,30 @@ std::string report_csv(const std::vector<RunSummary>& runs, std::optional<double
     const RunSummary& s = runs[row];
     const auto& r = s.run;
     std::vector<std::string> fields = {
-        std::to_string(r.id), r.info.scenario, r.info.strategy, to_string(r.info.source), r.info.backend,
-        std::to_string(r.info.world_size), std::to_string(r.info.batch_size), to_string(r.status), r.version,
-        r.started_at, r.ended_at, std::to_string(s.steps), exact(s.samples_per_s), exact(s.step_s),
-        exact(s.compute_s), exact(s.comm_s), exact(s.exposed_comm_s), exact(s.optimizer_s),
-        exact(s.bytes_per_step), exact(s.final_loss), exact(s.final_accuracy), std::to_string(s.period),
-        std::to_string(s.warmup_steps), exact(s.warmup_s),
+        std::to_string(r.id),
+        r.info.scenario,
+        r.info.strategy,
+        to_string(r.info.source),
+        r.info.backend,
+        std::to_string(r.info.world_size),
+        std::to_string(r.info.batch_size),
+        to_string(r.status),
+        r.version,
+        r.started_at,
+        r.ended_at,
+        std::to_string(s.steps),
+        exact(s.samples_per_s),
+        exact(s.step_s),
+        exact(s.compute_s),
+        exact(s.comm_s),
+        exact(s.exposed_comm_s),
+        exact(s.optimizer_s),
+        exact(s.bytes_per_step),
+        exact(s.final_loss),
+        exact(s.final_accuracy),
+        std::to_string(s.period),
+        std::to_string(s.warmup_steps),
+        exact(s.warmup_s),
     };
     if (target) {
       // A pointer, not a copy of the optional: GCC 12 warns, wrongly, that a copy's fields may be uninitialised.
@@ -309,8 +334,11 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
         json classes = json::array();
         for (int c = 0; c < m.classes; ++c) {
           const auto i = static_cast<std::size_t>(c);
-          classes.push_back({{"class", c}, {"support", m.support[i]}, {"precision", num(m.precision[i])},
-                             {"recall", num(m.recall[i])}, {"f1", num(m.f1[i])}});
+          classes.push_back({{"class", c},
+                             {"support", m.support[i]},
+                             {"precision", num(m.precision[i])},
+                             {"recall", num(m.recall[i])},
+                             {"f1", num(m.f1[i])}});
         }
         ev["classes"] = std::move(classes);
         ev["confusion"] = confusion_rows(e);
@@ -336,15 +364,15 @@ std::string report_json(const Store& store, const std::vector<RunSummary>& runs)
 
 std::string predictions_table(const std::vector<PredictionRow>& rows) {
   const std::vector<Column> cols = {
-      {"id", true},      {"scenario", false},   {"strategy", false}, {"target", true},     {"world", true},
-      {"global batch", true}, {"updates", true}, {"step ms", true},    {"predicted s", true}, {"measured s", true},
-      {"error", true},   {"created", false},
+      {"id", true},          {"scenario", false},    {"strategy", false}, {"target", true},
+      {"world", true},       {"global batch", true}, {"updates", true},   {"step ms", true},
+      {"predicted s", true}, {"measured s", true},   {"error", true},     {"created", false},
   };
   std::vector<std::vector<std::string>> cells;
   for (const PredictionRow& p : rows)
     cells.push_back({std::to_string(p.id), cell(p.scenario), cell(p.strategy), fixed(p.target_accuracy, 3),
-                     std::to_string(p.world_size), fixed(p.global_batch, 0), fixed(p.updates, 1), fixed(p.step_s, 3, 1e3),
-                     fixed(p.time_s, 3), fixed(p.measured_s, 3),
+                     std::to_string(p.world_size), fixed(p.global_batch, 0), fixed(p.updates, 1),
+                     fixed(p.step_s, 3, 1e3), fixed(p.time_s, 3), fixed(p.measured_s, 3),
                      p.measured_s ? fmt::format("{:+.1f}%", error_pct(*p.measured_s, p.time_s)) : "-", p.created_at});
   return aligned(cols, cells);
 }

@@ -36,9 +36,9 @@ nlohmann::json checkpoint_identity(const Scenario& sc, const StrategyConfig& st,
 }
 
 std::string identity_differences(const nlohmann::json& saved, const nlohmann::json& now) {
-  static const std::set<std::string> ignored = {
-      "scenario.train.checkpoint_every", "scenario.train.checkpoint_dir", "scenario.train.checkpoint_keep",
-      "scenario.train.comm_timeout_s", "scenario.train.consistency_every"};
+  static const std::set<std::string> ignored = {"scenario.train.checkpoint_every", "scenario.train.checkpoint_dir",
+                                                "scenario.train.checkpoint_keep", "scenario.train.comm_timeout_s",
+                                                "scenario.train.consistency_every"};
   return json_differences(saved, now, ignored);
 }
 
@@ -56,7 +56,8 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
     std::set<std::int64_t> continued;
     for (const RunRow& r : runs) {
       const auto cfg = nlohmann::json::parse(r.info.config_json, nullptr, false);
-      if (cfg.is_object() && cfg.contains("resumed_from")) continued.insert(cfg["resumed_from"].value("run", std::int64_t{0}));
+      if (cfg.is_object() && cfg.contains("resumed_from"))
+        continued.insert(cfg["resumed_from"].value("run", std::int64_t{0}));
     }
     for (auto it = runs.rbegin(); it != runs.rend() && !found; ++it) {
       if (it->info.scenario != sc.name || it->info.source != RunSource::Measured || continued.count(it->id)) continue;
@@ -65,35 +66,39 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
       if (found) p.run = *it;
     }
     if (!found)
-      throw InputError(fmt::format("--resume: scenario \"{}\" has no failed, interrupted or abandoned run with a "
-                                   "checkpoint in {} (train.checkpoint_every = N takes them)",
-                                   sc.name, store.path()));
+      throw InputError(
+          fmt::format("--resume: scenario \"{}\" has no failed, interrupted or abandoned run with a "
+                      "checkpoint in {} (train.checkpoint_every = N takes them)",
+                      sc.name, store.path()));
   }
   const RunRow& r = p.run;
   if (r.status == RunStatus::Completed)
     throw InputError(fmt::format("--resume {}: run {} is completed; there is nothing to continue", r.id, r.id));
   if (r.status == RunStatus::Running)
-    throw InputError(fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
-                                 "machine); stop it first",
-                                 r.id, r.id));
+    throw InputError(
+        fmt::format("--resume {}: run {} is still running (its writer is alive, or on another "
+                    "machine); stop it first",
+                    r.id, r.id));
   if (r.info.source != RunSource::Measured)
-    throw InputError(fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, to_string(r.info.source)));
+    throw InputError(
+        fmt::format("--resume {}: run {} is {}, not a measured run", r.id, r.id, to_string(r.info.source)));
   if (r.info.scenario != sc.name)
-    throw InputError(fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id,
-                                 r.info.scenario, sc.name));
+    throw InputError(
+        fmt::format("--resume {}: run {} is of scenario \"{}\", not \"{}\"", r.id, r.id, r.info.scenario, sc.name));
   bool have = false;
   for (const CheckpointRow& c : store.checkpoints(r.id))
     if (!c.final) p.checkpoint = c, have = true;
   if (!have)
-    throw InputError(fmt::format("--resume {}: run {} has no checkpoint (train.checkpoint_every was 0, or it "
-                                 "stopped before the first one)",
-                                 r.id, r.id));
+    throw InputError(
+        fmt::format("--resume {}: run {} has no checkpoint (train.checkpoint_every was 0, or it "
+                    "stopped before the first one)",
+                    r.id, r.id));
   p.strategy_index = sc.strategies.size();
   for (std::size_t i = 0; i < sc.strategies.size(); ++i)
     if (sc.strategies[i].name == r.info.strategy) p.strategy_index = i;
   if (p.strategy_index == sc.strategies.size())
-    throw InputError(fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id,
-                                 r.info.strategy));
+    throw InputError(
+        fmt::format("--resume {}: the scenario has no [[strategy]] named \"{}\", the run's", r.id, r.info.strategy));
   p.world = world > 0 ? world : r.info.world_size;
   const std::string file = rank_checkpoint_file(p.checkpoint.path, 0);
   Checkpoint head;
@@ -110,14 +115,16 @@ ResumePoint find_resume_point(const Store& store, const Scenario& sc, int world,
   if (p.elastic()) {
     const auto agree = head.meta.value("trainer", nlohmann::json::object()).value("agreement", std::vector<int>{});
     if (std::find(agree.begin(), agree.end(), 0) != agree.end())
-      throw InputError(fmt::format("--resume {}: its checkpoint at step {} falls where the replicas differ "
-                                   "(between local SGD's syncs): it can continue on its {} ranks only",
-                                   r.id, p.checkpoint.step, r.info.world_size));
+      throw InputError(
+          fmt::format("--resume {}: its checkpoint at step {} falls where the replicas differ "
+                      "(between local SGD's syncs): it can continue on its {} ranks only",
+                      r.id, p.checkpoint.step, r.info.world_size));
     for (int rank = 1; rank < r.info.world_size; ++rank)
       if (!std::filesystem::exists(rank_checkpoint_file(p.checkpoint.path, rank)))
-        throw InputError(fmt::format("--resume {}: {} is missing: on another number of ranks every old rank's "
-                                     "file is read",
-                                     r.id, rank_checkpoint_file(p.checkpoint.path, rank)));
+        throw InputError(
+            fmt::format("--resume {}: {} is missing: on another number of ranks every old rank's "
+                        "file is read",
+                        r.id, rank_checkpoint_file(p.checkpoint.path, rank)));
   }
   return p;
 }

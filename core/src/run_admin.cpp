@@ -33,13 +33,15 @@ std::vector<RunRow> delete_runs_checked(Store& store, const std::vector<std::int
   std::vector<std::int64_t> missing, running;
   for (std::int64_t id : std::set<std::int64_t>(ids.begin(), ids.end())) {
     std::optional<RunRow> row = store.run(id);
-    if (!row) missing.push_back(id);
-    else if (row->status == RunStatus::Running) running.push_back(id);
-    else rows.push_back(std::move(*row));
+    if (!row)
+      missing.push_back(id);
+    else if (row->status == RunStatus::Running)
+      running.push_back(id);
+    else
+      rows.push_back(std::move(*row));
   }
   std::vector<std::string> why;
-  if (!missing.empty())
-    why.push_back(fmt::format("no run {} in {}", fmt::join(missing, ", "), store.path()));
+  if (!missing.empty()) why.push_back(fmt::format("no run {} in {}", fmt::join(missing, ", "), store.path()));
   if (!running.empty())
     why.push_back(fmt::format("run {} still marked running (its launcher may be writing it; stop it first)",
                               fmt::join(running, ", ")));

@@ -45,8 +45,8 @@ nlohmann::json ModelConfig::to_json() const {
   using nlohmann::json;
   if (type == ModelType::Table) return {{"type", to_string(type)}, {"table", table}};
   if (type == ModelType::Cnn)
-    return {{"type", to_string(type)}, {"image", image}, {"conv", conv}, {"kernel", kernel}, {"hidden", hidden},
-            {"classes", classes}, {"bn", bn}};
+    return {{"type", to_string(type)}, {"image", image},     {"conv", conv}, {"kernel", kernel},
+            {"hidden", hidden},        {"classes", classes}, {"bn", bn}};
   return {{"type", to_string(type)}, {"layers", layers}, {"parameter_count", parameter_count()}};
 }
 
@@ -91,13 +91,16 @@ void read_cnn(const Reader& r, const toml::table& t, ModelConfig& m) {
   r.read_int_array(t, p, "image", m.image, 3, "must be [height, width, channels], three positive integers");
   if (const toml::node* n = t.get("image"); n && m.image.size() != 3)
     r.fail(*n, "model.image", "must be [height, width, channels], three positive integers");
-  r.read_int_array(t, p, "conv", m.conv, 1, "must be an array of at least 1 positive integer (channels per conv block)");
+  r.read_int_array(t, p, "conv", m.conv, 1,
+                   "must be an array of at least 1 positive integer (channels per conv block)");
   r.read_int(t, p, "kernel", m.kernel, 1, "must be a positive integer");
   if (m.kernel % 2 == 0) r.fail(*t.get("kernel"), "model.kernel", "must be odd (the convolutions keep the image size)");
   if (const toml::node* n = t.get("hidden")) {
     // An empty array is allowed: the classifier then follows the conv blocks directly.
-    if (n->as_array() && n->as_array()->empty()) m.hidden.clear();
-    else r.read_int_array(t, p, "hidden", m.hidden, 1, "must be an array of positive integers (fully connected widths)");
+    if (n->as_array() && n->as_array()->empty())
+      m.hidden.clear();
+    else
+      r.read_int_array(t, p, "hidden", m.hidden, 1, "must be an array of positive integers (fully connected widths)");
   }
   r.read_int(t, p, "classes", m.classes, 2, "must be an integer of 2 or more");
   r.read_choice(t, p, "bn", m.bn, {"none", "local", "sync"});
@@ -108,7 +111,8 @@ void read_cnn(const Reader& r, const toml::table& t, ModelConfig& m) {
       const toml::node* n = t.get("conv") ? t.get("conv") : t.get("image");
       r.fail(n ? n->source() : t.source(),
              fmt::format("model.conv: block {} of {} would max-pool a {} x {} image (odd): use fewer conv blocks or an "
-                         "image size divisible by 2^{}", b + 1, m.conv.size(), h, w, m.conv.size()));
+                         "image size divisible by 2^{}",
+                         b + 1, m.conv.size(), h, w, m.conv.size()));
     }
     h /= 2, w /= 2;
   }
@@ -138,8 +142,10 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
   if (const toml::node* layers = t.get("layers"))
     r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a table model's layers come from its table)");
   if (!table)
-    r.fail(t.get("type")->source(), fmt::format("model.table is required when model.type is \"table\": a built-in table "
-                                                "({}) or the path of a table file", builtin_table_list()));
+    r.fail(t.get("type")->source(),
+           fmt::format("model.table is required when model.type is \"table\": a built-in table "
+                       "({}) or the path of a table file",
+                       builtin_table_list()));
   if (std::find(kBuiltinModelTables.begin(), kBuiltinModelTables.end(), m.table) != kBuiltinModelTables.end()) return;
   // Any other value is a path, relative to the scenario file's directory.
   namespace fs = std::filesystem;
@@ -155,41 +161,50 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
 
 void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
   const std::string p = "data.";
-  r.check_keys(t, p, {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank",
-                      "skew", "uneven", "join_divide_by_initial", "balance", "augment_rotate", "augment_scale",
-                      "augment_shift"});
+  r.check_keys(
+      t, p,
+      {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank", "skew",
+       "uneven", "join_divide_by_initial", "balance", "augment_rotate", "augment_scale", "augment_shift"});
   r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
   r.read_int(t, p, "synthetic_test", d.synthetic_test, 1, "must be a positive integer");
   r.read_choice(t, p, "partition", d.partition, {"iid", "dirichlet", "shards", "quantity"});
-  r.read_number(t, p, "alpha", d.alpha, [](double v) { return v > 0; }, "must be greater than 0");
+  r.read_number(
+      t, p, "alpha", d.alpha, [](double v) { return v > 0; }, "must be greater than 0");
   r.read_int(t, p, "classes_per_rank", d.classes_per_rank, 1, "must be a positive integer");
-  r.read_number(t, p, "skew", d.skew, [](double v) { return v >= 0; }, "must be 0 or more");
+  r.read_number(
+      t, p, "skew", d.skew, [](double v) { return v >= 0; }, "must be 0 or more");
   r.read_choice(t, p, "uneven", d.uneven, {"drop_last", "pad", "join"});
   if (d.uneven == "join" && d.partition == "iid")
-    r.fail(t.get("uneven")->source(), "data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" "
-                                      "or \"quantity\"): under iid every rank holds the same amount");
-  r.read_number(t, p, "augment_rotate", d.augment_rotate, [](double v) { return v >= 0 && v <= 180; },
-                "must be an angle in degrees from 0 to 180");
-  r.read_number(t, p, "augment_scale", d.augment_scale, [](double v) { return v >= 0 && v < 1; },
-                "must be a number in [0, 1)");
-  r.read_number(t, p, "augment_shift", d.augment_shift, [](double v) { return v >= 0 && v <= 14; },
-                "must be a number of pixels from 0 to 14");
+    r.fail(t.get("uneven")->source(),
+           "data.uneven = \"join\" needs a fixed split (data.partition \"dirichlet\", \"shards\" "
+           "or \"quantity\"): under iid every rank holds the same amount");
+  r.read_number(
+      t, p, "augment_rotate", d.augment_rotate, [](double v) { return v >= 0 && v <= 180; },
+      "must be an angle in degrees from 0 to 180");
+  r.read_number(
+      t, p, "augment_scale", d.augment_scale, [](double v) { return v >= 0 && v < 1; }, "must be a number in [0, 1)");
+  r.read_number(
+      t, p, "augment_shift", d.augment_shift, [](double v) { return v >= 0 && v <= 14; },
+      "must be a number of pixels from 0 to 14");
   for (const char* key : {"augment_rotate", "augment_scale", "augment_shift"})
     if (const toml::node* n = t.get(key); n && d.dataset != "fashion-mnist")
       r.fail(n->source(), fmt::format("data.{} transforms images: it applies to data.dataset = \"fashion-mnist\" only "
-                                      "(data.dataset is \"{}\")", key, d.dataset));
+                                      "(data.dataset is \"{}\")",
+                                      key, d.dataset));
   r.read_choice(t, p, "balance", d.balance, {"none", "class_weighted", "resample"});
   if (d.balance != "none" && d.partition == "iid")
-    r.fail(t.get("balance")->source(), "data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
-                                       "\"quantity\"): under iid every rank's classes are already even");
+    r.fail(t.get("balance")->source(),
+           "data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or "
+           "\"quantity\"): under iid every rank's classes are already even");
   if (const toml::node* n = t.get("join_divide_by_initial")) {
     r.read_bool(t, p, "join_divide_by_initial", d.join_divide_by_initial);
     if (d.uneven != "join") r.fail(*n, p + "join_divide_by_initial", "applies to data.uneven = \"join\" only");
   }
   // A parameter of another partition would be ignored: say so instead.
-  const std::pair<const char*, const char*> owner[] = {{"alpha", "dirichlet"}, {"classes_per_rank", "shards"}, {"skew", "quantity"}};
+  const std::pair<const char*, const char*> owner[] = {
+      {"alpha", "dirichlet"}, {"classes_per_rank", "shards"}, {"skew", "quantity"}};
   for (const auto& [key, partition] : owner)
     if (const toml::node* n = t.get(key); n && d.partition != partition)
       r.fail(n->source(), fmt::format("data.{} applies to data.partition = \"{}\" only (data.partition is \"{}\")", key,
@@ -199,16 +214,38 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   const std::string p = "train.";
   // Settings of one optimizer moved into its options table; say where rather than "unknown key".
-  const std::pair<const char*, const char*> moved[] = {
-      {"momentum", "optimizer_options = { momentum = 0.9 }"}, {"adam_beta1", "optimizer_options = { beta1 = 0.9 }"},
-      {"adam_beta2", "optimizer_options = { beta2 = 0.999 }"}, {"adam_eps", "optimizer_options = { eps = 1e-8 }"}};
+  const std::pair<const char*, const char*> moved[] = {{"momentum", "optimizer_options = { momentum = 0.9 }"},
+                                                       {"adam_beta1", "optimizer_options = { beta1 = 0.9 }"},
+                                                       {"adam_beta2", "optimizer_options = { beta2 = 0.999 }"},
+                                                       {"adam_eps", "optimizer_options = { eps = 1e-8 }"}};
   for (const auto& [key, now] : moved)
     if (const toml::node* n = t.get(key))
       r.fail(n->source(), fmt::format("train.{} is an option of the optimizer now: write {}", key, now));
-  r.check_keys(t, p, {"backend", "batch_size", "epochs", "max_steps", "lr", "weight_decay", "seed", "eval_every",
-                      "optimizer", "optimizer_options", "lr_schedule", "lr_schedule_options", "warmup_steps",
-                      "lr_scale", "lr_base_batch", "clip_grad_norm", "comm_timeout_s", "consistency_every", "tf32", "checkpoint_every",
-                      "checkpoint_dir", "checkpoint_keep", "precision", "recompute"});
+  r.check_keys(t, p,
+               {"backend",
+                "batch_size",
+                "epochs",
+                "max_steps",
+                "lr",
+                "weight_decay",
+                "seed",
+                "eval_every",
+                "optimizer",
+                "optimizer_options",
+                "lr_schedule",
+                "lr_schedule_options",
+                "warmup_steps",
+                "lr_scale",
+                "lr_base_batch",
+                "clip_grad_norm",
+                "comm_timeout_s",
+                "consistency_every",
+                "tf32",
+                "checkpoint_every",
+                "checkpoint_dir",
+                "checkpoint_keep",
+                "precision",
+                "recompute"});
   // "cuda" is accepted here; whether this build and machine can run it is the runtime's call.
   r.read_choice(t, p, "backend", tr.backend);
   if (const toml::node* n = t.get("tf32")) {
@@ -226,23 +263,27 @@ void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
   r.read_int(t, p, "warmup_steps", tr.warmup_steps, 0, "must be a non-negative integer (0 = no warm-up)");
   r.read_choice(t, p, "lr_scale", tr.lr_scale, {"none", "linear", "sqrt"});
   r.read_int(t, p, "lr_base_batch", tr.lr_base_batch, 0, "must be a non-negative integer (0 = batch_size)");
-  r.read_number(t, p, "clip_grad_norm", tr.clip_grad_norm, [](double v) { return v >= 0; },
-                "must be a non-negative number (0 = no clipping)");
-  r.read_number(t, p, "comm_timeout_s", tr.comm_timeout_s, [](double v) { return v > 0; },
-                "must be a number of seconds greater than 0");
+  r.read_number(
+      t, p, "clip_grad_norm", tr.clip_grad_norm, [](double v) { return v >= 0; },
+      "must be a non-negative number (0 = no clipping)");
+  r.read_number(
+      t, p, "comm_timeout_s", tr.comm_timeout_s, [](double v) { return v > 0; },
+      "must be a number of seconds greater than 0");
   r.read_int(t, p, "batch_size", tr.batch_size, 1, "must be a positive integer");
   r.read_int(t, p, "epochs", tr.epochs, 1, "must be a positive integer");
   r.read_int(t, p, "max_steps", tr.max_steps, 0, "must be a non-negative integer (0 = no limit)");
-  r.read_number(t, p, "lr", tr.lr, [](double v) { return v > 0; }, "must be a number greater than 0");
-  r.read_number(t, p, "weight_decay", tr.weight_decay, [](double v) { return v >= 0; },
-                "must be a non-negative number");
+  r.read_number(
+      t, p, "lr", tr.lr, [](double v) { return v > 0; }, "must be a number greater than 0");
+  r.read_number(
+      t, p, "weight_decay", tr.weight_decay, [](double v) { return v >= 0; }, "must be a non-negative number");
   if (const toml::node* n = t.get("seed")) {
     const auto v = n->as_integer();
     if (!v || v->get() < 0) r.fail(*n, "train.seed", "must be a non-negative integer");
     tr.seed = static_cast<std::uint64_t>(v->get());
   }
   r.read_int(t, p, "eval_every", tr.eval_every, 0, "must be a non-negative integer (0 = only at the end)");
-  r.read_int(t, p, "consistency_every", tr.consistency_every, 0, "must be a non-negative integer (0 = only at the end)");
+  r.read_int(t, p, "consistency_every", tr.consistency_every, 0,
+             "must be a non-negative integer (0 = only at the end)");
   r.read_int(t, p, "checkpoint_every", tr.checkpoint_every, 0, "must be a non-negative integer (0 = no checkpoints)");
   r.read_int(t, p, "checkpoint_keep", tr.checkpoint_keep, 1, "must be a positive integer");
   r.read_string(t, p, "checkpoint_dir", tr.checkpoint_dir);
@@ -282,8 +323,9 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
   if (const toml::node* n = t.get("preset")) {
     const auto name = n->as_string();
     if (!name || std::find(kClusterPresets.begin(), kClusterPresets.end(), name->get()) == kClusterPresets.end())
-      r.fail(*n, "cluster.preset", fmt::format("must be one of {}", choice_list({kClusterPresets[0], kClusterPresets[1],
-                                                                                   kClusterPresets[2], kClusterPresets[3]})));
+      r.fail(*n, "cluster.preset",
+             fmt::format("must be one of {}", choice_list({kClusterPresets[0], kClusterPresets[1], kClusterPresets[2],
+                                                           kClusterPresets[3]})));
     apply_cluster_preset(c, name->get());
   }
   r.read_choice(t, p, "topology", c.topology, {"star", "full", "fat_tree", "dragonfly", "torus"});
@@ -294,16 +336,19 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
   r.read_unit(t, p, "intra_latency", c.intra_latency, parse_duration, false);
   r.read_unit(t, p, "pcie_bandwidth", c.pcie_bandwidth, parse_bandwidth, true);
   r.read_choice(t, p, "nics", c.nics, {"per_device", "per_node"});
-  r.read_number(t, p, "intra_efficiency", c.intra_efficiency, [](double v) { return v > 0 && v <= 1; },
-                "must be a number in (0, 1]");
-  r.read_number(t, p, "link_efficiency", c.link_efficiency, [](double v) { return v > 0 && v <= 1; },
-                "must be a number in (0, 1]");
+  r.read_number(
+      t, p, "intra_efficiency", c.intra_efficiency, [](double v) { return v > 0 && v <= 1; },
+      "must be a number in (0, 1]");
+  r.read_number(
+      t, p, "link_efficiency", c.link_efficiency, [](double v) { return v > 0 && v <= 1; },
+      "must be a number in (0, 1]");
   r.read_choice(t, p, "device_arch", c.device_arch, {"", "ampere", "hopper"});
   r.read_bool(t, p, "nvls", c.nvls);
   r.read_choice(t, p, "network_model", c.network_model, {"LV08", "CM02"});
   r.read_unit(t, p, "fabric_bandwidth", c.fabric_bandwidth, parse_bandwidth, true);
   r.read_unit(t, p, "fabric_latency", c.fabric_latency, parse_duration, false);
-  read_topology_spec(r, t, "fat_tree", c.fat_tree, "SimGrid's \"levels;down,...;up,...;count,...\" (e.g. \"2;8,4;1,2;1,1\")");
+  read_topology_spec(r, t, "fat_tree", c.fat_tree,
+                     "SimGrid's \"levels;down,...;up,...;count,...\" (e.g. \"2;8,4;1,2;1,1\")");
   read_topology_spec(r, t, "dragonfly", c.dragonfly,
                      "SimGrid's \"groups,links;chassis,links;routers,links;nodes\" (e.g. \"4,2;2,1;4,1;2\")");
   read_topology_spec(r, t, "torus", c.torus, "SimGrid's \"X,Y,...\" dimensions (e.g. \"4,4,4\")");
@@ -328,37 +373,50 @@ void read_cluster_shape(const Reader& r, const toml::table& t, ClusterConfig& c)
     }
   };
   c.stragglers.clear();
-  entries("stragglers", "{rank = 3, factor = 2.0}", [&](const toml::table& et, const std::string& f, const toml::node& e) {
-    ClusterConfig::Straggler s;
-    r.check_keys(et, f, {"rank", "node", "factor"});
-    r.read_int(et, f, "rank", s.rank, 0, "must be a non-negative integer");
-    r.read_int(et, f, "node", s.node, 0, "must be a non-negative integer");
-    if ((s.rank >= 0) == (s.node >= 0)) r.fail(e.source(), f + "rank or " + f + "node is required (exactly one of them)");
-    if (!et.get("factor")) r.fail(e.source(), f + "factor is required (compute takes factor times longer)");
-    r.read_number(et, f, "factor", s.factor, [](double v) { return v > 0; }, "must be a number greater than 0");
-    c.stragglers.push_back(s);
-  });
+  entries("stragglers", "{rank = 3, factor = 2.0}",
+          [&](const toml::table& et, const std::string& f, const toml::node& e) {
+            ClusterConfig::Straggler s;
+            r.check_keys(et, f, {"rank", "node", "factor"});
+            r.read_int(et, f, "rank", s.rank, 0, "must be a non-negative integer");
+            r.read_int(et, f, "node", s.node, 0, "must be a non-negative integer");
+            if ((s.rank >= 0) == (s.node >= 0))
+              r.fail(e.source(), f + "rank or " + f + "node is required (exactly one of them)");
+            if (!et.get("factor")) r.fail(e.source(), f + "factor is required (compute takes factor times longer)");
+            r.read_number(
+                et, f, "factor", s.factor, [](double v) { return v > 0; }, "must be a number greater than 0");
+            c.stragglers.push_back(s);
+          });
   c.nodes.clear();
-  entries("nodes", "{node = 1, link_bandwidth = \"5Gbit/s\"}", [&](const toml::table& et, const std::string& f,
-                                                                     const toml::node& e) {
-    ClusterConfig::NodeOverride o;
-    r.check_keys(et, f, {"node", "link_bandwidth", "intra_bandwidth"});
-    if (!et.get("node")) r.fail(e.source(), f + "node is required");
-    r.read_int(et, f, "node", o.node, 0, "must be a non-negative integer");
-    r.read_unit(et, f, "link_bandwidth", o.link_bandwidth, parse_bandwidth, true);
-    r.read_unit(et, f, "intra_bandwidth", o.intra_bandwidth, parse_bandwidth, true);
-    c.nodes.push_back(o);
-  });
+  entries("nodes", "{node = 1, link_bandwidth = \"5Gbit/s\"}",
+          [&](const toml::table& et, const std::string& f, const toml::node& e) {
+            ClusterConfig::NodeOverride o;
+            r.check_keys(et, f, {"node", "link_bandwidth", "intra_bandwidth"});
+            if (!et.get("node")) r.fail(e.source(), f + "node is required");
+            r.read_int(et, f, "node", o.node, 0, "must be a non-negative integer");
+            r.read_unit(et, f, "link_bandwidth", o.link_bandwidth, parse_bandwidth, true);
+            r.read_unit(et, f, "intra_bandwidth", o.intra_bandwidth, parse_bandwidth, true);
+            c.nodes.push_back(o);
+          });
 }
 
 void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   const std::string p = "cluster.";
-  r.check_keys(t, p, {"world_size", "topology", "link_bandwidth", "link_latency", "compute_s", "optimizer_s",
-                      "device_flops", "compute_efficiency", "compute_model", "device_mem_bw", "simulate_world", "calibration",
-                      "preset", "devices_per_node", "device_memory", "intra", "intra_bandwidth", "intra_latency",
-                      "pcie_bandwidth", "nics", "intra_efficiency", "link_efficiency", "device_arch", "nvls", "network_model",
-                      "fabric_bandwidth", "fabric_latency", "fat_tree", "dragonfly", "torus",
-                      "stragglers", "nodes"});
+  r.check_keys(t, p, {"world_size",       "topology",
+                      "link_bandwidth",   "link_latency",
+                      "compute_s",        "optimizer_s",
+                      "device_flops",     "compute_efficiency",
+                      "compute_model",    "device_mem_bw",
+                      "simulate_world",   "calibration",
+                      "preset",           "devices_per_node",
+                      "device_memory",    "intra",
+                      "intra_bandwidth",  "intra_latency",
+                      "pcie_bandwidth",   "nics",
+                      "intra_efficiency", "link_efficiency",
+                      "device_arch",      "nvls",
+                      "network_model",    "fabric_bandwidth",
+                      "fabric_latency",   "fat_tree",
+                      "dragonfly",        "torus",
+                      "stragglers",       "nodes"});
   r.read_int(t, p, "world_size", c.world_size, 1, "must be a positive integer");
   read_cluster_shape(r, t, c);  // applies the preset first: every field read after it overrides the preset
   r.read_unit(t, p, "link_bandwidth", c.link_bandwidth, parse_bandwidth, true);
@@ -366,15 +424,19 @@ void read_cluster(const Reader& r, const toml::table& t, ClusterConfig& c) {
   r.read_unit(t, p, "compute_s", c.compute_s, parse_duration, true);
   r.read_unit(t, p, "optimizer_s", c.optimizer_s, parse_duration, false);
   double flops = 0;
-  r.read_number(t, p, "device_flops", flops, [](double v) { return v > 0; }, "must be a number greater than 0 (FLOP/s)");
+  r.read_number(
+      t, p, "device_flops", flops, [](double v) { return v > 0; }, "must be a number greater than 0 (FLOP/s)");
   if (t.get("device_flops")) c.device_flops = flops;
-  r.read_number(t, p, "compute_efficiency", c.compute_efficiency, [](double v) { return v > 0 && v <= 1; },
-                "must be a number in (0, 1]");
+  r.read_number(
+      t, p, "compute_efficiency", c.compute_efficiency, [](double v) { return v > 0 && v <= 1; },
+      "must be a number in (0, 1]");
   r.read_unit(t, p, "device_mem_bw", c.device_mem_bw, parse_bandwidth, true);
   r.read_choice(t, p, "compute_model", c.compute_model, {"flops", "roofline"});
-  if (const toml::node* n = t.get("compute_model"); n && c.compute_model == "roofline" && !(c.device_flops && c.device_mem_bw))
-    r.fail(n->source(), "cluster.compute_model = \"roofline\" needs cluster.device_flops and cluster.device_mem_bw "
-                        "(or a preset's)");
+  if (const toml::node* n = t.get("compute_model");
+      n && c.compute_model == "roofline" && !(c.device_flops && c.device_mem_bw))
+    r.fail(n->source(),
+           "cluster.compute_model = \"roofline\" needs cluster.device_flops and cluster.device_mem_bw "
+           "(or a preset's)");
   r.read_int_array(t, p, "simulate_world", c.simulate_world, 1, "must be a non-empty array of positive integers");
   r.read_string(t, p, "calibration", c.calibration);
 }
@@ -398,7 +460,8 @@ void read_strategies(const Reader& r, const toml::node& n, std::vector<StrategyC
       if (auto guess = closest(k, kStrategyFields))
         r.fail(key.source(), fmt::format("unknown key {}{} (did you mean {}{}?)", p, k, p, *guess));
       if (!(value.is_string() || value.is_integer() || value.is_floating_point() || value.is_boolean()))
-        r.fail(value, p + k, "must be a string, number or boolean (a policy option), or one of the [[strategy]] fields");
+        r.fail(value, p + k,
+               "must be a string, number or boolean (a policy option), or one of the [[strategy]] fields");
       s.policy_options[k] = value.is_string() ? value.as_string()->get() : show(value);
     }
     r.read_string(*t, p, "name", s.name);
@@ -504,7 +567,8 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   if (auto t = r.section(root, "parallel")) read_parallel(r, *t, sc.parallel);
   // [[strategy]] is the one required section: a scenario exists to compare strategies, and a file that names
   // none (an empty one, a typo in a path) must not train a default job and exit 0.
-  if (const toml::node* n = root.get("strategy")) read_strategies(r, *n, sc.strategies);
+  if (const toml::node* n = root.get("strategy"))
+    read_strategies(r, *n, sc.strategies);
   else
     r.fail(toml::source_region{{1, 1}, {1, 1}, nullptr},
            std::string(root.empty() ? "the scenario is empty" : "the scenario has no [[strategy]]") +
@@ -535,8 +599,7 @@ nlohmann::json Scenario::to_json() const {
   using nlohmann::json;
   auto optional = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json strategies_json = json::array();
-  for (const StrategyConfig& s : strategies)
-    strategies_json.push_back(s.to_json());
+  for (const StrategyConfig& s : strategies) strategies_json.push_back(s.to_json());
   nlohmann::json out = {
       {"name", name},
       {"model", model.to_json()},

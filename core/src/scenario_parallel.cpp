@@ -9,8 +9,8 @@ namespace ddplab {
 
 bool ParallelConfig::is_default() const {
   const ParallelConfig d;
-  return tp == d.tp && pp == d.pp && !dp && microbatches == d.microbatches && pipeline_schedule == d.pipeline_schedule &&
-         virtual_stages == d.virtual_stages && placement == d.placement;
+  return tp == d.tp && pp == d.pp && !dp && microbatches == d.microbatches &&
+         pipeline_schedule == d.pipeline_schedule && virtual_stages == d.virtual_stages && placement == d.placement;
 }
 
 nlohmann::json ParallelConfig::to_json() const {
@@ -29,9 +29,10 @@ void read_parallel(const Reader& r, const toml::table& t, ParallelConfig& p) {
   const std::string prefix = "parallel.";
   // The ZeRO stage is how the DP part syncs, so it is the strategy's policy, as the DP part's other choices are.
   if (const toml::node* n = t.get("zero"))
-    r.fail(n->source(), "parallel.zero: the ZeRO stage is each [[strategy]]'s policy: policy = \"zero1\" (sharded "
-                        "optimizer state), \"zero2\" (and gradients) or \"zero3\" (and parameters). `ddplab simulate "
-                        "--search --zero-stages` tries a layout under each");
+    r.fail(n->source(),
+           "parallel.zero: the ZeRO stage is each [[strategy]]'s policy: policy = \"zero1\" (sharded "
+           "optimizer state), \"zero2\" (and gradients) or \"zero3\" (and parameters). `ddplab simulate "
+           "--search --zero-stages` tries a layout under each");
   r.check_keys(t, prefix, {"tp", "pp", "dp", "microbatches", "pipeline_schedule", "virtual_stages", "placement"});
   r.read_int(t, prefix, "tp", p.tp, 1, "must be a positive integer");
   r.read_int(t, prefix, "pp", p.pp, 1, "must be a positive integer");

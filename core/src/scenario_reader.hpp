@@ -32,13 +32,23 @@ inline std::string quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out += c;
     }
   }
   return out + "\"";
@@ -76,7 +86,8 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t i = 1; i <= a.size(); ++i)
     for (std::size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }
@@ -90,7 +101,10 @@ inline std::optional<std::string_view> closest(std::string_view key, const Names
   for (std::string_view k : known) {
     const std::size_t d = edit_distance(key, k);
     const std::size_t limit = std::clamp<std::size_t>(std::max(key.size(), k.size()) / 3, 1, 3);
-    if (d <= limit && d < best_d) { best_d = d; best = k; }
+    if (d <= limit && d < best_d) {
+      best_d = d;
+      best = k;
+    }
   }
   if (best || key.size() < 3) return best;
   for (std::string_view k : known)
@@ -163,8 +177,8 @@ class Reader {
   static double parse_bytes_as_double(std::string_view text) { return static_cast<double>(parse_bytes(text)); }
 
   // Integer in [min, INT_MAX]; `problem` describes the range ("must be a positive integer").
-  void read_int(const toml::table& t, const std::string& prefix, std::string_view key, int& out,
-                long long min, std::string_view problem) const {
+  void read_int(const toml::table& t, const std::string& prefix, std::string_view key, int& out, long long min,
+                std::string_view problem) const {
     const toml::node* n = t.get(key);
     if (!n) return;
     const auto v = n->as_integer();
@@ -249,8 +263,8 @@ class Reader {
                  double (*parse)(std::string_view), bool positive) const {
     if (const toml::node* n = t.get(key)) out = read_unit(*n, prefix + std::string(key), parse, positive);
   }
-  void read_unit(const toml::table& t, const std::string& prefix, std::string_view key,
-                 std::optional<double>& out, double (*parse)(std::string_view), bool positive) const {
+  void read_unit(const toml::table& t, const std::string& prefix, std::string_view key, std::optional<double>& out,
+                 double (*parse)(std::string_view), bool positive) const {
     if (const toml::node* n = t.get(key)) out = read_unit(*n, prefix + std::string(key), parse, positive);
   }
 

@@ -38,8 +38,10 @@ RunWindows run_windows(std::vector<StepTotals> steps, const StepPattern* pattern
     end = from + pattern->period();
   } else if (pattern) {
     const StepWindow sw = steady_window(*pattern, end, std::max<std::int64_t>(1, skip_steps));
-    if (sw.steps() > 0) from = sw.first, end = sw.end;
-    else from = std::max<std::int64_t>(0, std::min<std::int64_t>(std::max(1, skip_steps), end - 1));
+    if (sw.steps() > 0)
+      from = sw.first, end = sw.end;
+    else
+      from = std::max<std::int64_t>(0, std::min<std::int64_t>(std::max(1, skip_steps), end - 1));
   } else if (skip_steps > 0) {
     from = steps[std::min<std::size_t>(static_cast<std::size_t>(skip_steps), steps.size() - 1)].step;
   }

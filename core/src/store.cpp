@@ -252,16 +252,17 @@ struct Migration {
   const char* sql;
   bool new_schema_text = false;  // edits sqlite_master: bump the schema cookie so connections reread it
 };
-constexpr Migration kMigrations[] = {{2, kMigrateTo2}, {3, kMigrateTo3}, {4, kMigrateTo4}, {5, kMigrateTo5}, {6, kMigrateTo6},
-                                     {7, kMigrateTo7}, {8, kMigrateTo8}, {9, kMigrateTo9, true}, {10, kMigrateTo10},
-                                     {11, kMigrateTo11}};
+constexpr Migration kMigrations[] = {{2, kMigrateTo2},   {3, kMigrateTo3},  {4, kMigrateTo4}, {5, kMigrateTo5},
+                                     {6, kMigrateTo6},   {7, kMigrateTo7},  {8, kMigrateTo8}, {9, kMigrateTo9, true},
+                                     {10, kMigrateTo10}, {11, kMigrateTo11}};
 static_assert(std::size(kMigrations) == Store::kSchemaVersion - 1, "one migration per version after 1");
 
 // The runs table's columns as read_run reads them; a read-only file older than version 10 has no writer.
 std::string run_columns(int schema) {
-  return fmt::format("id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
-                     "started_at, ended_at, status, {}",
-                     schema >= 10 ? "writer, reason" : "NULL, NULL");
+  return fmt::format(
+      "id, scenario, strategy, backend, world_size, source, batch_size, config, host_info, version, "
+      "started_at, ended_at, status, {}",
+      schema >= 10 ? "writer, reason" : "NULL, NULL");
 }
 
 RunRow read_run(const Stmt& s) {
@@ -301,9 +302,10 @@ struct DbGuard {
 // A file written by a newer build: its tables may mean something this build does not know.
 void refuse_newer(const std::string& path, std::int64_t stored) {
   if (stored > Store::kSchemaVersion)
-    throw StoreError(fmt::format("results store {}: schema version {} is newer than version {} known to this build "
-                                 "(ddplab {}); use a newer ddplab",
-                                 path, stored, Store::kSchemaVersion, version()));
+    throw StoreError(
+        fmt::format("results store {}: schema version {} is newer than version {} known to this build "
+                    "(ddplab {}); use a newer ddplab",
+                    path, stored, Store::kSchemaVersion, version()));
 }
 
 }  // namespace
@@ -315,7 +317,9 @@ Store::Store(const std::string& path, int batch_rows)
   fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::exists(parent, ec)) {
     fs::create_directories(parent, ec);
-    if (ec) throw StoreError(fmt::format("results store {}: cannot create folder {}: {}", path, parent.string(), ec.message()));
+    if (ec)
+      throw StoreError(
+          fmt::format("results store {}: cannot create folder {}: {}", path, parent.string(), ec.message()));
   }
 
   DbGuard guard{db_};
@@ -390,10 +394,10 @@ void Store::prepare_inserts() {
   pending_->ins_res = Stmt(db_, path_,
                            "INSERT INTO resources(run_id, rank, peak_rss_bytes, cpu_s, wall_s, peak_device_bytes) "
                            "VALUES(?1,?2,?3,?4,?5,?6)");
-  pending_->ins_bench = Stmt(db_, path_,
-                             "INSERT INTO collective_bench(bench_id, schedule, collective, type, bytes, count, time_us, "
-                             "algbw_gbs, busbw_gbs, wrong) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
-
+  pending_->ins_bench =
+      Stmt(db_, path_,
+           "INSERT INTO collective_bench(bench_id, schedule, collective, type, bytes, count, time_us, "
+           "algbw_gbs, busbw_gbs, wrong) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
 }
 
 Store::Store(const std::string& path, Access)
@@ -416,8 +420,8 @@ Store::Store(const std::string& path, Access)
     has_version = s.step() && s.i64(0) > 0;
   }
   if (!has_version)
-    throw StoreError(fmt::format("results store {}: an SQLite file, but not a ddplab results store (no schema_version table)",
-                                 path));
+    throw StoreError(fmt::format(
+        "results store {}: an SQLite file, but not a ddplab results store (no schema_version table)", path));
   std::int64_t stored = 0;
   {
     Stmt s(db_, path_, "SELECT MAX(version) FROM schema_version");
@@ -425,10 +429,11 @@ Store::Store(const std::string& path, Access)
   }
   refuse_newer(path, stored);
   if (stored < kOldestReadable)
-    throw StoreError(fmt::format("results store {}: schema version {} is older than version {}, the oldest this build reads "
-                                 "without upgrading it; it is opened read-only here, so upgrade it once with "
-                                 "`ddplab report --db {}` (migrations keep every row)",
-                                 path, stored, kOldestReadable, path));
+    throw StoreError(
+        fmt::format("results store {}: schema version {} is older than version {}, the oldest this build reads "
+                    "without upgrading it; it is opened read-only here, so upgrade it once with "
+                    "`ddplab report --db {}` (migrations keep every row)",
+                    path, stored, kOldestReadable, path));
   schema_ = static_cast<int>(stored);
   prepare_inserts();
   guard.released = true;
@@ -481,14 +486,15 @@ void Store::flush() { pending_->flush(db_, path_); }
 void Store::set_run_reason(std::int64_t run, const std::string& reason) {
   Stmt s(db_, path_, "UPDATE runs SET reason = ?1 WHERE id = ?2");
   s.bind(1, reason).bind(2, run).run();
-  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_reason: no run with id {}", path_, run));
+  if (sqlite3_changes(db_) == 0)
+    throw StoreError(fmt::format("results store {}: set_run_reason: no run with id {}", path_, run));
 }
 
 void Store::finish_run(std::int64_t run, RunStatus status, const std::string& reason) {
   if (status != RunStatus::Completed && status != RunStatus::Failed && status != RunStatus::Interrupted)
     throw StoreError(fmt::format(
-        "results store {}: finish_run({}): status must be \"completed\", \"failed\" or \"interrupted\", not \"{}\"", path_,
-        run, to_string(status)));
+        "results store {}: finish_run({}): status must be \"completed\", \"failed\" or \"interrupted\", not \"{}\"",
+        path_, run, to_string(status)));
   std::optional<StoreError> flush_error;
   try {
     flush();
@@ -499,10 +505,13 @@ void Store::finish_run(std::int64_t run, RunStatus status, const std::string& re
   in_transaction(db_, path_, "finish run", [&] {
     Stmt s(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2, reason = ?3 WHERE id = ?4");
     s.bind(1, status).bind(2, utc_now());
-    if (reason.empty()) s.bind_null(3);
-    else s.bind(3, reason);
+    if (reason.empty())
+      s.bind_null(3);
+    else
+      s.bind(3, reason);
     s.bind(4, run).run();
-    if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_run: no run with id {}", path_, run));
+    if (sqlite3_changes(db_) == 0)
+      throw StoreError(fmt::format("results store {}: finish_run: no run with id {}", path_, run));
     cache_run(run, true);
   });
   if (flush_error) throw *flush_error;
@@ -511,7 +520,8 @@ void Store::finish_run(std::int64_t run, RunStatus status, const std::string& re
 void Store::set_run_config(std::int64_t run, const std::string& config_json) {
   Stmt s(db_, path_, "UPDATE runs SET config = ?1 WHERE id = ?2");
   s.bind(1, config_json).bind(2, run).run();
-  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: set_run_config: no run with id {}", path_, run));
+  if (sqlite3_changes(db_) == 0)
+    throw StoreError(fmt::format("results store {}: set_run_config: no run with id {}", path_, run));
 }
 
 void Store::delete_runs(const std::vector<std::int64_t>& ids) {
@@ -520,7 +530,8 @@ void Store::delete_runs(const std::vector<std::int64_t>& ids) {
     for (std::int64_t id : ids) {
       Stmt s(db_, path_, "DELETE FROM runs WHERE id = ?1");  // steps, evaluations, resources: ON DELETE CASCADE
       s.bind(1, id).run();
-      if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: delete: no run with id {}", path_, id));
+      if (sqlite3_changes(db_) == 0)
+        throw StoreError(fmt::format("results store {}: delete: no run with id {}", path_, id));
     }
   });
 }
@@ -589,9 +600,10 @@ std::vector<Evaluation> Store::evaluations(std::int64_t run) const {
         for (const auto& v : row) ok = ok && v.is_number_integer();
       }
       if (!ok)
-        throw StoreError(fmt::format("results store {}: run {}'s evaluation at step {} has an unreadable confusion matrix "
-                                     "(not a square array of counts)",
-                                     path_, run, e.step));
+        throw StoreError(
+            fmt::format("results store {}: run {}'s evaluation at step {} has an unreadable confusion matrix "
+                        "(not a square array of counts)",
+                        path_, run, e.step));
       e.classes = static_cast<int>(rows.size());
       for (const auto& row : rows)
         for (const auto& v : row) e.confusion.push_back(v.get<std::int64_t>());
@@ -633,7 +645,8 @@ constexpr int kSummaryDefinition = 1;
 std::vector<StepTotals> read_totals(sqlite3* db, const std::string& path, std::int64_t run, bool cached) {
   std::vector<StepTotals> out;
   Stmt s(db, path,
-         cached ? "SELECT step, ranks, slowest_s, samples, compute_s, comm_s, exposed_comm_s, optimizer_s, bytes_sent, mean_loss "
+         cached ? "SELECT step, ranks, slowest_s, samples, compute_s, comm_s, exposed_comm_s, optimizer_s, bytes_sent, "
+                  "mean_loss "
                   "FROM step_totals WHERE run_id = ?1 ORDER BY step"
                 : kTotalsSelect);
   s.bind(1, run);
@@ -647,17 +660,28 @@ std::vector<StepTotals> read_totals(sqlite3* db, const std::string& path, std::i
 
 nlohmann::json summary_json(const RunSummary& s) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"steps", s.steps}, {"skipped", s.skipped}, {"period", s.period}, {"warmup_steps", s.warmup_steps},
-          {"warmup_s", s.warmup_s}, {"samples_per_s", s.samples_per_s}, {"step_s", s.step_s}, {"compute_s", s.compute_s},
-          {"comm_s", s.comm_s}, {"exposed_comm_s", s.exposed_comm_s}, {"optimizer_s", s.optimizer_s},
-          {"bytes_per_step", s.bytes_per_step}, {"final_loss", opt(s.final_loss)}, {"final_accuracy", opt(s.final_accuracy)}};
+  return {{"steps", s.steps},
+          {"skipped", s.skipped},
+          {"period", s.period},
+          {"warmup_steps", s.warmup_steps},
+          {"warmup_s", s.warmup_s},
+          {"samples_per_s", s.samples_per_s},
+          {"step_s", s.step_s},
+          {"compute_s", s.compute_s},
+          {"comm_s", s.comm_s},
+          {"exposed_comm_s", s.exposed_comm_s},
+          {"optimizer_s", s.optimizer_s},
+          {"bytes_per_step", s.bytes_per_step},
+          {"final_loss", opt(s.final_loss)},
+          {"final_accuracy", opt(s.final_accuracy)}};
 }
 
 // false when the JSON is not a whole summary (then it is recomputed).
 bool from_summary_json(const std::string& text, RunSummary& s) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
   try {
-    s.steps = j.at("steps"), s.skipped = j.at("skipped"), s.period = j.at("period"), s.warmup_steps = j.at("warmup_steps");
+    s.steps = j.at("steps"), s.skipped = j.at("skipped"), s.period = j.at("period"),
+    s.warmup_steps = j.at("warmup_steps");
     s.warmup_s = j.at("warmup_s"), s.samples_per_s = j.at("samples_per_s"), s.step_s = j.at("step_s");
     s.compute_s = j.at("compute_s"), s.comm_s = j.at("comm_s"), s.exposed_comm_s = j.at("exposed_comm_s");
     s.optimizer_s = j.at("optimizer_s"), s.bytes_per_step = j.at("bytes_per_step");
@@ -675,8 +699,7 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
   sum.run = std::move(row);
   const std::int64_t id = sum.run.id;
   {
-    Stmt s(db, path,
-           "SELECT test_accuracy FROM evaluations WHERE run_id = ?1 ORDER BY step DESC, rowid DESC LIMIT 1");
+    Stmt s(db, path, "SELECT test_accuracy FROM evaluations WHERE run_id = ?1 ORDER BY step DESC, rowid DESC LIMIT 1");
     s.bind(1, id);
     if (s.step()) sum.final_accuracy = s.opt(0);
   }
@@ -713,7 +736,8 @@ RunSummary summarize(sqlite3* db, const std::string& path, RunRow row, int skip_
 }  // namespace
 
 bool Store::cached(const RunRow& run) const {
-  return schema_ >= 8 && run.status != RunStatus::Running && run.status != RunStatus::Abandoned;  // finish_run wrote the caches
+  return schema_ >= 8 && run.status != RunStatus::Running &&
+         run.status != RunStatus::Abandoned;  // finish_run wrote the caches
 }
 
 std::vector<StepTotals> Store::totals(std::int64_t run) const {

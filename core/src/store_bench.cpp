@@ -27,8 +27,9 @@ void Store::add_bench_row(std::int64_t bench, const CollectiveBenchRow& row) {
 
 void Store::finish_bench(std::int64_t bench, RunStatus status) {
   if (status != RunStatus::Completed && status != RunStatus::Failed)
-    throw StoreError(fmt::format(
-        "results store {}: finish_bench({}): status must be \"completed\" or \"failed\", not \"{}\"", path_, bench, to_string(status)));
+    throw StoreError(
+        fmt::format("results store {}: finish_bench({}): status must be \"completed\" or \"failed\", not \"{}\"", path_,
+                    bench, to_string(status)));
   std::optional<StoreError> flush_error;
   try {
     flush();
@@ -37,7 +38,8 @@ void Store::finish_bench(std::int64_t bench, RunStatus status) {
   }
   Stmt s(db_, path_, "UPDATE bench_runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
   s.bind(1, status).bind(2, utc_now()).bind(3, bench).run();
-  if (sqlite3_changes(db_) == 0) throw StoreError(fmt::format("results store {}: finish_bench: no bench with id {}", path_, bench));
+  if (sqlite3_changes(db_) == 0)
+    throw StoreError(fmt::format("results store {}: finish_bench: no bench with id {}", path_, bench));
   if (flush_error) throw *flush_error;
 }
 

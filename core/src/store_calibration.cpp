@@ -32,7 +32,8 @@ std::int64_t Store::add_calibration(const CalibrationRecord& rec, const std::vec
     s.bind(4, rec.fit_json).bind(5, std::string(version())).run();
     id = sqlite3_last_insert_rowid(db_);
     Stmt ins(db_, path_,
-             "INSERT INTO calibration_pingpong(calibration_id, src, dst, bytes, iters, one_way_s) VALUES(?1,?2,?3,?4,?5,?6)");
+             "INSERT INTO calibration_pingpong(calibration_id, src, dst, bytes, iters, one_way_s) "
+             "VALUES(?1,?2,?3,?4,?5,?6)");
     for (const PingPongRow& p : pingpong) {
       ins.reset();
       ins.bind(1, id).bind(2, p.src).bind(3, p.dst).bind(4, p.bytes).bind(5, p.iters).bind(6, p.one_way_s).run();
@@ -69,9 +70,10 @@ void Store::add_validations(const std::vector<ValidationRow>& rows) {
   flush();
   const std::string now = utc_now();
   in_transaction(db_, path_, "add validations", [&] {
-    Stmt ins(db_, path_,
-             "INSERT INTO validations(created_at, calibration, kind, ref_id, label, world_size, bytes, metric, measured, "
-             "predicted, error_pct) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+    Stmt ins(
+        db_, path_,
+        "INSERT INTO validations(created_at, calibration, kind, ref_id, label, world_size, bytes, metric, measured, "
+        "predicted, error_pct) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
     for (const ValidationRow& v : rows) {
       ins.reset();
       ins.bind(1, now).bind(2, v.calibration).bind(3, v.kind).bind(4, v.ref_id).bind(5, v.label);

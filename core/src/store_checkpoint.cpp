@@ -26,7 +26,8 @@ std::vector<CheckpointRow> Store::checkpoints(std::int64_t run) const {
   if (schema_ < 11) return out;
   pending_->flush(db_, path_);
   Stmt s(db_, path_,
-         "SELECT run_id, step, path, ranks, bytes, write_s, final, created_at FROM checkpoints WHERE run_id = ?1 ORDER BY step");
+         "SELECT run_id, step, path, ranks, bytes, write_s, final, created_at FROM checkpoints WHERE run_id = ?1 ORDER "
+         "BY step");
   s.bind(1, run);
   while (s.step()) {
     CheckpointRow r;
@@ -50,11 +51,13 @@ void Store::resume_run(std::int64_t run, std::int64_t step, const std::string& h
     const auto row = this->run(run);
     if (!row) throw StoreError(fmt::format("results store {}: no run with id {}", path_, run));
     if (row->status == RunStatus::Completed || row->status == RunStatus::Running)
-      throw StoreError(fmt::format("results store {}: run {} is {}: only a failed, interrupted or abandoned run can be resumed",
-                                   path_, run, to_string(row->status)));
+      throw StoreError(
+          fmt::format("results store {}: run {} is {}: only a failed, interrupted or abandoned run can be resumed",
+                      path_, run, to_string(row->status)));
     bool found = false;
     for (const CheckpointRow& c : checkpoints(run)) found |= c.step == step && !c.final;
-    if (!found) throw StoreError(fmt::format("results store {}: run {} has no checkpoint at step {}", path_, run, step));
+    if (!found)
+      throw StoreError(fmt::format("results store {}: run {} has no checkpoint at step {}", path_, run, step));
     auto erase = [&](const char* sql) {
       Stmt s(db_, path_, sql);
       s.bind(1, run).bind(2, step).run();
@@ -69,10 +72,12 @@ void Store::resume_run(std::int64_t run, std::int64_t step, const std::string& h
     // The run's config keeps a record of each stop it was resumed from.
     nlohmann::json config = nlohmann::json::parse(row->info.config_json, nullptr, false);
     if (!config.is_object()) config = nlohmann::json::object();
-    config["resumed"].push_back({{"from_step", step}, {"status", row->status}, {"reason", row->reason}, {"at", utc_now()}});
-    Stmt s(db_, path_,
-           "UPDATE runs SET status = 'running', ended_at = NULL, reason = NULL, writer = ?1, host_info = ?2, config = ?3 "
-           "WHERE id = ?4");
+    config["resumed"].push_back(
+        {{"from_step", step}, {"status", row->status}, {"reason", row->reason}, {"at", utc_now()}});
+    Stmt s(
+        db_, path_,
+        "UPDATE runs SET status = 'running', ended_at = NULL, reason = NULL, writer = ?1, host_info = ?2, config = ?3 "
+        "WHERE id = ?4");
     s.bind(1, ProcessIdentity::current().to_json()).bind(2, host_info).bind(3, config.dump()).bind(4, run).run();
   });
 }

@@ -11,10 +11,11 @@ void Store::add_predictions(const std::vector<PredictionRow>& rows) {
   flush();
   const std::string now = utc_now();
   in_transaction(db_, path_, "add predictions", [&] {
-    Stmt ins(db_, path_,
-             "INSERT INTO predictions(created_at, scenario, strategy, target_accuracy, world_size, global_batch, updates, "
-             "step_s, time_s, sim_run_id, fit, measured_s, measured_runs, version) "
-             "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    Stmt ins(
+        db_, path_,
+        "INSERT INTO predictions(created_at, scenario, strategy, target_accuracy, world_size, global_batch, updates, "
+        "step_s, time_s, sim_run_id, fit, measured_s, measured_runs, version) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
     for (const PredictionRow& p : rows) {
       ins.reset();
       ins.bind(1, now).bind(2, p.scenario).bind(3, p.strategy).bind(4, p.target_accuracy).bind(5, p.world_size);
@@ -27,9 +28,10 @@ void Store::add_predictions(const std::vector<PredictionRow>& rows) {
 
 std::vector<PredictionRow> Store::predictions() const {
   std::vector<PredictionRow> out;
-  Stmt s(db_, path_,
-         "SELECT id, created_at, scenario, strategy, target_accuracy, world_size, global_batch, updates, step_s, time_s, "
-         "sim_run_id, fit, measured_s, measured_runs, version FROM predictions ORDER BY id");
+  Stmt s(
+      db_, path_,
+      "SELECT id, created_at, scenario, strategy, target_accuracy, world_size, global_batch, updates, step_s, time_s, "
+      "sim_run_id, fit, measured_s, measured_runs, version FROM predictions ORDER BY id");
   while (s.step()) {
     PredictionRow p;
     p.id = s.i64(0);

@@ -1,5 +1,5 @@
-// Internal to the results store (store.cpp, store_bench.cpp, store_calibration.cpp, store_prediction.cpp): the prepared-statement wrapper, helpers, and
-// the batch of rows waiting for the next transaction.
+// Internal to the results store (store.cpp, store_bench.cpp, store_calibration.cpp, store_prediction.cpp): the
+// prepared-statement wrapper, helpers, and the batch of rows waiting for the next transaction.
 #pragma once
 #include <sqlite3.h>
 
@@ -54,10 +54,8 @@ class Stmt {
   Stmt& bind(int i, const std::optional<std::int64_t>& v) { return v ? bind(i, *v) : bind_null(i); }
   Stmt& bind_null(int i) { return check(sqlite3_bind_null(st_, i)); }
   template <class E>
-    requires requires { ChoiceNames<E>::names; }
-  Stmt& bind(int i, E v) {
-    return bind(i, to_string(v));
-  }
+  requires requires { ChoiceNames<E>::names; }
+  Stmt& bind(int i, E v) { return bind(i, to_string(v)); }
 
   // true while a row is available; throws on error.
   bool step() {
@@ -85,8 +83,12 @@ class Stmt {
     return stored_choice<E>(text(c), "results store " + *path_);
   }
   // NULL reads back as NaN.
-  double real(int c) const { return null(c) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(st_, c); }
-  std::optional<double> opt(int c) const { return null(c) ? std::nullopt : std::optional(sqlite3_column_double(st_, c)); }
+  double real(int c) const {
+    return null(c) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(st_, c);
+  }
+  std::optional<double> opt(int c) const {
+    return null(c) ? std::nullopt : std::optional(sqlite3_column_double(st_, c));
+  }
   std::optional<std::int64_t> opt_i64(int c) const { return null(c) ? std::nullopt : std::optional(i64(c)); }
   std::string text(int c) const {
     auto p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
@@ -180,7 +182,13 @@ struct Store::Pending {
       }
       for (auto& [run, r] : res) {
         ins_res.reset();
-        ins_res.bind(1, run).bind(2, r.rank).bind(3, r.peak_rss_bytes).bind(4, r.cpu_s).bind(5, r.wall_s).bind(6, r.peak_device_bytes).run();
+        ins_res.bind(1, run)
+            .bind(2, r.rank)
+            .bind(3, r.peak_rss_bytes)
+            .bind(4, r.cpu_s)
+            .bind(5, r.wall_s)
+            .bind(6, r.peak_device_bytes)
+            .run();
       }
       for (auto& [id, b] : bench) {
         ins_bench.reset();

@@ -11,10 +11,17 @@ void Store::add_trace(std::int64_t run, const std::vector<TraceEvent>& events) {
   flush();
   in_transaction(db_, path_, "add trace", [&] {
     Stmt ins(db_, path_,
-             "INSERT INTO trace_events(run_id, rank, step, track, name, start_s, dur_s, args) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+             "INSERT INTO trace_events(run_id, rank, step, track, name, start_s, dur_s, args) "
+             "VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
     for (const TraceEvent& e : events) {
       ins.reset();
-      ins.bind(1, run).bind(2, e.rank).bind(3, trace_step(e)).bind(4, e.track).bind(5, e.name).bind(6, e.start_s).bind(7, e.dur_s);
+      ins.bind(1, run)
+          .bind(2, e.rank)
+          .bind(3, trace_step(e))
+          .bind(4, e.track)
+          .bind(5, e.name)
+          .bind(6, e.start_s)
+          .bind(7, e.dur_s);
       ins.bind(8, e.args.dump()).run();
     }
   });
@@ -25,7 +32,8 @@ std::vector<TraceEvent> Store::trace_events(std::int64_t run) const {
   if (schema_ < 7) return out;
   pending_->flush(db_, path_);
   Stmt s(db_, path_,
-         "SELECT rank, track, name, start_s, dur_s, args FROM trace_events WHERE run_id = ?1 ORDER BY step, rank, start_s, rowid");
+         "SELECT rank, track, name, start_s, dur_s, args FROM trace_events WHERE run_id = ?1 ORDER BY step, rank, "
+         "start_s, rowid");
   s.bind(1, run);
   while (s.step()) {
     TraceEvent e;
@@ -60,8 +68,10 @@ void Store::add_flight(std::int64_t run, const std::vector<FlightRecord>& record
       ins.reset();
       ins.bind(1, run).bind(2, r.rank).bind(3, r.seq).bind(4, r.step).bind(5, r.op).bind(6, r.call).bind(7, r.bytes);
       ins.bind(8, r.start_s);
-      if (r.in_flight()) ins.bind_null(9);
-      else ins.bind(9, r.end_s);
+      if (r.in_flight())
+        ins.bind_null(9);
+      else
+        ins.bind(9, r.end_s);
       ins.bind(10, r.failed ? 1 : 0).run();
     }
   });

@@ -32,9 +32,8 @@ nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const nlohman
     auto [it, added] = tids.emplace(ev.track, static_cast<int>(tids.size()) + 1);
     ranks.insert(ev.rank);
     tracks.emplace(ev.rank, ev.track);
-    nlohmann::json e = {{"name", ev.name}, {"cat", ev.track},          {"ph", "X"},
-                        {"ts", ev.start_s * kMicro}, {"dur", ev.dur_s * kMicro}, {"pid", ev.rank},
-                        {"tid", it->second}};
+    nlohmann::json e = {{"name", ev.name},          {"cat", ev.track}, {"ph", "X"},        {"ts", ev.start_s * kMicro},
+                        {"dur", ev.dur_s * kMicro}, {"pid", ev.rank},  {"tid", it->second}};
     if (!ev.args.is_null() && !ev.args.empty()) e["args"] = ev.args;
     out.push_back(std::move(e));
   }
@@ -52,7 +51,8 @@ nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const nlohman
   return {{"traceEvents", std::move(meta)}, {"displayTimeUnit", "ms"}, {"otherData", metadata}};
 }
 
-void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events, const nlohmann::json& metadata) {
+void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events,
+                        const nlohmann::json& metadata) {
   const std::string text = chrome_trace(events, metadata).dump();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw InputError("cannot write trace " + path + ": " + std::strerror(errno));
@@ -62,8 +62,9 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
 }
 
 std::int64_t trace_step(const TraceEvent& e) {
-  return e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer() ? e.args["step"].get<std::int64_t>()
-                                                                                              : -1;
+  return e.args.is_object() && e.args.contains("step") && e.args["step"].is_number_integer()
+             ? e.args["step"].get<std::int64_t>()
+             : -1;
 }
 
 }  // namespace ddplab

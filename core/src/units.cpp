@@ -28,8 +28,8 @@ double parse_with_units(std::string_view text, std::initializer_list<Unit> units
   if (text.empty()) return bad;
   // The number must start with a digit (or ".5"): rejects signs, "inf", "nan" and hex.
   const char c0 = text.front();
-  const bool digit_start = (c0 >= '0' && c0 <= '9') ||
-                           (c0 == '.' && text.size() > 1 && text[1] >= '0' && text[1] <= '9');
+  const bool digit_start =
+      (c0 >= '0' && c0 <= '9') || (c0 == '.' && text.size() > 1 && text[1] >= '0' && text[1] <= '9');
   if (!digit_start) return bad;
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -50,33 +50,48 @@ double parse_with_units(std::string_view text, std::initializer_list<Unit> units
 
 std::uint64_t parse_bytes(std::string_view text) {
   const double v = parse_with_units(text, {
-      {"", 1, 1}, {"B", 1, 1},
-      {"KB", 1e3, 1}, {"kB", 1e3, 1}, {"MB", 1e6, 1}, {"GB", 1e9, 1}, {"TB", 1e12, 1},
-      {"KiB", 0x1p10, 1}, {"MiB", 0x1p20, 1}, {"GiB", 0x1p30, 1}, {"TiB", 0x1p40, 1},
-  });
+                                              {"", 1, 1},
+                                              {"B", 1, 1},
+                                              {"KB", 1e3, 1},
+                                              {"kB", 1e3, 1},
+                                              {"MB", 1e6, 1},
+                                              {"GB", 1e9, 1},
+                                              {"TB", 1e12, 1},
+                                              {"KiB", 0x1p10, 1},
+                                              {"MiB", 0x1p20, 1},
+                                              {"GiB", 0x1p30, 1},
+                                              {"TiB", 0x1p40, 1},
+                                          });
   // Fractions are allowed ("1.5KiB") and rounded to whole bytes; 2^64 and above do not fit.
   if (std::isnan(v) || v >= 0x1p64) reject("size", "25MiB", text);
   return static_cast<std::uint64_t>(std::nearbyint(v));
 }
 
 double parse_bandwidth(std::string_view text) {
-  const double v = parse_with_units(text, {
-      {"", 1, 1}, {"B/s", 1, 1},
-      {"bit/s", 1, 8}, {"kbit/s", 1e3, 8}, {"Kbit/s", 1e3, 8}, {"Mbit/s", 1e6, 8},
-      {"Gbit/s", 1e9, 8}, {"Tbit/s", 1e12, 8},
-      {"bps", 1, 8}, {"kbps", 1e3, 8}, {"Mbps", 1e6, 8}, {"Gbps", 1e9, 8}, {"Tbps", 1e12, 8},
-      {"KB/s", 1e3, 1}, {"kB/s", 1e3, 1}, {"MB/s", 1e6, 1}, {"GB/s", 1e9, 1}, {"TB/s", 1e12, 1},
-      {"KiB/s", 0x1p10, 1}, {"MiB/s", 0x1p20, 1}, {"GiB/s", 0x1p30, 1}, {"TiB/s", 0x1p40, 1},
-  });
+  const double v =
+      parse_with_units(text, {
+                                 {"", 1, 1},           {"B/s", 1, 1},        {"bit/s", 1, 8},      {"kbit/s", 1e3, 8},
+                                 {"Kbit/s", 1e3, 8},   {"Mbit/s", 1e6, 8},   {"Gbit/s", 1e9, 8},   {"Tbit/s", 1e12, 8},
+                                 {"bps", 1, 8},        {"kbps", 1e3, 8},     {"Mbps", 1e6, 8},     {"Gbps", 1e9, 8},
+                                 {"Tbps", 1e12, 8},    {"KB/s", 1e3, 1},     {"kB/s", 1e3, 1},     {"MB/s", 1e6, 1},
+                                 {"GB/s", 1e9, 1},     {"TB/s", 1e12, 1},    {"KiB/s", 0x1p10, 1}, {"MiB/s", 0x1p20, 1},
+                                 {"GiB/s", 0x1p30, 1}, {"TiB/s", 0x1p40, 1},
+                             });
   if (std::isnan(v) || !std::isfinite(v)) reject("bandwidth", "10Gbit/s", text);
   return v;
 }
 
 double parse_duration(std::string_view text) {
   const double v = parse_with_units(text, {
-      {"", 1, 1}, {"s", 1, 1}, {"ns", 1, 1e9}, {"us", 1, 1e6}, {"\xC2\xB5s", 1, 1e6},  // µs
-      {"ms", 1, 1e3}, {"min", 60, 1}, {"h", 3600, 1},
-  });
+                                              {"", 1, 1},
+                                              {"s", 1, 1},
+                                              {"ns", 1, 1e9},
+                                              {"us", 1, 1e6},
+                                              {"\xC2\xB5s", 1, 1e6},  // µs
+                                              {"ms", 1, 1e3},
+                                              {"min", 60, 1},
+                                              {"h", 3600, 1},
+                                          });
   if (std::isnan(v) || !std::isfinite(v)) reject("duration", "2us", text);
   return v;
 }
@@ -89,7 +104,10 @@ std::string format_bytes(double bytes) {
   double v = bytes / 1024;
   std::size_t i = 0;
   // Move up while the value would print as 1024.0 or more in this unit.
-  while (v >= 1023.95 && i + 1 < std::size(names)) { v /= 1024; ++i; }
+  while (v >= 1023.95 && i + 1 < std::size(names)) {
+    v /= 1024;
+    ++i;
+  }
   return fmt::format("{:.1f} {}", v, names[i]);
 }
 
@@ -98,9 +116,13 @@ std::string format_duration(double seconds) {
   if (seconds == 0) return "0 s";
   if (!std::isfinite(seconds)) return fmt::format("{} s", seconds);
   // Three significant digits in the largest unit that keeps the value >= 1.
-  struct Scale { std::string_view name; double size; double next; };  // next: where the next unit starts
-  static constexpr Scale scales[] = {
-      {"ns", 1e-9, 1e3}, {"us", 1e-6, 1e3}, {"ms", 1e-3, 1e3}, {"s", 1, 60}, {"min", 60, 60}, {"h", 3600, 0}};
+  struct Scale {
+    std::string_view name;
+    double size;
+    double next;
+  };  // next: where the next unit starts
+  static constexpr Scale scales[] = {{"ns", 1e-9, 1e3}, {"us", 1e-6, 1e3}, {"ms", 1e-3, 1e3},
+                                     {"s", 1, 60},      {"min", 60, 60},   {"h", 3600, 0}};
   if (seconds < 1e-9) return fmt::format("{:.3g} ns", seconds * 1e9);
   std::size_t i = 0;
   while (scales[i].next != 0 && seconds / scales[i].size >= scales[i].next) ++i;
@@ -119,9 +141,7 @@ std::string format_duration(double seconds) {
 }
 
 std::vector<int> parse_world_list(std::string_view text) {
-  auto fail = [&](const std::string& why) {
-    return InputError(fmt::format("world sizes \"{}\": {}", text, why));
-  };
+  auto fail = [&](const std::string& why) { return InputError(fmt::format("world sizes \"{}\": {}", text, why)); };
   std::vector<std::string> items;
   std::stringstream in{std::string(text)};
   for (std::string item; std::getline(in, item, ',');) items.push_back(item);
@@ -149,11 +169,11 @@ std::vector<int> parse_world_list(std::string_view text) {
       long next = geometric ? b * (b / a) : 2 * b - a;
       for (; next < v; next = geometric ? next * (b / a) : next + (b - a)) out.push_back(static_cast<int>(next));
       if (next != v)
-        throw fail(fmt::format("{} is not in the progression {},{},{},... ({} {}){}", v, a, b,
-                               geometric ? b * (b / a) : 2 * b - a, geometric ? "times" : "plus",
-                               geometric ? b / a : b - a,
-                               geometric ? fmt::format("; for equal steps write three sizes, e.g. {},{},{},...", a, 2 * a, 3 * a)
-                                         : std::string()));
+        throw fail(fmt::format(
+            "{} is not in the progression {},{},{},... ({} {}){}", v, a, b, geometric ? b * (b / a) : 2 * b - a,
+            geometric ? "times" : "plus", geometric ? b / a : b - a,
+            geometric ? fmt::format("; for equal steps write three sizes, e.g. {},{},{},...", a, 2 * a, 3 * a)
+                      : std::string()));
     }
     out.push_back(static_cast<int>(v));
   }

@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
     if (headlessUse) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
     } else if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
-      printErr("no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot FILE.png or --screenshot-all DIR, "
-               "or set QT_QPA_PLATFORM=offscreen");
+      printErr(
+          "no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot FILE.png or --screenshot-all DIR, "
+          "or set QT_QPA_PLATFORM=offscreen");
       return 1;
     }
   }
@@ -66,17 +67,19 @@ int main(int argc, char** argv) {
       "collective bandwidth, the simulator's validation and predicted time to accuracy.");
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("results", "Results store (SQLite) to open; default: the last one opened, else results/ddplab.db.",
+  parser.addPositionalArgument("results",
+                               "Results store (SQLite) to open; default: the last one opened, else results/ddplab.db.",
                                "[results.db]");
   QCommandLineOption view("view", "View to start on (and to render with --screenshot): " + keys + ".", "VIEW", "runs");
   QCommandLineOption screenshot("screenshot", "Render the view offscreen into FILE (PNG) and exit.", "FILE");
-  QCommandLineOption screenshotAll("screenshot-all", "Render every view offscreen into DIR/<view>.png and exit.", "DIR");
+  QCommandLineOption screenshotAll("screenshot-all", "Render every view offscreen into DIR/<view>.png and exit.",
+                                   "DIR");
   QCommandLineOption size("size", "Window size for screenshots, WIDTHxHEIGHT (default 1400x900).", "WxH", "1400x900");
   QCommandLineOption logY("log-throughput", "Start with a log scale on the Scaling view's samples/s axis.");
-  QCommandLineOption metric("metric", "Validation metric to show: step_s, comm_s or busbw_gbs (default: the first stored).",
-                            "METRIC");
-  QCommandLineOption group("group", "Group runs by run, scenario, strategy, world, source or backend (one colour each).", "BY",
-                           "run");
+  QCommandLineOption metric(
+      "metric", "Validation metric to show: step_s, comm_s or busbw_gbs (default: the first stored).", "METRIC");
+  QCommandLineOption group(
+      "group", "Group runs by run, scenario, strategy, world, source or backend (one colour each).", "BY", "run");
   QCommandLineOption target("target-accuracy", "Convergence: mark each run's time to this test accuracy (0-1).", "A");
   QCommandLineOption xaxis("x", "Convergence x axis: step, samples or time.", "AXIS", "step");
   QCommandLineOption follow("follow", "Follow the store live: reload within 2 s of new steps.");

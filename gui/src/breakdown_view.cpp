@@ -34,8 +34,8 @@ std::vector<BreakdownBar> strategy_breakdown(const std::vector<const RunRecord*>
     const RunSummary& s = r->summary;
     BreakdownBar b;
     b.run = r;
-    b.label = (scenarios > 1 ? std::get<0>(k) + ": " : std::string()) + std::get<1>(k) + " " + std::to_string(std::get<2>(k)) + "r " +
-              (std::get<3>(k) ? "simulated" : "measured");
+    b.label = (scenarios > 1 ? std::get<0>(k) + ": " : std::string()) + std::get<1>(k) + " " +
+              std::to_string(std::get<2>(k)) + "r " + (std::get<3>(k) ? "simulated" : "measured");
     b.compute_s = s.compute_s;
     b.exposed_comm_s = s.exposed_comm_s;
     b.optimizer_s = s.optimizer_s;
@@ -87,7 +87,6 @@ void drawStepStack(QChart* c, const QStringList& categories, std::vector<std::ar
   c->legend()->setMarkerShape(QLegend::MarkerShapeRectangle);
 }
 
-
 BreakdownView::BreakdownView(QWidget* parent) : View(parent) {
   strategies_ = new ChartView(tr("Step breakdown per strategy"));
   ranks_ = new ChartView(tr("Per rank"));
@@ -107,7 +106,8 @@ BreakdownView::BreakdownView(QWidget* parent) : View(parent) {
   split->setStretchFactor(1, 2);
   split->setSizes({840, 560});
   percent_ = new QCheckBox(tr("as % of the step"));
-  percent_->setToolTip(tr("Each bar's parts as shares of its step, to compare strategies whose steps differ by orders of magnitude"));
+  percent_->setToolTip(
+      tr("Each bar's parts as shares of its step, to compare strategies whose steps differ by orders of magnitude"));
   auto* bar = new QHBoxLayout;
   bar->addWidget(percent_);
   bar->addStretch(1);
@@ -141,8 +141,9 @@ void BreakdownView::refresh() {
     ms.push_back({b.compute_s * 1e3, b.exposed_comm_s * 1e3, b.optimizer_s * 1e3, b.other_s * 1e3});
   }
   drawStepStack(strategies_->chart(), cats, ms, pct);
-  strategies_->chart()->setTitle(bars_.empty() ? tr("Step breakdown: no completed runs shown")
-                                               : tr("Step breakdown per strategy (newest run of each; means over ranks)"));
+  strategies_->chart()->setTitle(bars_.empty()
+                                     ? tr("Step breakdown: no completed runs shown")
+                                     : tr("Step breakdown per strategy (newest run of each; means over ranks)"));
 
   // Per rank: the first selected run, else the newest shown completed measured run (a simulated one has
   // identical ranks by construction), else the newest measured, else the newest shown run.
@@ -184,22 +185,23 @@ void BreakdownView::refresh() {
                             .arg(rankRun_->info().world_size)
                             .arg(QString::fromStdString(to_string(rankRun_->info().source)));
     if (report.slowest >= 0) {
-      const RankBreakdown& slow =
-          *std::find_if(report.ranks.begin(), report.ranks.end(), [&](const RankBreakdown& b) { return b.rank == report.slowest; });
+      const RankBreakdown& slow = *std::find_if(report.ranks.begin(), report.ranks.end(),
+                                                [&](const RankBreakdown& b) { return b.rank == report.slowest; });
       const double mine = slow.compute_s + slow.optimizer_s, median = report.others_work_s;
       const double over = median > 0 ? 100 * (mine - median) / median : 0.0;
       // Under kStragglerPct the ranks are even: naming one would point at noise.
-      text = over >= kStragglerPct
-                 ? tr("Straggler of %1: rank %2, compute + optimizer %3 ms per step, %4% over the other ranks' median; they "
-                      "wait for it %5 ms per step (their exposed comm beyond its own).")
-                       .arg(run)
-                       .arg(slow.rank)
-                       .arg(mine * 1e3, 0, 'f', 2)
-                       .arg(over, 0, 'f', 1)
-                       .arg(report.others_wait_s * 1e3, 0, 'f', 2)
-                 : tr("No straggler in %1: the slowest rank's compute + optimizer is within %2% of the other ranks' median.")
-                       .arg(run)
-                       .arg(kStragglerPct, 0, 'f', 0);
+      text = over >= kStragglerPct ? tr("Straggler of %1: rank %2, compute + optimizer %3 ms per step, %4% over the "
+                                        "other ranks' median; they "
+                                        "wait for it %5 ms per step (their exposed comm beyond its own).")
+                                         .arg(run)
+                                         .arg(slow.rank)
+                                         .arg(mine * 1e3, 0, 'f', 2)
+                                         .arg(over, 0, 'f', 1)
+                                         .arg(report.others_wait_s * 1e3, 0, 'f', 2)
+                                   : tr("No straggler in %1: the slowest rank's compute + optimizer is within %2% of "
+                                        "the other ranks' median.")
+                                         .arg(run)
+                                         .arg(kStragglerPct, 0, 'f', 0);
     }
     ranks_->chart()->setTitle(QString());
     drawStepStack(ranks_->chart(), cats, ms, pct);

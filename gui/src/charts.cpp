@@ -89,16 +89,20 @@ void elideLegend(QChart* chart, int max_chars) {
     QAbstractSeries* s = m->series();
     const QString name = fullName(s);
     QObject::connect(m, &QLegendMarker::hovered, m, [name](bool on) {
-      if (on) QToolTip::showText(QCursor::pos(), name);
-      else QToolTip::hideText();
+      if (on)
+        QToolTip::showText(QCursor::pos(), name);
+      else
+        QToolTip::hideText();
     });
   }
 }
 
 void pointTooltips(QXYSeries* series, std::function<QString(const QPointF&)> text) {
   QObject::connect(series, &QXYSeries::hovered, series, [text = std::move(text)](const QPointF& p, bool on) {
-    if (on) QToolTip::showText(QCursor::pos(), text(p));
-    else QToolTip::hideText();
+    if (on)
+      QToolTip::showText(QCursor::pos(), text(p));
+    else
+      QToolTip::hideText();
   });
 }
 
@@ -191,15 +195,17 @@ QString chartsCsv(const QList<QChart*>& charts) {
     for (QAbstractSeries* s : c->series()) {
       if (auto* xy = qobject_cast<QXYSeries*>(s)) {
         const QString name = csvField(fullName(s));
-        for (const QPointF& p : xy->points()) ts << chart << ',' << name << ',' << num(p.x()) << ',' << num(p.y()) << '\n';
+        for (const QPointF& p : xy->points())
+          ts << chart << ',' << name << ',' << num(p.x()) << ',' << num(p.y()) << '\n';
       } else if (auto* bars = qobject_cast<QAbstractBarSeries*>(s)) {
         QStringList categories;
         for (QAbstractAxis* a : bars->attachedAxes())
           if (auto* cat = qobject_cast<QBarCategoryAxis*>(a)) categories = cat->categories();
         for (QBarSet* set : bars->barSets())
           for (int i = 0; i < set->count(); ++i)
-            ts << chart << ',' << csvField(set->label()) << ',' << csvField(i < categories.size() ? categories[i] : QString::number(i))
-               << ',' << num(set->at(i)) << '\n';
+            ts << chart << ',' << csvField(set->label()) << ','
+               << csvField(i < categories.size() ? categories[i] : QString::number(i)) << ',' << num(set->at(i))
+               << '\n';
       }
     }
   }

@@ -28,7 +28,8 @@ std::vector<BusbwLine> busbw_lines(const BenchRecord& bench, const std::vector<V
   for (const ValidationBatch& batch : validation_batches(validations)) {
     std::map<std::string, BusbwLine> lines;
     for (const ValidationRow& v : batch.rows) {
-      if (v.kind != "collective" || v.ref_id != bench.bench.id || v.metric != "busbw_gbs" || !(v.predicted > 0)) continue;
+      if (v.kind != "collective" || v.ref_id != bench.bench.id || v.metric != "busbw_gbs" || !(v.predicted > 0))
+        continue;
       BusbwLine& l = lines[v.label];
       l.schedule = v.label;
       l.simulated = true;
@@ -99,8 +100,9 @@ void CollectivesView::refresh() {
       if (b.bench.id == bench_->currentData().toLongLong()) bench = &b;
   if (!bench) {
     c->setTitle(tr("Bus bandwidth: no collective benchmarks"));
-    note_->setText(tr("No benchmarks in this store. `ddplab bench collectives --np 4` measures the schedules; "
-                      "`ddplab import nccl-tests LOG --name CLUSTER` brings in an all_reduce_perf log."));
+    note_->setText(
+        tr("No benchmarks in this store. `ddplab bench collectives --np 4` measures the schedules; "
+           "`ddplab import nccl-tests LOG --name CLUSTER` brings in an all_reduce_perf log."));
     c->addAxis(valueAxis(tr("message size (bytes)"), 0, 1), Qt::AlignBottom);
     c->addAxis(valueAxis(tr("busbw (GB/s)"), 0, 1), Qt::AlignLeft);
     return;
@@ -109,7 +111,8 @@ void CollectivesView::refresh() {
   double bmin = std::numeric_limits<double>::infinity(), bmax = 0, ymin = bmin, ymax = 0;
   for (const BusbwLine& l : lines_)
     for (const auto& [bytes, bw] : l.points)
-      bmin = std::min<double>(bmin, bytes), bmax = std::max<double>(bmax, bytes), ymin = std::min(ymin, bw), ymax = std::max(ymax, bw);
+      bmin = std::min<double>(bmin, bytes), bmax = std::max<double>(bmax, bytes), ymin = std::min(ymin, bw),
+      ymax = std::max(ymax, bw);
   auto* x = logAxis(tr("message size (bytes, log)"), lines_.empty() ? 1 : bmin, lines_.empty() ? 10 : bmax);
   auto* y = logAxis(tr("busbw (GB/s, log)"), lines_.empty() ? 0.1 : ymin, lines_.empty() ? 1 : ymax);
   c->addAxis(x, Qt::AlignBottom);
@@ -134,9 +137,11 @@ void CollectivesView::refresh() {
     s->attachAxis(y);
   }
   elideLegend(c);
-  c->setTitle(tr("Allreduce bus bandwidth, bench #%1 (%2 ranks)").arg(bench->bench.id).arg(bench->bench.info.world_size));
-  note_->setText(tr("busbw = algbw x 2(n-1)/n, as nccl-tests defines it; dashed: the newest `ddplab validate` prediction of this "
-                    "bench (none when it was never validated)."));
+  c->setTitle(
+      tr("Allreduce bus bandwidth, bench #%1 (%2 ranks)").arg(bench->bench.id).arg(bench->bench.info.world_size));
+  note_->setText(
+      tr("busbw = algbw x 2(n-1)/n, as nccl-tests defines it; dashed: the newest `ddplab validate` prediction of this "
+         "bench (none when it was never validated)."));
 }
 
 }  // namespace ddplab::gui

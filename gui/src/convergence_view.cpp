@@ -45,11 +45,16 @@ const CurveMetricInfo& info_of(CurveMetric m) {
 
 double eval_value(const Evaluation& e, CurveMetric m) {
   switch (m) {
-    case CurveMetric::TestLoss: return e.test_loss;
-    case CurveMetric::TestAccuracy: return e.test_accuracy;
-    case CurveMetric::MacroPrecision: return e.macro_precision;
-    case CurveMetric::MacroRecall: return e.macro_recall;
-    case CurveMetric::TrainLoss: break;
+    case CurveMetric::TestLoss:
+      return e.test_loss;
+    case CurveMetric::TestAccuracy:
+      return e.test_accuracy;
+    case CurveMetric::MacroPrecision:
+      return e.macro_precision;
+    case CurveMetric::MacroRecall:
+      return e.macro_recall;
+    case CurveMetric::TrainLoss:
+      break;
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
@@ -166,7 +171,9 @@ void ConvergenceView::setMetric(CurveMetric m) { metric_->setCurrentIndex(metric
 CurveMetric ConvergenceView::metric() const { return static_cast<CurveMetric>(metric_->currentData().toInt()); }
 void ConvergenceView::setXAxis(XAxis a) { x_->setCurrentIndex(x_->findData(static_cast<int>(a))); }
 XAxis ConvergenceView::xAxis() const { return static_cast<XAxis>(x_->currentData().toInt()); }
-void ConvergenceView::setSmoothing(double w) { smooth_->setValue(static_cast<int>(std::lround(std::clamp(w, 0.0, 0.99) * 100))); }
+void ConvergenceView::setSmoothing(double w) {
+  smooth_->setValue(static_cast<int>(std::lround(std::clamp(w, 0.0, 0.99) * 100)));
+}
 double ConvergenceView::smoothing() const { return smooth_->value() / 100.0; }
 void ConvergenceView::setLogY(bool on) { logY_->setChecked(on); }
 void ConvergenceView::setTarget(double accuracy) { target_->setValue(accuracy); }
@@ -209,7 +216,8 @@ void ConvergenceView::refresh() {
   }
   std::reverse(runs.begin(), runs.end());
   const std::size_t curves = runs.size() * (w > 0 ? 2 : 1);
-  const std::size_t perCurve = std::clamp<std::size_t>(kPointBudget / std::max<std::size_t>(curves, 1), 200, kMaxPoints);
+  const std::size_t perCurve =
+      std::clamp<std::size_t>(kPointBudget / std::max<std::size_t>(curves, 1), 200, kMaxPoints);
   for (const RunRecord* run : runs) {
     const RunCurves* read = ctx_.curves ? ctx_.curves->find(run->id()) : nullptr;
     if (!read) {
@@ -253,11 +261,17 @@ void ConvergenceView::refresh() {
     pen.setWidthF(2.0);
     if (partial) pen.setStyle(Qt::DashLine);
     d.smooth->setPen(pen);
-    d.smooth->setName(partial ? label + tr(" [%1]").arg(QString::fromStdString(to_string(run->summary.run.status))) : label);
+    d.smooth->setName(partial ? label + tr(" [%1]").arg(QString::fromStdString(to_string(run->summary.run.status)))
+                              : label);
     if (mi.evaluation) d.smooth->setPointsVisible(true);
-    const QString who = tr("run #%1 %2 (%3 ranks)").arg(run->id()).arg(QString::fromStdString(run->info().strategy)).arg(run->info().world_size);
+    const QString who = tr("run #%1 %2 (%3 ranks)")
+                            .arg(run->id())
+                            .arg(QString::fromStdString(run->info().strategy))
+                            .arg(run->info().world_size);
     pointTooltips(d.smooth, [who, axis, title = QString(mi.title)](const QPointF& p) {
-      return QStringLiteral("%1\n%2: %3\n%4 = %5").arg(who, QString(x_axis_title(axis)), xText(axis, p.x()), title).arg(p.y(), 0, 'g', 5);
+      return QStringLiteral("%1\n%2: %3\n%4 = %5")
+          .arg(who, QString(x_axis_title(axis)), xText(axis, p.x()), title)
+          .arg(p.y(), 0, 'g', 5);
     });
     if (target() > 0) {
       if (const auto tta = time_to_accuracy(*read, target(), axis)) {
@@ -270,7 +284,8 @@ void ConvergenceView::refresh() {
           d.reached->setColor(color);
           d.reached->setBorderColor(Qt::black);
           d.reached->setName(label + tr(" reached target"));
-          const QString tip = tr("%1 reached %2 at %3 = %4").arg(who).arg(target()).arg(x_axis_title(axis), xText(axis, *tta));
+          const QString tip =
+              tr("%1 reached %2 at %3 = %4").arg(who).arg(target()).arg(x_axis_title(axis), xText(axis, *tta));
           pointTooltips(d.reached, [tip](const QPointF&) { return tip; });
         }
       } else {
@@ -282,8 +297,9 @@ void ConvergenceView::refresh() {
 
   const bool logY = logY_->isChecked() && positive;
   QAbstractAxis* x = valueAxis(tr(x_axis_title(axis)), drawn.empty() ? 0 : xmin, drawn.empty() ? 10 : xmax, true);
-  QAbstractAxis* y = logY ? static_cast<QAbstractAxis*>(logAxis(tr(mi.title) + tr(" (log)"), ymin, ymax))
-                          : static_cast<QAbstractAxis*>(valueAxis(tr(mi.title), drawn.empty() ? 0 : ymin, drawn.empty() ? 1 : ymax));
+  QAbstractAxis* y =
+      logY ? static_cast<QAbstractAxis*>(logAxis(tr(mi.title) + tr(" (log)"), ymin, ymax))
+           : static_cast<QAbstractAxis*>(valueAxis(tr(mi.title), drawn.empty() ? 0 : ymin, drawn.empty() ? 1 : ymax));
   c->addAxis(x, Qt::AlignBottom);
   c->addAxis(y, Qt::AlignLeft);
   auto add = [&](QAbstractSeries* s, bool legend) {
@@ -317,7 +333,8 @@ void ConvergenceView::refresh() {
   if (drawn.empty() && unread > 0) {
     c->setTitle(readError.isEmpty() ? tr("Convergence: reading curves") : tr("Convergence: curves could not be read"));
   } else if (drawn.empty()) {
-    c->setTitle(pool.empty() ? tr("Convergence: no runs shown") : tr("Convergence: no measured %1 in the runs shown").arg(tr(mi.title)));
+    c->setTitle(pool.empty() ? tr("Convergence: no runs shown")
+                             : tr("Convergence: no measured %1 in the runs shown").arg(tr(mi.title)));
   } else {
     c->setTitle(tr("Convergence: %1").arg(tr(mi.title)));
   }
@@ -342,7 +359,8 @@ void ConvergenceView::refresh() {
         std::sort(g.first.begin(), g.first.end());
         const std::size_t n = g.first.size();
         const double median = n % 2 ? g.first[n / 2] : 0.5 * (g.first[n / 2 - 1] + g.first[n / 2]);
-        lines.emplace_back(median, tr("%1 median %2 (%3 of %4 runs)").arg(label, xText(axis, median)).arg(n).arg(g.second));
+        lines.emplace_back(median,
+                           tr("%1 median %2 (%3 of %4 runs)").arg(label, xText(axis, median)).arg(n).arg(g.second));
       }
       std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& l : lines) parts << l.second;
@@ -352,26 +370,33 @@ void ConvergenceView::refresh() {
                .arg(x_axis_title(axis))
                .arg(parts.isEmpty() ? tr("none reached it") : parts.join(QStringLiteral("; ")));
     if (!missedText.isEmpty() && ctx_.colors->group() == GroupBy::Run)
-      text += tr("; not reached: %1").arg(missedText.mid(0, 10).join(QStringLiteral(", ")) +
-                                          (missedText.size() > 10 ? QStringLiteral(", ...") : QString()));
+      text += tr("; not reached: %1")
+                  .arg(missedText.mid(0, 10).join(QStringLiteral(", ")) +
+                       (missedText.size() > 10 ? QStringLiteral(", ...") : QString()));
   }
   QStringList notes;
   if (!legend)
-    notes << tr("No legend for %1 curves: hover a curve for its run, or group the runs in the Runs view.").arg(labels.size());
+    notes << tr("No legend for %1 curves: hover a curve for its run, or group the runs in the Runs view.")
+                 .arg(labels.size());
   if (measured > runs.size())
     notes << tr("Drawing the newest %1 of the %2 measured runs shown: filter, hide or select runs in the Runs view to "
                 "choose others.")
                  .arg(runs.size())
                  .arg(measured);
   if (unread > 0)
-    notes << (readError.isEmpty() ? tr("Reading curves from the store: %1 of these %2 runs still to come, drawn as they arrive.")
-                                        .arg(unread)
-                                        .arg(runs.size())
-                                  : tr("The curves of %1 of these %2 runs could not be read: %3").arg(unread).arg(runs.size()).arg(readError));
+    notes << (readError.isEmpty()
+                  ? tr("Reading curves from the store: %1 of these %2 runs still to come, drawn as they arrive.")
+                        .arg(unread)
+                        .arg(runs.size())
+                  : tr("The curves of %1 of these %2 runs could not be read: %3")
+                        .arg(unread)
+                        .arg(runs.size())
+                        .arg(readError));
   if (!text.isEmpty()) notes << text;
   text = notes.join('\n');
   if (!readError.isEmpty()) waiting_.clear();
-  if (logY_->isChecked() && !positive) text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + tr("log y needs positive values: linear axis shown");
+  if (logY_->isChecked() && !positive)
+    text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + tr("log y needs positive values: linear axis shown");
   summary_->setText(text);
   summary_->setVisible(!text.isEmpty());
   chart_->swapChart(c);

@@ -31,8 +31,10 @@ void CurveLoader::load(const StoreSnapshot& snapshot, const std::vector<const Ru
   for (const RunRecord& r : snapshot.runs) {
     if (!r.measured()) continue;
     const auto it = curves_.find(r.id());
-    if (it != curves_.end() && !r.running() && sameRun(it->second->run, r.summary.run)) keep.insert(*it);
-    else want.push_back(r.summary.run);
+    if (it != curves_.end() && !r.running() && sameRun(it->second->run, r.summary.run))
+      keep.insert(*it);
+    else
+      want.push_back(r.summary.run);
   }
   curves_ = std::move(keep);
   pending_ = want.size();
@@ -118,7 +120,8 @@ void CurveLoader::work() {
       if (!error.isEmpty()) inboxError_ = error, queue_.clear();
       if (!drainPosted_) {
         drainPosted_ = true;
-        QMetaObject::invokeMethod(this, [this] { drain(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this] { drain(); }, Qt::QueuedConnection);
       }
     };
     Batch batch;
@@ -142,7 +145,8 @@ void CurveLoader::work() {
       try {
         batch.push_back(std::make_shared<const RunCurves>(read_curves(*store, row)));
       } catch (const std::exception& e) {
-        post(batch, QString::fromStdString("cannot read the curves of run " + std::to_string(row.id) + " from " + path + ": " + e.what()));
+        post(batch, QString::fromStdString("cannot read the curves of run " + std::to_string(row.id) + " from " + path +
+                                           ": " + e.what()));
         break;
       }
       if (Clock::now() - since >= std::chrono::milliseconds(kBatchMs)) {

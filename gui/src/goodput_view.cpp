@@ -90,8 +90,9 @@ void GoodputView::refresh() {
   const int i = batch_->currentIndex();
   if (i < 0 || batches_.empty()) {
     c->setTitle(tr("Time to accuracy: no predictions"));
-    summary_->setText(tr("No predictions in this store. `ddplab predict SCENARIO --target-accuracy 0.8 --world 4,64,512` "
-                         "fits the statistical efficiency to measured runs and simulates each world size."));
+    summary_->setText(
+        tr("No predictions in this store. `ddplab predict SCENARIO --target-accuracy 0.8 --world 4,64,512` "
+           "fits the statistical efficiency to measured runs and simulates each world size."));
     c->addAxis(valueAxis(tr("world size"), 0, 1), Qt::AlignBottom);
     c->addAxis(valueAxis(tr("training time (s)"), 0, 1), Qt::AlignLeft);
     return;
@@ -116,7 +117,8 @@ void GoodputView::refresh() {
     for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(legend);
   };
   for (auto& [strategy, rows] : by_strategy) {
-    std::sort(rows.begin(), rows.end(), [](const PredictionRow* a, const PredictionRow* b) { return a->world_size < b->world_size; });
+    std::sort(rows.begin(), rows.end(),
+              [](const PredictionRow* a, const PredictionRow* b) { return a->world_size < b->world_size; });
     const QColor col = ctx_.colors ? ctx_.colors->strategyColor(strategy) : paletteColor(0);
     const QString name = QString::fromStdString(strategy);
     auto* line = new QLineSeries;
@@ -148,8 +150,10 @@ void GoodputView::refresh() {
     measured->setMarkerSize(11);
     measured->setColor(col.lighter(140));
     measured->setBorderColor(col.darker(150));
-    if (measured->count() > 0) add(measured);
-    else delete measured;
+    if (measured->count() > 0)
+      add(measured);
+    else
+      delete measured;
   }
   auto* best = new QScatterSeries;
   best->setName(tr("best at each size"));
@@ -166,9 +170,10 @@ void GoodputView::refresh() {
   add(best);
   elideLegend(c);
   c->setTitle(tr("%1: predicted time to %2 accuracy").arg(QString::fromStdString(b.scenario)).arg(b.target));
-  summary_->setText(tr("Best strategy per world size: %1. Predicted = updates to the target (noise-scale fit to measured runs) "
-                       "x simulated step time; points: measured runs the fit did not use.")
-                        .arg(text.join(QStringLiteral("; "))));
+  summary_->setText(
+      tr("Best strategy per world size: %1. Predicted = updates to the target (noise-scale fit to measured runs) "
+         "x simulated step time; points: measured runs the fit did not use.")
+          .arg(text.join(QStringLiteral("; "))));
 }
 
 }  // namespace ddplab::gui

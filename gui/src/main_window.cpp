@@ -95,7 +95,8 @@ void MainWindow::buildActions() {
     const QString file = QFileDialog::getSaveFileName(this, tr("Export %1").arg(key), key + '.' + suffix, filter);
     if (file.isEmpty()) return;
     QString error;
-    if (!(csv ? exportCsv(file, &error) : exportImage(file, &error))) QMessageBox::warning(this, tr("ddplab: export failed"), error);
+    if (!(csv ? exportCsv(file, &error) : exportImage(file, &error)))
+      QMessageBox::warning(this, tr("ddplab: export failed"), error);
   };
   file->addAction(tr("Export view as &PNG..."), this, [exportAs] { exportAs(tr("PNG image (*.png)"), "png", false); })
       ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
@@ -107,15 +108,19 @@ void MainWindow::buildActions() {
   file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
 
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-  edit->addAction(tr("&Filter runs"), this, [this] {
-        showView("runs");
-        runs_->filterEdit()->setFocus();
-        runs_->filterEdit()->selectAll();
-      })->setShortcut(QKeySequence::Find);
-  edit->addAction(tr("&Delete selected runs..."), this, [this] {
-        const std::vector<std::int64_t> ids = runs_->selectedIds();
-        if (!ids.empty()) deleteRuns(ids);
-      })->setShortcut(QKeySequence::Delete);
+  edit->addAction(tr("&Filter runs"), this,
+                  [this] {
+                    showView("runs");
+                    runs_->filterEdit()->setFocus();
+                    runs_->filterEdit()->selectAll();
+                  })
+      ->setShortcut(QKeySequence::Find);
+  edit->addAction(tr("&Delete selected runs..."), this,
+                  [this] {
+                    const std::vector<std::int64_t> ids = runs_->selectedIds();
+                    if (!ids.empty()) deleteRuns(ids);
+                  })
+      ->setShortcut(QKeySequence::Delete);
 
   QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
   for (int i = 0; i < views_.size(); ++i) {
@@ -180,7 +185,8 @@ void MainWindow::refreshViews() {
   const int runs = static_cast<int>(snap.runs.size());
   tabs_->setTabText(tabs_->indexOf(runs_), runs ? tr("Runs (%1)").arg(runs) : tr("Runs"));
   const int validations = static_cast<int>(snap.validations.size());
-  tabs_->setTabText(tabs_->indexOf(validation_), validations ? tr("Validation (%1)").arg(validations) : tr("Validation"));
+  tabs_->setTabText(tabs_->indexOf(validation_),
+                    validations ? tr("Validation (%1)").arg(validations) : tr("Validation"));
   updateStatus();
 }
 
@@ -202,19 +208,20 @@ void MainWindow::updateStatus() {
   const StoreSnapshot& snap = runs_->snapshot();
   std::size_t measured = 0, simulated = 0;
   for (const auto& r : snap.runs) (r.measured() ? measured : simulated) += 1;
-  statusLabel_->setText(tr("%1 - %2 runs (%3 measured, %4 simulated), %5 in the charts, %6 benchmarks, %7 validations, %8 "
-                           "predictions%9")
-                            .arg(path_)
-                            .arg(snap.runs.size())
-                            .arg(measured)
-                            .arg(simulated)
-                            .arg(runs_->shownRuns().size())
-                            .arg(snap.benches.size())
-                            .arg(snap.validations.size())
-                            .arg(snap.predictions.size())
-                            .arg(following() ? tr(" - following live") : QString()) +
-                        (curves_->pending() ? tr(" - reading curves: %1 runs to go").arg(curves_->pending()) : QString()) +
-                        (curves_->error().isEmpty() ? QString() : tr(" - %1").arg(curves_->error())));
+  statusLabel_->setText(
+      tr("%1 - %2 runs (%3 measured, %4 simulated), %5 in the charts, %6 benchmarks, %7 validations, %8 "
+         "predictions%9")
+          .arg(path_)
+          .arg(snap.runs.size())
+          .arg(measured)
+          .arg(simulated)
+          .arg(runs_->shownRuns().size())
+          .arg(snap.benches.size())
+          .arg(snap.validations.size())
+          .arg(snap.predictions.size())
+          .arg(following() ? tr(" - following live") : QString()) +
+      (curves_->pending() ? tr(" - reading curves: %1 runs to go").arg(curves_->pending()) : QString()) +
+      (curves_->error().isEmpty() ? QString() : tr(" - %1").arg(curves_->error())));
 }
 
 bool MainWindow::loadInteractive(const QString& path) {
@@ -244,11 +251,12 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
   };
   if (ids.empty() || path_.isEmpty()) return fail(tr("no runs to delete"));
   if (runs_->snapshot().schema < Store::kSchemaVersion)
-    return fail(tr("%1 is at schema version %2: deleting would upgrade it to %3, which older ddplab builds cannot open. "
-                   "Upgrade it first with `ddplab report --db %1`, then delete.")
-                    .arg(path_)
-                    .arg(runs_->snapshot().schema)
-                    .arg(Store::kSchemaVersion));
+    return fail(
+        tr("%1 is at schema version %2: deleting would upgrade it to %3, which older ddplab builds cannot open. "
+           "Upgrade it first with `ddplab report --db %1`, then delete.")
+            .arg(path_)
+            .arg(runs_->snapshot().schema)
+            .arg(Store::kSchemaVersion));
   QStringList names;
   for (std::int64_t id : ids) {
     const RunRecord* r = runs_->snapshot().find(id);
@@ -261,10 +269,11 @@ bool MainWindow::deleteRuns(const std::vector<std::int64_t>& ids, bool confirm, 
                  .arg(r->info().world_size)
                  .arg(QString::fromStdString(to_string(r->summary.run.status)));
   }
-  if (confirm && QMessageBox::question(this, tr("Delete runs"),
-                                       tr("Delete %n run(s) from %1, with their steps and evaluations?\n\n%2\n\nThis cannot be undone.",
-                                          nullptr, static_cast<int>(ids.size()))
-                                           .arg(path_, names.join('\n'))) != QMessageBox::Yes)
+  if (confirm && QMessageBox::question(
+                     this, tr("Delete runs"),
+                     tr("Delete %n run(s) from %1, with their steps and evaluations?\n\n%2\n\nThis cannot be undone.",
+                        nullptr, static_cast<int>(ids.size()))
+                         .arg(path_, names.join('\n'))) != QMessageBox::Yes)
     return false;
   try {
     Store store(path_.toStdString());
@@ -309,12 +318,15 @@ QString MainWindow::fileStamp(const QString& path) {
   return QStringLiteral("%1:%2;%3")
       .arg(db.exists() ? db.size() : -1)
       .arg(db.exists() ? db.lastModified().toMSecsSinceEpoch() : 0)
-      .arg(walEmpty ? QStringLiteral("-") : QStringLiteral("%1:%2").arg(wal.size()).arg(wal.lastModified().toMSecsSinceEpoch()));
+      .arg(walEmpty ? QStringLiteral("-")
+                    : QStringLiteral("%1:%2").arg(wal.size()).arg(wal.lastModified().toMSecsSinceEpoch()));
 }
 
 void MainWindow::setFollow(bool on, int interval_ms) {
-  if (on) poll_->start(interval_ms);
-  else poll_->stop();
+  if (on)
+    poll_->start(interval_ms);
+  else
+    poll_->stop();
   if (followAction_->isChecked() != on) {
     const QSignalBlocker block(followAction_);
     followAction_->setChecked(on);

@@ -82,31 +82,51 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
       return sort ? QVariant(*v) : QVariant(QString::number(*v, 'f', digits));
     };
     switch (index.column()) {
-      case Id: return QVariant::fromValue<qlonglong>(s.run.id);
-      case Scenario: return qs(info.scenario);
-      case Strategy: return qs(info.strategy);
-      case Source: return qs(to_string(info.source));
-      case Backend: return qs(info.backend);
-      case World: return info.world_size;
-      case Status: return qs(to_string(s.run.status));
-      case Steps: return QVariant::fromValue<qlonglong>(s.skipped + s.steps);
-      case StepMs: return seconds(s.step_s);
-      case ComputeMs: return seconds(s.compute_s);
-      case CommMs: return seconds(s.comm_s);
-      case ExposedMs: return seconds(s.exposed_comm_s);
+      case Id:
+        return QVariant::fromValue<qlonglong>(s.run.id);
+      case Scenario:
+        return qs(info.scenario);
+      case Strategy:
+        return qs(info.strategy);
+      case Source:
+        return qs(to_string(info.source));
+      case Backend:
+        return qs(info.backend);
+      case World:
+        return info.world_size;
+      case Status:
+        return qs(to_string(s.run.status));
+      case Steps:
+        return QVariant::fromValue<qlonglong>(s.skipped + s.steps);
+      case StepMs:
+        return seconds(s.step_s);
+      case ComputeMs:
+        return seconds(s.compute_s);
+      case CommMs:
+        return seconds(s.comm_s);
+      case ExposedMs:
+        return seconds(s.exposed_comm_s);
       case SamplesPerS:
         if (sort) return s.samples_per_s;
         return s.samples_per_s > 0 ? QString::number(s.samples_per_s, 'f', 1) : QString();
-      case FinalLoss: return optional(s.final_loss, 4);
-      case FinalAccuracy: return optional(s.final_accuracy, 4);
-      default: return {};
+      case FinalLoss:
+        return optional(s.final_loss, 4);
+      case FinalAccuracy:
+        return optional(s.final_accuracy, 4);
+      default:
+        return {};
     }
   }
   if (role == Qt::TextAlignmentRole) {
     switch (index.column()) {
-      case Scenario: case Strategy: case Source: case Backend: case Status:
+      case Scenario:
+      case Strategy:
+      case Source:
+      case Backend:
+      case Status:
         return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
-      default: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      default:
+        return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     }
   }
   if (role == Qt::ForegroundRole && !rec->finished()) {
@@ -121,12 +141,15 @@ QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
                       .arg(s.skipped + s.steps)
                       .arg(s.steps)
                       .arg(qs(s.run.started_at), qs(s.run.version));
-    if (s.run.status == RunStatus::Running) tip += tr("\nstill running (or run by a process on another machine): figures so far");
+    if (s.run.status == RunStatus::Running)
+      tip += tr("\nstill running (or run by a process on another machine): figures so far");
     if (s.run.status == RunStatus::Abandoned)
-      tip += tr("\nabandoned: the process writing it died without finishing it (SIGKILL, a crash, a reboot); figures up "
-                "to its last flush");
+      tip +=
+          tr("\nabandoned: the process writing it died without finishing it (SIGKILL, a crash, a reboot); figures up "
+             "to its last flush");
     if (s.run.status == RunStatus::Failed) tip += tr("\nfailed: figures up to the failure");
-    if (s.run.status == RunStatus::Interrupted) tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
+    if (s.run.status == RunStatus::Interrupted)
+      tip += tr("\ninterrupted (SIGINT or SIGTERM to its launcher): figures up to the stop");
     return tip;
   }
   return {};
@@ -136,32 +159,54 @@ QVariant RunsTableModel::headerData(int section, Qt::Orientation orientation, in
   if (orientation != Qt::Horizontal) return QAbstractTableModel::headerData(section, orientation, role);
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Id: return tr("run id; the check box shows the run in the charts or hides it");
-      case StepMs: return tr("mean step time of the slowest rank over the steady steps (ms)");
-      case ComputeMs: case CommMs: case ExposedMs:
+      case Id:
+        return tr("run id; the check box shows the run in the charts or hides it");
+      case StepMs:
+        return tr("mean step time of the slowest rank over the steady steps (ms)");
+      case ComputeMs:
+      case CommMs:
+      case ExposedMs:
         return tr("mean per rank and step over the steady steps (ms); exposed comm is what compute did not hide");
-      case SamplesPerS: return tr("samples over the steady steps / their slowest-rank time");
-      default: return {};
+      case SamplesPerS:
+        return tr("samples over the steady steps / their slowest-rank time");
+      default:
+        return {};
     }
   }
   if (role != Qt::DisplayRole) return {};
   switch (section) {
-    case Id: return tr("id");
-    case Scenario: return tr("scenario");
-    case Strategy: return tr("strategy");
-    case Source: return tr("source");
-    case Backend: return tr("backend");
-    case World: return tr("world");
-    case Status: return tr("status");
-    case Steps: return tr("steps");
-    case StepMs: return tr("step ms");
-    case ComputeMs: return tr("compute ms");
-    case CommMs: return tr("comm ms");
-    case ExposedMs: return tr("exposed ms");
-    case SamplesPerS: return tr("samples/s");
-    case FinalLoss: return tr("final loss");
-    case FinalAccuracy: return tr("final accuracy");
-    default: return {};
+    case Id:
+      return tr("id");
+    case Scenario:
+      return tr("scenario");
+    case Strategy:
+      return tr("strategy");
+    case Source:
+      return tr("source");
+    case Backend:
+      return tr("backend");
+    case World:
+      return tr("world");
+    case Status:
+      return tr("status");
+    case Steps:
+      return tr("steps");
+    case StepMs:
+      return tr("step ms");
+    case ComputeMs:
+      return tr("compute ms");
+    case CommMs:
+      return tr("comm ms");
+    case ExposedMs:
+      return tr("exposed ms");
+    case SamplesPerS:
+      return tr("samples/s");
+    case FinalLoss:
+      return tr("final loss");
+    case FinalAccuracy:
+      return tr("final accuracy");
+    default:
+      return {};
   }
 }
 

@@ -28,16 +28,20 @@ std::vector<ScalingPanel> scaling_panels(const std::vector<const RunRecord*>& ru
     if (!r || !r->finished() || !(r->measured() || r->simulated())) continue;
     const RunSummary& s = r->summary;
     if (!(s.samples_per_s > 0) || s.run.info.world_size < 1) continue;
-    ScalingLine& line = by[{s.run.info.scenario, r->model()}][{s.run.info.strategy, s.run.info.batch_size, r->simulated()}];
+    ScalingLine& line =
+        by[{s.run.info.scenario, r->model()}][{s.run.info.strategy, s.run.info.batch_size, r->simulated()}];
     line.strategy = s.run.info.strategy;
     line.batch = s.run.info.batch_size;
     line.simulated = r->simulated();
     const ScalingPoint p{s.run.info.world_size, s.samples_per_s, r->id()};
     if (line.simulated) {
       // Newest simulation per world size: runs come oldest first, so a later one replaces an earlier one.
-      auto it = std::find_if(line.points.begin(), line.points.end(), [&](const ScalingPoint& q) { return q.world == p.world; });
-      if (it != line.points.end()) *it = p;
-      else line.points.push_back(p);
+      auto it = std::find_if(line.points.begin(), line.points.end(),
+                             [&](const ScalingPoint& q) { return q.world == p.world; });
+      if (it != line.points.end())
+        *it = p;
+      else
+        line.points.push_back(p);
       const auto cfg = nlohmann::json::parse(s.run.info.config_json, nullptr, false);
       if (cfg.is_object() && cfg.contains("simulation") && cfg["simulation"].is_object()) {
         line.compute_origin = cfg["simulation"].value("compute_origin", "");
@@ -52,7 +56,8 @@ std::vector<ScalingPanel> scaling_panels(const std::vector<const RunRecord*>& ru
     ScalingPanel panel{key.first, key.second, {}, false};
     for (auto& [k, line] : lines) {
       panel.batches_differ = panel.batches_differ || line.batch != lines.begin()->second.batch;
-      std::stable_sort(line.points.begin(), line.points.end(), [](const ScalingPoint& a, const ScalingPoint& b) { return a.world < b.world; });
+      std::stable_sort(line.points.begin(), line.points.end(),
+                       [](const ScalingPoint& a, const ScalingPoint& b) { return a.world < b.world; });
       std::map<int, std::pair<double, int>> mean;  // world -> (sum, count)
       for (const ScalingPoint& p : line.points) mean[p.world].first += p.samples_per_s, mean[p.world].second += 1;
       const int n0 = mean.begin()->first;
@@ -96,15 +101,17 @@ void ScalingView::refresh() {
   auto* grid = new QGridLayout(panelsWidget_);
   grid->setContentsMargins(0, 0, 0, 0);
   if (panels_.empty()) {
-    auto* empty = new QLabel(tr("No completed runs with a throughput among the runs shown.\n"
-                                "`ddplab run` measures one; `ddplab simulate --world 2,4,...,256` predicts a line."));
+    auto* empty =
+        new QLabel(tr("No completed runs with a throughput among the runs shown.\n"
+                      "`ddplab run` measures one; `ddplab simulate --world 2,4,...,256` predicts a line."));
     empty->setAlignment(Qt::AlignCenter);
     grid->addWidget(empty, 0, 0);
   }
   const bool logY = logY_->isChecked();
   int row = 0;
   for (const ScalingPanel& panel : panels_) {
-    const QString name = QString::fromStdString(panel.scenario) + QStringLiteral(" (") + QString::fromStdString(panel.model) + ')';
+    const QString name =
+        QString::fromStdString(panel.scenario) + QStringLiteral(" (") + QString::fromStdString(panel.model) + ')';
     auto* tput = new ChartView(tr("%1: samples/s").arg(name));
     auto* eff = new ChartView(tr("%1: efficiency").arg(name));
     eff->setToolTip(tr("samples/s at n / (samples/s at n0 x n / n0), n0 the line's smallest world size"));
@@ -134,10 +141,11 @@ void ScalingView::refresh() {
       const QColor col = ctx_.colors ? ctx_.colors->strategyColor(l.strategy) : paletteColor(0);
       const QString strategy = QString::fromStdString(l.strategy);
       const QString who = tr("%1, batch %2 per rank").arg(strategy).arg(l.batch);
-      const QString tip = l.simulated ? tr("%1, simulated\ncompute: %2\nnetwork model: %3")
-                                            .arg(who, QString::fromStdString(l.compute_origin.empty() ? "?" : l.compute_origin),
-                                                 QString::fromStdString(l.network_model.empty() ? "?" : l.network_model))
-                                      : tr("%1, measured").arg(who);
+      const QString tip = l.simulated
+                              ? tr("%1, simulated\ncompute: %2\nnetwork model: %3")
+                                    .arg(who, QString::fromStdString(l.compute_origin.empty() ? "?" : l.compute_origin),
+                                         QString::fromStdString(l.network_model.empty() ? "?" : l.network_model))
+                              : tr("%1, measured").arg(who);
       auto style = [&](QXYSeries* s) {
         if (l.simulated) {
           QPen pen(col);
@@ -152,19 +160,25 @@ void ScalingView::refresh() {
           sc->setBorderColor(col.darker(150));
         }
       };
-      QXYSeries* t = l.simulated ? static_cast<QXYSeries*>(new QLineSeries) : static_cast<QXYSeries*>(new QScatterSeries);
+      QXYSeries* t =
+          l.simulated ? static_cast<QXYSeries*>(new QLineSeries) : static_cast<QXYSeries*>(new QScatterSeries);
       for (const ScalingPoint& p : l.points) t->append(p.world, p.samples_per_s);
       t->setName(strategy + (panel.batches_differ ? tr(" b%1").arg(l.batch) : QString()) +
                  (l.simulated ? tr(" simulated") : tr(" measured")));
       style(t);
-      pointTooltips(t, [tip](const QPointF& p) { return tip + QObject::tr("\n%1 ranks: %2 samples/s").arg(p.x()).arg(p.y(), 0, 'f', 1); });
+      pointTooltips(t, [tip](const QPointF& p) {
+        return tip + QObject::tr("\n%1 ranks: %2 samples/s").arg(p.x()).arg(p.y(), 0, 'f', 1);
+      });
       tc->addSeries(t);
       t->attachAxis(tx), t->attachAxis(ty);
-      QXYSeries* e = l.simulated ? static_cast<QXYSeries*>(new QLineSeries) : static_cast<QXYSeries*>(new QScatterSeries);
+      QXYSeries* e =
+          l.simulated ? static_cast<QXYSeries*>(new QLineSeries) : static_cast<QXYSeries*>(new QScatterSeries);
       for (const auto& [n, v] : l.efficiency) e->append(n, v);
       e->setName(t->name());
       style(e);
-      pointTooltips(e, [tip](const QPointF& p) { return tip + QObject::tr("\n%1 ranks: efficiency %2").arg(p.x()).arg(p.y(), 0, 'f', 3); });
+      pointTooltips(e, [tip](const QPointF& p) {
+        return tip + QObject::tr("\n%1 ranks: efficiency %2").arg(p.x()).arg(p.y(), 0, 'f', 3);
+      });
       ec->addSeries(e);
       e->attachAxis(ex), e->attachAxis(ey);
     }

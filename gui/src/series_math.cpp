@@ -29,9 +29,12 @@ std::vector<double> ema_smooth(const std::vector<double>& y, double weight) {
 
 const char* x_axis_title(XAxis a) {
   switch (a) {
-    case XAxis::Step: return "step";
-    case XAxis::Samples: return "samples (all ranks)";
-    case XAxis::Time: return "training time (s)";
+    case XAxis::Step:
+      return "step";
+    case XAxis::Samples:
+      return "samples (all ranks)";
+    case XAxis::Time:
+      return "training time (s)";
   }
   return "";
 }
@@ -67,9 +70,12 @@ double RunProgress::time_through(double completed) const { return through(time_,
 
 double RunProgress::at(XAxis axis, double completed) const {
   switch (axis) {
-    case XAxis::Step: return completed;
-    case XAxis::Samples: return samples_through(completed);
-    case XAxis::Time: return time_through(completed);
+    case XAxis::Step:
+      return completed;
+    case XAxis::Samples:
+      return samples_through(completed);
+    case XAxis::Time:
+      return time_through(completed);
   }
   return completed;
 }

@@ -64,7 +64,9 @@ TimelineStep timeline_step(const std::vector<TraceEvent>& events, std::int64_t s
     b.name = e.name;
     b.start_ms = (e.start_s - first) * 1e3;
     b.dur_ms = e.dur_s * 1e3;
-    b.bytes = e.args.is_object() && e.args.contains("bytes") && e.args["bytes"].is_number() ? e.args["bytes"].get<std::int64_t>() : 0;
+    b.bytes = e.args.is_object() && e.args.contains("bytes") && e.args["bytes"].is_number()
+                  ? e.args["bytes"].get<std::int64_t>()
+                  : 0;
     out.ranks = std::max(out.ranks, e.rank + 1);
     out.bars.push_back(std::move(b));
   }
@@ -121,7 +123,9 @@ void TimelineWidget::setWindow(double t0, double t1) {
 
 void TimelineWidget::showAll() { setWindow(0, step_.span_ms > 0 ? step_.span_ms * 1.02 : 1); }
 
-QRectF TimelineWidget::plotRect() const { return QRectF(130, 26, std::max(10, width() - 140), std::max(10, height() - 56)); }
+QRectF TimelineWidget::plotRect() const {
+  return QRectF(130, 26, std::max(10, width() - 140), std::max(10, height() - 56));
+}
 
 double TimelineWidget::xOf(double ms) const {
   const QRectF r = plotRect();
@@ -191,7 +195,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     if (bar.width() > 40 && rowH >= 12) {
       p.setPen(Qt::white);
       p.drawText(bar.adjusted(3, 0, -2, 0), Qt::AlignLeft | Qt::AlignVCenter,
-                 p.fontMetrics().elidedText(QString::fromStdString(b.name), Qt::ElideRight, static_cast<int>(bar.width()) - 5));
+                 p.fontMetrics().elidedText(QString::fromStdString(b.name), Qt::ElideRight,
+                                            static_cast<int>(bar.width()) - 5));
     }
   }
 }
@@ -282,7 +287,10 @@ void TimelineView::setContext(const ViewContext& context) {
     for (auto it = ctx_.runs.rbegin(); it != ctx_.runs.rend(); ++it) {  // newest first
       const RunRecord* r = *it;
       if (!ctx_.snapshot->traced.count(r->id())) continue;
-      run_->addItem(tr("#%1 %2, %3 ranks, %4").arg(r->id()).arg(QString::fromStdString(r->info().strategy)).arg(r->info().world_size)
+      run_->addItem(tr("#%1 %2, %3 ranks, %4")
+                        .arg(r->id())
+                        .arg(QString::fromStdString(r->info().strategy))
+                        .arg(r->info().world_size)
                         .arg(QString::fromStdString(to_string(r->info().source))),
                     QVariant::fromValue<qlonglong>(r->id()));
       if (!preferred && r->measured()) preferred = r;
@@ -361,8 +369,9 @@ void TimelineView::stepChanged() {
   if (!shown_) {
     top_->setStep({}, tr("No timeline among the runs shown"));
     bottom_->hide();
-    note_->setText(tr("Timelines are stored by `ddplab run` (the last two steady blocks, or --trace-steps) and by `ddplab "
-                      "simulate` up to 16 ranks. Stores written before schema 7 have none."));
+    note_->setText(
+        tr("Timelines are stored by `ddplab run` (the last two steady blocks, or --trace-steps) and by `ddplab "
+           "simulate` up to 16 ranks. Stores written before schema 7 have none."));
     return;
   }
   const TimelineStep top = timeline_step(events_, s);
@@ -374,16 +383,18 @@ void TimelineView::stepChanged() {
     bottom_->setStep(bottom, describe(counterpart_, cs));
     bottom_->show();
     span = std::max(span, bottom.span_ms);
-    note_->setText(tr("Measured above, simulated below, on one time scale: measured step %1 ms, simulated %2 ms. Wheel: zoom; "
-                      "drag: pan; double click: whole step.")
-                       .arg(top.span_ms, 0, 'f', 3)
-                       .arg(bottom.span_ms, 0, 'f', 3));
+    note_->setText(
+        tr("Measured above, simulated below, on one time scale: measured step %1 ms, simulated %2 ms. Wheel: zoom; "
+           "drag: pan; double click: whole step.")
+            .arg(top.span_ms, 0, 'f', 3)
+            .arg(bottom.span_ms, 0, 'f', 3));
   } else {
     bottom_->hide();
-    note_->setText(shown_->measured() ? tr("No simulated timeline of %1 in this store (`ddplab simulate` stores one up to 16 ranks). "
-                                           "Wheel: zoom; drag: pan; double click: whole step.")
-                                            .arg(QString::fromStdString(shown_->info().strategy))
-                                      : tr("Wheel: zoom; drag: pan; double click: whole step."));
+    note_->setText(shown_->measured()
+                       ? tr("No simulated timeline of %1 in this store (`ddplab simulate` stores one up to 16 ranks). "
+                            "Wheel: zoom; drag: pan; double click: whole step.")
+                             .arg(QString::fromStdString(shown_->info().strategy))
+                       : tr("Wheel: zoom; drag: pan; double click: whole step."));
   }
   top_->setWindow(0, span > 0 ? span * 1.02 : 1);
 }
@@ -397,9 +408,9 @@ QString TimelineView::csv() const {
   ts << "run,source,step,rank,track,name,start_ms,dur_ms,bytes\n";
   auto rows = [&](const RunRecord* r, const TimelineStep& s) {
     for (const TimelineBar& b : s.bars)
-      ts << r->id() << ',' << QString::fromStdString(to_string(r->info().source)) << ',' << s.step << ',' << b.rank << ','
-         << (b.comm ? "comm" : "compute") << ',' << QString::fromStdString(b.name) << ',' << QString::number(b.start_ms, 'g', 10)
-         << ',' << QString::number(b.dur_ms, 'g', 10) << ',' << b.bytes << '\n';
+      ts << r->id() << ',' << QString::fromStdString(to_string(r->info().source)) << ',' << s.step << ',' << b.rank
+         << ',' << (b.comm ? "comm" : "compute") << ',' << QString::fromStdString(b.name) << ','
+         << QString::number(b.start_ms, 'g', 10) << ',' << QString::number(b.dur_ms, 'g', 10) << ',' << b.bytes << '\n';
   };
   rows(shown_, top_->step());
   if (counterpart_ && bottom_->isVisibleTo(this)) rows(counterpart_, bottom_->step());

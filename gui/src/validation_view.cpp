@@ -93,10 +93,12 @@ QString errorSummary(const std::vector<const ValidationRow*>& rows) {
 const std::vector<ValidationMetric>& validation_metrics() {
   // What `ddplab validate` stores today (step_s, comm_s, busbw_gbs), then the other step metrics it may
   // add; any other key is shown as stored.
-  static const std::vector<ValidationMetric> metrics{
-      {"step_s", "Step time", "ms", 1e3},           {"comm_s", "Comm time", "ms", 1e3},
-      {"busbw_gbs", "Bus bandwidth", "GB/s", 1.0},  {"compute_s", "Compute time", "ms", 1e3},
-      {"exposed_comm_s", "Exposed comm", "ms", 1e3}, {"optimizer_s", "Optimizer time", "ms", 1e3}};
+  static const std::vector<ValidationMetric> metrics{{"step_s", "Step time", "ms", 1e3},
+                                                     {"comm_s", "Comm time", "ms", 1e3},
+                                                     {"busbw_gbs", "Bus bandwidth", "GB/s", 1.0},
+                                                     {"compute_s", "Compute time", "ms", 1e3},
+                                                     {"exposed_comm_s", "Exposed comm", "ms", 1e3},
+                                                     {"optimizer_s", "Optimizer time", "ms", 1e3}};
   return metrics;
 }
 
@@ -128,28 +130,40 @@ QVariant ValidationTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole || role == SortRole) {
     const bool sort = role == SortRole;
     switch (index.column()) {
-      case Kind: return kindName(v.kind);
+      case Kind:
+        return kindName(v.kind);
       case Ref:
         return sort ? QVariant::fromValue<qlonglong>(v.ref_id)
                     : QVariant(QStringLiteral("%1 #%2").arg(kindName(v.kind)).arg(v.ref_id));
-      case Label: return qs(v.label);
-      case World: return v.world_size;
-      case Size: return sort ? QVariant::fromValue<qlonglong>(v.bytes) : QVariant(sizeText(v.bytes));
-      case Metric: return metricText(v.metric);
-      case Measured: return sort ? QVariant(scaled(v, v.measured)) : QVariant(QString::number(scaled(v, v.measured), 'g', 4));
+      case Label:
+        return qs(v.label);
+      case World:
+        return v.world_size;
+      case Size:
+        return sort ? QVariant::fromValue<qlonglong>(v.bytes) : QVariant(sizeText(v.bytes));
+      case Metric:
+        return metricText(v.metric);
+      case Measured:
+        return sort ? QVariant(scaled(v, v.measured)) : QVariant(QString::number(scaled(v, v.measured), 'g', 4));
       case Predicted:
         return sort ? QVariant(scaled(v, v.predicted)) : QVariant(QString::number(scaled(v, v.predicted), 'g', 4));
       case ErrorPct:
         if (sort) return std::isfinite(err) ? QVariant(err) : QVariant();
         return errorText(err);
-      default: return {};
+      default:
+        return {};
     }
   }
   if (role == Qt::TextAlignmentRole) {
     switch (index.column()) {
-      case World: case Size: case Measured: case Predicted: case ErrorPct:
+      case World:
+      case Size:
+      case Measured:
+      case Predicted:
+      case ErrorPct:
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
-      default: return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
+      default:
+        return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
     }
   }
   if (role == Qt::ForegroundRole && index.column() == ErrorPct) return QBrush(errorColor(err));
@@ -164,30 +178,41 @@ QVariant ValidationTableModel::data(const QModelIndex& index, int role) const {
         .arg(find_validation_metric(v.metric) ? QString::fromLatin1(find_validation_metric(v.metric)->unit) : QString())
         .arg(errorText(err))
         .arg(qs(v.created_at))
-        .arg(v.calibration.empty() ? tr("with the scenario's links") : tr("with calibration \"%1\"").arg(qs(v.calibration)));
+        .arg(v.calibration.empty() ? tr("with the scenario's links")
+                                   : tr("with calibration \"%1\"").arg(qs(v.calibration)));
   }
   return {};
 }
 
 QVariant ValidationTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
   switch (section) {
-    case Kind: return tr("kind");
-    case Ref: return tr("id");
-    case Label: return tr("strategy / schedule");
-    case World: return tr("world");
-    case Size: return tr("size");
-    case Metric: return tr("metric");
-    case Measured: return tr("measured");
-    case Predicted: return tr("predicted");
-    case ErrorPct: return tr("error %");
-    default: return {};
+    case Kind:
+      return tr("kind");
+    case Ref:
+      return tr("id");
+    case Label:
+      return tr("strategy / schedule");
+    case World:
+      return tr("world");
+    case Size:
+      return tr("size");
+    case Metric:
+      return tr("metric");
+    case Measured:
+      return tr("measured");
+    case Predicted:
+      return tr("predicted");
+    case ErrorPct:
+      return tr("error %");
+    default:
+      return {};
   }
 }
 
 // ---------------------------------------------------------------------------------------
-ValidationChartView::ValidationChartView(QWidget* parent)
-    : QChartView(makeChart(tr("Predicted vs measured")), parent) {
+ValidationChartView::ValidationChartView(QWidget* parent) : QChartView(makeChart(tr("Predicted vs measured")), parent) {
   setRenderHint(QPainter::Antialiasing);
   setMinimumSize(420, 320);
   chart()->legend()->setAlignment(Qt::AlignBottom);  // few, short names; the plot keeps its width
@@ -283,8 +308,9 @@ void ValidationChartView::plot(const std::vector<ValidationRow>& rows, const Val
     scatter->setMarkerSize(11);
     // A strategy keeps the colour it has in every other chart; schedules get the palette in order.
     const ValidationRow& first = g.rows.front();
-    const QColor col = colors_ && first.kind == "run" && colors_->knowsStrategy(first.label) ? colors_->strategyColor(first.label)
-                                                                                           : paletteColor(color++);
+    const QColor col = colors_ && first.kind == "run" && colors_->knowsStrategy(first.label)
+                           ? colors_->strategyColor(first.label)
+                           : paletteColor(color++);
     scatter->setColor(col);
     scatter->setBorderColor(col.darker(150));
     c->addSeries(scatter);
@@ -398,10 +424,11 @@ void ValidationView::setValidations(const std::vector<ValidationRow>& rows) {
     for (auto it = batches_.rbegin(); it != batches_.rend(); ++it) {
       QString when = qs(it->created_at);
       when.replace('T', ' ').replace('Z', QStringLiteral(" UTC"));
-      batch_->addItem(tr("%1 \u00b7 %2 \u00b7 %3")
-                          .arg(when,
-                               it->calibration.empty() ? tr("scenario links") : tr("calibration \"%1\"").arg(qs(it->calibration)),
-                               comparisons(it->rows.size())));
+      batch_->addItem(
+          tr("%1 \u00b7 %2 \u00b7 %3")
+              .arg(when,
+                   it->calibration.empty() ? tr("scenario links") : tr("calibration \"%1\"").arg(qs(it->calibration)),
+                   comparisons(it->rows.size())));
     }
     batch_->setCurrentIndex(batches_.empty() ? -1 : 0);
   }

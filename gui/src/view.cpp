@@ -18,12 +18,18 @@ const std::vector<std::pair<GroupBy, QString>>& group_names() {
 std::string group_key(const RunRecord& run, GroupBy by) {
   const RunInfo& i = run.info();
   switch (by) {
-    case GroupBy::Run: return std::string("#").append(std::to_string(run.id()));
-    case GroupBy::Scenario: return i.scenario;
-    case GroupBy::Strategy: return i.strategy;
-    case GroupBy::World: return std::to_string(i.world_size).append(i.world_size == 1 ? " rank" : " ranks");
-    case GroupBy::Source: return to_string(i.source);
-    case GroupBy::Backend: return i.backend;
+    case GroupBy::Run:
+      return std::string("#").append(std::to_string(run.id()));
+    case GroupBy::Scenario:
+      return i.scenario;
+    case GroupBy::Strategy:
+      return i.strategy;
+    case GroupBy::World:
+      return std::to_string(i.world_size).append(i.world_size == 1 ? " rank" : " ranks");
+    case GroupBy::Source:
+      return to_string(i.source);
+    case GroupBy::Backend:
+      return i.backend;
   }
   return {};
 }

@@ -13,7 +13,8 @@ namespace ddplab::gui {
 std::optional<StoredScenario> newest_stored_scenario(const std::vector<RunRow>& runs,
                                                      const std::vector<CalibrationRecord>& calibrations) {
   if (runs.empty()) return std::nullopt;
-  const auto newest = std::max_element(runs.begin(), runs.end(), [](const RunRow& a, const RunRow& b) { return a.id < b.id; });
+  const auto newest =
+      std::max_element(runs.begin(), runs.end(), [](const RunRow& a, const RunRow& b) { return a.id < b.id; });
   const std::string name = newest->info.scenario;
   StoredScenario out;
   std::vector<StrategyConfig> strategies;
@@ -31,8 +32,10 @@ std::optional<StoredScenario> newest_stored_scenario(const std::vector<RunRow>& 
     base = &r;
     const StrategyConfig& st = sc.strategies.front();
     const auto [it, fresh] = slot.emplace(st.name, strategies.size());
-    if (fresh) strategies.push_back(st);
-    else strategies[it->second] = st;
+    if (fresh)
+      strategies.push_back(st);
+    else
+      strategies[it->second] = st;
     out.scenario = std::move(sc);  // the newest run's model, training and cluster
   }
   if (!base) return std::nullopt;

@@ -52,7 +52,8 @@ std::pair<Scenario, StrategyConfig> apply_inputs(const Scenario& sc, const Strat
   // so unchanged inputs simulate the scenario bit for bit as `ddplab simulate` does.
   auto set = [](auto& field, double value) {
     const double was = static_cast<double>(field);
-    if (std::abs(value - was) > 1e-9 * std::max(std::abs(was), 1e-300)) field = static_cast<std::decay_t<decltype(field)>>(value);
+    if (std::abs(value - was) > 1e-9 * std::max(std::abs(was), 1e-300))
+      field = static_cast<std::decay_t<decltype(field)>>(value);
   };
   ClusterConfig& c = out.first.cluster;
   set(c.link_bandwidth, in.link_gbps * 1e9 / 8);
@@ -77,8 +78,9 @@ WhatIfResult run_what_if(const WhatIfRequest& req) {
     const Store store(req.store_path, Store::Access::ReadOnly);
     // As written: the scenario's own cluster and strategy, at the chosen size.
     if (req.inputs.mode == "exact" && req.inputs.world > kExactMaxWorld)
-      throw InputError("exact simulation above " + std::to_string(kExactMaxWorld) +
-                       " ranks takes minutes and cannot be interrupted here; use aggregated (or `ddplab simulate --exact`)");
+      throw InputError(
+          "exact simulation above " + std::to_string(kExactMaxWorld) +
+          " ranks takes minutes and cannot be interrupted here; use aggregated (or `ddplab simulate --exact`)");
     SimOptions given;
     given.mode = req.inputs.mode;
     given.keep_trace = false;  // as `ddplab simulate` without --trace: no per-op records through the pipe
@@ -90,7 +92,8 @@ WhatIfResult run_what_if(const WhatIfRequest& req) {
     r.what_if = simulate_point(sc, s, req.inputs.world, setup);
     r.compute_origin = setup.compute.origin;
     r.network_model = network_model_for(sc.cluster, setup.options);
-    for (int n = 1; n < req.inputs.world; n *= 2) r.scaling.emplace_back(n, simulate_point(sc, s, n, setup).result.samples_per_s);
+    for (int n = 1; n < req.inputs.world; n *= 2)
+      r.scaling.emplace_back(n, simulate_point(sc, s, n, setup).result.samples_per_s);
     r.scaling.emplace_back(req.inputs.world, r.what_if.result.samples_per_s);
   } catch (const std::exception& e) {
     r.error = e.what();
@@ -147,7 +150,8 @@ void WhatIfRunner::loop() {
     }
     // Delivered on the GUI thread, and only if no newer request was submitted meanwhile.
     QMetaObject::invokeMethod(
-        this, [this, result = std::move(result)] {
+        this,
+        [this, result = std::move(result)] {
           if (result.id == latest()) emit finished(result);
         },
         Qt::QueuedConnection);
@@ -185,8 +189,9 @@ WhatIfView::WhatIfView(QWidget* parent) : View(parent) {
   network_->addItems({"auto", "LV08", "CM02"});
   mode_ = new QComboBox;
   mode_->addItems({"aggregated", "exact", "auto"});
-  mode_->setToolTip(tr("aggregated: schedule steps merged into phases of flows (fast; docs/simulation.md says where it "
-                       "parts from exact); exact: every message; auto: exact up to 256 ranks"));
+  mode_->setToolTip(
+      tr("aggregated: schedule steps merged into phases of flows (fast; docs/simulation.md says where it "
+         "parts from exact); exact: every message; auto: exact up to 256 ranks"));
   calibration_ = new QCheckBox(tr("the scenario's calibration (its links replace these)"));
   for (QWidget* w : {static_cast<QWidget*>(world_), static_cast<QWidget*>(bandwidth_), static_cast<QWidget*>(latency_),
                      static_cast<QWidget*>(perNode_), static_cast<QWidget*>(bucket_)})
@@ -229,20 +234,26 @@ WhatIfView::WhatIfView(QWidget* parent) : View(parent) {
   layout->addLayout(right, 1);
 
   connect(open, &QPushButton::clicked, this, [this] {
-    const QString file = QFileDialog::getOpenFileName(this, tr("Open a scenario"), "scenarios", tr("Scenarios (*.toml)"));
+    const QString file =
+        QFileDialog::getOpenFileName(this, tr("Open a scenario"), "scenarios", tr("Scenarios (*.toml)"));
     QString error;
-    if (!file.isEmpty() && !addScenario(file, &error)) summary_->setText(error);
-    else if (!file.isEmpty()) selectScenario(file);
+    if (!file.isEmpty() && !addScenario(file, &error))
+      summary_->setText(error);
+    else if (!file.isEmpty())
+      selectScenario(file);
   });
   connect(scenario_, &QComboBox::currentIndexChanged, this, &WhatIfView::scenarioChanged);
   connect(strategy_, &QComboBox::currentIndexChanged, this, &WhatIfView::strategyChanged);
   for (QSpinBox* b : {world_, perNode_}) connect(b, &QSpinBox::valueChanged, this, &WhatIfView::submit);
-  for (QDoubleSpinBox* b : {bandwidth_, latency_, bucket_}) connect(b, &QDoubleSpinBox::valueChanged, this, &WhatIfView::submit);
-  for (QComboBox* b : {schedule_, codec_, network_, mode_}) connect(b, &QComboBox::currentIndexChanged, this, &WhatIfView::submit);
+  for (QDoubleSpinBox* b : {bandwidth_, latency_, bucket_})
+    connect(b, &QDoubleSpinBox::valueChanged, this, &WhatIfView::submit);
+  for (QComboBox* b : {schedule_, codec_, network_, mode_})
+    connect(b, &QComboBox::currentIndexChanged, this, &WhatIfView::submit);
   connect(calibration_, &QCheckBox::toggled, this, &WhatIfView::submit);
   connect(runner_, &WhatIfRunner::finished, this, &WhatIfView::show);
-  summary_->setText(tr("No scenario: none found under scenarios/ beside the working directory or the store; open one with "
-                       "Scenario..."));
+  summary_->setText(
+      tr("No scenario: none found under scenarios/ beside the working directory or the store; open one with "
+         "Scenario..."));
 }
 
 bool WhatIfView::addScenario(const QString& path, QString* error) {
@@ -284,8 +295,8 @@ void WhatIfView::setContext(const ViewContext& context) {
   if (!fresh || !ctx_.snapshot || ctx_.snapshot->path.empty()) return;
   // scenarios/ beside the working directory, the store, and the store's parent (results/ -> the project).
   const QFileInfo store(QString::fromStdString(ctx_.snapshot->path));
-  for (const QString& dir : {QDir::current().filePath("scenarios"), store.dir().filePath("scenarios"),
-                             store.dir().filePath("../scenarios")})
+  for (const QString& dir :
+       {QDir::current().filePath("scenarios"), store.dir().filePath("scenarios"), store.dir().filePath("../scenarios")})
     for (const QFileInfo& f : QDir(dir).entryInfoList({"*.toml"}, QDir::Files, QDir::Name)) addScenario(f.filePath());
   // A reload (live follow): the user's choice stays, nothing to redo. The path is kept apart: the window
   // reloads into the same snapshot object, so ctx_.snapshot already holds the new one.
@@ -325,10 +336,11 @@ void WhatIfView::openOnNewestScenario() {
     why = QString::fromStdString(e.what());
   }
   if (!stored) {
-    origin_->setText(tr("The store's newest run, #%1, is of scenario %2, which no file here is and no completed measured "
-                        "run rebuilds%3; open its file with Scenario...")
-                         .arg(newest->id())
-                         .arg(QString::fromStdString(name), why.isEmpty() ? QString() : ": " + why));
+    origin_->setText(
+        tr("The store's newest run, #%1, is of scenario %2, which no file here is and no completed measured "
+           "run rebuilds%3; open its file with Scenario...")
+            .arg(newest->id())
+            .arg(QString::fromStdString(name), why.isEmpty() ? QString() : ": " + why));
     return submit();
   }
   const QString key = QStringLiteral("store:") + QString::fromStdString(name);
@@ -371,9 +383,10 @@ void WhatIfView::strategyChanged() {
   const int world = sc->cluster.simulate_world.empty() ? 8 : std::min(256, sc->cluster.simulate_world.back());
   setInputs(inputs_of(*sc, sc->strategies[static_cast<std::size_t>(i)], world));
   calibration_->setEnabled(!sc->cluster.calibration.empty());
-  calibration_->setText(sc->cluster.calibration.empty()
-                            ? tr("no calibration named by the scenario")
-                            : tr("calibration \"%1\" (its links replace these)").arg(QString::fromStdString(sc->cluster.calibration)));
+  calibration_->setText(
+      sc->cluster.calibration.empty()
+          ? tr("no calibration named by the scenario")
+          : tr("calibration \"%1\" (its links replace these)").arg(QString::fromStdString(sc->cluster.calibration)));
 }
 
 void WhatIfView::setInputs(const WhatIfInputs& in) {
@@ -459,7 +472,8 @@ void WhatIfView::show(const WhatIfResult& r) {
   pen.setWidthF(2);
   line->setPen(pen);
   line->setPointsVisible(true);
-  pointTooltips(line, [](const QPointF& p) { return QObject::tr("%1 ranks: %2 samples/s").arg(p.x()).arg(p.y(), 0, 'f', 0); });
+  pointTooltips(
+      line, [](const QPointF& p) { return QObject::tr("%1 ranks: %2 samples/s").arg(p.x()).arg(p.y(), 0, 'f', 0); });
   auto* x = logAxis(tr("world size (ranks, log2)"), 1 / 1.2, n * 1.2, 2);
   auto* y = logAxis(tr("samples/s (log)"), hi > 0 ? lo : 1, hi > 0 ? hi : 10);
   c->addAxis(x, Qt::AlignBottom);
@@ -470,18 +484,19 @@ void WhatIfView::show(const WhatIfResult& r) {
   c->setTitle(tr("What-if samples/s up to %1 ranks").arg(n));
   const SimPatternResult& b = r.base.result;
   const SimPatternResult& w = r.what_if.result;
-  summary_->setText(tr("<b>what-if</b>: step %1 ms, %2 samples/s, efficiency %3%<br><b>as written</b>: step %4 ms, %5 samples/s "
-                       "(%6%)<br>compute: %7<br>network model %8, schedule replayed %9<br>%10 simulations in %11 s")
-                        .arg(w.step_s * 1e3, 0, 'f', 3)
-                        .arg(w.samples_per_s, 0, 'f', 0)
-                        .arg(100 * r.what_if.efficiency, 0, 'f', 1)
-                        .arg(b.step_s * 1e3, 0, 'f', 3)
-                        .arg(b.samples_per_s, 0, 'f', 0)
-                        .arg(100 * r.base.efficiency, 0, 'f', 1)
-                        .arg(QString::fromStdString(r.compute_origin), QString::fromStdString(r.network_model),
-                             QString::fromStdString(w.schedule))
-                        .arg(r.scaling.size() + 1)
-                        .arg(r.wall_s, 0, 'f', 2));
+  summary_->setText(
+      tr("<b>what-if</b>: step %1 ms, %2 samples/s, efficiency %3%<br><b>as written</b>: step %4 ms, %5 samples/s "
+         "(%6%)<br>compute: %7<br>network model %8, schedule replayed %9<br>%10 simulations in %11 s")
+          .arg(w.step_s * 1e3, 0, 'f', 3)
+          .arg(w.samples_per_s, 0, 'f', 0)
+          .arg(100 * r.what_if.efficiency, 0, 'f', 1)
+          .arg(b.step_s * 1e3, 0, 'f', 3)
+          .arg(b.samples_per_s, 0, 'f', 0)
+          .arg(100 * r.base.efficiency, 0, 'f', 1)
+          .arg(QString::fromStdString(r.compute_origin), QString::fromStdString(r.network_model),
+               QString::fromStdString(w.schedule))
+          .arg(r.scaling.size() + 1)
+          .arg(r.wall_s, 0, 'f', 2));
 }
 
 }  // namespace ddplab::gui

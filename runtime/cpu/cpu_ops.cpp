@@ -44,8 +44,8 @@ class CpuOps final : public HostLayerOps {
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
             float beta, float* c, int ldc) override {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
-                lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+                b, ldb, beta, c, ldc);
   }
   void add_bias(float* y, const float* bias, int rows, int cols) override {
     for (int i = 0; i < rows; ++i) {
@@ -78,8 +78,9 @@ class CpuOps final : public HostLayerOps {
     for (int i = 0; i < rows; ++i) {
       const float* z = logits + static_cast<std::size_t>(i) * cols;
       const int y = labels[i];
-      if (y < 0 || y >= cols) throw std::out_of_range("softmax_xent: label " + std::to_string(y) + " outside [0, " +
-                                                      std::to_string(cols) + ")");
+      if (y < 0 || y >= cols)
+        throw std::out_of_range("softmax_xent: label " + std::to_string(y) + " outside [0, " + std::to_string(cols) +
+                                ")");
       const float rw = w ? w[y] : 1.0f;
       float zmax = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < cols; ++j) zmax = std::max(zmax, z[j]);
@@ -100,7 +101,6 @@ class CpuOps final : public HostLayerOps {
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;
   }
-
 
  private:
   static void copy(float* dst, const float* src, std::size_t n) {

@@ -55,7 +55,8 @@ void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) {
             for (int kx = 0; kx < k; ++kx) {
               const int y = sy - ky + pad, xx = sx - kx + pad;  // the output pixel whose window holds (sy, sx)
               if (y < 0 || y >= h || xx < 0 || xx >= w) continue;
-              sum += col[((static_cast<size_t>(i) * h + y) * w + xx) * width + (static_cast<size_t>(ch) * k + ky) * k + kx];
+              sum += col[((static_cast<size_t>(i) * h + y) * w + xx) * width + (static_cast<size_t>(ch) * k + ky) * k +
+                         kx];
             }
           dx[((static_cast<size_t>(i) * h + sy) * w + sx) * c + ch] = static_cast<float>(sum);
         }

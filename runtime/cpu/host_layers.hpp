@@ -35,7 +35,9 @@ class HostLayerOps : public Ops {
   void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override {
     host_layers::col2im(col, dx, n, h, w, c, k);
   }
-  void max_pool(const float* x, float* y, int n, int h, int w, int c) override { host_layers::max_pool(x, y, n, h, w, c); }
+  void max_pool(const float* x, float* y, int n, int h, int w, int c) override {
+    host_layers::max_pool(x, y, n, h, w, c);
+  }
   void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
                          int c) override {
     host_layers::max_pool_backward(x, y, dy, dx, n, h, w, c);

@@ -85,7 +85,8 @@ class ReferenceOps final : public HostLayerOps {
       const float* z = logits + static_cast<std::size_t>(i) * cols;
       const int y = labels[i];
       if (y < 0 || y >= cols)
-        throw std::out_of_range("softmax_xent: label " + std::to_string(y) + " outside [0, " + std::to_string(cols) + ")");
+        throw std::out_of_range("softmax_xent: label " + std::to_string(y) + " outside [0, " + std::to_string(cols) +
+                                ")");
       double zmax = -std::numeric_limits<double>::infinity();
       for (int j = 0; j < cols; ++j) zmax = std::max(zmax, static_cast<double>(z[j]));
       double sum = 0;
@@ -103,7 +104,6 @@ class ReferenceOps final : public HostLayerOps {
   void scale(float* x, std::size_t n, float alpha) override {
     for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<double>(x[i]) * alpha);
   }
-
 };
 
 }  // namespace

@@ -21,8 +21,9 @@ unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535)));
 }
 
-#define DDPLAB_GRID_STRIDE(i, n) \
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); i += std::size_t(gridDim.x) * blockDim.x)
+#define DDPLAB_GRID_STRIDE(i, n)                                                    \
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += std::size_t(gridDim.x) * blockDim.x)
 
 // ---- strategies/half.hpp's conversions, bit for bit ----
 
@@ -73,12 +74,8 @@ __device__ inline float bf16_to_float(std::uint16_t b) { return __uint_as_float(
 
 // ---- element-wise ----
 
-__global__ void fill_k(float* x, std::size_t n, float v) {
-  DDPLAB_GRID_STRIDE(i, n) x[i] = v;
-}
-__global__ void divide_k(float* x, std::size_t n, float w) {
-  DDPLAB_GRID_STRIDE(i, n) x[i] = __fdiv_rn(x[i], w);
-}
+__global__ void fill_k(float* x, std::size_t n, float v) { DDPLAB_GRID_STRIDE(i, n) x[i] = v; }
+__global__ void divide_k(float* x, std::size_t n, float w) { DDPLAB_GRID_STRIDE(i, n) x[i] = __fdiv_rn(x[i], w); }
 __global__ void add_k(float* x, const float* y, std::size_t n) {
   DDPLAB_GRID_STRIDE(i, n) x[i] = __fadd_rn(x[i], y[i]);
 }
@@ -86,9 +83,7 @@ __global__ void sub_k(float* out, const float* a, const float* b, std::size_t n)
   DDPLAB_GRID_STRIDE(i, n) out[i] = __fsub_rn(a[i], b[i]);
 }
 // The optimizers' primitives, rounded as the host loops round them (no FMA contraction).
-__global__ void scale_k(float* x, std::size_t n, float a) {
-  DDPLAB_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], a);
-}
+__global__ void scale_k(float* x, std::size_t n, float a) { DDPLAB_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], a); }
 __global__ void axpby_k(float* y, const float* x, std::size_t n, float a, float b) {
   DDPLAB_GRID_STRIDE(i, n) y[i] = b == 0.0f ? __fmul_rn(a, x[i]) : __fadd_rn(__fmul_rn(a, x[i]), __fmul_rn(b, y[i]));
 }
@@ -96,8 +91,8 @@ __global__ void ema_square_k(float* v, const float* x, std::size_t n, float beta
   const float c = __fsub_rn(1.0f, beta);
   DDPLAB_GRID_STRIDE(i, n) v[i] = __fadd_rn(__fmul_rn(beta, v[i]), __fmul_rn(__fmul_rn(c, x[i]), x[i]));
 }
-__global__ void add_rms_ratio_k(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
-                                float eps) {
+__global__ void add_rms_ratio_k(float* y, const float* m, const float* v, std::size_t n, float a, float b,
+                                float v_scale, float eps) {
   DDPLAB_GRID_STRIDE(i, n) {
     const float r = __fmul_rn(a, __fdiv_rn(m[i], __fadd_rn(__fdiv_rn(__fsqrt_rn(v[i]), v_scale), eps)));
     y[i] = b == 0.0f ? r : __fadd_rn(r, __fmul_rn(b, y[i]));
@@ -145,8 +140,8 @@ __global__ void zero_at_k(float* x, const IndexValue* pairs, std::size_t count) 
 }
 // One group: its indices are distinct, so no two threads touch the same element. `bad` keeps the lowest
 // position (base + j) of an index outside [0, n).
-__global__ void scatter_group_k(float* dense, std::size_t n, const IndexValue* pairs, std::size_t count, std::size_t base,
-                                unsigned long long* bad) {
+__global__ void scatter_group_k(float* dense, std::size_t n, const IndexValue* pairs, std::size_t count,
+                                std::size_t base, unsigned long long* bad) {
   DDPLAB_GRID_STRIDE(j, count) {
     const IndexValue p = pairs[j];
     if (p.index >= n) {
@@ -165,7 +160,8 @@ __global__ void matmul_k(const float* m, const float* q, float* p, std::size_t n
     const std::size_t i = x / k, t = x % k;
     const float* row = m + i * c;
     double acc = 0.0;
-    for (std::size_t j = 0; j < c; ++j) acc = __dadd_rn(acc, __dmul_rn(static_cast<double>(row[j]), static_cast<double>(q[j * k + t])));
+    for (std::size_t j = 0; j < c; ++j)
+      acc = __dadd_rn(acc, __dmul_rn(static_cast<double>(row[j]), static_cast<double>(q[j * k + t])));
     p[x] = static_cast<float>(acc);
   }
 }
@@ -184,7 +180,8 @@ __global__ void matmul_nt_k(const float* p, const float* q, float* m, std::size_
   DDPLAB_GRID_STRIDE(x, n * c) {
     const std::size_t i = x / c, j = x % c;
     double s = 0.0;
-    for (std::size_t t = 0; t < k; ++t) s = __dadd_rn(s, __dmul_rn(static_cast<double>(p[i * k + t]), static_cast<double>(q[j * k + t])));
+    for (std::size_t t = 0; t < k; ++t)
+      s = __dadd_rn(s, __dmul_rn(static_cast<double>(p[i * k + t]), static_cast<double>(q[j * k + t])));
     m[x] = static_cast<float>(s);
   }
 }
@@ -216,7 +213,8 @@ __global__ void orthogonalize_k(float* a, double* w, std::size_t n, std::size_t 
         for (std::size_t r = tid; r < n; r += stride) part = __dadd_rn(part, __dmul_rn(w[r * k + j], w[r * k + i]));
         const double dot = block_sum(part, sh);
         // Each thread updates the rows it read, so the only hazard is the reduction, which block_sum fences.
-        for (std::size_t r = tid; r < n; r += stride) w[r * k + i] = __dsub_rn(w[r * k + i], __dmul_rn(dot, w[r * k + j]));
+        for (std::size_t r = tid; r < n; r += stride)
+          w[r * k + i] = __dsub_rn(w[r * k + i], __dmul_rn(dot, w[r * k + j]));
         __syncthreads();
       }
     double part = 0.0;
@@ -357,7 +355,8 @@ class CudaCodecCompute final : public CodecCompute {
                                              static_cast<unsigned long long*>(nullptr), n32, 0, 64, stream_));
     cudaCheck(cub::DeviceRadixSort::SortKeys(nullptr, temp_idx, static_cast<const std::uint32_t*>(nullptr),
                                              static_cast<std::uint32_t*>(nullptr), k32, 0, 32, stream_));
-    const std::size_t keys_bytes = align_up(n * sizeof(unsigned long long)), idx_bytes = align_up(k * sizeof(std::uint32_t));
+    const std::size_t keys_bytes = align_up(n * sizeof(unsigned long long)),
+                      idx_bytes = align_up(k * sizeof(std::uint32_t));
     const std::size_t temp_bytes = align_up(std::max(temp_keys, temp_idx));
     char* s = static_cast<char*>(scratch(2 * keys_bytes + 2 * idx_bytes + temp_bytes));
     auto* keys_in = reinterpret_cast<unsigned long long*>(s);
@@ -381,12 +380,13 @@ class CudaCodecCompute final : public CodecCompute {
     if (count) zero_at_k<<<blocks_for(count), kThreads, 0, stream_>>>(x, pairs, count);
     launched();
   }
-  void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per_group) override {
+  void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups,
+                   std::size_t per_group) override {
     if (groups == 0 || per_group == 0) return;
     cudaCheck(cudaMemsetAsync(bad_, 0xff, sizeof(unsigned long long), stream_));
     for (std::size_t g = 0; g < groups; ++g) {
       scatter_group_k<<<blocks_for(per_group), kThreads, 0, stream_>>>(dense, n, pairs + g * per_group, per_group,
-                                                                        g * per_group, bad_);
+                                                                       g * per_group, bad_);
       launched();
     }
     unsigned long long bad = 0;

@@ -21,7 +21,8 @@ unsigned blocks_for(std::size_t n) {
 }
 
 __global__ void add_bias_k(float* y, const float* bias, std::size_t n, int cols) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     y[i] += bias[i % cols];
 }
 
@@ -42,12 +43,14 @@ __global__ void bias_grad_k(const float* dy, float* db, int rows, int cols, bool
 }
 
 __global__ void relu_k(float* y, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     y[i] = y[i] > 0.0f ? y[i] : 0.0f;
 }
 
 __global__ void relu_backward_k(float* dx, const float* y, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     dx[i] = y[i] > 0.0f ? dx[i] : 0.0f;
 }
 
@@ -86,8 +89,10 @@ __global__ void sum_rows_k(const double* row_loss, const std::int32_t* labels, i
   double a = 0.0, wa = 0.0;
   int b = 0;
   for (int i = threadIdx.x; i < rows; i += kThreads) {
-    if (labels[i] < 0 || labels[i] >= cols) ++b;
-    else a += row_loss[i], wa += cw ? double(cw[labels[i]]) : 1.0;
+    if (labels[i] < 0 || labels[i] >= cols)
+      ++b;
+    else
+      a += row_loss[i], wa += cw ? double(cw[labels[i]]) : 1.0;
   }
   s[threadIdx.x] = a;
   ws[threadIdx.x] = wa;
@@ -95,24 +100,30 @@ __global__ void sum_rows_k(const double* row_loss, const std::int32_t* labels, i
   __syncthreads();
   for (int w = kThreads / 2; w > 0; w >>= 1) {
     if (threadIdx.x < w)
-      s[threadIdx.x] += s[threadIdx.x + w], ws[threadIdx.x] += ws[threadIdx.x + w], bad[threadIdx.x] += bad[threadIdx.x + w];
+      s[threadIdx.x] += s[threadIdx.x + w], ws[threadIdx.x] += ws[threadIdx.x + w],
+          bad[threadIdx.x] += bad[threadIdx.x + w];
     __syncthreads();
   }
   if (threadIdx.x == 0) out[0] = s[0], out[1] = bad[0], out[2] = ws[0];
 }
 
 __global__ void scale_k(float* x, std::size_t n, float alpha) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     x[i] *= alpha;
 }
 
 // Halves are summed as round(float(a) + float(b)), which is what strategies/half.hpp does on the host.
 template <class T>
 __global__ void sum_into_k(T* dst, const T* src, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_same_v<T, float>) dst[i] += src[i];
-    else if constexpr (std::is_same_v<T, __half>) dst[i] = __float2half_rn(__half2float(dst[i]) + __half2float(src[i]));
-    else dst[i] = __float2bfloat16_rn(__bfloat162float(dst[i]) + __bfloat162float(src[i]));
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same_v<T, float>)
+      dst[i] += src[i];
+    else if constexpr (std::is_same_v<T, __half>)
+      dst[i] = __float2half_rn(__half2float(dst[i]) + __half2float(src[i]));
+    else
+      dst[i] = __float2bfloat16_rn(__bfloat162float(dst[i]) + __bfloat162float(src[i]));
   }
 }
 
@@ -148,8 +159,8 @@ void relu_backward(float* dx, const float* y, std::size_t n, cudaStream_t s) {
 void softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits, double* row_loss,
                   double* out, const float* class_weights, cudaStream_t s) {
   const int rows_per_block = kThreads / 32;
-  softmax_xent_k<<<unsigned((rows + rows_per_block - 1) / rows_per_block), kThreads, 0, s>>>(logits, labels, rows, cols,
-                                                                                            dlogits, row_loss, class_weights);
+  softmax_xent_k<<<unsigned((rows + rows_per_block - 1) / rows_per_block), kThreads, 0, s>>>(
+      logits, labels, rows, cols, dlogits, row_loss, class_weights);
   launched();
   sum_rows_k<<<1, kThreads, 0, s>>>(row_loss, labels, rows, cols, class_weights, out);
   launched();
@@ -164,10 +175,18 @@ void scale(float* x, std::size_t n, float alpha, cudaStream_t s) {
 void sum_into(ElemType type, void* dst, const void* src, std::size_t n, cudaStream_t s) {
   if (n == 0) return;
   switch (type) {
-    case ElemType::F32: sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), n); break;
-    case ElemType::F16: sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__half*>(dst), static_cast<const __half*>(src), n); break;
-    case ElemType::BF16: sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(dst), static_cast<const __nv_bfloat16*>(src), n); break;
-    default: throw std::invalid_argument("cuda::sum_into: unsupported element type");
+    case ElemType::F32:
+      sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), n);
+      break;
+    case ElemType::F16:
+      sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__half*>(dst), static_cast<const __half*>(src), n);
+      break;
+    case ElemType::BF16:
+      sum_into_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(dst),
+                                                    static_cast<const __nv_bfloat16*>(src), n);
+      break;
+    default:
+      throw std::invalid_argument("cuda::sum_into: unsupported element type");
   }
   launched();
 }

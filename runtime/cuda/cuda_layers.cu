@@ -16,8 +16,9 @@ unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535));
 }
 
-#define GRID_STRIDE(i, n) \
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); i += std::size_t(gridDim.x) * blockDim.x)
+#define GRID_STRIDE(i, n)                                                           \
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += std::size_t(gridDim.x) * blockDim.x)
 
 // One thread per col element: row (image, y, x), column (channel, ky, kx).
 __global__ void im2col_k(const float* x, float* col, int n, int h, int w, int c, int k) {
@@ -69,7 +70,8 @@ __global__ void max_pool_k(const float* x, float* y, int n, int h, int w, int c)
   }
 }
 
-__global__ void max_pool_backward_k(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w, int c) {
+__global__ void max_pool_backward_k(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
+                                    int c) {
   const std::size_t total = std::size_t(n) * (h / 2) * (w / 2) * c;
   GRID_STRIDE(o, total) {
     bool routed = false;

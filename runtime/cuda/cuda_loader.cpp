@@ -65,10 +65,9 @@ Plugin load(std::string* error) {
     const bool complete = abi && p.make_ops && p.unavailable_reason && p.make_nccl;
     if (complete && abi() == DDPLAB_CUDA_PLUGIN_ABI) return p;
     tried += "; " + path + ": " +
-             (!complete
-                  ? std::string("not a ddplab CUDA plugin (no ddplab_cuda_* symbols)")
-                  : "plugin ABI " + std::to_string(abi()) + ", this program needs " +
-                        std::to_string(DDPLAB_CUDA_PLUGIN_ABI) + " (a plugin from another build?)");
+             (!complete ? std::string("not a ddplab CUDA plugin (no ddplab_cuda_* symbols)")
+                        : "plugin ABI " + std::to_string(abi()) + ", this program needs " +
+                              std::to_string(DDPLAB_CUDA_PLUGIN_ABI) + " (a plugin from another build?)");
     dlclose(h);  // nothing made from it yet
   }
   *error = "backend \"cuda\" is not available: cannot load the CUDA plugin (tried" + tried.substr(1) +

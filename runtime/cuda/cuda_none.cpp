@@ -10,8 +10,9 @@ namespace ddplab {
 std::string cuda_unavailable_reason() { return "built without CUDA"; }
 
 std::unique_ptr<Ops> make_cuda_ops(bool) {
-  throw InputError("backend \"cuda\" is not available: built without CUDA (reconfigure with -DDDPLAB_CUDA=ON "
-                   "and the CUDA toolkit installed)");
+  throw InputError(
+      "backend \"cuda\" is not available: built without CUDA (reconfigure with -DDDPLAB_CUDA=ON "
+      "and the CUDA toolkit installed)");
 }
 
 std::unique_ptr<Communicator> open_nccl_communicator(Communicator&, Ops&, double) {

@@ -59,7 +59,9 @@ class CudaOps final : public Ops {
 
   float* alloc(std::size_t n) override { return static_cast<float*>(zeroed(n * sizeof(float))); }
   void free(float* p) override { release(p); }
-  std::int32_t* alloc_labels(std::size_t n) override { return static_cast<std::int32_t*>(zeroed(n * sizeof(std::int32_t))); }
+  std::int32_t* alloc_labels(std::size_t n) override {
+    return static_cast<std::int32_t*>(zeroed(n * sizeof(std::int32_t)));
+  }
   void free_labels(std::int32_t* p) override { release(p); }
   // A pageable source is staged by the driver before cudaMemcpyAsync returns, so the caller may reuse it.
   void to_device(float* dst, const float* host, std::size_t n) override {
@@ -133,7 +135,9 @@ class CudaOps final : public Ops {
     cublasCheck(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
                             ldb, a, lda, &beta, c, ldc));
   }
-  void add_bias(float* y, const float* bias, int rows, int cols) override { cuda::add_bias(y, bias, rows, cols, stream_); }
+  void add_bias(float* y, const float* bias, int rows, int cols) override {
+    cuda::add_bias(y, bias, rows, cols, stream_);
+  }
   void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate) override {
     cuda::bias_grad(dy, db, rows, cols, accumulate, stream_);
   }
@@ -157,7 +161,8 @@ class CudaOps final : public Ops {
     if (!class_weights) return host_loss_[0] / rows;
     if (!(host_loss_[2] > 0)) return std::nan("");  // no weight at all: torch's weighted mean is NaN too
     // Weighted: the gradient waits for the weights' sum, as torch's weighted mean divides by it.
-    if (dlogits) cuda::scale(dlogits, static_cast<std::size_t>(rows) * cols, static_cast<float>(1.0 / host_loss_[2]), stream_);
+    if (dlogits)
+      cuda::scale(dlogits, static_cast<std::size_t>(rows) * cols, static_cast<float>(1.0 / host_loss_[2]), stream_);
     return host_loss_[0] / host_loss_[2];
   }
   void scale(float* x, std::size_t n, float alpha) override { cuda::scale(x, n, alpha, stream_); }
@@ -167,7 +172,9 @@ class CudaOps final : public Ops {
   void col2im(const float* col, float* dx, int n, int h, int w, int c, int k) override {
     cuda::col2im(col, dx, n, h, w, c, k, stream_);
   }
-  void max_pool(const float* x, float* y, int n, int h, int w, int c) override { cuda::max_pool(x, y, n, h, w, c, stream_); }
+  void max_pool(const float* x, float* y, int n, int h, int w, int c) override {
+    cuda::max_pool(x, y, n, h, w, c, stream_);
+  }
   void max_pool_backward(const float* x, const float* y, const float* dy, float* dx, int n, int h, int w,
                          int c) override {
     cuda::max_pool_backward(x, y, dy, dx, n, h, w, c, stream_);

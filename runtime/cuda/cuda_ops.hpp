@@ -11,8 +11,8 @@
 namespace ddplab {
 
 struct CudaOpsOptions {
-  int device = -1;     // -1: the local rank's device (local_device())
-  bool tf32 = false;   // cuBLAS GEMMs on TF32 tensor cores (10-bit mantissa inputs, fp32 accumulate)
+  int device = -1;    // -1: the local rank's device (local_device())
+  bool tf32 = false;  // cuBLAS GEMMs on TF32 tensor cores (10-bit mantissa inputs, fp32 accumulate)
 };
 
 // The static library's constructor (ddplab_cuda). make_ops("cuda") / make_cuda_ops(bool) in ops.hpp go

@@ -43,7 +43,7 @@ DDPLAB_EXPORT void ddplab_cuda_unavailable_reason(char* reason, std::size_t reas
 }
 
 DDPLAB_EXPORT ddplab::Communicator* ddplab_cuda_make_nccl(ddplab::Communicator* bootstrap, ddplab::Ops* ops,
-                                                         double timeout_s, char* error, std::size_t error_size) {
+                                                          double timeout_s, char* error, std::size_t error_size) {
 #ifdef DDPLAB_PLUGIN_NCCL
   try {
     ddplab::NcclOptions o;
@@ -59,8 +59,8 @@ DDPLAB_EXPORT ddplab::Communicator* ddplab_cuda_make_nccl(ddplab::Communicator* 
   }
 #else
   (void)bootstrap, (void)ops, (void)timeout_s;
-  copy("this CUDA plugin was built without NCCL (reconfigure with NCCL installed, or use backend \"cuda+mpi\")",
-       error, error_size);
+  copy("this CUDA plugin was built without NCCL (reconfigure with NCCL installed, or use backend \"cuda+mpi\")", error,
+       error_size);
 #endif
   return nullptr;
 }

@@ -7,7 +7,7 @@
 namespace ddplab {
 class Communicator;
 class Ops;
-}
+}  // namespace ddplab
 
 // Bump when the Ops or Communicator interface (runtime/include/ddplab/runtime/ops.hpp, communicator.hpp;
 // the plugin implements both) or these signatures change: the loader refuses a plugin of another version

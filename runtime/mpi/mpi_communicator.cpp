@@ -36,8 +36,12 @@ int as_int(std::size_t n) {
 }
 
 // MPI has no half-precision sum: user-defined reductions that add in float and round back, like NCCL's.
-void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) { sum_into(ElemType::F16, inout, in, static_cast<std::size_t>(*len)); }
-void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) { sum_into(ElemType::BF16, inout, in, static_cast<std::size_t>(*len)); }
+void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(ElemType::F16, inout, in, static_cast<std::size_t>(*len));
+}
+void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(ElemType::BF16, inout, in, static_cast<std::size_t>(*len));
+}
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -157,8 +161,10 @@ class MpiCommunicator final : public Communicator {
     std::vector<MPI_Request> recvs, sends;
     std::vector<char> kinds;
     for (std::size_t i = 0; i < requests_.size(); ++i)
-      if (is_send_[i]) sends.push_back(requests_[i]), kinds.push_back(1);
-      else recvs.push_back(requests_[i]);
+      if (is_send_[i])
+        sends.push_back(requests_[i]), kinds.push_back(1);
+      else
+        recvs.push_back(requests_[i]);
     requests_ = std::move(sends);
     is_send_ = std::move(kinds);
     if (!recvs.empty()) MPI_CHECK(MPI_Waitall(as_int(recvs.size()), recvs.data(), MPI_STATUSES_IGNORE));

@@ -32,9 +32,12 @@ struct NcclTimeout : std::runtime_error {
 
 ncclDataType_t nccl_type(ElemType t) {
   switch (t) {
-    case ElemType::F32: return ncclFloat32;
-    case ElemType::F16: return ncclFloat16;
-    case ElemType::BF16: return ncclBfloat16;
+    case ElemType::F32:
+      return ncclFloat32;
+    case ElemType::F16:
+      return ncclFloat16;
+    case ElemType::BF16:
+      return ncclBfloat16;
     default:  // IndexValue pairs are gathered, never summed
       throw std::invalid_argument("NCCL allreduce_sum: unsupported element type (index/value pairs cannot be summed)");
   }
@@ -120,9 +123,15 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     run("broadcast", [&] { return ncclBroadcast(s.dev, s.dev, bytes, ncclUint8, root, comm_, stream_); });
     s.back();
   }
-  void allreduce_sum(float* data, std::size_t count) override { reduce_all("allreduce", data, count, ncclFloat32, ncclSum); }
-  void allreduce_sum(double* data, std::size_t count) override { reduce_all("allreduce", data, count, ncclFloat64, ncclSum); }
-  void allreduce_min(int* data, std::size_t count) override { reduce_all("allreduce(min)", data, count, ncclInt32, ncclMin); }
+  void allreduce_sum(float* data, std::size_t count) override {
+    reduce_all("allreduce", data, count, ncclFloat32, ncclSum);
+  }
+  void allreduce_sum(double* data, std::size_t count) override {
+    reduce_all("allreduce", data, count, ncclFloat64, ncclSum);
+  }
+  void allreduce_min(int* data, std::size_t count) override {
+    reduce_all("allreduce(min)", data, count, ncclInt32, ncclMin);
+  }
   void allreduce_sum(void* data, std::size_t count, ElemType type) override {
     reduce_all("allreduce", data, count, nccl_type(type), ncclSum);
   }
@@ -140,17 +149,21 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     float* d = static_cast<float*>(s.dev);
     const std::size_t m = (count + size_ - 1) / size_;
     if (m * size_ == count) {
-      run("reduce_scatter", [&] { return ncclReduceScatter(d, d + rank_ * m, m, ncclFloat32, ncclSum, comm_, stream_); });
+      run("reduce_scatter",
+          [&] { return ncclReduceScatter(d, d + rank_ * m, m, ncclFloat32, ncclSum, comm_, stream_); });
     } else {
       float* pad = reinterpret_cast<float*>(scratch_.get(m * size_ * sizeof(float)));
       cudaCheck(cudaMemsetAsync(pad, 0, m * size_ * sizeof(float), stream_));
       for (int r = 0; r < size_; ++r) {
         const Chunk c = chunk_of(count, size_, r);
-        cudaCheck(cudaMemcpyAsync(pad + r * m, d + c.offset, c.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+        cudaCheck(
+            cudaMemcpyAsync(pad + r * m, d + c.offset, c.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
       }
-      run("reduce_scatter", [&] { return ncclReduceScatter(pad, pad + rank_ * m, m, ncclFloat32, ncclSum, comm_, stream_); });
+      run("reduce_scatter",
+          [&] { return ncclReduceScatter(pad, pad + rank_ * m, m, ncclFloat32, ncclSum, comm_, stream_); });
       const Chunk mine = chunk_of(count, size_, rank_);
-      cudaCheck(cudaMemcpyAsync(d + mine.offset, pad + rank_ * m, mine.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      cudaCheck(cudaMemcpyAsync(d + mine.offset, pad + rank_ * m, mine.count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                stream_));
       wait("reduce_scatter");
     }
     s.back();
@@ -164,11 +177,13 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
     } else {
       float* pad = reinterpret_cast<float*>(scratch_.get(m * size_ * sizeof(float)));
       const Chunk mine = chunk_of(count, size_, rank_);
-      cudaCheck(cudaMemcpyAsync(pad + rank_ * m, d + mine.offset, mine.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      cudaCheck(cudaMemcpyAsync(pad + rank_ * m, d + mine.offset, mine.count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                stream_));
       run("all_gather", [&] { return ncclAllGather(pad + rank_ * m, pad, m, ncclFloat32, comm_, stream_); });
       for (int r = 0; r < size_; ++r) {
         const Chunk c = chunk_of(count, size_, r);
-        cudaCheck(cudaMemcpyAsync(d + c.offset, pad + r * m, c.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+        cudaCheck(
+            cudaMemcpyAsync(d + c.offset, pad + r * m, c.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
       }
       wait("all_gather");
     }
@@ -319,14 +334,17 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
         kill();
         throw NcclTimeout("rank " + std::to_string(rank_) + ": NCCL " + what + " did not complete within " +
                           fmt_seconds(timeout_) + " s; " +
-                          (!abort_done_ || abort_done_->load() ? std::string("communicator aborted (ncclCommAbort)")
-                                               : "ncclCommAbort still waits on the device after " +
-                                                     fmt_seconds(abort_grace_) + " s; failing without it"));
+                          (!abort_done_ || abort_done_->load()
+                               ? std::string("communicator aborted (ncclCommAbort)")
+                               : "ncclCommAbort still waits on the device after " + fmt_seconds(abort_grace_) +
+                                     " s; failing without it"));
       }
       if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
-  void settle() { poll(what_, [] { return true; }); }  // the last NCCL call is enqueued
+  void settle() {
+    poll(what_, [] { return true; });
+  }  // the last NCCL call is enqueued
   void wait(const std::string& what) {
     poll(what, [&] {
       const cudaError_t e = cudaStreamQuery(stream_);
@@ -366,8 +384,8 @@ class NcclCommunicator final : public Communicator, public ChunkMemory {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaEvent_t began_ = nullptr, ended_ = nullptr;  // around the last NCCL operation (take_device_seconds)
-  bool timed_ = false;                              // began_/ended_ recorded and not yet counted
-  bool step_timed_ = false;                         // began_ recorded by a schedule step's group
+  bool timed_ = false;                             // began_/ended_ recorded and not yet counted
+  bool step_timed_ = false;                        // began_ recorded by a schedule step's group
   double device_s_ = 0;
   ncclComm_t comm_ = nullptr;
   bool group_open_ = false;

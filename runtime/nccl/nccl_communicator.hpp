@@ -15,10 +15,10 @@ struct NcclOptions {
   // Broadcasts rank 0's ncclUniqueId and gives rank, size and local rank (the MPI communicator).
   // Null: a single-process job of world size 1, the id made locally.
   Communicator* bootstrap = nullptr;
-  int device = -1;                         // -1: local_device() (the local rank's device)
-  double timeout_s = 300;                  // watchdog: a collective stuck longer aborts the communicator
-  double abort_grace_s = 10;               // how long the error waits for ncclCommAbort to return
-  cudaStream_t compute_stream = nullptr;   // each operation first waits for the work queued here
+  int device = -1;                        // -1: local_device() (the local rank's device)
+  double timeout_s = 300;                 // watchdog: a collective stuck longer aborts the communicator
+  double abort_grace_s = 10;              // how long the error waits for ncclCommAbort to return
+  cudaStream_t compute_stream = nullptr;  // each operation first waits for the work queued here
 };
 
 std::unique_ptr<Communicator> make_nccl_communicator(const NcclOptions& options);

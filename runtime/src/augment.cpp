@@ -43,9 +43,10 @@ void augment_images(float* images, int count, int side, const std::size_t* indic
   const std::size_t pixels = static_cast<std::size_t>(side) * static_cast<std::size_t>(side);
   std::vector<float> source(pixels);
   for (int i = 0; i < count; ++i) {
-    std::mt19937_64 rng(seed ^ (0x6a09e667f3bcc909ull * (static_cast<std::uint64_t>(epoch) + 1)) ^
-                        (0xbb67ae8584caa73bull * (static_cast<std::uint64_t>(indices[i]) + 1)) ^
-                        (0x3c6ef372fe94f82bull * (static_cast<std::uint64_t>(first) + static_cast<std::uint64_t>(i) + 1)));
+    std::mt19937_64 rng(
+        seed ^ (0x6a09e667f3bcc909ull * (static_cast<std::uint64_t>(epoch) + 1)) ^
+        (0xbb67ae8584caa73bull * (static_cast<std::uint64_t>(indices[i]) + 1)) ^
+        (0x3c6ef372fe94f82bull * (static_cast<std::uint64_t>(first) + static_cast<std::uint64_t>(i) + 1)));
     const double angle = config.rotate_deg * symmetric(rng), zoom = 1.0 + config.scale * symmetric(rng);
     const double dx = config.shift_px * symmetric(rng), dy = config.shift_px * symmetric(rng);
     float* img = images + static_cast<std::size_t>(i) * pixels;

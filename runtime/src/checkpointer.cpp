@@ -12,10 +12,15 @@
 
 namespace ddplab {
 
-Checkpointer::Checkpointer(const Scenario& sc, const StrategyConfig& st, Communicator& comm, Store* store, std::int64_t run,
-                           const std::string& db_path)
-    : comm_(comm), store_(store), run_(run), every_(sc.train.checkpoint_every), keep_(sc.train.checkpoint_keep),
-      folder_(run_checkpoint_folder(sc, db_path, run)), identity_(checkpoint_identity(sc, st, comm.size())) {}
+Checkpointer::Checkpointer(const Scenario& sc, const StrategyConfig& st, Communicator& comm, Store* store,
+                           std::int64_t run, const std::string& db_path)
+    : comm_(comm),
+      store_(store),
+      run_(run),
+      every_(sc.train.checkpoint_every),
+      keep_(sc.train.checkpoint_keep),
+      folder_(run_checkpoint_folder(sc, db_path, run)),
+      identity_(checkpoint_identity(sc, st, comm.size())) {}
 
 bool Checkpointer::save(std::int64_t steps, bool final, PlanExecutor& executor, const nlohmann::json& trainer) {
   using Clock = std::chrono::steady_clock;
@@ -24,8 +29,8 @@ bool Checkpointer::save(std::int64_t steps, bool final, PlanExecutor& executor, 
   Written mine;
   try {
     Checkpoint c;
-    c.meta = {{"identity", identity_}, {"rank", comm_.rank()}, {"run", run_}, {"step", steps}, {"final", final},
-              {"trainer", trainer}};
+    c.meta = {{"identity", identity_}, {"rank", comm_.rank()}, {"run", run_},
+              {"step", steps},         {"final", final},       {"trainer", trainer}};
     executor.save(c);
     mine.bytes = static_cast<double>(write_checkpoint(rank_checkpoint_file(step_folder, comm_.rank()), c));
   } catch (const std::exception& e) {  // a full disk should not end the training it was meant to protect
@@ -88,7 +93,8 @@ Checkpoint Checkpointer::read_rank(const std::string& step_folder, int rank, con
   const std::string diff = identity_differences(c.meta.value("identity", nlohmann::json()), identity);
   if (!diff.empty()) throw CheckpointError(fmt::format("checkpoint {} was written for other settings: {}", file, diff));
   if (c.meta.value("rank", -1) != rank)
-    throw CheckpointError(fmt::format("checkpoint {} is rank {}'s, not rank {}'s", file, c.meta.value("rank", -1), rank));
+    throw CheckpointError(
+        fmt::format("checkpoint {} is rank {}'s, not rank {}'s", file, c.meta.value("rank", -1), rank));
   return c;
 }
 
@@ -103,7 +109,8 @@ std::vector<Checkpoint> Checkpointer::load_world(const std::string& step_folder,
 Checkpoint Checkpointer::load(const std::string& step_folder) const {
   Checkpoint c = read_rank(step_folder, comm_.rank(), identity_);
   if (c.meta.value("run", std::int64_t{-1}) != run_)
-    throw CheckpointError(fmt::format("checkpoint {} is of run {}, not run {}", rank_checkpoint_file(step_folder, comm_.rank()),
+    throw CheckpointError(fmt::format("checkpoint {} is of run {}, not run {}",
+                                      rank_checkpoint_file(step_folder, comm_.rank()),
                                       c.meta.value("run", std::int64_t{-1}), run_));
   return c;
 }

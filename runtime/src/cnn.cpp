@@ -63,7 +63,8 @@ void Cnn::init(std::uint64_t seed) {
   std::vector<float> host(num_params());
   std::size_t at = 0;
   for (const ParamInfo& p : param_info()) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, host.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
+                host.begin() + static_cast<std::ptrdiff_t>(p.offset));
     at += p.count;
   }
   ops_.to_device(params(), host.data(), host.size());
@@ -83,7 +84,8 @@ const float* Cnn::layer_output(std::size_t l) const { return layout_[l].pool ? p
 void Cnn::run_layers(int first, int end) {
   // A chunk that starts at a sync layer follows one that took its moments (ModelSpec::forward_chunks).
   const auto is_sync = [&](int l) { return spec().layers[static_cast<std::size_t>(l)].sync_channels > 0; };
-  for (int l = first; l < end; ++l) run_layer(static_cast<std::size_t>(l), training_ && l == first && first > 0 && is_sync(l));
+  for (int l = first; l < end; ++l)
+    run_layer(static_cast<std::size_t>(l), training_ && l == first && first > 0 && is_sync(l));
   // A chunk before a sync layer ends with its moments, which the plan sums over the ranks before the next.
   if (end < num_layers() && training_ && is_sync(end)) {
     const CnnLayer& L = layout_[static_cast<std::size_t>(end)];
@@ -97,8 +99,12 @@ void Cnn::run_layer(std::size_t l, bool moments_taken) {
   const float* in = layer_input(l);
   const int rows = L.rows(batch_);
   switch (L.kind) {
-    case Kind::Conv: conv_forward(l, in); break;
-    case Kind::Norm: norm_forward(l, in, moments_taken); break;
+    case Kind::Conv:
+      conv_forward(l, in);
+      break;
+    case Kind::Norm:
+      norm_forward(l, in, moments_taken);
+      break;
     case Kind::Linear: {
       const int first = layer_params(static_cast<int>(l)).front();
       ops_.gemm(false, true, batch_, L.out, L.in, 1.0f, in, L.in, param(first), L.in, 0.0f, out_[l].data(), L.out);
@@ -132,8 +138,8 @@ float* Cnn::sync_grads(int layer) {
 void Cnn::conv_forward(std::size_t l, const float* in) {
   const CnnLayer& L = layout_[l];
   const int first = layer_params(static_cast<int>(l)).front();
-  ddplab::conv_forward(ops_, L, param(first), L.bias ? param(first + 1) : nullptr, in, out_[l].data(), batch_, col_.data(),
-                       im2col_block(L, max_batch()));
+  ddplab::conv_forward(ops_, L, param(first), L.bias ? param(first + 1) : nullptr, in, out_[l].data(), batch_,
+                       col_.data(), im2col_block(L, max_batch()));
 }
 
 void Cnn::norm_forward(std::size_t l, const float* in, bool moments_taken) {
@@ -178,7 +184,9 @@ void Cnn::backward_layer(int layer, bool accumulate) {
   if (L.relu) ops_.relu_backward(dy, out_[l].data(), sz(rows) * sz(L.out));
   const float* in = layer_input(l);
   switch (L.kind) {
-    case Kind::Conv: conv_backward(l, in, dy, accumulate); break;
+    case Kind::Conv:
+      conv_backward(l, in, dy, accumulate);
+      break;
     case Kind::Norm:
       norm_backward(l, in, dy, accumulate);
       if (L.sync) {  // the input gradient waits for the plan to sum the gradient sums over the ranks
@@ -190,7 +198,8 @@ void Cnn::backward_layer(int layer, bool accumulate) {
       break;
     case Kind::Linear: {
       const int first = layer_params(layer).front();
-      ops_.gemm(true, false, L.out, L.in, batch_, 1.0f, dy, L.out, in, L.in, accumulate ? 1.0f : 0.0f, grad(first), L.in);
+      ops_.gemm(true, false, L.out, L.in, batch_, 1.0f, dy, L.out, in, L.in, accumulate ? 1.0f : 0.0f, grad(first),
+                L.in);
       ops_.bias_grad(dy, grad(first + 1), batch_, L.out, accumulate);
       if (l > 0) ops_.gemm(false, false, batch_, L.in, L.out, 1.0f, dy, L.out, param(first), L.in, 0.0f, next_, L.in);
       break;
@@ -203,8 +212,8 @@ void Cnn::conv_backward(std::size_t l, const float* in, const float* dy, bool ac
   const CnnLayer& L = layout_[l];
   const int first = layer_params(static_cast<int>(l)).front();
   // The model's input needs no gradient.
-  ddplab::conv_backward(ops_, L, param(first), in, dy, grad(first), L.bias ? grad(first + 1) : nullptr, l == 0 ? nullptr : next_,
-                        batch_, col_.data(), im2col_block(L, max_batch()), accumulate);
+  ddplab::conv_backward(ops_, L, param(first), in, dy, grad(first), L.bias ? grad(first + 1) : nullptr,
+                        l == 0 ? nullptr : next_, batch_, col_.data(), im2col_block(L, max_batch()), accumulate);
 }
 
 void Cnn::norm_backward(std::size_t l, const float* in, const float* dy, bool accumulate) {

@@ -17,8 +17,8 @@ std::size_t im2col_floats(const CnnLayer& L, int max_batch) {
   return sz(im2col_block(L, max_batch)) * L.pixels() * sz(L.in * L.kernel * L.kernel);
 }
 
-void conv_forward(Ops& ops, const CnnLayer& L, const float* w, const float* b, const float* x, float* y, int n, float* col,
-                  int block) {
+void conv_forward(Ops& ops, const CnnLayer& L, const float* w, const float* b, const float* x, float* y, int n,
+                  float* col, int block) {
   const int ckk = L.in * L.kernel * L.kernel;
   for (int s = 0; s < n; s += block) {
     const int k = std::min(block, n - s), rows = L.rows(k);

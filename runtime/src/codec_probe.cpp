@@ -19,28 +19,59 @@ using Clock = std::chrono::steady_clock;
 struct Scratch {
   CodecBuffer a, b, c, pairs, half;
   Scratch(CodecCompute& compute, std::size_t floats, std::size_t pairs_n)
-      : a(compute, floats * sizeof(float)), b(compute, floats * sizeof(float)), c(compute, floats * sizeof(float)),
-        pairs(compute, pairs_n * sizeof(IndexValue)), half(compute, floats * sizeof(std::uint16_t)) {}
+      : a(compute, floats * sizeof(float)),
+        b(compute, floats * sizeof(float)),
+        c(compute, floats * sizeof(float)),
+        pairs(compute, pairs_n * sizeof(IndexValue)),
+        half(compute, floats * sizeof(std::uint16_t)) {}
 };
 
 void run(CodecCompute& cc, const LocalWork& w, Scratch& s) {
   float *a = s.a.as<float>(), *b = s.b.as<float>(), *c = s.c.as<float>();
   IndexValue* p = s.pairs.as<IndexValue>();
   switch (w.kind) {
-    case WorkKind::Fill: cc.fill(a, w.n, 0.5f); break;
-    case WorkKind::Divide: cc.divide(a, w.n, 3.0f); break;
-    case WorkKind::Add: cc.add(a, b, w.n); break;
-    case WorkKind::Sub: cc.sub(c, a, b, w.n); break;
-    case WorkKind::Copy: cc.copy(c, a, w.n); break;
-    case WorkKind::ToHalf: cc.to_half(w.type, a, s.half.as<std::uint16_t>(), w.n); break;
-    case WorkKind::FromHalf: cc.from_half(w.type, s.half.as<std::uint16_t>(), c, w.n); break;
-    case WorkKind::TopK: cc.topk(a, w.n, w.k, p); break;
-    case WorkKind::ZeroAt: cc.zero_at(c, p, w.n); break;
-    case WorkKind::ScatterAdd: cc.scatter_add(c, w.n, p, w.c, w.k); break;
-    case WorkKind::MatMul: cc.matmul(a, b, c, w.n, w.c, w.k); break;
-    case WorkKind::MatMulTN: cc.matmul_tn(a, b, c, w.n, w.c, w.k); break;
-    case WorkKind::MatMulNT: cc.matmul_nt(a, b, c, w.n, w.c, w.k); break;
-    case WorkKind::Orthogonalize: cc.orthogonalize(a, w.n, w.k, 0.0f); break;
+    case WorkKind::Fill:
+      cc.fill(a, w.n, 0.5f);
+      break;
+    case WorkKind::Divide:
+      cc.divide(a, w.n, 3.0f);
+      break;
+    case WorkKind::Add:
+      cc.add(a, b, w.n);
+      break;
+    case WorkKind::Sub:
+      cc.sub(c, a, b, w.n);
+      break;
+    case WorkKind::Copy:
+      cc.copy(c, a, w.n);
+      break;
+    case WorkKind::ToHalf:
+      cc.to_half(w.type, a, s.half.as<std::uint16_t>(), w.n);
+      break;
+    case WorkKind::FromHalf:
+      cc.from_half(w.type, s.half.as<std::uint16_t>(), c, w.n);
+      break;
+    case WorkKind::TopK:
+      cc.topk(a, w.n, w.k, p);
+      break;
+    case WorkKind::ZeroAt:
+      cc.zero_at(c, p, w.n);
+      break;
+    case WorkKind::ScatterAdd:
+      cc.scatter_add(c, w.n, p, w.c, w.k);
+      break;
+    case WorkKind::MatMul:
+      cc.matmul(a, b, c, w.n, w.c, w.k);
+      break;
+    case WorkKind::MatMulTN:
+      cc.matmul_tn(a, b, c, w.n, w.c, w.k);
+      break;
+    case WorkKind::MatMulNT:
+      cc.matmul_nt(a, b, c, w.n, w.c, w.k);
+      break;
+    case WorkKind::Orthogonalize:
+      cc.orthogonalize(a, w.n, w.k, 0.0f);
+      break;
   }
 }
 
@@ -65,9 +96,11 @@ std::vector<LocalWork> codec_probe_works(std::size_t max_elements) {
   }
   // Low-rank shapes of PowerSGD: a rows x cols gradient times a rank-r factor. Ranks 1 to 8, since a
   // product's cost is not proportional to its FLOPs (work_size).
-  for (const auto& [rows, cols, r] : {std::tuple{256, 256, 1}, std::tuple{256, 256, 4}, std::tuple{1024, 1024, 1},
-                                      std::tuple{1024, 1024, 4}, std::tuple{2048, 1024, 2}, std::tuple{2048, 1024, 8}}) {
-    const auto ur = static_cast<std::size_t>(rows), uc = static_cast<std::size_t>(cols), rk = static_cast<std::size_t>(r);
+  for (const auto& [rows, cols, r] :
+       {std::tuple{256, 256, 1}, std::tuple{256, 256, 4}, std::tuple{1024, 1024, 1}, std::tuple{1024, 1024, 4},
+        std::tuple{2048, 1024, 2}, std::tuple{2048, 1024, 8}}) {
+    const auto ur = static_cast<std::size_t>(rows), uc = static_cast<std::size_t>(cols),
+               rk = static_cast<std::size_t>(r);
     v.push_back({WorkKind::MatMul, ur, uc, rk});
     v.push_back({WorkKind::MatMulTN, ur, uc, rk});
     v.push_back({WorkKind::MatMulNT, ur, uc, rk});
@@ -110,8 +143,8 @@ std::vector<CodecWorkTiming> measure_codec_work(Communicator& comm, Ops& ops, in
       run(cc, w, s);
       const int m1 = ops.mark();
       ops.synchronize();
-      const double dt = m0 >= 0 && m1 >= 0 ? ops.seconds_between(m0, m1)
-                                            : std::chrono::duration<double>(Clock::now() - h0).count();
+      const double dt =
+          m0 >= 0 && m1 >= 0 ? ops.seconds_between(m0, m1) : std::chrono::duration<double>(Clock::now() - h0).count();
       if (rep >= 0) t.push_back(dt);
     }
     medians.push_back(median(t));

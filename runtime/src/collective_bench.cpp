@@ -28,8 +28,7 @@ std::string_view trim(std::string_view s) {
 // Whole floats, at least one.
 std::uint64_t whole_floats(std::string_view text) {
   const std::uint64_t bytes = parse_bytes(trim(text));
-  if (bytes < kElem)
-    throw InputError("size \"" + std::string(trim(text)) + "\" is less than one float (4 bytes)");
+  if (bytes < kElem) throw InputError("size \"" + std::string(trim(text)) + "\" is less than one float (4 bytes)");
   return bytes / kElem * kElem;
 }
 
@@ -55,8 +54,7 @@ std::vector<std::uint64_t> parse_size_list(std::string_view text) {
   std::vector<std::uint64_t> sizes;
   if (const auto colon = text.find(':'); colon != std::string_view::npos) {
     const std::uint64_t lo = whole_floats(text.substr(0, colon)), hi = whole_floats(text.substr(colon + 1));
-    if (lo > hi)
-      throw InputError("size range \"" + std::string(text) + "\": the first size exceeds the last");
+    if (lo > hi) throw InputError("size range \"" + std::string(text) + "\": the first size exceeds the last");
     for (std::uint64_t s = lo; s <= hi; s *= 2) sizes.push_back(s);
   } else {
     std::size_t start = 0;
@@ -76,11 +74,12 @@ void run_collective_bench(Communicator& comm, const CollectiveBenchOptions& opt,
   if (opt.warmup < 0) throw InputError("warmup must be >= 0");
   const int n = comm.size(), me = comm.rank();
   if (comm.chunk_memory() && !opt.device)
-    throw InternalError("collective bench: this communicator's buffers live on a device (NCCL); "
-                        "CollectiveBenchOptions::device must name the backend that allocates them");
+    throw InternalError(
+        "collective bench: this communicator's buffers live on a device (NCCL); "
+        "CollectiveBenchOptions::device must name the backend that allocates them");
   const std::uint64_t max_bytes = opt.sizes.empty() ? 0 : *std::max_element(opt.sizes.begin(), opt.sizes.end());
   std::vector<float> buf(max_bytes / kElem);  // the inputs and results, on the host
-  DeviceBuffer dev;                            // the reduced buffer itself with opt.device
+  DeviceBuffer dev;                           // the reduced buffer itself with opt.device
   if (opt.device) dev = DeviceBuffer(*opt.device, buf.size());
   float* work = opt.device ? dev.data() : buf.data();
   auto upload = [&](std::size_t count) {

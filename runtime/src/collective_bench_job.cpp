@@ -29,7 +29,7 @@ int run_collective_bench_job(Communicator& mpi, const CollectiveBenchJob& job, c
   std::int64_t bench_id = 0;
   std::vector<CollectiveBenchRow> wrong;
   TransportComm transport;  // outside the try: an error aborts the job below before NCCL is torn down, which
-                        // could wait for peers still inside a collective
+                            // could wait for peers still inside a collective
   try {
     transport = open_transport(mpi, opt.backend, job.comm_timeout_s);
     opt.device = transport.device_ops();

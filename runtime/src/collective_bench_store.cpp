@@ -10,8 +10,8 @@ namespace ddplab {
 
 std::int64_t begin_collective_bench(Store& store, const CollectiveBenchOptions& opt, int world_size,
                                     const nlohmann::json& extra) {
-  nlohmann::json cfg = {{"sizes", opt.sizes},   {"schedules", opt.schedules}, {"iters", opt.iters},
-                        {"warmup", opt.warmup}, {"check", opt.check},         {"type", "float"},
+  nlohmann::json cfg = {{"sizes", opt.sizes},       {"schedules", opt.schedules}, {"iters", opt.iters},
+                        {"warmup", opt.warmup},     {"check", opt.check},         {"type", "float"},
                         {"collective", "allreduce"}};
   if (extra.is_object()) cfg.update(extra);
   BenchInfo info;

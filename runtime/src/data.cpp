@@ -37,7 +37,8 @@ Dataset make_synthetic(int samples, int features, int classes, std::uint64_t see
     const int y = pick(rng);
     d.labels[static_cast<std::size_t>(i)] = y;
     for (int j = 0; j < features; ++j)
-      d.images[static_cast<std::size_t>(i) * features + j] = centres[static_cast<std::size_t>(y) * features + j] + noise(rng);
+      d.images[static_cast<std::size_t>(i) * features + j] =
+          centres[static_cast<std::size_t>(y) * features + j] + noise(rng);
   }
   return d;
 }
@@ -46,9 +47,14 @@ void shuffle_indices(std::vector<std::size_t>& v, std::mt19937_64& rng) {
   for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng() % i]);
 }
 
-DistributedSampler::DistributedSampler(std::size_t n, int rank, int world, std::uint64_t seed, bool shuffle, bool drop_last)
-    : n_(n), per_rank_(drop_last ? n / static_cast<std::size_t>(std::max(world, 1)) : (n + world - 1) / world),
-      rank_(rank), world_(world), seed_(seed), shuffle_(shuffle) {
+DistributedSampler::DistributedSampler(std::size_t n, int rank, int world, std::uint64_t seed, bool shuffle,
+                                       bool drop_last)
+    : n_(n),
+      per_rank_(drop_last ? n / static_cast<std::size_t>(std::max(world, 1)) : (n + world - 1) / world),
+      rank_(rank),
+      world_(world),
+      seed_(seed),
+      shuffle_(shuffle) {
   if (world < 1 || rank < 0 || rank >= world) throw InternalError("DistributedSampler: bad rank/world size");
   if (n == 0) throw DataError("DistributedSampler: empty dataset");
   if (per_rank_ == 0)
@@ -84,18 +90,17 @@ void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::si
 Dataset load_scenario_data(const Scenario& s, bool train) {
   const int features = s.model.input_features(), classes = s.model.output_classes();
   const bool cnn = s.model.type == ModelType::Cnn;
-  Dataset d = s.data.dataset == "synthetic"
-                  ? make_synthetic(train ? s.data.synthetic_train : s.data.synthetic_test, features, classes,
-                                   s.train.seed + (train ? 0 : 1))
-                  : load_fashion_mnist(s.data.path, train);
+  Dataset d = s.data.dataset == "synthetic" ? make_synthetic(train ? s.data.synthetic_train : s.data.synthetic_test,
+                                                             features, classes, s.train.seed + (train ? 0 : 1))
+                                            : load_fashion_mnist(s.data.path, train);
   if (d.features != features)
     throw InputError(fmt::format("{}: {} is {} but dataset {} has {} features per sample", s.path,
-                                 cnn ? "model.image (height x width x channels)" : "model.layers[0]",
-                                 features, s.data.dataset, d.features));
+                                 cnn ? "model.image (height x width x channels)" : "model.layers[0]", features,
+                                 s.data.dataset, d.features));
   if (d.classes != classes)
     throw InputError(fmt::format("{}: {} is {} but dataset {} has {} classes", s.path,
-                                 cnn ? "model.classes" : "the last of model.layers", classes,
-                                 s.data.dataset, d.classes));
+                                 cnn ? "model.classes" : "the last of model.layers", classes, s.data.dataset,
+                                 d.classes));
   return d;
 }
 

@@ -13,7 +13,8 @@ namespace {
 std::vector<ParamInfo> layout_of(const Strategy& s) {
   std::vector<ParamInfo> layout;
   const auto& params = s.model().params;
-  for (std::size_t i = 0; i < params.size(); ++i) layout.push_back({params[i].name, s.bucketing().grad_offset[i], params[i].count(), params[i].layer});
+  for (std::size_t i = 0; i < params.size(); ++i)
+    layout.push_back({params[i].name, s.bucketing().grad_offset[i], params[i].count(), params[i].layer});
   return layout;
 }
 
@@ -23,7 +24,8 @@ Checkpoint elastic_checkpoint(const std::vector<Checkpoint>& old, const Strategy
   if (old.empty()) throw CheckpointError("elastic resume: no checkpoint files");
   const std::size_t n = old_strategy.model().parameter_count();
   if (static_cast<int>(old.size()) != old_strategy.context().world_size)
-    throw CheckpointError(fmt::format("elastic resume: {} files for a world of {}", old.size(), old_strategy.context().world_size));
+    throw CheckpointError(
+        fmt::format("elastic resume: {} files for a world of {}", old.size(), old_strategy.context().world_size));
   const Checkpoint& first = old.front();
   Checkpoint out;
   out.meta = first.meta;
@@ -39,11 +41,13 @@ Checkpoint elastic_checkpoint(const std::vector<Checkpoint>& old, const Strategy
     }
     std::vector<float> whole(n, 0.0f);
     for (std::size_t r = 0; r < old.size(); ++r) {
-      const std::vector<float> mine = from_parameter_order(old[r].tensor(name, n, fmt::format("rank {}'s checkpoint", r)), layout);
+      const std::vector<float> mine =
+          from_parameter_order(old[r].tensor(name, n, fmt::format("rank {}'s checkpoint", r)), layout);
       for (const Bucket& b : old_strategy.bucketing().buckets) {
         const Chunk c = old_strategy.shard(b.id, static_cast<int>(r));
         const auto from = static_cast<std::ptrdiff_t>(b.offset + c.offset);
-        std::copy(mine.begin() + from, mine.begin() + from + static_cast<std::ptrdiff_t>(c.count), whole.begin() + from);
+        std::copy(mine.begin() + from, mine.begin() + from + static_cast<std::ptrdiff_t>(c.count),
+                  whole.begin() + from);
       }
     }
     out.tensors[name] = to_parameter_order(whole, layout);

@@ -9,13 +9,15 @@ namespace ddplab {
 
 Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& comm, int batch) {
   const int classes = model.classes();
-  const std::size_t n = test.size(), r = static_cast<std::size_t>(comm.rank()), w = static_cast<std::size_t>(comm.size());
+  const std::size_t n = test.size(), r = static_cast<std::size_t>(comm.rank()),
+                    w = static_cast<std::size_t>(comm.size());
   const std::size_t first = n * r / w, last = n * (r + 1) / w;
   // Accumulator layout: confusion (classes^2), then loss sum, then sample count.
   std::vector<double> acc(static_cast<std::size_t>(classes * classes) + 2, 0.0);
   DeviceBuffer x(ops, static_cast<std::size_t>(batch) * test.features);
   std::int32_t* y = ops.alloc_labels(static_cast<std::size_t>(batch));
-  std::vector<float> host_x(static_cast<std::size_t>(batch) * test.features), logits(static_cast<std::size_t>(batch) * classes);
+  std::vector<float> host_x(static_cast<std::size_t>(batch) * test.features),
+      logits(static_cast<std::size_t>(batch) * classes);
   std::vector<std::int32_t> host_y(static_cast<std::size_t>(batch));
   std::vector<std::size_t> idx(last - first);
   model.set_training(false);  // batch norm: running statistics
@@ -41,7 +43,8 @@ Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& c
   Evaluation e;
   e.test_loss = acc.back() > 0 ? acc[acc.size() - 2] / acc.back() : 0.0;
   e.classes = classes;
-  for (auto it = acc.begin(); it != acc.end() - 2; ++it) e.confusion.push_back(std::llround(*it));  // counts, exact in double
+  for (auto it = acc.begin(); it != acc.end() - 2; ++it)
+    e.confusion.push_back(std::llround(*it));  // counts, exact in double
   const ClassMetrics m = class_metrics(e.confusion, classes);
   e.test_accuracy = m.accuracy;
   e.macro_precision = m.macro_precision;

@@ -59,11 +59,11 @@ FaultInjection parse_fault_injection(std::string_view text, std::string_view opt
       for (std::size_t i = 1; i < v.size(); ++i) out += (i + 1 == v.size() ? last : ", ") + v[i];
       return out;
     };
-    const std::string whole = numbers.empty() ? ""
+    const std::string whole = numbers.empty()       ? ""
                               : numbers.size() == 1 ? fmt::format(" ({} a whole number)", numbers.front())
                                                     : fmt::format(" ({} whole numbers)", listed(numbers, " and "));
-    return InputError(fmt::format("{}: expected {}{}, got \"{}\"", option, forms.empty() ? "no fault" : listed(forms, " or "),
-                                  whole, text),
+    return InputError(fmt::format("{}: expected {}{}, got \"{}\"", option,
+                                  forms.empty() ? "no fault" : listed(forms, " or "), whole, text),
                       std::string(option));
   };
   if (!syntax) throw refuse();

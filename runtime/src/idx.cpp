@@ -57,17 +57,16 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path)
     throw DataError(fmt::format("{}: images of {} x {} pixels: expected 1 to {} pixels", images_path, rows, cols,
                                 std::numeric_limits<int>::max()));
   if (n > (img.size() - 16) / pixels)
-    throw DataError(fmt::format("{}: truncated: {} images of {} x {} pixels need {:.0f} bytes of pixel data, file has {}",
-                                images_path, n, rows, cols, static_cast<double>(n) * static_cast<double>(pixels),
-                                img.size() - 16));
+    throw DataError(
+        fmt::format("{}: truncated: {} images of {} x {} pixels need {:.0f} bytes of pixel data, file has {}",
+                    images_path, n, rows, cols, static_cast<double>(n) * static_cast<double>(pixels), img.size() - 16));
 
   const auto lab = read_all(labels_path);
   need(labels_path, lab, 8, "the IDX label header");
   if (be32(lab, 0) != 2049)
     throw DataError(fmt::format("{}: not an IDX label file (magic {}, expected 2049)", labels_path, be32(lab, 0)));
   const std::size_t nl = be32(lab, 4);
-  if (nl != n)
-    throw DataError(fmt::format("{}: {} labels for {} images in {}", labels_path, nl, n, images_path));
+  if (nl != n) throw DataError(fmt::format("{}: {} labels for {} images in {}", labels_path, nl, n, images_path));
   need(labels_path, lab, 8 + n, "the labels");
 
   Dataset d;

@@ -27,7 +27,7 @@ InputPipeline::~InputPipeline() {
     stop_ = true;
   }
   cv_.notify_all();
-  loader_.join();  // finishes the load it has
+  loader_.join();      // finishes the load it has
   ops_.synchronize();  // no upload may still read the host buffers
   for (int s = 0; s < 2; ++s) {
     ops_.free_labels(y_[s]);
@@ -45,8 +45,8 @@ void InputPipeline::load(std::size_t slot, const std::vector<std::size_t>& idx, 
 
 void InputPipeline::set_augment(const AugmentConfig& config, int side, float background, std::uint64_t seed) {
   if (config.active() && static_cast<long long>(side) * side != data_.features)
-    throw InputError("InputPipeline::set_augment: samples of " + std::to_string(data_.features) +
-                     " features are not " + std::to_string(side) + " x " + std::to_string(side) + " images");
+    throw InputError("InputPipeline::set_augment: samples of " + std::to_string(data_.features) + " features are not " +
+                     std::to_string(side) + " x " + std::to_string(side) + " images");
   join_load();
   augment_ = config, side_ = side, background_ = background, augment_seed_ = seed;
 }

@@ -50,7 +50,8 @@ LaunchPlan plan_launch(int np, const std::vector<std::string>& self_args,
   // Ranks share the cores: pinning each to one core would stack oversubscribed ranks; let the OS spread them.
   // No rank reads standard input, and mpirun runs in a background process group (execute): it must never
   // read the terminal.
-  for (const char* arg : {"--bind-to", "none", "--stdin", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
+  for (const char* arg :
+       {"--bind-to", "none", "--stdin", "none", "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1"})
     p.argv.push_back(arg);
   // Each rank runs a compute thread and a communication thread. When they outnumber the cores, Open MPI's
   // busy polling in a waiting collective steals the core the compute thread needs: make it yield instead.
@@ -68,7 +69,7 @@ void retry_unstarted(LaunchPlan& plan, int attempts) { plan.attempts = std::max(
 void mark_rank_started() { write_job_note(rank_note("started"), ""); }
 
 namespace {
-volatile std::sig_atomic_t g_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP
+volatile std::sig_atomic_t g_signal = 0;   // the first SIGINT / SIGTERM / SIGHUP
 volatile std::sig_atomic_t g_signals = 0;  // how many arrived
 void on_stop_signal(int sig) {
   if (!g_signal) g_signal = sig;
@@ -163,7 +164,8 @@ class JobSignals {
   JobSignals& operator=(const JobSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {}, old_usr1_ {};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{}, old_usr1_{};
 };
 
 // Forwards what the launcher receives to the job until mpirun exits, and returns its wait status. The first
@@ -238,13 +240,17 @@ JobEnd run_once(const LaunchPlan& plan, char* const* envp, const std::string& jo
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, argv[0], nullptr, attr.get(), argv.data(), envp);
   if (rc != 0)
-    throw RunFault("cannot start " + plan.argv[0] + ": " + std::strerror(rc) + " (install openmpi-bin, or run scripts/setup.sh)");
+    throw RunFault("cannot start " + plan.argv[0] + ": " + std::strerror(rc) +
+                   " (install openmpi-bin, or run scripts/setup.sh)");
   const int status = supervise(pid, plan, job_dir);
   JobEnd end;
   end.signal = g_signal;
-  if (WIFEXITED(status)) end.rc = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) end.rc = 128 + WTERMSIG(status);
-  else end.rc = 1;
+  if (WIFEXITED(status))
+    end.rc = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    end.rc = 128 + WTERMSIG(status);
+  else
+    end.rc = 1;
   return end;
 }
 
@@ -272,7 +278,8 @@ JobEnd execute(const LaunchPlan& plan) {
   for (int attempt = 1;; ++attempt) {
     end = run_once(plan, envp.data(), dir);
     if (end.rc == 0 || end.signal || attempt >= plan.attempts || !read_job_notes(dir, "started-").empty()) break;
-    std::fprintf(stderr, "ddplab: the launch failed before any rank started (mpirun exit %d): trying again (%d of %d)\n",
+    std::fprintf(stderr,
+                 "ddplab: the launch failed before any rank started (mpirun exit %d): trying again (%d of %d)\n",
                  end.rc, attempt + 1, plan.attempts);
   }
   for (const JobNote& n : read_job_notes(dir, "failure-")) end.failures.push_back(n.text);

@@ -27,16 +27,21 @@ class MessageBuffer {
  public:
   MessageBuffer(Communicator& comm, Ops* device, std::size_t floats) : device_(comm.chunk_memory() ? device : nullptr) {
     if (comm.chunk_memory() && !device)
-      throw InternalError("link probe: this communicator's buffers live on a device (NCCL); pass the "
-                          "backend that allocates them");
+      throw InternalError(
+          "link probe: this communicator's buffers live on a device (NCCL); pass the "
+          "backend that allocates them");
     floats = std::max<std::size_t>(floats, 1);
-    if (device_) dev_ = DeviceBuffer(*device_, floats);
-    else host_.assign(floats, 1.0f);
+    if (device_)
+      dev_ = DeviceBuffer(*device_, floats);
+    else
+      host_.assign(floats, 1.0f);
   }
   float* data() { return device_ ? dev_.data() : host_.data(); }
   void put(const std::vector<float>& v) {
-    if (device_) device_->to_device(dev_.data(), v.data(), v.size());
-    else std::copy(v.begin(), v.end(), host_.begin());
+    if (device_)
+      device_->to_device(dev_.data(), v.data(), v.size());
+    else
+      std::copy(v.begin(), v.end(), host_.begin());
   }
   float get_first() {
     if (!device_) return host_[0];
@@ -83,7 +88,8 @@ class Stopwatch {
   void settle() { ops_.synchronize(); }
   double seconds(int a, int b) {
     if (host_.empty()) return ops_.seconds_between(a, b);
-    return std::chrono::duration<double>(host_[static_cast<std::size_t>(b)] - host_[static_cast<std::size_t>(a)]).count();
+    return std::chrono::duration<double>(host_[static_cast<std::size_t>(b)] - host_[static_cast<std::size_t>(a)])
+        .count();
   }
 
  private:
@@ -114,8 +120,10 @@ std::vector<PingPongRow> measure_pingpong(Communicator& comm, Ops* device, const
     const int other = me == 0 ? peer : 0;
     auto transfer = [&](bool send, void* data, std::uint64_t bytes) {
       begin_transfers(comm, "ping-pong");
-      if (send) comm.isend(data, bytes, other, 7);
-      else comm.irecv(data, bytes, other, 7);
+      if (send)
+        comm.isend(data, bytes, other, 7);
+      else
+        comm.irecv(data, bytes, other, 7);
       complete(comm);
     };
     for (std::uint64_t bytes : sizes) {
@@ -133,7 +141,8 @@ std::vector<PingPongRow> measure_pingpong(Communicator& comm, Ops* device, const
       std::vector<double> rtt;
       for (int it = 0; it < iters; ++it) rtt.push_back(round_trip());
       if (me == 0)
-        rows.push_back({0, peer, static_cast<std::int64_t>(bytes), iters, *std::min_element(rtt.begin(), rtt.end()) / 2});
+        rows.push_back(
+            {0, peer, static_cast<std::int64_t>(bytes), iters, *std::min_element(rtt.begin(), rtt.end()) / 2});
     }
   }
   comm.barrier();
@@ -177,7 +186,8 @@ std::vector<MessageTime> measure_exchange(Communicator& comm, Ops* device, const
 // the slowest neighbour's previous one), which training's ring steps pay too. The mean, not the median: the
 // jitter of a busy machine (a late neighbour, a preempted rank) is part of every training step's allreduce
 // too, and a median would fit allreduces faster than training's (docs/calibration.md compares the fits).
-std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes, int iters) {
+std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes,
+                                      int iters) {
   const int n = comm.size();
   if (n < 2) throw InputError("measure_ring needs at least 2 ranks");
   ScheduleExecutor exec(comm);

@@ -30,8 +30,9 @@ const std::vector<int>& checked(const std::vector<int>& layers) {
 }  // namespace
 
 Mlp::Mlp(Ops& ops, std::vector<int> layers, int max_batch)
-    : Model(ops, ModelSpec::mlp(checked(layers)), layers.empty() ? 0 : layers.front(), layers.empty() ? 0 : layers.back(),
-            max_batch), layers_(std::move(layers)) {
+    : Model(ops, ModelSpec::mlp(checked(layers)), layers.empty() ? 0 : layers.front(),
+            layers.empty() ? 0 : layers.back(), max_batch),
+      layers_(std::move(layers)) {
   const int widest = *std::max_element(layers_.begin(), layers_.end());
   for (std::size_t l = 0; l + 1 < layers_.size(); ++l)
     acts_.emplace_back(ops_, static_cast<std::size_t>(max_batch) * static_cast<std::size_t>(layers_[l + 1]));
@@ -44,7 +45,8 @@ void Mlp::init(std::uint64_t seed) {
   std::vector<float> host(num_params());
   std::size_t at = 0;
   for (const ParamInfo& p : param_info()) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, host.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
+                host.begin() + static_cast<std::ptrdiff_t>(p.offset));
     at += p.count;
   }
   ops_.to_device(params(), host.data(), host.size());
@@ -57,8 +59,8 @@ void Mlp::run_layers(int first, int end) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
     float* out = acts_[l].data();
     // Y = X W^T + b, with W stored out x in as in PyTorch.
-    ops_.gemm(false, true, batch_, fan_out, fan_in, 1.0f, in, fan_in, param(static_cast<int>(2 * l)), fan_in, 0.0f,
-              out, fan_out);
+    ops_.gemm(false, true, batch_, fan_out, fan_in, 1.0f, in, fan_in, param(static_cast<int>(2 * l)), fan_in, 0.0f, out,
+              fan_out);
     ops_.add_bias(out, param(static_cast<int>(2 * l + 1)), batch_, fan_out);
     if (l + 1 < n_layers) ops_.relu(out, static_cast<std::size_t>(batch_) * fan_out);
     in = out;

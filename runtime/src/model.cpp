@@ -52,7 +52,8 @@ float* Model::sync_stats(int layer) {
 }
 
 void Model::absorb_sync_stats(int layer) {
-  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics to absorb");
+  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) +
+                         " has no SyncBatchNorm statistics to absorb");
 }
 
 float* Model::sync_grads(int layer) {
@@ -110,9 +111,12 @@ void Model::set_offsets(const std::vector<std::size_t>& offsets) {
 
 std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch) {
   switch (model.type) {
-    case ModelType::Mlp: return std::make_unique<Mlp>(ops, model.layers, max_batch);
-    case ModelType::Cnn: return std::make_unique<Cnn>(ops, model, max_batch);
-    case ModelType::Table: break;
+    case ModelType::Mlp:
+      return std::make_unique<Mlp>(ops, model.layers, max_batch);
+    case ModelType::Cnn:
+      return std::make_unique<Cnn>(ops, model, max_batch);
+    case ModelType::Table:
+      break;
   }
   throw InputError("the runtime trains model types \"mlp\" and \"cnn\", not \"" + to_string(model.type) + "\"");
 }

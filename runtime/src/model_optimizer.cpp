@@ -40,8 +40,8 @@ std::size_t OptimizerState::packed(std::size_t offset, std::size_t count) const 
     if (offset >= c.offset && offset + count <= c.offset + c.count) return at + (offset - c.offset);
     at += c.count;
   }
-  throw std::logic_error("OptimizerState: an update of [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
-                         ") outside the state this rank keeps");
+  throw std::logic_error("OptimizerState: an update of [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + count) + ") outside the state this rank keeps");
 }
 
 std::vector<float> OptimizerState::full(std::size_t slot, std::size_t n) const {
@@ -51,7 +51,8 @@ std::vector<float> OptimizerState::full(std::size_t slot, std::size_t n) const {
   std::size_t at = 0;
   for (const Chunk& c : held_) {
     if (c.offset + c.count > n) throw std::logic_error("OptimizerState::full: a held range beyond the buffer");
-    std::copy_n(packed_host.begin() + static_cast<std::ptrdiff_t>(at), c.count, out.begin() + static_cast<std::ptrdiff_t>(c.offset));
+    std::copy_n(packed_host.begin() + static_cast<std::ptrdiff_t>(at), c.count,
+                out.begin() + static_cast<std::ptrdiff_t>(c.offset));
     at += c.count;
   }
   return out;

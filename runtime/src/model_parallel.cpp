@@ -11,13 +11,14 @@ namespace ddplab {
 
 void require_runnable_layout(const Scenario& sc) {
   // Modelled by the simulator only, split or not.
-  for (const auto& [key, value, runs] : {std::tuple{"precision", sc.train.precision, "fp32"},
-                                         std::tuple{"recompute", sc.train.recompute, "none"}})
+  for (const auto& [key, value, runs] :
+       {std::tuple{"precision", sc.train.precision, "fp32"}, std::tuple{"recompute", sc.train.recompute, "none"}})
     if (value != runs) {
       const auto it = sc.train.where.find(key);
-      throw ScenarioError(fmt::format("{}: train.{} = \"{}\": the runtime trains in fp32 and keeps every activation "
-                                      "(train.{} = \"{}\"); ddplab simulate models it",
-                                      it != sc.train.where.end() ? it->second : sc.path, key, value, key, runs));
+      throw ScenarioError(
+          fmt::format("{}: train.{} = \"{}\": the runtime trains in fp32 and keeps every activation "
+                      "(train.{} = \"{}\"); ddplab simulate models it",
+                      it != sc.train.where.end() ? it->second : sc.path, key, value, key, runs));
     }
   const ParallelConfig& p = sc.parallel;
   if (!p.model_parallel()) return;
@@ -26,9 +27,10 @@ void require_runnable_layout(const Scenario& sc) {
   auto refuse = [&](const std::map<std::string, std::string>& where, const std::string& key, const std::string& what,
                     const std::string& why) {
     const auto it = where.find(key);
-    throw ScenarioError(fmt::format("{}: {}: the runtime does not run it on a split model ({}) yet: {} (ddplab simulate "
-                                    "replays the layout; docs/model-parallel.md)",
-                                    it != where.end() ? it->second : split_at, what, split, why));
+    throw ScenarioError(
+        fmt::format("{}: {}: the runtime does not run it on a split model ({}) yet: {} (ddplab simulate "
+                    "replays the layout; docs/model-parallel.md)",
+                    it != where.end() ? it->second : split_at, what, split, why));
   };
   const TrainConfig& tr = sc.train;
   if (!sc.model.trainable())
@@ -37,7 +39,8 @@ void require_runnable_layout(const Scenario& sc) {
     refuse(sc.model.where, "bn", fmt::format("model.bn = \"{}\"", sc.model.bn),
            "batch norm's statistics would be a microbatch's, or a TP share's");
   if (tr.backend != Backend::Cpu)
-    refuse(tr.where, "backend", fmt::format("train.backend = \"{}\"", tr.backend), "the shares train on the CPU backend");
+    refuse(tr.where, "backend", fmt::format("train.backend = \"{}\"", tr.backend),
+           "the shares train on the CPU backend");
   if (tr.checkpoint_every > 0)
     refuse(tr.where, "checkpoint_every", fmt::format("train.checkpoint_every = {}", tr.checkpoint_every),
            "a checkpoint holds whole replicas");
@@ -68,14 +71,14 @@ RankParallel::RankParallel(const Scenario& sc, Communicator& world, int ranks_pe
   tp_ = world.split(c.pp * l.dp() + c.dp);
   pp_ = world.split(c.dp * l.tp() + c.tp);
   if (dp_->rank() != c.dp || tp_->rank() != c.tp || pp_->rank() != c.pp)
-    throw std::logic_error(fmt::format("RankParallel: {} is rank {} / {} / {} of its DP / TP / PP groups", describe_rank(world.rank()),
-                                       dp_->rank(), tp_->rank(), pp_->rank()));
+    throw std::logic_error(fmt::format("RankParallel: {} is rank {} / {} / {} of its DP / TP / PP groups",
+                                       describe_rank(world.rank()), dp_->rank(), tp_->rank(), pp_->rank()));
 }
 
 std::unique_ptr<Model> RankParallel::make_model(Ops& ops, const ModelConfig& model, int batch) const {
   if (!split()) return ddplab::make_model(ops, model, batch);
   return std::make_unique<SplitModel>(ops, model, stage().model, stage().context.pipeline, layout().tp(), coord_.tp,
-                                    batch);
+                                      batch);
 }
 
 void RankParallel::attach(PlanExecutor& executor) {

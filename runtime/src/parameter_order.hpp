@@ -18,11 +18,13 @@ inline std::vector<float> to_parameter_order(const std::vector<float>& flat, con
   return out;
 }
 
-inline std::vector<float> from_parameter_order(const std::vector<float>& ordered, const std::vector<ParamInfo>& layout) {
+inline std::vector<float> from_parameter_order(const std::vector<float>& ordered,
+                                               const std::vector<ParamInfo>& layout) {
   std::vector<float> flat(ordered.size());
   std::size_t at = 0;
   for (const ParamInfo& p : layout) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count, flat.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
+                flat.begin() + static_cast<std::ptrdiff_t>(p.offset));
     at += p.count;
   }
   return flat;

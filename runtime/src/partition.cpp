@@ -51,7 +51,8 @@ bool every_rank_holds_some(const Partition& p) {
   return std::none_of(p.samples.begin(), p.samples.end(), [](const auto& s) { return s.empty(); });
 }
 
-Partition dirichlet(const std::vector<std::int32_t>& labels, int classes, int world, double alpha, std::mt19937_64& rng) {
+Partition dirichlet(const std::vector<std::int32_t>& labels, int classes, int world, double alpha,
+                    std::mt19937_64& rng) {
   const auto classes_idx = by_class(labels, classes);
   std::gamma_distribution<double> gamma(alpha, 1.0);
   for (int draw = 0; draw < kDirichletDraws; ++draw) {
@@ -63,13 +64,15 @@ Partition dirichlet(const std::vector<std::int32_t>& labels, int classes, int wo
       for (double& x : w) x = gamma(rng);
       if (std::accumulate(w.begin(), w.end(), 0.0) <= 0) w[rng() % w.size()] = 1.0;  // all underflowed: alpha -> 0
       const auto parts = split_by(idx, w);
-      for (std::size_t r = 0; r < parts.size(); ++r) p.samples[r].insert(p.samples[r].end(), parts[r].begin(), parts[r].end());
+      for (std::size_t r = 0; r < parts.size(); ++r)
+        p.samples[r].insert(p.samples[r].end(), parts[r].begin(), parts[r].end());
     }
     if (every_rank_holds_some(p)) return p;
   }
-  throw DataError(fmt::format("data.partition = \"dirichlet\" with data.alpha = {} left a rank of {} without samples in "
-                              "{} draws; raise data.alpha or train on fewer ranks",
-                              alpha, world, kDirichletDraws));
+  throw DataError(
+      fmt::format("data.partition = \"dirichlet\" with data.alpha = {} left a rank of {} without samples in "
+                  "{} draws; raise data.alpha or train on fewer ranks",
+                  alpha, world, kDirichletDraws));
 }
 
 Partition shards(const std::vector<std::int32_t>& labels, int classes, int world, int per_rank, std::mt19937_64& rng) {
@@ -92,9 +95,10 @@ Partition shards(const std::vector<std::int32_t>& labels, int classes, int world
     }
   }
   if (!every_rank_holds_some(p))
-    throw DataError(fmt::format("data.partition = \"shards\" with data.classes_per_rank = {} leaves a rank of {} without "
-                                "samples: its classes have fewer samples than holders",
-                                per_rank, world));
+    throw DataError(
+        fmt::format("data.partition = \"shards\" with data.classes_per_rank = {} leaves a rank of {} without "
+                    "samples: its classes have fewer samples than holders",
+                    per_rank, world));
   return p;
 }
 
@@ -106,10 +110,12 @@ Partition quantity(std::size_t n, int world, double skew, std::mt19937_64& rng) 
   shuffle_indices(all, rng);
   // Shares fall geometrically from rank 0 to the last rank, which holds 1 / (1 + skew) of rank 0's amount.
   std::vector<double> w(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) w[static_cast<std::size_t>(r)] = world == 1 ? 1.0 : std::pow(1.0 + skew, -static_cast<double>(r) / (world - 1));
+  for (int r = 0; r < world; ++r)
+    w[static_cast<std::size_t>(r)] = world == 1 ? 1.0 : std::pow(1.0 + skew, -static_cast<double>(r) / (world - 1));
   Partition p{split_by(all, w)};
   if (!every_rank_holds_some(p))
-    throw DataError(fmt::format("data.partition = \"quantity\" with data.skew = {} leaves a rank of {} without samples", skew, world));
+    throw DataError(fmt::format("data.partition = \"quantity\" with data.skew = {} leaves a rank of {} without samples",
+                                skew, world));
   return p;
 }
 
@@ -123,10 +129,14 @@ Partition partition_dataset(const std::vector<std::int32_t>& labels, int classes
   // A stream of its own, so the split does not move when the epochs' shuffles change.
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   Partition p;
-  if (d.partition == "dirichlet") p = dirichlet(labels, classes, world, d.alpha, rng);
-  else if (d.partition == "shards") p = shards(labels, classes, world, d.classes_per_rank, rng);
-  else if (d.partition == "quantity") p = quantity(labels.size(), world, d.skew, rng);
-  else throw InternalError("partition_dataset: not a fixed split: \"" + d.partition + "\"");
+  if (d.partition == "dirichlet")
+    p = dirichlet(labels, classes, world, d.alpha, rng);
+  else if (d.partition == "shards")
+    p = shards(labels, classes, world, d.classes_per_rank, rng);
+  else if (d.partition == "quantity")
+    p = quantity(labels.size(), world, d.skew, rng);
+  else
+    throw InternalError("partition_dataset: not a fixed split: \"" + d.partition + "\"");
   for (auto& s : p.samples) std::sort(s.begin(), s.end());
   return p;
 }
@@ -145,8 +155,10 @@ std::vector<std::size_t> PartitionSampler::indices(int epoch) const {
   return out;
 }
 
-std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world, std::uint64_t seed) {
-  if (!fixed_split(d)) return std::make_unique<DistributedSampler>(train.size(), rank, world, seed, true, d.uneven == "drop_last");
+std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world,
+                                      std::uint64_t seed) {
+  if (!fixed_split(d))
+    return std::make_unique<DistributedSampler>(train.size(), rank, world, seed, true, d.uneven == "drop_last");
   Partition p = partition_dataset(train.labels, train.classes, world, d, seed);
   std::size_t lo = train.size(), hi = 0;
   for (const auto& s : p.samples) lo = std::min(lo, s.size()), hi = std::max(hi, s.size());
@@ -182,7 +194,8 @@ std::vector<float> balanced_class_weights(const std::vector<std::size_t>& histog
   for (std::size_t c : histogram) n += c, k += c > 0;
   std::vector<float> w(histogram.size(), 0.0f);
   for (std::size_t c = 0; c < histogram.size(); ++c)
-    if (histogram[c] > 0) w[c] = static_cast<float>(static_cast<double>(n) / (static_cast<double>(k) * static_cast<double>(histogram[c])));
+    if (histogram[c] > 0)
+      w[c] = static_cast<float>(static_cast<double>(n) / (static_cast<double>(k) * static_cast<double>(histogram[c])));
   return w;
 }
 
@@ -199,10 +212,12 @@ std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, con
                                                        std::uint64_t seed) {
   std::vector<std::vector<std::size_t>> held;
   if (!fixed_split(d))
-    for (int r = 0; r < world; ++r) held.push_back(DistributedSampler(train.size(), r, world, seed, true, d.uneven == "drop_last").indices(0));
+    for (int r = 0; r < world; ++r)
+      held.push_back(DistributedSampler(train.size(), r, world, seed, true, d.uneven == "drop_last").indices(0));
   else
     held = partition_dataset(train.labels, train.classes, world, d, seed).samples;
-  std::vector<std::vector<std::size_t>> hist(held.size(), std::vector<std::size_t>(static_cast<std::size_t>(train.classes), 0));
+  std::vector<std::vector<std::size_t>> hist(held.size(),
+                                             std::vector<std::size_t>(static_cast<std::size_t>(train.classes), 0));
   for (std::size_t r = 0; r < held.size(); ++r)
     for (std::size_t i : held[r]) ++hist[r][static_cast<std::size_t>(train.labels[i])];
   return hist;
@@ -210,21 +225,23 @@ std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, con
 
 std::string partition_table(const DataConfig& d, const std::vector<std::vector<std::size_t>>& histograms,
                             std::size_t per_epoch) {
-  const std::string parameter = d.partition == "dirichlet" ? fmt::format(", alpha {}", d.alpha)
-                                : d.partition == "shards"  ? fmt::format(", {} classes per rank", d.classes_per_rank)
+  const std::string parameter = d.partition == "dirichlet"  ? fmt::format(", alpha {}", d.alpha)
+                                : d.partition == "shards"   ? fmt::format(", {} classes per rank", d.classes_per_rank)
                                 : d.partition == "quantity" ? fmt::format(", skew {}", d.skew)
                                                             : "";
   const std::string balance = d.balance == "none" ? "" : fmt::format(", balance {}", d.balance);
   std::string out =
       d.uneven == "join"
-          ? fmt::format("data: {}{}{}, join: each rank takes what it holds, {} steps an epoch for the longest; a rank "
-                        "done early shadows the syncs with zeros, which divide by {}\n",
-                        d.partition, parameter, balance, per_epoch,
-                        d.join_divide_by_initial ? "every rank" : "the ranks still training")
+          ? fmt::format(
+                "data: {}{}{}, join: each rank takes what it holds, {} steps an epoch for the longest; a rank "
+                "done early shadows the syncs with zeros, which divide by {}\n",
+                d.partition, parameter, balance, per_epoch,
+                d.join_divide_by_initial ? "every rank" : "the ranks still training")
           : fmt::format("data: {}{}{}, {}: every rank takes {} samples per epoch\n", d.partition, parameter, balance,
                         d.uneven, per_epoch);
   out += fmt::format("{:>6} {:>8} ", "rank", "holds");
-  for (std::size_t c = 0; c < (histograms.empty() ? 0 : histograms[0].size()); ++c) out += fmt::format(" {:>6}", fmt::format("class{}", c));
+  for (std::size_t c = 0; c < (histograms.empty() ? 0 : histograms[0].size()); ++c)
+    out += fmt::format(" {:>6}", fmt::format("class{}", c));
   for (std::size_t r = 0; r < histograms.size(); ++r) {
     const auto& h = histograms[r];
     out += fmt::format("\n{:>6} {:>8} ", r, std::accumulate(h.begin(), h.end(), std::size_t{0}));

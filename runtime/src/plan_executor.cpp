@@ -18,11 +18,18 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 }  // namespace
 
 PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy& strategy, const OptimizerConfig& opt)
-    : comm_(comm), ops_(ops), model_(model), strategy_(strategy), opt_(opt), exec_(comm),
-      optimizer_(ops, opt, strategy.optimizer_ranges(comm.rank())), staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
+    : comm_(comm),
+      ops_(ops),
+      model_(model),
+      strategy_(strategy),
+      opt_(opt),
+      exec_(comm),
+      optimizer_(ops, opt, strategy.optimizer_ranges(comm.rank())),
+      staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
-    throw std::logic_error("PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
-                           "(whose plan then holds the norm's ops), or in neither");
+    throw std::logic_error(
+        "PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
+        "(whose plan then holds the norm's ops), or in neither");
   if (strategy_.policy().zero >= 2 && !ops.can_release())
     throw InputError(fmt::format(
         "policy \"{}\" gives back {}, which backend \"{}\" cannot do (its buffers are whole allocations); it runs on "
@@ -73,10 +80,10 @@ void PlanExecutor::comm_loop() {
     OpRecord& out = (*records_)[static_cast<std::size_t>(op->id)];
     out.start_s = since(t0_);
     try {
-      ops_.bind_thread();  // this thread's device calls (reduce kernels, events) go to the backend's device
+      ops_.bind_thread();           // this thread's device calls (reduce kernels, events) go to the backend's device
       comm_.take_device_seconds();  // restart the count: this op's transfers only
-      comm_.annotate(std::string(op_name(op->kind)) + (op->index >= 0 ? " #" + std::to_string(op->index) : std::string()) +
-                     " on " + op->schedule);
+      comm_.annotate(std::string(op_name(op->kind)) +
+                     (op->index >= 0 ? " #" + std::to_string(op->index) : std::string()) + " on " + op->schedule);
       if (!comm_error_) run_comm(*op, *step_rec_, out);
       out.device_s = comm_.take_device_seconds();
     } catch (...) {
@@ -396,9 +403,12 @@ void PlanExecutor::close_record() {
   rec.step_s = since(t0_);
   for (const OpRecord& r : rec.ops) {
     const double d = r.end_s - r.start_s;
-    if (r.kind == OpKind::Forward || r.kind == OpKind::Backward) rec.compute_s += d;
-    else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer || r.kind == OpKind::GradNorm) rec.optimizer_s += d;
-    else if (is_comm(r.kind)) rec.comm_s += r.device_s >= 0 ? r.device_s : d;  // NCCL: event time of the transfers
+    if (r.kind == OpKind::Forward || r.kind == OpKind::Backward)
+      rec.compute_s += d;
+    else if (r.kind == OpKind::Optimizer || r.kind == OpKind::ShardOptimizer || r.kind == OpKind::GradNorm)
+      rec.optimizer_s += d;
+    else if (is_comm(r.kind))
+      rec.comm_s += r.device_s >= 0 ? r.device_s : d;       // NCCL: event time of the transfers
     if (r.kind == OpKind::TpSync) rec.exposed_comm_s += d;  // the pass waited for it
     rec.bytes_sent += r.bytes;
   }

@@ -54,7 +54,8 @@ std::uint64_t native_collective(Communicator& comm, const CollectiveCall& call, 
 }
 }  // namespace
 
-void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes) {
+void PlanExecutor::collective(const CollectiveCall& call, const std::string& schedule, void* buf,
+                              std::uint64_t& bytes) {
   if (comm_.size() == 1) return;  // every collective of one rank is the identity
   if (is_backend_native(schedule)) {
     bytes += native_collective(comm_, call, buf);
@@ -71,7 +72,8 @@ void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
   const PipelineStage& pipe = strategy_.context().pipeline;
   if (!pipe.schedule) throw std::logic_error("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
   passes_ = model_.stage_passes();
-  if (!passes_) throw InputError("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
+  if (!passes_)
+    throw InputError("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
   if (staged_) throw InputError("PlanExecutor: pipeline stages and TP shares run on host-memory communicators only");
   if (!tensor || tensor->size() != strategy_.context().tp)
     throw InternalError("PlanExecutor::set_groups: a TP group of " + std::to_string(tensor ? tensor->size() : 0) +
@@ -88,7 +90,8 @@ void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
     throw std::logic_error("PlanExecutor: a TP allreduce runs as one native call");
   CollectiveCall call = op.calls.front();
   call.count = span.count;  // the plan's is nominal: an epoch's short last batch has fewer rows
-  tensor_->annotate(std::string("TpSync #") + std::to_string(op.index) + " microbatch " + std::to_string(op.microbatch));
+  tensor_->annotate(std::string("TpSync #") + std::to_string(op.index) + " microbatch " +
+                    std::to_string(op.microbatch));
   if (tensor_->size() > 1) out.bytes += native_collective(*tensor_, call, span.data);
   passes_->tp_summed(op.microbatch, op.index, op.gradient);
 }
@@ -157,17 +160,22 @@ void PlanExecutor::sync_grads(const PlanOp& op, const Bucket& b, float* buf, OpR
   const std::int64_t sync_step = step_ / strategy_.config().accumulate_steps;
   // The codec issues exactly the calls the plan announced (the simulator replays those).
   std::size_t call_no = 0;
-  strategy_.codec().run(b.layout, buf, n, sync_step, [&](const CollectiveCall& call, void* wire) {
-    if (call_no >= op.calls.size() || op.calls[call_no].count != call.count || op.calls[call_no].type != call.type ||
-        op.calls[call_no].collective != call.collective)
-      throw std::logic_error("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
-    ++call_no;
-    collective(call, op.schedule, wire, out.bytes);
-  }, slowed_codec_ ? *slowed_codec_ : bucket_compute());
+  strategy_.codec().run(
+      b.layout, buf, n, sync_step,
+      [&](const CollectiveCall& call, void* wire) {
+        if (call_no >= op.calls.size() || op.calls[call_no].count != call.count ||
+            op.calls[call_no].type != call.type || op.calls[call_no].collective != call.collective)
+          throw std::logic_error("codec " + strategy_.codec().name() +
+                                 " issued a collective its plan did not announce");
+        ++call_no;
+        collective(call, op.schedule, wire, out.bytes);
+      },
+      slowed_codec_ ? *slowed_codec_ : bucket_compute());
   if (call_no != op.calls.size())
     throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
   // The codec averaged over every rank; under join the sum is over the ranks still training.
-  if (grad_divisor_ > 0 && grad_divisor_ != n) scale(buf, b.count, static_cast<float>(n) / static_cast<float>(grad_divisor_));
+  if (grad_divisor_ > 0 && grad_divisor_ != n)
+    scale(buf, b.count, static_cast<float>(n) / static_cast<float>(grad_divisor_));
 }
 
 void PlanExecutor::run_bucket_comm(const PlanOp& op, OpRecord& out) {

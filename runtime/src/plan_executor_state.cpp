@@ -58,11 +58,13 @@ void PlanExecutor::save(Checkpoint& c) {
     c.tensors["buffers"] = std::move(buffers);
   }
   for (auto& [key, values] : strategy_.codec().state()) c.tensors["codec." + key] = std::move(values);
-  c.meta["executor"] = {{"rebuilt_order", first_sync_done_ ? nlohmann::json(observed_order_) : nlohmann::json(nullptr)}};
+  c.meta["executor"] = {
+      {"rebuilt_order", first_sync_done_ ? nlohmann::json(observed_order_) : nlohmann::json(nullptr)}};
 }
 
 void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
-  if (first_sync_done_ || micro_in_window_ != 0) throw std::logic_error("PlanExecutor::load: the executor has run steps");
+  if (first_sync_done_ || micro_in_window_ != 0)
+    throw std::logic_error("PlanExecutor::load: the executor has run steps");
   const nlohmann::json& ex = c.meta.value("executor", nlohmann::json::object());
   if (ex.contains("rebuilt_order") && !ex["rebuilt_order"].is_null()) {
     // The buckets as DDP rebuilt them after the first sync, from the order that step saw.
@@ -86,8 +88,10 @@ void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
   optimizer_.reshard(strategy_.optimizer_ranges(comm_.rank()), state);  // the ranges of the layout just loaded
   if (c.tensors.count("optimizer." + std::to_string(slots)))
     throw CheckpointError(what + ": holds more optimizer state than train.optimizer keeps (another optimizer?)");
-  if (model_.num_buffers() > 0) ops_.to_device(model_.buffers(), c.tensor("buffers", model_.num_buffers(), what).data(), model_.num_buffers());
-  else if (c.tensors.count("buffers")) throw CheckpointError(what + ": holds batch-norm buffers this model does not have");
+  if (model_.num_buffers() > 0)
+    ops_.to_device(model_.buffers(), c.tensor("buffers", model_.num_buffers(), what).data(), model_.num_buffers());
+  else if (c.tensors.count("buffers"))
+    throw CheckpointError(what + ": holds batch-norm buffers this model does not have");
   Codec::State codec;
   for (const auto& [key, values] : c.tensors)
     if (key.rfind("codec.", 0) == 0) codec[key.substr(6)] = values;

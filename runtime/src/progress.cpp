@@ -5,7 +5,11 @@
 namespace ddplab {
 
 Progress::Progress(bool enabled, std::string label, std::int64_t total_steps)
-    : enabled_(enabled), label_(std::move(label)), total_(total_steps), start_(std::chrono::steady_clock::now()), last_() {}
+    : enabled_(enabled),
+      label_(std::move(label)),
+      total_(total_steps),
+      start_(std::chrono::steady_clock::now()),
+      last_() {}
 
 void Progress::update(std::int64_t step, double loss, std::int64_t samples) {
   if (!enabled_) return;

@@ -54,8 +54,11 @@ std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 SplitModel::SplitModel(Ops& ops, const ModelConfig& model, ModelSpec stage_model, PipelineStage pipeline, int tp,
                        int tp_rank, int batch)
-    : Model(ops, std::move(stage_model), model.input_features(), model.output_classes(), batch), config_(model),
-      whole_layers_(whole_layers(model)), pipe_(std::move(pipeline)), batch_cap_(batch),
+    : Model(ops, std::move(stage_model), model.input_features(), model.output_classes(), batch),
+      config_(model),
+      whole_layers_(whole_layers(model)),
+      pipe_(std::move(pipeline)),
+      batch_cap_(batch),
       micro_(largest_microbatch(batch, pipe_.shape.microbatches)) {
   const std::string who = "SplitModel (" + spec().name + "): ";
   if (tp < 1 || tp_rank < 0 || tp_rank >= tp) throw InternalError(who + fmt::format("TP rank {} of {}", tp_rank, tp));
@@ -166,8 +169,8 @@ bool SplitModel::last_place(int chunk) const {
 }
 
 void SplitModel::init(std::uint64_t seed) {
-  const std::vector<float> whole =
-      config_.type == ModelType::Cnn ? cnn_initial_params(whole_layers_, seed) : mlp_initial_params(config_.layers, seed);
+  const std::vector<float> whole = config_.type == ModelType::Cnn ? cnn_initial_params(whole_layers_, seed)
+                                                                  : mlp_initial_params(config_.layers, seed);
   std::vector<float> host(num_params());
   const auto& info = param_info();
   for (std::size_t i = 0; i < info.size(); ++i)
@@ -234,10 +237,11 @@ void SplitModel::forward(int m, int chunk, int last) {
     const std::vector<int>& ps = layer_params(l);
     float* out = acts_[sz(l)].data() + slot(m, y.out);
     if (y.shape.kind == Kind::Conv) {
-      conv_forward(ops_, y.shape, param(ps[0]), nullptr, input_of(m, l), out, n, col_.data(), im2col_block(y.shape, micro_));
+      conv_forward(ops_, y.shape, param(ps[0]), nullptr, input_of(m, l), out, n, col_.data(),
+                   im2col_block(y.shape, micro_));
     } else {  // Y = X W^T (+ b once whole), W stored out x in as in PyTorch.
-      ops_.gemm(false, true, n, y.shape.out, y.shape.in, 1.0f, input_of(m, l), y.shape.in, param(ps[0]), y.shape.in, 0.0f,
-                out, y.shape.out);
+      ops_.gemm(false, true, n, y.shape.out, y.shape.in, 1.0f, input_of(m, l), y.shape.in, param(ps[0]), y.shape.in,
+                0.0f, out, y.shape.out);
     }
     if (!y.sums) finish(m, l);
   }
@@ -284,8 +288,8 @@ void SplitModel::backward(int m, int l, bool accumulate) {
   }
   if (y.shape.relu) ops_.relu_backward(dy, act, n * y.out);
   if (y.shape.kind == Kind::Conv) {
-    conv_backward(ops_, y.shape, param(ps[0]), input_of(m, l), dy, grad(ps[0]), grad(ps[1]), y.input_grad ? dx : nullptr, rn,
-                  col_.data(), im2col_block(y.shape, micro_), accumulate);
+    conv_backward(ops_, y.shape, param(ps[0]), input_of(m, l), dy, grad(ps[0]), grad(ps[1]),
+                  y.input_grad ? dx : nullptr, rn, col_.data(), im2col_block(y.shape, micro_), accumulate);
     return;
   }
   // dW = dY^T X, db = column sums of dY, dX = dY W.
@@ -318,8 +322,8 @@ StagePasses::Span SplitModel::boundary(int m, int chunk, bool gradient, bool sen
   const std::size_t in = layers_[sz(ch.first)].in, out = layers_[sz(ch.end - 1)].next;
   const bool input_side = gradient == send;  // a forward receive or a backward send: the chunk's input
   if (input_side ? first_place(chunk) : last_place(chunk))
-    throw std::logic_error(fmt::format("SplitModel: chunk {} has no {} from another stage", chunk,
-                                       input_side ? "input" : "output"));
+    throw std::logic_error(
+        fmt::format("SplitModel: chunk {} has no {} from another stage", chunk, input_side ? "input" : "output"));
   if (input_side) return {(send ? in_grad_[c] : in_[c]).data() + slot(m, in), rows(m) * in};
   return {send ? output_of(m, ch.end - 1) : out_grad_[c].data() + slot(m, out), rows(m) * out};
 }
@@ -332,9 +336,13 @@ double SplitModel::step_loss() const {
   return sum / static_cast<double>(step_batch_);
 }
 
-void SplitModel::run_layers(int, int) { throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::forward)"); }
+void SplitModel::run_layers(int, int) {
+  throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::forward)");
+}
 const float* SplitModel::logits() const { throw std::logic_error("SplitModel: logits are per microbatch"); }
-float* SplitModel::start_backward() { throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)"); }
+float* SplitModel::start_backward() {
+  throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)");
+}
 void SplitModel::backward_layer(int, bool) {
   throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)");
 }

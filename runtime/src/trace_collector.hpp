@@ -48,9 +48,12 @@ class TraceCollector {
       if (op.end_s <= op.start_s && op.bytes == 0) continue;  // never ran (e.g. an empty bucket)
       nlohmann::json args = {{"step", step}};
       if (is_comm(op.kind)) args["bytes"] = op.bytes;
-      mine_.push_back({{"rank", rank}, {"track", is_comm(op.kind) ? "comm" : "compute"},
+      mine_.push_back({{"rank", rank},
+                       {"track", is_comm(op.kind) ? "comm" : "compute"},
                        {"name", std::string(op_name(op.kind)) + (op.index >= 0 ? " " + std::to_string(op.index) : "")},
-                       {"start_s", base + op.start_s}, {"dur_s", op.end_s - op.start_s}, {"args", args}});
+                       {"start_s", base + op.start_s},
+                       {"dur_s", op.end_s - op.start_s},
+                       {"args", args}});
     }
   }
   std::int64_t first_traced() const { return first_; }
@@ -84,7 +87,8 @@ class TraceCollector {
       try {
         store->add_trace(run, events);
       } catch (const StoreError& e) {  // the run's figures are stored; only its timeline is lost
-        std::fprintf(stderr, "warning: run %lld's timeline was not stored: %s\n", static_cast<long long>(run), e.what());
+        std::fprintf(stderr, "warning: run %lld's timeline was not stored: %s\n", static_cast<long long>(run),
+                     e.what());
       }
     }
     if (path_.empty()) return "";

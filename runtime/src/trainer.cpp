@@ -33,7 +33,8 @@ Resources resource_usage(int rank, TrainerClock::time_point start) {
   Resources r;
   r.rank = rank;
   r.peak_rss_bytes = static_cast<std::int64_t>(u.ru_maxrss) * 1024;
-  r.cpu_s = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  r.cpu_s = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+            1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   r.wall_s = seconds_since(start);
   return r;
 }
@@ -70,7 +71,8 @@ OptimizerConfig plan_optimizer(const TrainConfig& tr, const StrategyConfig& st, 
 void store_resources(StrategyRun& r, TrainerClock::time_point start) {
   Resources res = resource_usage(r.comm.rank(), start);
   if (r.place.ops->device_memory())
-    res.peak_device_bytes = static_cast<std::int64_t>(r.place.ops->peak_device_bytes() + r.place.plan_comm.device_bytes());
+    res.peak_device_bytes =
+        static_cast<std::int64_t>(r.place.ops->peak_device_bytes() + r.place.plan_comm.device_bytes());
   std::vector<Resources> all(static_cast<std::size_t>(r.comm.size()));
   r.comm.gather(&res, sizeof res, all.data(), 0);
   if (r.store)
@@ -79,8 +81,8 @@ void store_resources(StrategyRun& r, TrainerClock::time_point start) {
 
 // Collective: the traced steps' timeline, stored with the run and written where --trace asks.
 void write_trace(StrategyRun& r, TraceCollector& trace, std::int64_t steps) {
-  const std::string trace_file = trace.write(r.comm, r.store, r.run,
-                                             {{"scenario", r.sc.name}, {"strategy", r.st.to_json()}, {"world_size", r.comm.size()}});
+  const std::string trace_file = trace.write(
+      r.comm, r.store, r.run, {{"scenario", r.sc.name}, {"strategy", r.st.to_json()}, {"world_size", r.comm.size()}});
   if (!trace_file.empty())
     std::printf("trace of steps %lld..%lld written to %s\n", static_cast<long long>(trace.first_traced()),
                 static_cast<long long>(trace.last_traced()), trace_file.c_str());
@@ -92,7 +94,8 @@ void write_trace(StrategyRun& r, TraceCollector& trace, std::int64_t steps) {
 
 // Collective: the trained model checkpointed (when checkpoints are on) and every replica compared with
 // replica 0's, bit for bit; the run stored completed, or failed with the ranks that differ.
-StrategyOutcome final_check(StrategyRun& r, Checkpointer& checkpointer, TrainingState& state, TrainerClock::time_point start) {
+StrategyOutcome final_check(StrategyRun& r, Checkpointer& checkpointer, TrainingState& state,
+                            TrainerClock::time_point start) {
   Placement& p = r.place;
   StrategyOutcome out;
   assemble_server_models(r.comm, *p.ops, *p.model, p.strategy);
@@ -110,10 +113,13 @@ StrategyOutcome final_check(StrategyRun& r, Checkpointer& checkpointer, Training
 // rank's step times, loss averaged over ranks).
 void print_summary(StrategyRun& r, const TrainingState& state, double wall, const Evaluation& final_eval, bool ok) {
   const RankParallel& rp = r.place.rp;
-  std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  test acc %.4f%s\n",
-              r.st.name.c_str(), r.comm.size(), static_cast<long long>(state.step), format_duration(wall).c_str(),
-              static_cast<double>(state.samples_total) / wall, state.last_loss, rp.loss_rank(), final_eval.test_accuracy,
-              !ok ? "" : rp.split() ? "  each share identical across its DP group" : "  params identical on all ranks");
+  std::printf(
+      "%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  test acc %.4f%s\n",
+      r.st.name.c_str(), r.comm.size(), static_cast<long long>(state.step), format_duration(wall).c_str(),
+      static_cast<double>(state.samples_total) / wall, state.last_loss, rp.loss_rank(), final_eval.test_accuracy,
+      !ok          ? ""
+      : rp.split() ? "  each share identical across its DP group"
+                   : "  params identical on all ranks");
   std::fflush(stdout);
 }
 
@@ -149,8 +155,8 @@ StrategyOutcome train_strategy(const Scenario& sc, const StrategyConfig& st, con
   TrainingState state;
   state.next_check = sc.train.consistency_every;
   if (resume) state = restore_state(sc, st, comm, store, opt, *resume, executor, place, plan.total_steps);
-  StrategyRun r{sc, st, data, comm, store, opt, place, plan, executor,
-                register_run(sc, st, comm, store, place, plan, oc, resume)};
+  StrategyRun r{sc,  st,    data, comm,     store,
+                opt, place, plan, executor, register_run(sc, st, comm, store, place, plan, oc, resume)};
   where.run = r.run;
   Checkpointer checkpointer(sc, st, comm, store, r.run, opt.db_path);
   if (resume && rank == 0) announce_resume(st, comm.size(), *resume, r.run, state.first_step, plan.total_steps);
@@ -202,8 +208,8 @@ int run_worker(const Scenario& sc, Communicator& world, const WorkerOptions& opt
       const StrategyConfig& st = sc.strategies[i];
       // A stop asked for as the last strategy ended: the next one is not started.
       if (i > (resume ? resume->strategy : 0) && stop_requested_everywhere(comm)) break;
-      const StrategyOutcome out =
-          train_strategy(sc, st, data, comm, store.get(), opt, where, resume && i == resume->strategy ? &*resume : nullptr);
+      const StrategyOutcome out = train_strategy(sc, st, data, comm, store.get(), opt, where,
+                                                 resume && i == resume->strategy ? &*resume : nullptr);
       if (out.stopped) break;  // the strategies after it are not started
       if (!out.ok) {
         ++failures;

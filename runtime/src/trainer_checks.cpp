@@ -28,19 +28,22 @@ std::string judge_checksums(const std::vector<std::uint64_t>& sums, const std::v
   // Only a strict majority tells which replicas are the odd ones; otherwise every group is named.
   if (2 * static_cast<int>(common->second.size()) <= workers) {
     std::vector<std::string> groups;
-    for (const auto& [sum, ranks] : holders) groups.push_back(fmt::format("rank {} {:016x}", fmt::join(ranks, ", "), sum));
-    return fmt::format("step {}: the replicas' parameters disagree and no checksum is held by a majority ({}): replicas "
-                       "diverged (train.consistency_every = {})",
-                       step, fmt::join(groups, "; "), every);
+    for (const auto& [sum, ranks] : holders)
+      groups.push_back(fmt::format("rank {} {:016x}", fmt::join(ranks, ", "), sum));
+    return fmt::format(
+        "step {}: the replicas' parameters disagree and no checksum is held by a majority ({}): replicas "
+        "diverged (train.consistency_every = {})",
+        step, fmt::join(groups, "; "), every);
   }
   std::vector<int> diverged;
   for (const auto& [sum, ranks] : holders)
     if (sum != common->first) diverged.insert(diverged.end(), ranks.begin(), ranks.end());
   std::sort(diverged.begin(), diverged.end());
-  return fmt::format("step {}: the parameters of rank{} {} differ from the other replicas' (checksum {:016x}, not "
-                     "{:016x}): replicas diverged (train.consistency_every = {})",
-                     step, diverged.size() == 1 ? "" : "s", fmt::join(diverged, ", "),
-                     sums[static_cast<std::size_t>(diverged.front())], common->first, every);
+  return fmt::format(
+      "step {}: the parameters of rank{} {} differ from the other replicas' (checksum {:016x}, not "
+      "{:016x}): replicas diverged (train.consistency_every = {})",
+      step, diverged.size() == 1 ? "" : "s", fmt::join(diverged, ", "),
+      sums[static_cast<std::size_t>(diverged.front())], common->first, every);
 }
 
 std::string check_consistency(Communicator& comm, Ops& ops, Model& model, const Strategy& strategy, std::int64_t step,

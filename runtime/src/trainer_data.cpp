@@ -8,7 +8,8 @@
 
 namespace ddplab {
 
-DataPlan plan_data(const Scenario& sc, const std::string& label, const Dataset& train, const DataShare& share, int rank) {
+DataPlan plan_data(const Scenario& sc, const std::string& label, const Dataset& train, const DataShare& share,
+                   int rank) {
   const auto& tr = sc.train;
   DataPlan p;
   p.share = share;
@@ -21,13 +22,15 @@ DataPlan plan_data(const Scenario& sc, const std::string& label, const Dataset& 
   p.steps_per_epoch = p.join ? p.join->per_epoch() : InputPipeline::batches(per_rank, batch, share.min_batch);
   // A pipeline cuts each batch into parallel.microbatches: an epoch's last batch with fewer samples is dropped.
   if (rank == 0 && !p.join && InputPipeline::batches(per_rank, batch) != p.steps_per_epoch) {
-    std::printf("%s: each epoch's last batch (%zu samples per replica) is dropped: fewer than parallel.microbatches = %d\n",
-                label.c_str(), per_rank % batch, sc.parallel.microbatches);
+    std::printf(
+        "%s: each epoch's last batch (%zu samples per replica) is dropped: fewer than parallel.microbatches = %d\n",
+        label.c_str(), per_rank % batch, sc.parallel.microbatches);
     std::fflush(stdout);
   }
   if (rank == 0 && fixed_split(sc.data)) {
-    std::printf("%s", partition_table(sc.data, p.histograms,
-                                      p.join ? static_cast<std::size_t>(p.steps_per_epoch) : per_rank).c_str());
+    std::printf("%s",
+                partition_table(sc.data, p.histograms, p.join ? static_cast<std::size_t>(p.steps_per_epoch) : per_rank)
+                    .c_str());
     std::fflush(stdout);
   }
   p.total_steps = p.steps_per_epoch * tr.epochs;

@@ -16,9 +16,9 @@ namespace ddplab {
 
 // A rank's part in the data: which replica's batches it takes, among how many.
 struct DataShare {
-  int index = 0;               // the sampler's: its replica's, or worker 0's for a dedicated server
-  int workers = 1;             // the replicas that take batches
-  std::size_t min_batch = 1;   // the fewest samples a batch may hold: a pipeline's microbatches
+  int index = 0;              // the sampler's: its replica's, or worker 0's for a dedicated server
+  int workers = 1;            // the replicas that take batches
+  std::size_t min_batch = 1;  // the fewest samples a batch may hold: a pipeline's microbatches
 };
 
 struct DataPlan {
@@ -44,9 +44,12 @@ struct DataPlan {
 
 // The plan of `sc`'s data for this share. Rank 0 says (`label`: the strategy) when each epoch's short last batch
 // is dropped and prints a fixed split's partition table.
-DataPlan plan_data(const Scenario& sc, const std::string& label, const Dataset& train, const DataShare& share, int rank);
+DataPlan plan_data(const Scenario& sc, const std::string& label, const Dataset& train, const DataShare& share,
+                   int rank);
 
 // [data] augment_*, as the input pipeline takes it.
-inline AugmentConfig augment_config(const DataConfig& d) { return {d.augment_rotate, d.augment_scale, d.augment_shift}; }
+inline AugmentConfig augment_config(const DataConfig& d) {
+  return {d.augment_rotate, d.augment_scale, d.augment_shift};
+}
 
 }  // namespace ddplab

@@ -7,9 +7,7 @@
 namespace ddplab {
 namespace {
 
-std::unique_ptr<Ops> open_ops(const TrainConfig& tr) {
-  return make_ops(tr.backend, tr.tf32);
-}
+std::unique_ptr<Ops> open_ops(const TrainConfig& tr) { return make_ops(tr.backend, tr.tf32); }
 
 // The ranks on this node, as mpirun tells them; the world without it.
 int local_ranks(int world) {
@@ -19,7 +17,8 @@ int local_ranks(int world) {
 
 // This rank's model with its initial parameters: with a split every share is cut from the whole model's one
 // draw (pure DP's initial model); without one, rank 0's draw is everyone's, as in DDP's constructor.
-std::unique_ptr<Model> initial_model(const Scenario& sc, RankParallel& rp, Ops& ops, Communicator& comm, int eval_batch) {
+std::unique_ptr<Model> initial_model(const Scenario& sc, RankParallel& rp, Ops& ops, Communicator& comm,
+                                     int eval_batch) {
   const auto& tr = sc.train;
   std::unique_ptr<Model> model = rp.make_model(ops, sc.model, rp.split() ? tr.batch_size : eval_batch);
   if (rp.split()) {
@@ -38,7 +37,9 @@ std::unique_ptr<Model> initial_model(const Scenario& sc, RankParallel& rp, Ops& 
 
 Placement::Placement(const Scenario& sc, const StrategyConfig& st, Communicator& comm)
     : ops(open_ops(sc.train)),
-      nccl(transport_of(sc.train.backend) == Transport::Nccl ? open_nccl_communicator(comm, *ops, sc.train.comm_timeout_s) : nullptr),
+      nccl(transport_of(sc.train.backend) == Transport::Nccl
+               ? open_nccl_communicator(comm, *ops, sc.train.comm_timeout_s)
+               : nullptr),
       plan_comm(nccl ? *nccl : comm),
       backend_name(sc.train.backend == Backend::CudaMpi ? ops->name() + "+mpi" : ops->name()),
       eval_batch(std::max(sc.train.batch_size, 500)),

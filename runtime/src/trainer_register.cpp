@@ -20,7 +20,9 @@ std::string run_config(const Scenario& sc, const StrategyConfig& st, int world, 
   cfg["steps"] = plan.total_steps;
   cfg["pattern"] = place.strategy.pattern().to_json();  // reports split warm-up and steady state by it
   cfg["partition"] = {{"samples_per_epoch", plan.sampler->per_rank()}, {"class_histograms", plan.histograms}};
-  cfg["lr_plan"] = {{"peak", oc.lr.peak}, {"global_batch", oc.lr.global_batch}, {"updates", oc.lr.total},
+  cfg["lr_plan"] = {{"peak", oc.lr.peak},
+                    {"global_batch", oc.lr.global_batch},
+                    {"updates", oc.lr.total},
                     {"describe", oc.lr.describe()}};
   if (resume) cfg["resumed_from"] = {{"run", resume->run}, {"step", resume->step}, {"world_size", resume->old_world}};
   return cfg.dump();
@@ -47,11 +49,11 @@ std::int64_t register_run(const Scenario& sc, const StrategyConfig& st, Communic
 void announce_resume(const StrategyConfig& st, int world, const Resume& resume, std::int64_t run,
                      std::int64_t first_step, std::int64_t total_steps) {
   if (resume.elastic(world))
-    std::printf("%s: resuming run %lld (%d ranks, step %lld) on %d ranks as run %lld from step %lld of %lld, as many "
-                "samples seen; optimizer shards re-cut, codec state reset\n",
-                st.name.c_str(), static_cast<long long>(resume.run), resume.old_world,
-                static_cast<long long>(resume.step), world, static_cast<long long>(run),
-                static_cast<long long>(first_step), static_cast<long long>(total_steps));
+    std::printf(
+        "%s: resuming run %lld (%d ranks, step %lld) on %d ranks as run %lld from step %lld of %lld, as many "
+        "samples seen; optimizer shards re-cut, codec state reset\n",
+        st.name.c_str(), static_cast<long long>(resume.run), resume.old_world, static_cast<long long>(resume.step),
+        world, static_cast<long long>(run), static_cast<long long>(first_step), static_cast<long long>(total_steps));
   else
     std::printf("%s: resuming run %lld from its checkpoint at step %lld of %lld\n", st.name.c_str(),
                 static_cast<long long>(run), static_cast<long long>(resume.step), static_cast<long long>(total_steps));

@@ -39,8 +39,9 @@ TrainingState load_same_world(const Checkpointer& loader, const Resume& resume, 
 
 // On another number of ranks: every old rank's file, its shards re-cut for this world (elastic.hpp); the step
 // where this world has seen as many samples (at most the end of the run).
-TrainingState load_elastic(const Scenario& sc, const StrategyConfig& st, const Checkpointer& loader, const Resume& resume,
-                           PlanExecutor& executor, const Placement& place, std::int64_t total_steps) {
+TrainingState load_elastic(const Scenario& sc, const StrategyConfig& st, const Checkpointer& loader,
+                           const Resume& resume, PlanExecutor& executor, const Placement& place,
+                           std::int64_t total_steps) {
   const std::vector<Checkpoint> old = loader.load_world(resume.folder, resume.old_world);
   Strategy old_strategy(st, place.model->spec(), strategy_context(sc, resume.old_world, resume.old_world));
   const nlohmann::json order =
@@ -49,9 +50,9 @@ TrainingState load_elastic(const Scenario& sc, const StrategyConfig& st, const C
   executor.load(elastic_checkpoint(old, old_strategy), rank_checkpoint_file(resume.folder, 0));
   const nlohmann::json& t = old.front().meta.at("trainer");
   TrainingState s;
-  s.first_step = std::min(elastic_step(t.at("step").get<std::int64_t>(), old_strategy.workers(), place.workers,
-                                       st.accumulate_steps),
-                          total_steps / st.accumulate_steps * st.accumulate_steps);
+  s.first_step = std::min(
+      elastic_step(t.at("step").get<std::int64_t>(), old_strategy.workers(), place.workers, st.accumulate_steps),
+      total_steps / st.accumulate_steps * st.accumulate_steps);
   s.next_check = s.first_step + sc.train.consistency_every;
   take_counters(s, t);
   return s;

@@ -36,18 +36,18 @@ struct Where {
 
 // What a run has done so far: from the start, or, resumed, as its checkpoint holds it (trainer_resume.hpp).
 struct TrainingState {
-  std::int64_t first_step = 0;    // the step training starts at
-  std::int64_t step = 0;          // the steps done
+  std::int64_t first_step = 0;  // the step training starts at
+  std::int64_t step = 0;        // the steps done
   std::int64_t samples_total = 0;
-  std::int64_t next_check = 0;    // the step after which train.consistency_every's next check is due
+  std::int64_t next_check = 0;  // the step after which train.consistency_every's next check is due
   double last_loss = 0;
-  double wall_before = 0;         // seconds the run trained before its checkpoint
-  ReplicaAgreement agreement;     // train.consistency_every, and what a checkpoint records
+  double wall_before = 0;      // seconds the run trained before its checkpoint
+  ReplicaAgreement agreement;  // train.consistency_every, and what a checkpoint records
 
   // What a checkpoint stores of it (Checkpointer::save's `trainer`), at wall clock `wall_s`.
   nlohmann::json counters(double wall_s) const {
-    return nlohmann::json{{"step", step}, {"samples_total", samples_total}, {"last_loss", last_loss},
-                          {"wall_s", wall_s}, {"next_check", next_check}, {"agreement", agreement.state()}};
+    return nlohmann::json{{"step", step},     {"samples_total", samples_total}, {"last_loss", last_loss},
+                          {"wall_s", wall_s}, {"next_check", next_check},       {"agreement", agreement.state()}};
   }
 };
 

@@ -45,8 +45,13 @@ void apply_stragglers(const ClusterConfig& cluster, Communicator& comm, PlanExec
 }
 
 StepLoop::StepLoop(StrategyRun& r, TrainingState& state, Checkpointer& checkpointer, Where& where)
-    : r_(r), state_(state), checkpointer_(checkpointer), where_(where), rank_(r.comm.rank()),
-      input_(*r.place.ops, r.data.train, r.sc.train.batch_size), augment_(augmented(input_, r.sc)),
+    : r_(r),
+      state_(state),
+      checkpointer_(checkpointer),
+      where_(where),
+      rank_(r.comm.rank()),
+      input_(*r.place.ops, r.data.train, r.sc.train.batch_size),
+      augment_(augmented(input_, r.sc)),
       progress_(r.opt.progress && rank_ == r.place.rp.loss_rank(), r.st.name, r.plan.total_steps),
       start_(run_start(state.wall_before)),
       trace_(r.opt, r.st.name, r.sc.strategies.size() > 1, common_origin(r.comm, start_), r.plan.total_steps,
@@ -95,7 +100,8 @@ StepMetrics StepLoop::train_step(std::size_t bi, int b, int& next_b) {
   Placement& p = r_.place;
   const std::int64_t step = state_.step;
   if (r_.opt.fault.strikes(FaultKind::Exit, rank_, step)) {
-    std::fprintf(stderr, "rank %d step %lld: exiting on purpose (--inject-fault)\n", rank_, static_cast<long long>(step));
+    std::fprintf(stderr, "rank %d step %lld: exiting on purpose (--inject-fault)\n", rank_,
+                 static_cast<long long>(step));
     std::_Exit(3);
   }
   if (r_.plan.join) r_.executor.set_grad_divisor(r_.plan.join_divisor(r_.sc.data, step, r_.st.accumulate_steps));
@@ -158,7 +164,8 @@ std::pair<bool, bool> StepLoop::save_if_due() {
 void StepLoop::stop_here(bool saved, bool saved_ok) {
   const std::int64_t step = state_.step;
   flush();
-  const bool kept = saved_ok || (checkpointer_.enabled() && !saved && checkpointer_.save(step, false, r_.executor, counters()));
+  const bool kept =
+      saved_ok || (checkpointer_.enabled() && !saved && checkpointer_.save(step, false, r_.executor, counters()));
   const std::string why = fmt::format("stopped on request after step {}{}", step,
                                       kept ? " (checkpoint there: ddplab run --resume continues it)" : "");
   if (r_.store) r_.store->finish_run(r_.run, RunStatus::Interrupted, why);
@@ -171,9 +178,10 @@ void StepLoop::stop_here(bool saved, bool saved_ok) {
 void StepLoop::report_augmentation() const {
   const std::int64_t step = state_.step;
   if (!augment_.active() || rank_ != 0 || step <= 0) return;
-  std::printf("augmentation (rank 0): %.2f ms a batch on the loader thread; the steps waited %.2f ms each for "
-              "their batch\n",
-              1e3 * input_.augment_seconds() / static_cast<double>(step), 1e3 * input_wait_s_ / static_cast<double>(step));
+  std::printf(
+      "augmentation (rank 0): %.2f ms a batch on the loader thread; the steps waited %.2f ms each for "
+      "their batch\n",
+      1e3 * input_.augment_seconds() / static_cast<double>(step), 1e3 * input_wait_s_ / static_cast<double>(step));
 }
 
 }  // namespace ddplab

@@ -59,7 +59,7 @@ class StepLoop {
   const int rank_;
   InputPipeline input_;
   const AugmentConfig augment_;  // set on input_
-  double input_wait_s_ = 0;  // the steps' wait for their batch
+  double input_wait_s_ = 0;      // the steps' wait for their batch
   std::vector<StepMetrics> pending_;
   Progress progress_;
   TrainerClock::time_point start_;

@@ -16,11 +16,10 @@
 namespace ddplab {
 
 namespace {
-double wall_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 std::atomic<int> g_usr1{0};  // SIGUSR1s received: each asks every recorder of this process for a dump
 void on_usr1(int) { g_usr1.fetch_add(1); }
@@ -68,16 +67,26 @@ class WatchedCommunicator::Watch {
   int exceptions_ = std::uncaught_exceptions();
 };
 
-WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout, double abort_grace_s)
-    : inner_(inner), world_(true), timeout_(timeout_s), grace_(abort_grace_s), user_on_timeout_(on_timeout),
+WatchedCommunicator::WatchedCommunicator(Communicator& inner, double timeout_s, OnTimeout on_timeout,
+                                         double abort_grace_s)
+    : inner_(inner),
+      world_(true),
+      timeout_(timeout_s),
+      grace_(abort_grace_s),
+      user_on_timeout_(on_timeout),
       on_timeout_(std::move(on_timeout)) {
   start();
 }
 
 WatchedCommunicator::WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout,
                                          double abort_grace_s)
-    : owned_(std::move(owned)), inner_(*owned_), world_(false), timeout_(timeout_s), grace_(abort_grace_s),
-      user_on_timeout_(on_timeout), on_timeout_(std::move(on_timeout)) {
+    : owned_(std::move(owned)),
+      inner_(*owned_),
+      world_(false),
+      timeout_(timeout_s),
+      grace_(abort_grace_s),
+      user_on_timeout_(on_timeout),
+      on_timeout_(std::move(on_timeout)) {
   start();
 }
 
@@ -136,7 +145,8 @@ constexpr double kHeartbeatS = 0.2;  // how often a rank's monitor says it is al
 
 void WatchedCommunicator::heartbeat(const Beat& b) const {
   if (!world_ || inner_.size() < 2) return;
-  write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()), fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
+  write_job_note(fmt::format("heartbeat-rank-{}", inner_.rank()),
+                 fmt::format("{} {} {}", b.step, b.in_call, b.wall_ms));
 }
 
 void WatchedCommunicator::monitor(int usr1) {
@@ -210,12 +220,15 @@ std::string WatchedCommunicator::report(const InFlight& f, double waited) const 
       missing.push_back(fmt::format("rank {} (at step {}, in no call)", r, b.step));
   }
   std::string who;
-  if (!missing.empty()) who = fmt::format("did not arrive: {}", fmt::join(missing, ", "));
-  else if (!f.peers.empty()) who = fmt::format("rank {} did not arrive", fmt::join(f.peers, ", "));
-  else who = "a rank did not arrive";
+  if (!missing.empty())
+    who = fmt::format("did not arrive: {}", fmt::join(missing, ", "));
+  else if (!f.peers.empty())
+    who = fmt::format("rank {} did not arrive", fmt::join(f.peers, ", "));
+  else
+    who = "a rank did not arrive";
   if (!unknown.empty()) who += fmt::format(" (no heartbeat from rank {})", fmt::join(unknown, ", "));
-  return fmt::format("{}: {} not complete after {:.1f} s (train.comm_timeout_s = {:g}); {}; aborting the job", where, what,
-                     waited, timeout_, who);
+  return fmt::format("{}: {} not complete after {:.1f} s (train.comm_timeout_s = {:g}); {}; aborting the job", where,
+                     what, waited, timeout_, who);
 }
 
 void WatchedCommunicator::annotate(const std::string& what) {

@@ -123,7 +123,8 @@ Phases nccl_ring_phases(const NcclFabric& f, Collective collective, int n, std::
     const NcclRingPeers to = nccl_ring_peers(f, n, r);
     // The ring's steps carry chunks of base or base + 1 elements: `big` of them are base + 1.
     const std::uint64_t total = rp.sends.front().elems, big = total - base * static_cast<std::uint64_t>(ph.steps);
-    const std::uint64_t across = big * to.across(base + 1) + (static_cast<std::uint64_t>(ph.steps) - big) * to.across(base);
+    const std::uint64_t across =
+        big * to.across(base + 1) + (static_cast<std::uint64_t>(ph.steps) - big) * to.across(base);
     rp.sends = {{to.intra, total - across}, {to.inter, across}};
     std::vector<std::uint64_t> sampled;
     for (std::uint64_t c : rp.sampled) {
@@ -198,10 +199,11 @@ Phases phases_of(const Schedule& s) {
 }
 
 Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                        const NativeReplay& native_as) {
+                       const NativeReplay& native_as) {
   // The same choice of schedule and count as schedule_for_call (plan.cpp).
   const int n = where.world_size;
-  if (call.collective == Collective::Push || call.collective == Collective::Pull) return phases_of(schedule_for_call(call, schedule, where, native_as));
+  if (call.collective == Collective::Push || call.collective == Collective::Pull)
+    return phases_of(schedule_for_call(call, schedule, where, native_as));
   const CallShape shape = call_shape(call, n);
   if (is_backend_native(schedule) && native_as.transport == Transport::Nccl && where.nccl) {
     // NCCL's ring is built directly (at 16384 ranks its Schedule would not fit); its other algorithms have
@@ -216,7 +218,8 @@ Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, 
   }
   // The shard rings (ring_shards.cpp) leave out empty chunks: with fewer elements than ranks, build them.
   const bool shards = call.collective != Collective::Allreduce;
-  if (schedule_name_for_call(call, schedule, n, native_as) == "ring" && (!shards || shape.count >= static_cast<std::size_t>(n)))
+  if (schedule_name_for_call(call, schedule, n, native_as) == "ring" &&
+      (!shards || shape.count >= static_cast<std::size_t>(n)))
     return ring_phases(shape.collective, n, shape.count);
   return phases_of(schedule_for_call(call, schedule, where, native_as));
 }
@@ -254,8 +257,8 @@ double skipped_step_time(const std::vector<double>& ends, double others_skipping
 const Route& Routes::operator()(int src, int dst) {
   // LV08 applies network/latency-factor (13.01) to the route's latency; CM02 has factor 1.
   if (factor_ < 0) factor_ = simgrid::config::get_value<double>("network/latency-factor");
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                            static_cast<std::uint32_t>(dst);
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   std::vector<sg4::Link*> links;

@@ -107,7 +107,7 @@ Phases phases_of(const Schedule& s);
 // allreduce, reduce-scatter, all-gather) is computed directly, without the n * 2(n-1) steps of the Schedule;
 // every other schedule is built once and converted.
 Phases phases_for_call(const CollectiveCall& call, const std::string& schedule, const ScheduleParams& where,
-                        const NativeReplay& native_as = {});
+                       const NativeReplay& native_as = {});
 
 // Rank `rank`'s part of the phases. A phase that skips no step replays every step as replay_schedule does.
 // A symmetric one (Phase::symmetric) runs as one flow per pair. Any other runs its head steps (once every

@@ -144,14 +144,16 @@ double Calibration::fitted_time(double bytes) const {
 
 Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance) {
   if (x.size() < 2)
-    throw CalibrationError(fmt::format("calibration fit: needs ping-pong times at 2 or more message sizes, got {}", x.size()));
+    throw CalibrationError(
+        fmt::format("calibration fit: needs ping-pong times at 2 or more message sizes, got {}", x.size()));
   for (std::size_t k = 0; k < x.size(); ++k) {
     if (!(x[k].one_way_s > 0) || !std::isfinite(x[k].one_way_s))
       throw CalibrationError(fmt::format("calibration fit: time at {} B must be a positive number of seconds, got {}",
                                          x[k].bytes, x[k].one_way_s));
     if (k > 0 && x[k].bytes <= x[k - 1].bytes)
-      throw CalibrationError(fmt::format(
-          "calibration fit: message sizes must be strictly increasing, got {} B after {} B", x[k].bytes, x[k - 1].bytes));
+      throw CalibrationError(
+          fmt::format("calibration fit: message sizes must be strictly increasing, got {} B after {} B", x[k].bytes,
+                      x[k - 1].bytes));
   }
   if (x.back().one_way_s <= x.front().one_way_s)
     throw CalibrationError(fmt::format(
@@ -159,8 +161,8 @@ Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance)
         "over a network",
         x.front().bytes, x.front().one_way_s, x.back().bytes, x.back().one_way_s));
   // A slope for segments too flat to have one: the overall rate between the extreme sizes.
-  const double b_hint = (x.back().one_way_s - x.front().one_way_s) /
-                        static_cast<double>(x.back().bytes - x.front().bytes);
+  const double b_hint =
+      (x.back().one_way_s - x.front().one_way_s) / static_cast<double>(x.back().bytes - x.front().bytes);
   Split split;
   double tol = tolerance;
   for (int k = 0; !split.ok; ++k) {
@@ -178,7 +180,8 @@ Calibration fit_pingpong(const std::vector<PingPongSample>& x, double tolerance)
   c.latency_s = fits.front().a > 0 ? fits.front().a : x.front().one_way_s;
   c.bandwidth = 1 / fits.back().b;
   for (std::size_t k = 0; k < fits.size(); ++k)
-    c.segments.push_back({k == 0 ? 0 : x[split.starts[k]].bytes, fits[k].a / c.latency_s, 1 / (fits[k].b * c.bandwidth)});
+    c.segments.push_back(
+        {k == 0 ? 0 : x[split.starts[k]].bytes, fits[k].a / c.latency_s, 1 / (fits[k].b * c.bandwidth)});
   return c;
 }
 
@@ -194,7 +197,8 @@ Calibration fit_exchange(const std::vector<PingPongSample>& samples, double tole
 
 nlohmann::json Calibration::to_json() const {
   nlohmann::json segs = nlohmann::json::array(), samp = nlohmann::json::array(), lay = nlohmann::json::array();
-  for (const auto& s : segments) segs.push_back({{"from_bytes", s.from_bytes}, {"lat_factor", s.lat_factor}, {"bw_factor", s.bw_factor}});
+  for (const auto& s : segments)
+    segs.push_back({{"from_bytes", s.from_bytes}, {"lat_factor", s.lat_factor}, {"bw_factor", s.bw_factor}});
   for (const auto& s : samples) samp.push_back({{"bytes", s.bytes}, {"one_way_s", s.one_way_s}});
   for (const auto& l : layers) lay.push_back({{"forward_s", l.forward_s}, {"backward_s", l.backward_s}});
   return {{"name", name},
@@ -202,13 +206,18 @@ nlohmann::json Calibration::to_json() const {
           {"fitted", fitted},
           {"crosstraffic_share", crosstraffic_share},
           {"latency_s", latency_s},
-          {"bandwidth", bandwidth}, {"segments", segs},           {"samples", samp},
+          {"bandwidth", bandwidth},
+          {"segments", segs},
+          {"samples", samp},
           {"compute_backend", compute_backend},
-          {"layer_widths", layer_widths}, {"batch_size", batch_size}, {"layers", lay},
+          {"layer_widths", layer_widths},
+          {"batch_size", batch_size},
+          {"layers", lay},
           {"optimizer_s", optimizer_s},
           {"codec_backend", codec_backend},
           {"tcp_rendezvous_bytes", tcp_rendezvous_bytes},
-          {"codec_work", [&] {
+          {"codec_work",
+           [&] {
              nlohmann::json w = nlohmann::json::object();
              for (const auto& [key, f] : codec_work)
                w[key] = {{"fixed_s", f.fixed_s}, {"per_unit_s", f.per_unit_s}, {"per_extra_s", f.per_extra_s}};
@@ -228,7 +237,8 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
   c.bandwidth = positive(j, "bandwidth");
   if (!(c.bandwidth > 0)) throw CalibrationError("calibration JSON: bandwidth must be > 0");
   for (const auto& s : j.value("segments", nlohmann::json::array()))
-    c.segments.push_back({s.at("from_bytes").get<std::uint64_t>(), s.at("lat_factor").get<double>(), s.at("bw_factor").get<double>()});
+    c.segments.push_back(
+        {s.at("from_bytes").get<std::uint64_t>(), s.at("lat_factor").get<double>(), s.at("bw_factor").get<double>()});
   if (c.segments.empty() || c.segments.front().from_bytes != 0)
     throw CalibrationError("calibration JSON: segments must be non-empty and start at 0 bytes");
   for (const auto& s : j.value("samples", nlohmann::json::array()))
@@ -245,7 +255,8 @@ Calibration Calibration::from_json(const nlohmann::json& j) {
     for (const auto& [key, f] : j.at("codec_work").items()) {
       WorkFit fit{f.value("fixed_s", -1.0), f.value("per_unit_s", -1.0), f.value("per_extra_s", 0.0)};
       if (!(fit.fixed_s >= 0) || !(fit.per_unit_s >= 0) || !(fit.per_extra_s >= 0))
-        throw CalibrationError("calibration JSON: codec_work." + key + " needs fixed_s, per_unit_s and per_extra_s >= 0");
+        throw CalibrationError("calibration JSON: codec_work." + key +
+                               " needs fixed_s, per_unit_s and per_extra_s >= 0");
       if (!f.contains("per_extra_s")) fit = legacy_work_fit(key, fit);
       c.codec_work[key] = fit;
     }
@@ -264,7 +275,8 @@ RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<
   for (const PingPongRow& r : rows) {
     if (r.dst < 0 || static_cast<std::size_t>(r.dst) >= node_of.size() || node_of.empty())
       throw InputError(fmt::format("rows_by_node: no node for rank {} ({} known)", r.dst, node_of.size()));
-    (node_of[static_cast<std::size_t>(r.dst)] == node_of[static_cast<std::size_t>(r.src)] ? out.intra : out.inter).push_back(r);
+    (node_of[static_cast<std::size_t>(r.dst)] == node_of[static_cast<std::size_t>(r.src)] ? out.intra : out.inter)
+        .push_back(r);
   }
   return out;
 }
@@ -274,17 +286,18 @@ std::shared_ptr<const Calibration> load_calibration(const Store& store, const st
   if (!rec) {
     std::string known;
     for (const auto& r : store.calibrations()) known += (known.empty() ? "" : ", ") + fmt::format("\"{}\"", r.name);
-    throw CalibrationError(fmt::format("no calibration named \"{}\" in the results store {} (stored: {}); make one with "
-                                       "`ddplab calibrate --name {}`",
-                                       name, store.path(), known.empty() ? "none" : known, name));
+    throw CalibrationError(
+        fmt::format("no calibration named \"{}\" in the results store {} (stored: {}); make one with "
+                    "`ddplab calibrate --name {}`",
+                    name, store.path(), known.empty() ? "none" : known, name));
   }
   try {
     auto c = std::make_shared<Calibration>(Calibration::from_json(nlohmann::json::parse(rec->fit_json)));
     c->name = rec->name;
     return c;
   } catch (const nlohmann::json::exception& e) {
-    throw CalibrationError(fmt::format("calibration \"{}\" (id {}) in {}: malformed fit JSON: {}", name, rec->id,
-                                       store.path(), e.what()));
+    throw CalibrationError(
+        fmt::format("calibration \"{}\" (id {}) in {}: malformed fit JSON: {}", name, rec->id, store.path(), e.what()));
   }
 }
 
@@ -311,7 +324,8 @@ bool calibration_fits_model(const Calibration& c, const Scenario& scenario) {
          c.compute_backend == compute_backend_of(scenario);
 }
 
-std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows, const std::vector<std::uint64_t>& sizes) {
+std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows,
+                                           const std::vector<std::uint64_t>& sizes) {
   std::vector<PingPongSample> out;
   for (std::uint64_t size : sizes) {
     std::vector<double> t;

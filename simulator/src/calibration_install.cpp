@@ -39,14 +39,12 @@ void install_calibration(sg4::Engine* engine, const ClusterConfig& cluster, cons
   };
   sg4::Engine::on_simulation_start_cb([engine, fit_for] {
     auto* model = engine->get_netzone_root()->get_network_model();
-    model->set_lat_factor_cb([fit_for](double size, const sg4::Host* src, const sg4::Host* dst,
-                                       const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
-      return fit_for(src, dst).factors_at(size).lat_factor;
-    });
-    model->set_bw_factor_cb([fit_for](double size, const sg4::Host* src, const sg4::Host* dst,
-                                      const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
-      return fit_for(src, dst).factors_at(size).bw_factor;
-    });
+    model->set_lat_factor_cb(
+        [fit_for](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
+                  const std::unordered_set<sg4::NetZone*>&) { return fit_for(src, dst).factors_at(size).lat_factor; });
+    model->set_bw_factor_cb(
+        [fit_for](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
+                  const std::unordered_set<sg4::NetZone*>&) { return fit_for(src, dst).factors_at(size).bw_factor; });
   });
 }
 

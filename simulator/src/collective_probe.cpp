@@ -25,8 +25,8 @@ bool probes_one_group(const ClusterConfig& c) {
          (c.devices_per_node == 1 || (c.nics == "per_device" && c.intra == "nvswitch"));
 }
 
-CollectiveProbes::CollectiveProbes(const std::vector<std::vector<int>>& group_of, const std::vector<std::size_t>& chain_of,
-                                   int devices_per_node, bool one_group)
+CollectiveProbes::CollectiveProbes(const std::vector<std::vector<int>>& group_of,
+                                   const std::vector<std::size_t>& chain_of, int devices_per_node, bool one_group)
     : one_group_(one_group) {
   std::map<std::vector<int>, std::size_t> by_pattern;  // one_group: the set of each node pattern
   std::map<std::size_t, std::size_t> by_chain;         // else: the set of each chain
@@ -38,7 +38,8 @@ CollectiveProbes::CollectiveProbes(const std::vector<std::vector<int>>& group_of
       // Nodes numbered in the order the group first meets them: groups alike share nodes alike.
       std::vector<int> pattern;
       std::map<int, int> label;
-      for (int m : g) pattern.push_back(label.try_emplace(m / devices_per_node, static_cast<int>(label.size())).first->second);
+      for (int m : g)
+        pattern.push_back(label.try_emplace(m / devices_per_node, static_cast<int>(label.size())).first->second);
       const auto [it, fresh] = by_pattern.try_emplace(pattern, sets_.size());
       if (fresh) {
         sets_.emplace_back().groups.push_back(g);
@@ -64,9 +65,11 @@ CollectiveProbes::CollectiveProbes(const std::vector<std::vector<int>>& group_of
       for (std::size_t i = 0; i < g.size(); ++i) s.index[g[i]] = i;
 }
 
-CollectiveProbes::Key CollectiveProbes::key(int rank, const Strategy& s, const PlanOp& op, const CollectiveCall& call) const {
+CollectiveProbes::Key CollectiveProbes::key(int rank, const Strategy& s, const PlanOp& op,
+                                            const CollectiveCall& call) const {
   const ScheduleParams p = s.schedule_params(CommGroup::Data);
-  return {member_.at(rank).set, p.world_size, p.ranks_per_node, p.servers, op.schedule, call.collective, call.type, call.count};
+  return {member_.at(rank).set, p.world_size,    p.ranks_per_node, p.servers,
+          op.schedule,          call.collective, call.type,        call.count};
 }
 
 void CollectiveProbes::add(int rank, const Strategy& s, const PlanOp& op, const CollectiveCall& call) {
@@ -96,32 +99,35 @@ void CollectiveProbes::run(const Where& where) {
     // One schedule serves every group (its ranks are group indices); phases keep per-replay state: one each.
     std::unique_ptr<Schedule> schedule;
     std::vector<std::unique_ptr<Phases>> phases;
-    if (!aggregated) schedule = std::make_unique<Schedule>(schedule_for_call(e.call, k.schedule, params, where.native_as));
+    if (!aggregated)
+      schedule = std::make_unique<Schedule>(schedule_for_call(e.call, k.schedule, params, where.native_as));
     std::vector<sg4::ActorPtr> actors;
     e.by_member.assign(set.groups.size(), {});
     for (std::size_t gi = 0; gi < set.groups.size(); ++gi) {
       const std::vector<int>& group = set.groups[gi];
       if (static_cast<int>(group.size()) != params.world_size)
-        throw std::logic_error(fmt::format("simulator: a DP group of {} ranks probed with a schedule of {}", group.size(),
-                                           params.world_size));
-      if (aggregated) phases.push_back(std::make_unique<Phases>(phases_for_call(e.call, k.schedule, params, where.native_as)));
+        throw std::logic_error(fmt::format("simulator: a DP group of {} ranks probed with a schedule of {}",
+                                           group.size(), params.world_size));
+      if (aggregated)
+        phases.push_back(std::make_unique<Phases>(phases_for_call(e.call, k.schedule, params, where.native_as)));
       const Phases* ph = aggregated ? phases.back().get() : nullptr;
       Routes* routes = aggregated ? &routes_for(group) : nullptr;
       e.by_member[gi].resize(group.size());
       for (std::size_t i = 0; i < group.size(); ++i) {
         const int r = group[i];
         ProbeOutcome& out = e.by_member[gi][i];
-        actors.push_back(sg4::Actor::create(
-            fmt::format("probe{}", r), (*where.hosts)[static_cast<std::size_t>(r)],
-            [&, ph, routes, r, i, sched = schedule.get()] {
-              RankMailboxes boxes(r);
-              boxes.use_group(&group);
-              const double start = sg4::Engine::get_clock();
-              const int me = static_cast<int>(i);
-              if (ph) replay_phases(*ph, me, bytes, boxes, out.tally, *routes);
-              else replay_schedule(*sched, me, bytes, boxes, out.tally, serialize_from);
-              out.seconds = sg4::Engine::get_clock() - start;
-            }));
+        actors.push_back(sg4::Actor::create(fmt::format("probe{}", r), (*where.hosts)[static_cast<std::size_t>(r)],
+                                            [&, ph, routes, r, i, sched = schedule.get()] {
+                                              RankMailboxes boxes(r);
+                                              boxes.use_group(&group);
+                                              const double start = sg4::Engine::get_clock();
+                                              const int me = static_cast<int>(i);
+                                              if (ph)
+                                                replay_phases(*ph, me, bytes, boxes, out.tally, *routes);
+                                              else
+                                                replay_schedule(*sched, me, bytes, boxes, out.tally, serialize_from);
+                                              out.seconds = sg4::Engine::get_clock() - start;
+                                            }));
       }
     }
     for (const auto& a : actors) a->join();
@@ -131,8 +137,9 @@ void CollectiveProbes::run(const Where& where) {
 
 std::string CollectiveProbes::memo_path(const Where& where, const Key& k) const {
   if (where.memo.empty() || !one_group_) return "";
-  std::string id = fmt::format("{} {} {} {} {} {} {} {} {}:", where.native_as.name(), where.serialize_from, k.world,
-                               k.ranks_per_node, k.servers, k.schedule, k.collective, static_cast<int>(k.type), k.count);
+  std::string id =
+      fmt::format("{} {} {} {} {} {} {} {} {}:", where.native_as.name(), where.serialize_from, k.world,
+                  k.ranks_per_node, k.servers, k.schedule, k.collective, static_cast<int>(k.type), k.count);
   for (int node : sets_[k.set].pattern) id += fmt::format(" {}", node);  // groups of one pattern run alike
   return fmt::format("{}/{:016x}.json", where.memo, std::hash<std::string>{}(id));
 }
@@ -164,8 +171,8 @@ void CollectiveProbes::save(const std::string& path, const Key& k, const Entry& 
     const ProbeOutcome& o = e.by_member.at(0).at(i);
     std::vector<std::pair<std::size_t, std::uint64_t>> to_peer;
     for (const auto& [peer, bytes] : o.tally.to_peer) to_peer.emplace_back(set.index.at(peer), bytes);
-    members[std::to_string(i)] = {{"seconds", o.seconds}, {"bytes", o.tally.bytes}, {"messages", o.tally.messages},
-                                  {"to_peer", to_peer}};
+    members[std::to_string(i)] = {
+        {"seconds", o.seconds}, {"bytes", o.tally.bytes}, {"messages", o.tally.messages}, {"to_peer", to_peer}};
   }
   // Written whole, then renamed: a simulation running beside this one reads the old file or the new.
   const std::string tmp = fmt::format("{}.{}", path, ::getpid());
@@ -176,7 +183,8 @@ void CollectiveProbes::save(const std::string& path, const Key& k, const Entry& 
   std::rename(tmp.c_str(), path.c_str());
 }
 
-ProbeOutcome CollectiveProbes::outcome(int rank, const Strategy& s, const PlanOp& op, const CollectiveCall& call) const {
+ProbeOutcome CollectiveProbes::outcome(int rank, const Strategy& s, const PlanOp& op,
+                                       const CollectiveCall& call) const {
   const auto it = entries_.find(key(rank, s, op, call));
   if (it == entries_.end()) throw std::logic_error("simulator: a DP collective call that was not probed");
   const Member& m = member_.at(rank);

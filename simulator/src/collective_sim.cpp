@@ -15,8 +15,8 @@
 
 namespace ddplab {
 
-std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
-                                                          const std::function<void(const CollectiveBenchRow&)>& on_row) {
+std::vector<CollectiveBenchRow> simulate_collective_bench(
+    const CollectiveSimRequest& req, const std::function<void(const CollectiveBenchRow&)>& on_row) {
   const int n = req.world_size;
   if (n < 1) throw InputError(fmt::format("world size must be >= 1, got {}", n));
   for (const std::string& s : req.schedules)
@@ -29,12 +29,13 @@ std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimReq
       const std::size_t count = static_cast<std::size_t>(bytes / 4);
       if (count == 0) throw InputError(fmt::format("size {} B holds no float32 element", bytes));
       const CollectiveCall call{Collective::Allreduce, ElemType::F32, count, "", {}, {}};
-      const Schedule sched = schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric},
-                                                 NativeReplay{req.transport, ""});
+      const Schedule sched =
+          schedule_for_call(call, s, ScheduleParams{n, count, per_node, 0, &fabric}, NativeReplay{req.transport, ""});
       // Open MPI's own collectives over TCP take turns on a pair's exchanges (replay.hpp); our schedules do not.
       SimOptions o = req.options;
-      o.serialize_exchanges_from =
-          is_backend_native(s) && req.transport == Transport::Mpi && o.calibration ? o.calibration->tcp_rendezvous_bytes : 0;
+      o.serialize_exchanges_from = is_backend_native(s) && req.transport == Transport::Mpi && o.calibration
+                                       ? o.calibration->tcp_rendezvous_bytes
+                                       : 0;
       const SimStepResult r = simulate_schedule(req.cluster, sched, 4, o);
       CollectiveBenchRow row;
       row.schedule = s;
@@ -67,8 +68,7 @@ SimulatedBench simulated_bench_cluster(const std::string& scenario, const std::s
   } else if (!preset.empty()) {
     apply_cluster_preset(b.request.cluster, preset);
     b.where = describe_cluster(b.request.cluster);
-    if (!native)
-      native = b.request.cluster.device_flops && preset != "cpu-testbed" ? Transport::Nccl : Transport::Mpi;
+    if (!native) native = b.request.cluster.device_flops && preset != "cpu-testbed" ? Transport::Nccl : Transport::Mpi;
   }
   b.request.transport = native.value_or(Transport::Mpi);
   return b;
@@ -84,9 +84,12 @@ std::int64_t run_simulated_bench(Store& store, SimulatedBench& b, const std::fun
   info.backend = "simgrid";
   info.world_size = sim.world_size;
   info.ranks_per_node = sim.cluster.devices_per_node;
-  nlohmann::json cfg = {{"simulated", true},          {"cluster", describe_cluster(sim.cluster)},
-                        {"network_model", sim.options.network_model}, {"native_as", sim.transport},
-                        {"sizes", b.sizes},           {"schedules", sim.schedules}};
+  nlohmann::json cfg = {{"simulated", true},
+                        {"cluster", describe_cluster(sim.cluster)},
+                        {"network_model", sim.options.network_model},
+                        {"native_as", sim.transport},
+                        {"sizes", b.sizes},
+                        {"schedules", sim.schedules}};
   if (!b.scenario.empty()) cfg["scenario"] = b.scenario;
   if (!b.preset.empty()) cfg["preset"] = b.preset;
   if (sim.options.calibration) cfg["calibration"] = sim.options.calibration->name;

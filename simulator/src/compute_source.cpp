@@ -57,18 +57,18 @@ std::shared_ptr<const Calibration> fitting_calibration(const Scenario& sc, const
   return !cal->layers.empty() && calibration_fits_model(*cal, sc) ? cal : nullptr;
 }
 
-
 ComputeSource from_flops(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
   // Forward + backward of one micro-batch at a fraction of the device's peak.
   const ModelSpec model = simulated_model(sc);
   const bool roofline = c.compute_model == "roofline";
-  ComputeSource src{sc.train.batch_size * (model.forward_flops() + model.backward_flops()) /
-                        (*c.device_flops * c.compute_efficiency),
-                    c.optimizer_s.value_or(0.0), "flops",
-                    roofline ? "model FLOPs / (device_flops x efficiency), or activations / device_mem_bw where longer"
-                             : "model FLOPs / (device_flops x efficiency)",
-                    {}};
+  ComputeSource src{
+      sc.train.batch_size * (model.forward_flops() + model.backward_flops()) / (*c.device_flops * c.compute_efficiency),
+      c.optimizer_s.value_or(0.0),
+      "flops",
+      roofline ? "model FLOPs / (device_flops x efficiency), or activations / device_mem_bw where longer"
+               : "model FLOPs / (device_flops x efficiency)",
+      {}};
   if (!c.optimizer_s && c.device_mem_bw) {
     // The optimizer streams its state through memory (SGD with momentum: 20 bytes per parameter).
     const OptimizerInfo* opt = find_optimizer(sc.train.optimizer);
@@ -98,9 +98,10 @@ ComputeSource from_run(const Store& store, const RunRow& run) {
   src.kind = "run";
   src.run_id = run.id;
   const auto host = nlohmann::json::parse(run.info.host_info, nullptr, false);
-  const std::string cores = host.is_object() && host.contains("cores") && host.contains("ranks_on_host")
-                                ? fmt::format(", {} ranks on {} cores", host["ranks_on_host"].get<int>(), host["cores"].get<int>())
-                                : "";
+  const std::string cores =
+      host.is_object() && host.contains("cores") && host.contains("ranks_on_host")
+          ? fmt::format(", {} ranks on {} cores", host["ranks_on_host"].get<int>(), host["cores"].get<int>())
+          : "";
   src.origin = fmt::format("measured run #{} ({} ranks{}, steady state{})", run.id, n, cores,
                            stretched ? "; each straggler's time divided by its factor" : "");
   return src;
@@ -275,10 +276,10 @@ ComputeSource calibration_source(const Scenario& sc, const Store& store, const s
     throw InputError(fmt::format("--compute calibration: {} names no [cluster].calibration", scenario));
   auto cal = load_calibration(store, sc.cluster.calibration);
   if (cal->layers.empty() || !calibration_fits_model(*cal, sc))
-    throw InputError(fmt::format(
-        "--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
-        "(measure them with `ddplab calibrate --scenario SCENARIO`)",
-        cal->name));
+    throw InputError(
+        fmt::format("--compute calibration: calibration \"{}\" has no per-layer times of this model, batch and backend "
+                    "(measure them with `ddplab calibrate --scenario SCENARIO`)",
+                    cal->name));
   return from_calibration(*cal);
 }
 
@@ -296,8 +297,10 @@ ComputeSource run_source(const Scenario& sc, const Store& store, const std::stri
   const auto run = store.run(id);
   if (!run) throw InputError(fmt::format("--compute run:{}: the store {} has no run #{}", id, store.path(), id));
   if (run->info.source != RunSource::Measured || run->status != RunStatus::Completed)
-    throw InputError(fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
-                                 "measured run", id, id, run->info.source, run->status));
+    throw InputError(
+        fmt::format("--compute run:{}: run #{} is a {} run, {}; a compute source must be a completed "
+                    "measured run",
+                    id, id, run->info.source, run->status));
   const Scenario theirs = measured_scenario(*run);
   if (!same_model_and_batch(theirs, sc))
     throw InputError(fmt::format("--compute run:{}: run #{} trained model {} at batch {}; {} has model {} at batch {}",

@@ -21,7 +21,8 @@ std::vector<std::string> likely_causes(const RunRow& run, const CalibrationRecor
   if (const std::string over = oversubscription(run.info.host_info); !over.empty())
     causes.push_back(fmt::format(
         "the run had {}: its ranks and their comm threads waited for cores, which the simulator does not model "
-        "(measure with --np no larger than the cores)", over));
+        "(measure with --np no larger than the cores)",
+        over));
   const auto host = object(run.info.host_info);
   const auto cfg = object(run.info.config_json);
   if (!cal) {
@@ -52,8 +53,10 @@ std::vector<std::string> likely_causes(const RunRow& run, const CalibrationRecor
       causes.push_back(fmt::format("calibration \"{}\" was made by ddplab build {}, the run by build {}", cal->name,
                                    cal_build, run_build));
     else if (!cal_build.empty() && run_build.empty() && cal_build != build_id())
-      causes.push_back(fmt::format("calibration \"{}\" was made by ddplab build {}, this is build {}: calibrate "
-                                   "again if the runtime changed in between", cal->name, cal_build, build_id()));
+      causes.push_back(
+          fmt::format("calibration \"{}\" was made by ddplab build {}, this is build {}: calibrate "
+                      "again if the runtime changed in between",
+                      cal->name, cal_build, build_id()));
   }
   return causes;
 }

@@ -24,7 +24,8 @@ double expected_wall_time(double work_s, double interval_s, const FailureModel& 
   // One segment of `work` and its checkpoint, failures and restarts included (expm1 keeps the small exponents
   // of rare failures exact). Whole intervals, then what is left: Daly's T / tau counts the last as a whole one.
   auto segment = [&](double work) {
-    return std::isfinite(m) ? m * std::exp(f.restart_s / m) * std::expm1((work + f.checkpoint_s) / m) : work + f.checkpoint_s;
+    return std::isfinite(m) ? m * std::exp(f.restart_s / m) * std::expm1((work + f.checkpoint_s) / m)
+                            : work + f.checkpoint_s;
   };
   const double whole = std::floor(work_s / interval_s), left = work_s - whole * interval_s;
   return whole * segment(interval_s) + (left > 0 ? segment(left) : 0);

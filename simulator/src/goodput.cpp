@@ -29,13 +29,15 @@ std::string missing_fit(const Scenario& sc, const StrategyConfig& st, const Good
                         const std::string& reason) {
   std::string held;
   for (const BatchPoint& p : points)
-    held += fmt::format("{}#{} ({} x {} = {:g})", held.empty() ? "" : ", ", p.run, p.world_size, p.batch_per_rank, p.global_batch);
+    held += fmt::format("{}#{} ({} x {} = {:g})", held.empty() ? "" : ", ", p.run, p.world_size, p.batch_per_rank,
+                        p.global_batch);
   return fmt::format(
-      "scenario \"{}\", strategy \"{}\": cannot fit the statistical efficiency to {:g}: {}. Runs that reached it{}: {}{}. "
+      "scenario \"{}\", strategy \"{}\": cannot fit the statistical efficiency to {:g}: {}. Runs that reached it{}: "
+      "{}{}. "
       "Measure it at 3 or more global batches, e.g. `ddplab run SCENARIO --np 2 --batch-size B` for B = 8, 16, 32",
       sc.name, st.name, options.target, reason,
-      options.fit_below > 0 ? fmt::format(" below global batch {:g}", options.fit_below) : "", held.empty() ? "none" : held,
-      missed.empty() ? "" : fmt::format("; never reached it: {}", join_ids(missed)));
+      options.fit_below > 0 ? fmt::format(" below global batch {:g}", options.fit_below) : "",
+      held.empty() ? "none" : held, missed.empty() ? "" : fmt::format("; never reached it: {}", join_ids(missed)));
 }
 
 }  // namespace
@@ -52,11 +54,13 @@ std::optional<double> measured_training_time(const Store& store, std::int64_t ru
   return training_time_through(step_totals(store.steps(run)), *steps);
 }
 
-GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, Store& store, const GoodputOptions& options) {
+GoodputPrediction predict_goodput(const Scenario& sc, const StrategyConfig& st, Store& store,
+                                  const GoodputOptions& options) {
   if (sc.data.uneven == "join")
     throw InputError(fmt::format(
         "scenario \"{}\": data.uneven = \"join\" changes the global batch within an epoch as ranks run out; a "
-        "time-to-accuracy prediction needs one global batch per world size (use \"pad\" or \"drop_last\")", sc.name));
+        "time-to-accuracy prediction needs one global batch per world size (use \"pad\" or \"drop_last\")",
+        sc.name));
   GoodputPrediction out;
   out.strategy = st.name;
   const std::vector<BatchPoint> all = measured_batch_points(store, sc, st, options.target, &out.missed);
@@ -107,11 +111,12 @@ std::vector<WorldRanking> rank_by_world(const std::vector<GoodputPrediction>& pr
     r.world_size = predictions.front().worlds[i].world_size;
     for (const GoodputPrediction& p : predictions) {
       if (i >= p.worlds.size() || p.worlds[i].world_size != r.world_size)
-        throw InternalError(fmt::format("rank_by_world: strategy \"{}\" was not predicted at world size {}",
-                                        p.strategy, r.world_size));
+        throw InternalError(
+            fmt::format("rank_by_world: strategy \"{}\" was not predicted at world size {}", p.strategy, r.world_size));
       r.by_time.emplace_back(p.strategy, p.worlds[i].time_s);
     }
-    std::stable_sort(r.by_time.begin(), r.by_time.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::stable_sort(r.by_time.begin(), r.by_time.end(),
+                     [](const auto& a, const auto& b) { return a.second < b.second; });
     out.push_back(std::move(r));
   }
   return out;
@@ -120,8 +125,11 @@ std::vector<WorldRanking> rank_by_world(const std::vector<GoodputPrediction>& pr
 std::vector<PredictionRow> prediction_rows(const Scenario& sc, const GoodputPrediction& p, double target) {
   nlohmann::json points = nlohmann::json::array();
   for (const BatchPoint& b : p.points)
-    points.push_back({{"run", b.run}, {"world_size", b.world_size}, {"batch_per_rank", b.batch_per_rank},
-                      {"global_batch", b.global_batch}, {"updates", b.updates}});
+    points.push_back({{"run", b.run},
+                      {"world_size", b.world_size},
+                      {"batch_per_rank", b.batch_per_rank},
+                      {"global_batch", b.global_batch},
+                      {"updates", b.updates}});
   const nlohmann::json fit = {{"model", "S(B) = S_min (1 + B_noise / B)"},
                               {"s_min", p.fit.s_min},
                               {"b_noise", p.fit.b_noise},

@@ -39,8 +39,12 @@ void write_all(int fd, const std::string& data) {
     payload = fn().dump();
   } catch (const InputError& e) {  // its kind and location go back with it (rethrown by run_in_child)
     const InputLocation& at = e.where();
-    payload = nlohmann::json{{"error", e.what()}, {"exit_code", e.exit_code()}, {"file", at.file},
-                             {"line", at.line.value_or(-1)}, {"column", at.column.value_or(-1)}, {"field", at.field}}
+    payload = nlohmann::json{{"error", e.what()},
+                             {"exit_code", e.exit_code()},
+                             {"file", at.file},
+                             {"line", at.line.value_or(-1)},
+                             {"column", at.column.value_or(-1)},
+                             {"field", at.field}}
                   .dump();
     code = 1;
   } catch (const Error& e) {
@@ -181,10 +185,18 @@ nlohmann::json result_to_json(const SimStepResult& r) {
   }
   nlohmann::json between = nlohmann::json::array();
   for (const auto& [pair, bytes] : r.bytes_between) between.push_back({pair.first, pair.second, bytes});
-  return {{"world_size", r.world_size}, {"step", r.step},           {"step_s", r.step_s},
-          {"compute_s", r.compute_s},   {"comm_s", r.comm_s},       {"exposed_comm_s", r.exposed_comm_s},
-          {"optimizer_s", r.optimizer_s}, {"bytes_sent", r.bytes_sent}, {"bytes_between", between},
-          {"wall_s", r.wall_s},         {"comms", r.comms},         {"ranks", ranks},
+  return {{"world_size", r.world_size},
+          {"step", r.step},
+          {"step_s", r.step_s},
+          {"compute_s", r.compute_s},
+          {"comm_s", r.comm_s},
+          {"exposed_comm_s", r.exposed_comm_s},
+          {"optimizer_s", r.optimizer_s},
+          {"bytes_sent", r.bytes_sent},
+          {"bytes_between", between},
+          {"wall_s", r.wall_s},
+          {"comms", r.comms},
+          {"ranks", ranks},
           {"schedule", r.schedule}};
 }
 

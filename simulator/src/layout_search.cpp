@@ -65,8 +65,8 @@ std::vector<ParallelConfig> layouts(const Scenario& sc, int world) {
 
 }  // namespace
 
-LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
-                            const std::function<void(int, int)>& progress, bool zero_stages) {
+LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world,
+                            const SweepSetup& setup, const std::function<void(int, int)>& progress, bool zero_stages) {
   if (world < 1) throw InputError("--search: the world size must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
   LayoutSearch out;
@@ -87,7 +87,7 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
     Scenario sc = scenario;
     sc.parallel = all[i].first;
     sc.strategies = {c.strategy};  // the variant, which validate_parallel checks against the layout
-    SweepSetup own = setup;  // pure DP has no replica to fold: it runs as auto has it
+    SweepSetup own = setup;        // pure DP has no replica to fold: it runs as auto has it
     if (own.options.mode == "folded" && !sc.parallel.model_parallel()) own.options.mode = "auto";
     own.options = ranking_options(own.options, world);
     if (own.options.probe_memo.empty()) own.options.probe_memo = memo.path;
@@ -104,7 +104,8 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
   // The first layout of each TP x PP first, so that two threads seldom probe the same collectives at once.
   std::vector<std::size_t> order, later;
   for (std::size_t i = 0; i < all.size(); ++i)
-    (i > 0 && all[i].first.tp == all[i - 1].first.tp && all[i].first.pp == all[i - 1].first.pp ? later : order).push_back(i);
+    (i > 0 && all[i].first.tp == all[i - 1].first.tp && all[i].first.pp == all[i - 1].first.pp ? later : order)
+        .push_back(i);
   order.insert(order.end(), later.begin(), later.end());
   std::mutex mu;
   std::size_t next = 0, done = 0;
@@ -128,16 +129,18 @@ LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& stra
       if (progress) progress(static_cast<int>(++done), static_cast<int>(all.size()));
     }
   };
-  const unsigned jobs = std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(std::max<std::size_t>(all.size(), 1)));
+  const unsigned jobs =
+      std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(std::max<std::size_t>(all.size(), 1)));
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
   if (failed) std::rethrow_exception(failed);
-  std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const LayoutCandidate& a, const LayoutCandidate& b) {
-    if (a.point.has_value() != b.point.has_value()) return a.point.has_value();
-    return a.point && a.point->result.samples_per_s > b.point->result.samples_per_s;
-  });
+  std::stable_sort(out.candidates.begin(), out.candidates.end(),
+                   [](const LayoutCandidate& a, const LayoutCandidate& b) {
+                     if (a.point.has_value() != b.point.has_value()) return a.point.has_value();
+                     return a.point && a.point->result.samples_per_s > b.point->result.samples_per_s;
+                   });
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

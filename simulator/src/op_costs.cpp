@@ -17,7 +17,7 @@ OpCosts op_costs(const StepPlan& plan, double compute_s, double model_fb_flops) 
 
 double OpCosts::compute_seconds(const PlanOp& op, const Strategy& s, int rank, double optimizer_s) const {
   if (is_compute_work(op.kind) && !backward_s.empty() && s.is_worker(rank))  // a calibration's per-layer times
-    return op.kind == OpKind::Backward ? backward_s.at(static_cast<std::size_t>(op.index))
+    return op.kind == OpKind::Backward                  ? backward_s.at(static_cast<std::size_t>(op.index))
            : op.kind == OpKind::Forward && op.index < 0 ? forward_s
                                                         : forward_s * op.flops / forward_flops;
   if (is_compute_work(op.kind))  // compute_s split by FLOPs; a dedicated parameter server trains nothing

@@ -47,7 +47,8 @@ class ScheduleCache {
   // users: the ranks that replay the chain's plans (every rank, or a pipeline stage's).
   ScheduleCache(std::vector<int> users, NativeReplay native_as, const NcclFabric* nccl)
       : users_(std::move(users)), native_as_(std::move(native_as)), nccl_(nccl) {}
-  const Schedule& acquire(const PlannedStep& step, std::size_t chain, std::size_t plan, const PlanOp& op, std::size_t call) {
+  const Schedule& acquire(const PlannedStep& step, std::size_t chain, std::size_t plan, const PlanOp& op,
+                          std::size_t call) {
     Entry& e = entries_[{chain, plan, op.id, call}];
     if (!e.schedule) {
       e.schedule = std::make_unique<Schedule>(
@@ -136,7 +137,8 @@ struct Aggregated {
 // goes on, as with MPI_Isend), a receive waits for its data. Each direction and chunk boundary has its own
 // mailbox (a tag): a stage runs a chunk's microbatches in order, forward and backward, so the k-th send
 // through one meets the k-th receive, however the schedule interleaves chunks and directions.
-std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& tally, std::vector<sg4::CommPtr>& sends) {
+std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& tally,
+                           std::vector<sg4::CommPtr>& sends) {
   const int me = place.pipeline.at(static_cast<std::size_t>(place.chain));
   const int peer = place.pipeline.at(static_cast<std::size_t>(op.peer));
   const int at = op.chunk * static_cast<int>(place.pipeline.size()) + static_cast<int>(place.chain);  // its place
@@ -155,7 +157,6 @@ std::uint64_t pipeline_p2p(const PlanOp& op, const RankPlace& place, SendTally& 
   tally.bytes += op.p2p_bytes;
   return op.p2p_bytes;
 }
-
 
 // The folded replay's view of the world: which ranks run their plans, and every rank's host.
 struct Fold {
@@ -200,15 +201,16 @@ struct RankComm {
         step.tally.messages += p.tally.messages;
         for (const auto& [peer, b] : p.tally.to_peer) step.tally.to_peer[peer] += b;
       } else if (agg) {
-        bytes += replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally, agg->routes);
+        bytes +=
+            replay_phases(agg->phases.acquire(k, op, c), rank, elem_bytes(call.type), boxes, step.tally, agg->routes);
         agg->phases.release(k, op, c);
       } else {
         const Schedule& sched = cache.acquire(ps, place.chain, k, op, c);
         const bool mirror = fold.hosts && !tensor && cache.lockstep(place.chain, k, op, c);
         boxes.fold(mirror ? fold.hosts : nullptr, mirror ? fold.replayed : nullptr);
         if (!(shadow && mirror))
-          bytes += replay_schedule(sched, tensor ? place.tp_local : place.local, elem_bytes(call.type), boxes, step.tally,
-                                   is_backend_native(op.schedule) ? work.native_serialize_from : 0);
+          bytes += replay_schedule(sched, tensor ? place.tp_local : place.local, elem_bytes(call.type), boxes,
+                                   step.tally, is_backend_native(op.schedule) ? work.native_serialize_from : 0);
         cache.release(place.chain, k, op, c);
       }
       work_for(work.codec.seconds(call.after));
@@ -253,8 +255,8 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
       seconds.clear();
       double total = 0;
       for (int id : group) {
-        seconds.push_back(
-            work[k].costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *ps.strategy, rank, work[k].optimizer_s));
+        seconds.push_back(work[k].costs.compute_seconds(plan.ops[static_cast<std::size_t>(id)], *ps.strategy, rank,
+                                                        work[k].optimizer_s));
         total += seconds.back();
       }
       const double start = sg4::Engine::get_clock();
@@ -268,7 +270,10 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
           SimOpRecord& rec = step.ops[static_cast<std::size_t>(group[i])];
           rec.start_s = (total > 0 ? start + (end - start) * done_s / total : start) - step.start_s;
           done_s += seconds[i];
-          rec.end_s = (i + 1 == group.size() ? end : total > 0 ? start + (end - start) * done_s / total : start) - step.start_s;
+          rec.end_s = (i + 1 == group.size() ? end
+                       : total > 0           ? start + (end - start) * done_s / total
+                                             : start) -
+                      step.start_s;
         }
       }
       mark_done(st, k, group);
@@ -282,7 +287,8 @@ void compute_stream(const std::vector<PlannedStep>& chain, const std::vector<Ste
 
 // The comm stream: per micro-step, once the compute stream has begun it (the runtime queues a step's comm
 // ops when run_step starts), comm ops in plan order (the runtime's FIFO comm thread), each after its deps.
-void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, RankState& st, RankComm& comm) {
+void comm_stream(const std::vector<PlannedStep>& chain, const std::vector<StepWork>& work, RankState& st,
+                 RankComm& comm) {
   for (std::size_t k = 0; k < chain.size(); ++k) {
     const PlannedStep& ps = chain[k];
     StepState& step = st.steps[k];
@@ -340,8 +346,8 @@ void check_probed(const PlanJob& job, const Chains& chains, int n) {
 }
 
 // Every DP collective call of the replayed ranks' chains, over their DP groups.
-std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& chains, const std::vector<RankPlace>& places,
-                                              const std::vector<char>& replayed) {
+std::unique_ptr<CollectiveProbes> make_probes(const PlanJob& job, const Chains& chains,
+                                              const std::vector<RankPlace>& places, const std::vector<char>& replayed) {
   const int n = static_cast<int>(places.size());
   std::vector<std::vector<int>> group_of(places.size());
   std::vector<std::size_t> chain_of(places.size());
@@ -372,8 +378,18 @@ struct Actors {
   Actors(const PlanJob& job, const Chains& chains, const std::vector<std::vector<StepWork>>& work,
          const std::vector<RankPlace>& places, const ReplayedRanks& ranks, const std::vector<sg4::Host*>& hosts,
          ScheduleCache& cache, Aggregated* agg, const CollectiveProbes* probes, bool folded)
-      : job(job), chains(chains), work(work), places(places), ranks(ranks), hosts(hosts), cache(cache), agg(agg),
-        probes(probes), folded(folded), states(places.size()), shadow_steps(places.size()) {}
+      : job(job),
+        chains(chains),
+        work(work),
+        places(places),
+        ranks(ranks),
+        hosts(hosts),
+        cache(cache),
+        agg(agg),
+        probes(probes),
+        folded(folded),
+        states(places.size()),
+        shadow_steps(places.size()) {}
 
   const PlanJob& job;
   const Chains& chains;
@@ -427,10 +443,11 @@ struct Actors {
     const RankPlace& place = places[static_cast<std::size_t>(r)];
     shadow_steps[static_cast<std::size_t>(r)].resize(chains.front()->size());
     RankComm& comm = comms.emplace_back(r, place, cache, agg, fold, true);
-    sg4::Actor::create(fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
-                       [&chain = *chains[place.chain], &w = work[place.chain],
-                        &st = states[static_cast<std::size_t>(ranks.counterpart[static_cast<std::size_t>(r)])], &comm,
-                        &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
+    sg4::Actor::create(
+        fmt::format("shadow{}", r), hosts[static_cast<std::size_t>(r)],
+        [&chain = *chains[place.chain], &w = work[place.chain],
+         &st = states[static_cast<std::size_t>(ranks.counterpart[static_cast<std::size_t>(r)])], &comm,
+         &mine = shadow_steps[static_cast<std::size_t>(r)]] { shadow_stream(chain, w, st, comm, mine); });
   }
 };
 

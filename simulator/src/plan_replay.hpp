@@ -26,13 +26,13 @@ struct PlanJob {
   double compute_s = 0, optimizer_s = 0;  // measured per (micro-)step, the whole model
   // [parallel] pp > 1 or tp > 1: each pipeline stage's chain, in place of `steps` (same length). Rank r runs
   // the chain of its stage, its collectives over its DP group or, for CommGroup::Tensor ops, its TP group
-  // (the plan's ranks are the group's) and its PpSend / PpRecv with the stages of its pipeline group. The compute ops share compute_s by FLOPs of the whole
-  // model's fb_flops (a calibration's per-layer times are not used), the updates optimizer_s by parameters. Waits for a neighbouring stage count as
-  // exposed comm: the pipeline's bubble is in it.
+  // (the plan's ranks are the group's) and its PpSend / PpRecv with the stages of its pipeline group. The compute ops
+  // share compute_s by FLOPs of the whole model's fb_flops (a calibration's per-layer times are not used), the updates
+  // optimizer_s by parameters. Waits for a neighbouring stage count as exposed comm: the pipeline's bubble is in it.
   std::optional<ParallelLayout> layout;
   std::vector<std::vector<PlannedStep>> stages;
-  double fb_flops = 0;          // forward + backward FLOPs of the whole model's micro-step (with stages)
-  std::size_t parameters = 0;   // the whole model's, whose update takes optimizer_s (with stages)
+  double fb_flops = 0;         // forward + backward FLOPs of the whole model's micro-step (with stages)
+  std::size_t parameters = 0;  // the whole model's, whose update takes optimizer_s (with stages)
 };
 
 // What `native` replays as: simulate_steps resolves it (native_transport) before the job runs.
@@ -50,8 +50,8 @@ inline bool is_optimizer(OpKind k) {
 
 // How long each op lasts on an idle host, from the measured times (see simulator.hpp).
 struct OpCosts {
-  double fb_flops = 0;        // of the plan's Forward and Backward ops, not Recompute (0 for a plan without compute)
-  double forward_flops = 0;   // of its Forward ops (several segments under SyncBatchNorm)
+  double fb_flops = 0;          // of the plan's Forward and Backward ops, not Recompute (0 for a plan without compute)
+  double forward_flops = 0;     // of its Forward ops (several segments under SyncBatchNorm)
   double seconds_per_flop = 0;  // compute_s / fb_flops: the rate the measurement implies, for codec work
   // Measured per-layer times of a calibration (apply_calibrated_compute); empty backward_s = FLOP split.
   double forward_s = 0;

@@ -20,15 +20,15 @@ ComputeGroups compute_groups(const StepPlan& plan, bool merge) {
   bool open = false;  // may the next op join the last group?
   for (const PlanOp& op : plan.ops) {
     if (on_comm_stream(op.kind)) continue;
-    const bool join = merge && open && !waits_for_comm(op) && !is_comm(op.kind) &&
-                      is_optimizer(plan.ops[static_cast<std::size_t>(groups.back().back())].kind) == is_optimizer(op.kind);
+    const bool join =
+        merge && open && !waits_for_comm(op) && !is_comm(op.kind) &&
+        is_optimizer(plan.ops[static_cast<std::size_t>(groups.back().back())].kind) == is_optimizer(op.kind);
     if (!join) groups.emplace_back();
     groups.back().push_back(op.id);
     open = !waited_on[static_cast<std::size_t>(op.id)] && !is_comm(op.kind);
   }
   return groups;
 }
-
 
 Chains plan_chains(const PlanJob& job) {
   Chains chains;
@@ -59,7 +59,6 @@ std::vector<RankPlace> rank_places(const PlanJob& job, int n) {
   return places;
 }
 
-
 ReplayedRanks replayed_ranks(const PlanJob& job, int n, bool replica_zero) {
   ReplayedRanks out{std::vector<char>(static_cast<std::size_t>(n), 1), std::vector<int>(static_cast<std::size_t>(n))};
   for (int r = 0; r < n; ++r) {
@@ -89,13 +88,15 @@ std::vector<std::vector<StepWork>> chain_work(const PlanJob& job, const Chains& 
       if (job.stages.empty()) apply_calibrated_compute(w.costs, ps.plan, job.options);
       w.optimizer_s = job.optimizer_s;
       if (!job.stages.empty() && job.parameters > 0)
-        w.optimizer_s *= static_cast<double>(ps.strategy->model().parameter_count()) / static_cast<double>(job.parameters);
+        w.optimizer_s *=
+            static_cast<double>(ps.strategy->model().parameter_count()) / static_cast<double>(job.parameters);
       w.codec = work_model(job.cluster, job.options.calibration.get(), w.costs.seconds_per_flop);
       if (job.options.calibration && native_of(job).transport == Transport::Mpi)
         w.native_serialize_from = job.options.calibration->tcp_rendezvous_bytes;
       bool codec_work = false;
       for (const PlanOp& op : ps.plan.ops)
-        for (const CollectiveCall& call : op.calls) codec_work = codec_work || !call.before.empty() || !call.after.empty();
+        for (const CollectiveCall& call : op.calls)
+          codec_work = codec_work || !call.before.empty() || !call.after.empty();
       w.groups = compute_groups(ps.plan, !(job.options.keep_trace && codec_work));
     }
   return work;

@@ -34,9 +34,9 @@ struct RankPlace {
 struct StepWork {
   OpCosts costs;
   ComputeGroups groups;
-  WorkModel codec;  // the codecs' local work around each collective call
+  WorkModel codec;                          // the codecs' local work around each collective call
   std::uint64_t native_serialize_from = 0;  // native calls' exchanges take turns from this size (replay.hpp)
-  double optimizer_s = 0;  // the update of the plan's parameters (a stage's share of the model's)
+  double optimizer_s = 0;                   // the update of the plan's parameters (a stage's share of the model's)
 };
 
 // The chains of plans: job.steps, run by every rank, or one per pipeline stage (each the same length).

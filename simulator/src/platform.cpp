@@ -20,8 +20,7 @@ void validate_cluster(const ClusterConfig& c) {
   if (!one_of(c.topology, {"star", "full", "fat_tree", "dragonfly", "torus"}))
     throw InputError(fmt::format(
         "simulator: topology \"{}\" is not supported (known: star, full, fat_tree, dragonfly, torus)", c.topology));
-  if (!(c.link_bandwidth > 0))
-    throw InputError("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
+  if (!(c.link_bandwidth > 0)) throw InputError("simulator: [cluster].link_bandwidth must be > 0 bytes/s");
   if (!(c.link_latency >= 0)) throw InputError("simulator: [cluster].link_latency must be >= 0 s");
   if (c.devices_per_node < 1) throw InputError("simulator: [cluster].devices_per_node must be >= 1");
   if (!one_of(c.intra, {"nvswitch", "pcie"}))
@@ -67,7 +66,8 @@ double max_route_latency(const ClusterConfig& c) {
   } else if (c.topology == "dragonfly") {
     fabric = 8 * fabric_lat;  // node, blade, chassis and group links, at most on both sides
   } else {
-    for (unsigned d : torus_shape(c, c.torus.empty() ? kMaxNodes : 0)) fabric += d * fabric_lat;  // at most one lap per dimension
+    for (unsigned d : torus_shape(c, c.torus.empty() ? kMaxNodes : 0))
+      fabric += d * fabric_lat;  // at most one lap per dimension
   }
   // The leaf link is the NIC, counted in fabric; a node with an override gets a zone with a NIC of its own.
   const bool one_host_leaves = !multi && c.topology != "star" && c.nodes.empty();
@@ -83,8 +83,10 @@ double tcp_gamma_for(const ClusterConfig& c) {
   // window model. Size the window so the cap is 16x the fastest link on the slowest route: links, not TCP
   // windows, decide.
   double fastest = std::max(c.link_bandwidth, c.fabric_bandwidth.value_or(fabric_bandwidth(c)));
-  if (c.devices_per_node > 1) fastest = std::max({fastest, c.intra_bandwidth, c.intra == "pcie" ? c.pcie_bandwidth : 0.0});
-  for (const auto& o : c.nodes) fastest = std::max({fastest, o.link_bandwidth.value_or(0), o.intra_bandwidth.value_or(0)});
+  if (c.devices_per_node > 1)
+    fastest = std::max({fastest, c.intra_bandwidth, c.intra == "pcie" ? c.pcie_bandwidth : 0.0});
+  for (const auto& o : c.nodes)
+    fastest = std::max({fastest, o.link_bandwidth.value_or(0), o.intra_bandwidth.value_or(0)});
   const double needed = 16.0 * fastest * 2 * max_route_latency(c);
   return std::max(4.0 * 1024 * 1024, needed);
 }

@@ -54,9 +54,9 @@ void check_full_mesh_size(const ClusterConfig& cluster, int nodes);
 NcclFabric nccl_fabric(const ClusterConfig& cluster);
 
 // Pieces of the model, exposed for validation, TCP-gamma and tests.
-double host_speed(const ClusterConfig& cluster, int rank);                  // kHostSpeed / straggler factors
+double host_speed(const ClusterConfig& cluster, int rank);                   // kHostSpeed / straggler factors
 double node_nic_total(const ClusterConfig& cluster, int node, int devices);  // bytes/s of all a node's NICs
-double fabric_bandwidth(const ClusterConfig& cluster);                      // full/fat-tree/dragonfly/torus links
+double fabric_bandwidth(const ClusterConfig& cluster);                       // full/fat-tree/dragonfly/torus links
 struct FatTreeShape {
   unsigned levels = 1;
   std::vector<unsigned> down, up, count;
@@ -64,7 +64,8 @@ struct FatTreeShape {
 // The topology actually built for `nodes` nodes: the scenario's string, or one sized to fit. Throws
 // InputError when the scenario's shape has fewer leaves than nodes.
 FatTreeShape fat_tree_shape(const ClusterConfig& cluster, int nodes);
-std::vector<unsigned> dragonfly_shape(const ClusterConfig& cluster, int nodes);  // groups, links, chassis, links, routers, links, nodes
+std::vector<unsigned> dragonfly_shape(const ClusterConfig& cluster,
+                                      int nodes);  // groups, links, chassis, links, routers, links, nodes
 std::vector<unsigned> torus_shape(const ClusterConfig& cluster, int nodes);
 
 }  // namespace ddplab::sim

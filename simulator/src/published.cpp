@@ -43,7 +43,8 @@ struct PointReader {
   }
   long long integer(const toml::table& t, const toml::node& at, const std::string& key, long long min) const {
     const auto v = need(t, at, key).value<long long>();
-    if (!t.get(key)->is_integer() || !v || *v < min) fail(*t.get(key), key, fmt::format("must be an integer >= {}", min));
+    if (!t.get(key)->is_integer() || !v || *v < min)
+      fail(*t.get(key), key, fmt::format("must be an integer >= {}", min));
     return *v;
   }
   double number(const toml::node& n, const std::string& field) const {
@@ -83,7 +84,8 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
   one_of("precision", p.precision, {"fp32", "bf16", "fp16"});
   one_of("recompute", p.recompute, {"none", "full"});
   one_of("compute_model", p.compute_model, {"flops", "roofline"});
-  if (!find_pipeline_schedule(p.schedule)) r.fail(*t.get("schedule"), "schedule", fmt::format("unknown pipeline schedule \"{}\"", p.schedule));
+  if (!find_pipeline_schedule(p.schedule))
+    r.fail(*t.get("schedule"), "schedule", fmt::format("unknown pipeline schedule \"{}\"", p.schedule));
   if (t.get("policy")) {
     p.policy = r.text(t, node, "policy");
     if (!find_policy(p.policy)) r.fail(*t.get("policy"), "policy", fmt::format("unknown sync policy \"{}\"", p.policy));
@@ -93,7 +95,8 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
     r.fail(*t.get("world"), "world", fmt::format("{} is not a multiple of tp x pp = {}", p.world, p.tp * p.pp));
   const int dp = p.world / (p.tp * p.pp);
   if (p.batch % (dp * p.microbatch) != 0)
-    r.fail(*t.get("batch"), "batch", fmt::format("{} is not a multiple of dp x microbatch = {} x {}", p.batch, dp, p.microbatch));
+    r.fail(*t.get("batch"), "batch",
+           fmt::format("{} is not a multiple of dp x microbatch = {} x {}", p.batch, dp, p.microbatch));
   if (p.compute_efficiency > 1) r.fail(*t.get("compute_efficiency"), "compute_efficiency", "must be at most 1");
 }
 
@@ -102,13 +105,14 @@ void read_layout(const PointReader& r, const toml::table& t, const toml::node& n
 Scenario layout_scenario(const PublishedPoint& p, bool nvls) {
   const int dp = p.world / (p.tp * p.pp), per_replica = p.batch / dp;
   const std::string pipeline =
-      p.pp > 1 ? fmt::format("microbatches = {}\npipeline_schedule = \"{}\"\n", per_replica / p.microbatch, p.schedule) : "";
+      p.pp > 1 ? fmt::format("microbatches = {}\npipeline_schedule = \"{}\"\n", per_replica / p.microbatch, p.schedule)
+               : "";
   const std::string text = fmt::format(
       "[model]\ntype = \"table\"\ntable = \"{}\"\n[train]\nbackend = \"cuda\"\noptimizer = \"adam\"\nbatch_size = {}\n"
       "precision = \"{}\"\nrecompute = \"{}\"\n[parallel]\ntp = {}\npp = {}\n{}[cluster]\npreset = \"{}\"\n"
       "compute_efficiency = {}\ncompute_model = \"{}\"\nnvls = {}\n[[strategy]]\nname = \"{}\"\npolicy = \"{}\"\n",
-      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency, p.compute_model,
-      nvls ? "true" : "false", p.policy, p.policy);
+      p.model, per_replica, p.precision, p.recompute, p.tp, p.pp, pipeline, p.preset, p.compute_efficiency,
+      p.compute_model, nvls ? "true" : "false", p.policy, p.policy);
   return parse_scenario(text, p.where);
 }
 
@@ -117,23 +121,39 @@ PublishedResult compare_layout(const PublishedPoint& p, const SimOptions& given,
   const SimOptions options = ranking_options(given, p.world);  // the rows are replayed as --search would
   const Store none(":memory:");
   const ComputeSource src = compute_source(sc, sc.strategies.front(), none, "flops");
-  const SimPatternResult r =
-      simulate_pattern(sc, sc.strategies.front(), p.world, src.compute_s, src.optimizer_s, options, sc.cluster.devices_per_node);
+  const SimPatternResult r = simulate_pattern(sc, sc.strategies.front(), p.world, src.compute_s, src.optimizer_s,
+                                              options, sc.cluster.devices_per_node);
   const ModelSpec m = model_spec_for(sc.model);
   const double ran = m.forward_flops() + m.backward_flops() + (p.recompute == "none" ? 0.0 : m.block_forward_flops());
   PublishedResult res{p, r.samples_per_s * ran / p.world / 1e12, 0, ""};
-  res.detail = fmt::format("step {} ({} replay)", format_duration(r.step_s),
-                           simulation_mode(options, p.world, p.tp * p.pp > 1));
+  res.detail =
+      fmt::format("step {} ({} replay)", format_duration(r.step_s), simulation_mode(options, p.world, p.tp * p.pp > 1));
   return res;
 }
 
 // A point's fields that every kind has: its names, the preset it runs on and its world; unknown fields refused.
 PublishedPoint read_point_head(const PointReader& r, const toml::table& t, const toml::node& node) {
   for (const auto& [key, value] : t) {
-    static const std::vector<std::string> known{
-        "id",    "case", "preset", "kind",       "world",     "sweep",     "nvls",
-        "model", "batch", "compute", "published", "tp",        "pp",        "microbatch",
-        "schedule", "precision", "recompute", "compute_efficiency", "compute_model", "policy"};
+    static const std::vector<std::string> known{"id",
+                                                "case",
+                                                "preset",
+                                                "kind",
+                                                "world",
+                                                "sweep",
+                                                "nvls",
+                                                "model",
+                                                "batch",
+                                                "compute",
+                                                "published",
+                                                "tp",
+                                                "pp",
+                                                "microbatch",
+                                                "schedule",
+                                                "precision",
+                                                "recompute",
+                                                "compute_efficiency",
+                                                "compute_model",
+                                                "policy"};
     if (std::find(known.begin(), known.end(), std::string(key.str())) == known.end())
       r.fail(value, std::string(key.str()), "is not a point field");
   }
@@ -187,7 +207,8 @@ void read_layout_point(const PointReader& r, const toml::table& t, const toml::n
 // A busbw or time point: one point per [bytes, value] of its sweep.
 void read_sweep(const PointReader& r, const toml::table& t, const toml::node& node, const PublishedPoint& p,
                 std::vector<PublishedPoint>& out) {
-  if (p.kind != "busbw" && p.kind != "time") r.fail(*t.get("kind"), "kind", "must be busbw, time, efficiency or layout");
+  if (p.kind != "busbw" && p.kind != "time")
+    r.fail(*t.get("kind"), "kind", "must be busbw, time, efficiency or layout");
   const toml::array* sweep = r.need(t, node, "sweep").as_array();
   if (!sweep || sweep->empty()) r.fail(*t.get("sweep"), "sweep", "must be a non-empty array of [bytes, value]");
   for (const toml::node& pair : *sweep) {

@@ -48,13 +48,15 @@ sg4::CommPtr RankMailboxes::send(int dst, std::uint64_t bytes, SendTally& tally,
   ++tally.messages;
   const std::uint64_t wire = wire_bytes(bytes, wire_factor);
   if (const int g = global(dst); mirrored(g))
-    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(rank_)), hosts_->at(static_cast<std::size_t>(g)), wire);
+    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(rank_)), hosts_->at(static_cast<std::size_t>(g)),
+                                   wire);
   return to(dst)->put_async(&g_payload, wire);
 }
 
 sg4::CommPtr RankMailboxes::recv(int src, std::uint64_t wire, int** sink) {
   if (const int g = global(src); mirrored(g))
-    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(g)), hosts_->at(static_cast<std::size_t>(rank_)), wire);
+    return sg4::Comm::sendto_async(hosts_->at(static_cast<std::size_t>(g)), hosts_->at(static_cast<std::size_t>(rank_)),
+                                   wire);
   return from(src)->get_async<int>(sink);
 }
 
@@ -101,7 +103,9 @@ std::uint64_t replay_schedule(const Schedule& s, int rank, std::size_t elem_byte
         later_sends.emplace_back(op.peer, bytes);
         continue;
       }
-      (exchanged(op.peer, bytes) ? first : window.lock_step() ? comms : sends)
+      (exchanged(op.peer, bytes) ? first
+       : window.lock_step()      ? comms
+                                 : sends)
           .push_back(boxes.send(op.peer, bytes, tally, timing.wire_factor));
     }
     for (std::size_t i = 0; i < step.recvs.size(); ++i) {
@@ -136,15 +140,14 @@ void validate_schedule(const Schedule& s) {
   const int n = s.world_size;
   if (n < 1) throw InternalError("simulator: schedule world size must be >= 1");
   if (s.ranks.size() != static_cast<std::size_t>(n))
-    throw InternalError(fmt::format("simulator: schedule \"{}\" has {} rank lists for world size {}", s.name,
-                                    s.ranks.size(), n));
+    throw InternalError(
+        fmt::format("simulator: schedule \"{}\" has {} rank lists for world size {}", s.name, s.ranks.size(), n));
   std::map<std::pair<int, int>, long> balance;  // sends minus receives per (src, dst)
   for (int r = 0; r < n; ++r)
     for (const auto& step : s.ranks[static_cast<std::size_t>(r)]) {
       auto check = [&](int peer) {
         if (peer < 0 || peer >= n || peer == r)
-          throw InternalError(
-              fmt::format("simulator: schedule \"{}\" rank {} has invalid peer {}", s.name, r, peer));
+          throw InternalError(fmt::format("simulator: schedule \"{}\" rank {} has invalid peer {}", s.name, r, peer));
       };
       for (const auto& op : step.sends) {
         check(op.peer);
@@ -184,8 +187,10 @@ SimStepResult run_schedule_simulation(const ClusterConfig& cluster, const Schedu
     sg4::Actor::create(fmt::format("rank{}", r), hosts[static_cast<std::size_t>(r)], [&, r] {
       auto& rec = records[static_cast<std::size_t>(r)];
       RankMailboxes boxes(r);
-      if (phases) replay_phases(*phases, r, elem_bytes, boxes, rec.tally, routes);
-      else replay_schedule(s, r, elem_bytes, boxes, rec.tally, options.serialize_exchanges_from);
+      if (phases)
+        replay_phases(*phases, r, elem_bytes, boxes, rec.tally, routes);
+      else
+        replay_schedule(s, r, elem_bytes, boxes, rec.tally, options.serialize_exchanges_from);
       rec.end = sg4::Engine::get_clock();
       rec.finished = true;
     });

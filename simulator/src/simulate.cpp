@@ -44,7 +44,8 @@ void validate_options(const SimOptions& o) {
 
 // What the strategy's schedule replays as, for the record: "native" becomes its model.
 std::string replayed_schedule(const StrategyConfig& strategy, const NativeReplay& native) {
-  if (uses_parameter_servers(strategy)) return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
+  if (uses_parameter_servers(strategy))
+    return "ps";  // push and pull, whatever `schedule` says (validation keeps it native)
   if (!is_backend_native(strategy.schedule)) return strategy.schedule;
   if (native.transport == Transport::Mpi)
     return "native (Open MPI 4.1's choice by size: ring, recursive_doubling or halving_doubling)";
@@ -117,8 +118,7 @@ std::string simulation_mode(const SimOptions& options, int world_size, bool pipe
     if (pipeline) return world_size > kExactMaxLayoutWorld ? "probed" : "exact";
     return world_size > kExactMaxWorld ? "aggregated" : "exact";
   }
-  throw InputError(
-      fmt::format("simulator: unknown mode \"{}\" (known: {})", options.mode, fmt::join(kModes, ", ")));
+  throw InputError(fmt::format("simulator: unknown mode \"{}\" (known: {})", options.mode, fmt::join(kModes, ", ")));
 }
 
 SimOptions ranking_options(SimOptions options, int world_size) {
@@ -130,8 +130,7 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
                                           double compute_s, double optimizer_s, const std::vector<std::int64_t>& steps,
                                           const SimOptions& options, int ranks_per_node) {
   if (world_size < 1) throw InputError(fmt::format("simulator: world size must be >= 1, got {}", world_size));
-  if (!(compute_s >= 0) || !(optimizer_s >= 0))
-    throw InputError("simulator: compute_s and optimizer_s must be >= 0");
+  if (!(compute_s >= 0) || !(optimizer_s >= 0)) throw InputError("simulator: compute_s and optimizer_s must be >= 0");
   if (steps.empty()) throw InputError("simulator: no micro-step to simulate");
   for (std::size_t i = 0; i < steps.size(); ++i)
     if (steps[i] < 0 || (i > 0 && steps[i] <= steps[i - 1]))
@@ -180,7 +179,8 @@ std::vector<SimStepResult> simulate_steps(const Scenario& scenario, const Strate
       auto& chain = job.stages.empty() ? job.steps : job.stages[st];
       chain.push_back({&s, s.plan(step)});
       for (const PlanOp& op : chain.back().plan.ops)
-        for (const CollectiveCall& call : op.calls) schedule_for_call(call, op.schedule, 1, 1, *resolved.native);  // names check
+        for (const CollectiveCall& call : op.calls)
+          schedule_for_call(call, op.schedule, 1, 1, *resolved.native);  // names check
     }
 
   // Schedules are built in the child: for 1024 ranks each is millions of steps, freed when the child ends.
@@ -219,19 +219,22 @@ namespace {
 void expand_join(const Scenario& sc, int world_size, const SimOptions& options, SimPatternResult& out) {
   const auto it = options.join.find(world_size);
   if (it == options.join.end())
-    throw InputError(fmt::format("data.uneven = \"join\": the simulator needs each rank's share at {} ranks "
-                                 "(SimOptions::join; ddplab simulate computes it from the dataset)",
-                                 world_size));
+    throw InputError(
+        fmt::format("data.uneven = \"join\": the simulator needs each rank's share at {} ranks "
+                    "(SimOptions::join; ddplab simulate computes it from the dataset)",
+                    world_size));
   for (int r = 0; r < world_size; ++r)
     if (sc.cluster.compute_factor(r) != 1)
-      throw InputError(fmt::format("data.uneven = \"join\" with cluster.stragglers: a straggler that runs out "
-                                   "of data stops slowing the others, which the simulator does not replay "
-                                   "yet (rank {} has factor {})",
-                                   r, sc.cluster.compute_factor(r)));
+      throw InputError(
+          fmt::format("data.uneven = \"join\" with cluster.stragglers: a straggler that runs out "
+                      "of data stops slowing the others, which the simulator does not replay "
+                      "yet (rank {} has factor {})",
+                      r, sc.cluster.compute_factor(r)));
   const JoinSchedule& join = it->second;
   if (join.samples.size() != static_cast<std::size_t>(world_size) || join.batch != out.batch_per_rank)
-    throw InputError(fmt::format("data.uneven = \"join\": shares of {} ranks at batch {} given for {} ranks at batch {}",
-                                 join.samples.size(), join.batch, world_size, out.batch_per_rank));
+    throw InputError(
+        fmt::format("data.uneven = \"join\": shares of {} ranks at batch {} given for {} ranks at batch {}",
+                    join.samples.size(), join.batch, world_size, out.batch_per_rank));
   const std::int64_t first = out.pattern.warmup_steps(), period = out.pattern.period();
   const std::int64_t epoch = join.per_epoch();
   const std::int64_t length = std::lcm(epoch, period);  // whole epochs in whole steady blocks
@@ -312,10 +315,9 @@ SimStepResult simulate_schedule(const ClusterConfig& cluster, const Schedule& sc
   sim::validate_cluster(cluster);
   sim::validate_schedule(schedule);
   // The child sees the caller's schedule through fork's copy of memory; nothing is serialised.
-  return run_isolated(schedule.world_size, options,
-                      [&, linked = calibrated_cluster(cluster, options)] {
-                        return sim::run_schedule_simulation(linked, schedule, elem_bytes, options);
-                      });
+  return run_isolated(schedule.world_size, options, [&, linked = calibrated_cluster(cluster, options)] {
+    return sim::run_schedule_simulation(linked, schedule, elem_bytes, options);
+  });
 }
 
 std::vector<TraceEvent> trace_events(const SimStepResult& r) { return trace_events(std::vector<SimStepResult>{r}); }
@@ -328,8 +330,8 @@ std::vector<TraceEvent> trace_events(const std::vector<SimStepResult>& steps) {
       for (const SimOpRecord& op : t.trace) {
         nlohmann::json args = {{"step", r.step}};
         if (op.stream == "comm" || op.bytes > 0) args["bytes"] = op.bytes;  // a TP allreduce runs on the compute track
-        events.push_back(
-            {static_cast<int>(rank), op.stream, op.name, t.start_s + op.start_s, op.end_s - op.start_s, std::move(args)});
+        events.push_back({static_cast<int>(rank), op.stream, op.name, t.start_s + op.start_s, op.end_s - op.start_s,
+                          std::move(args)});
       }
     }
   return events;

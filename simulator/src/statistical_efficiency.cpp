@@ -18,7 +18,8 @@ namespace {
 
 std::string describe(const std::vector<BatchPoint>& points) {
   std::string out;
-  for (const BatchPoint& p : points) out += fmt::format("{}batch {:g}: {:.1f} updates", out.empty() ? "" : ", ", p.global_batch, p.updates);
+  for (const BatchPoint& p : points)
+    out += fmt::format("{}batch {:g}: {:.1f} updates", out.empty() ? "" : ", ", p.global_batch, p.updates);
   return out;
 }
 
@@ -33,8 +34,10 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points) {
     batches.insert(p.global_batch);
   }
   if (batches.size() < 3)
-    throw InputError(fmt::format("fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch "
-                                 "sizes, got {} ({})", batches.size(), describe(points)));
+    throw InputError(
+        fmt::format("fitting S(B) = S_min (1 + B_noise / B) needs runs at 3 or more global batch "
+                    "sizes, got {} ({})",
+                    batches.size(), describe(points)));
   // Weighted least squares of y = a + b x, x = 1 / B, weights 1 / y^2 (relative residuals).
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const BatchPoint& p : points) {
@@ -43,9 +46,11 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points) {
   }
   const double b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), a = (sy - b * sx) / sw;
   if (!(a > 0) || b < 0)
-    throw InputError(fmt::format(
-        "the runs do not follow S(B) = S_min (1 + B_noise / B): the fit gives S_min = {:.3g} and S_min B_noise = {:.3g} "
-        "({}); updates should fall as the batch grows, towards a positive floor", a, b, describe(points)));
+    throw InputError(
+        fmt::format("the runs do not follow S(B) = S_min (1 + B_noise / B): the fit gives S_min = {:.3g} and S_min "
+                    "B_noise = {:.3g} "
+                    "({}); updates should fall as the batch grows, towards a positive floor",
+                    a, b, describe(points)));
   NoiseScaleFit f;
   f.s_min = a;
   f.b_noise = b / a;
@@ -74,12 +79,13 @@ std::optional<double> steps_to_accuracy(const std::vector<Evaluation>& evaluatio
   return std::nullopt;
 }
 
-std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario& scenario, const StrategyConfig& strategy,
-                                              double target, std::vector<std::int64_t>* missed) {
+std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario& scenario,
+                                              const StrategyConfig& strategy, double target,
+                                              std::vector<std::int64_t>* missed) {
   std::vector<BatchPoint> points;
   for (const RunRow& run : store.runs()) {
-    if (run.info.scenario != scenario.name || run.info.strategy != strategy.name || run.info.source != RunSource::Measured ||
-        run.status != RunStatus::Completed)
+    if (run.info.scenario != scenario.name || run.info.strategy != strategy.name ||
+        run.info.source != RunSource::Measured || run.status != RunStatus::Completed)
       continue;
     const Scenario ran = measured_scenario(run);  // its batch, world and strategy as it ran
     if (ran.model.to_json() != scenario.model.to_json()) continue;

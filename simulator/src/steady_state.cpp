@@ -23,9 +23,9 @@ SteadyState steady_state(const std::vector<StepMetrics>& rows, const StepPattern
   StepWindow w = steady_window(pattern, out.run_steps, min_first);
   if (w.steps() == 0) w = steady_window(pattern, out.run_steps, 0);
   if (w.steps() == 0)
-    throw InputError(fmt::format(
-        "the run has {} steps, and its steady state needs {} warm-up steps then at least one block of {}", out.run_steps,
-        pattern.warmup_steps(), out.period));
+    throw InputError(
+        fmt::format("the run has {} steps, and its steady state needs {} warm-up steps then at least one block of {}",
+                    out.run_steps, pattern.warmup_steps(), out.period));
   out.first = w.first;
   out.blocks = static_cast<int>(w.steps() / out.period);
   struct Parts {

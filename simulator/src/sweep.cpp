@@ -47,7 +47,8 @@ SimOptions with_scenario_calibration(const Scenario& scenario, const SimOptions&
 
 }  // namespace
 
-SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store, const SimOptions& given) {
+SweepSetup sweep_setup(const Scenario& scenario, const StrategyConfig& strategy, const Store& store,
+                       const SimOptions& given) {
   SweepSetup setup;
   setup.compute = compute_source(scenario, strategy, store, given.compute, given.allow_oversubscribed);
   setup.options = with_scenario_calibration(scenario, given, store);
@@ -68,7 +69,8 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
   // Small worlds keep every op, so that the run's timeline is stored for the GUI's Timeline.
   SimOptions o = setup.options;
   o.keep_trace = setup.options.keep_trace || n <= kStoredTraceWorld;
-  p.result = simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o, scenario.cluster.devices_per_node);
+  p.result =
+      simulate_pattern(scenario, strategy, n, src.compute_s, src.optimizer_s, o, scenario.cluster.devices_per_node);
   const SimPatternResult& r = p.result;
   // Against the workers (dedicated parameter servers take no batch) running the same micro-steps without
   // communicating: compute every micro-step (with what recomputation runs again), the optimizer once per
@@ -88,15 +90,17 @@ SweepPoint simulate_point(const Scenario& scenario, const StrategyConfig& strate
 std::string describe_mfu(const Scenario& scenario, const SweepPoint& p, const ComputeSource& compute) {
   if (!p.mfu) return "";
   const bool derived = compute.kind == "flops";  // compute_s itself from device_flops x compute_efficiency
-  return fmt::format("MFU {:.1f}% (the model's forward and backward FLOPs x samples/s over {} x cluster.device_flops{})",
-                     100 * *p.mfu, p.world_size,
-                     !derived ? ""
-                     : scenario.train.recompute == "none"
-                         ? fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, the most "
-                                       "MFU can reach", scenario.cluster.compute_efficiency)
-                         : fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, and "
-                                       "train.recompute's forward again costs time the model's FLOPs leave out",
-                                       scenario.cluster.compute_efficiency));
+  return fmt::format(
+      "MFU {:.1f}% (the model's forward and backward FLOPs x samples/s over {} x cluster.device_flops{})", 100 * *p.mfu,
+      p.world_size,
+      !derived ? ""
+      : scenario.train.recompute == "none"
+          ? fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, the most "
+                        "MFU can reach",
+                        scenario.cluster.compute_efficiency)
+          : fmt::format("; compute runs at cluster.compute_efficiency = {:.2f} of that peak, and "
+                        "train.recompute's forward again costs time the model's FLOPs leave out",
+                        scenario.cluster.compute_efficiency));
 }
 
 std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyConfig& strategy,
@@ -125,13 +129,15 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"optimizer_s", src.optimizer_s},
         {"compute_origin", src.origin},
         {"compute_source", src.kind},
-        {"steps", [&] {
+        {"steps",
+         [&] {
            std::vector<std::int64_t> v;
            for (const SimStepResult& x : r.steps) v.push_back(x.step);
            return v;
          }()},
-        {"step_note", "the first block of each segment of the strategy's step pattern, simulated back to back; a "
-                      "warm-up block stands for every repeat of its segment (config pattern)"},
+        {"step_note",
+         "the first block of each segment of the strategy's step pattern, simulated back to back; a "
+         "warm-up block stands for every repeat of its segment (config pattern)"},
         {"ranks_per_node", scenario.cluster.devices_per_node},
         {"network_model", network_model_for(scenario.cluster, options)},
         {"crosstraffic", crosstraffic_for(scenario.cluster, options)},
@@ -141,9 +147,11 @@ std::vector<SweepPoint> simulate_sweep(const Scenario& scenario, const StrategyC
         {"wall_s", r.wall_s},
         {"comms", r.comms},
         {"mode", simulation_mode(options, n, scenario.parallel.model_parallel())},
-        {"mode_note", "exact: every message; aggregated: schedule steps merged into phases of flows (docs/simulation.md)"},
+        {"mode_note",
+         "exact: every message; aggregated: schedule steps merged into phases of flows (docs/simulation.md)"},
     };
-    nlohmann::json memory = {{"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};
+    nlohmann::json memory = {
+        {"rank", p.memory.rank}, {"total_bytes", p.memory.memory.total()}, {"fits", p.memory.fits()}};
     for (const auto& [part, bytes] : p.memory.memory.parts()) memory[part + "_bytes"] = bytes;
     if (p.memory.capacity) memory["capacity_bytes"] = *p.memory.capacity;
     config["simulation"]["device_memory"] = std::move(memory);

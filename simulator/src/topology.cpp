@@ -57,9 +57,12 @@ class Builder {
   }
 
   std::vector<sg4::Host*> build() {
-    if (c_.topology == "star") build_star();
-    else if (c_.topology == "full") build_full();
-    else build_cluster_zone();
+    if (c_.topology == "star")
+      build_star();
+    else if (c_.topology == "full")
+      build_full();
+    else
+      build_cluster_zone();
     return std::move(hosts_);
   }
 
@@ -113,8 +116,8 @@ class Builder {
           p.emplace_back(pcie_switch[static_cast<std::size_t>(j / 2)], DOWN);
         }
         p.emplace_back(dev_link[static_cast<std::size_t>(j)], DOWN);
-        zone->add_route(dev[static_cast<std::size_t>(i)]->get_netpoint(), dev[static_cast<std::size_t>(j)]->get_netpoint(),
-                        nullptr, nullptr, p, true);
+        zone->add_route(dev[static_cast<std::size_t>(i)]->get_netpoint(),
+                        dev[static_cast<std::size_t>(j)]->get_netpoint(), nullptr, nullptr, p, true);
       }
 
     // Device <-> gateway: its own NIC (per_device, GPUDirect-style), or the hub then the node's one NIC.
@@ -158,9 +161,12 @@ class Builder {
     end.reserve(static_cast<std::size_t>(nodes_));
     for (int node = 0; node < nodes_; ++node) {
       const NodeSpan s = span(node);
-      if (needs_zone(node)) end.push_back(build_node(zone, s));
-      else if (any_zone) end.push_back(build_bare_node(zone, s));
-      else end.emplace_back(make_host(zone, s.first)->get_netpoint(), nullptr);
+      if (needs_zone(node))
+        end.push_back(build_node(zone, s));
+      else if (any_zone)
+        end.push_back(build_bare_node(zone, s));
+      else
+        end.emplace_back(make_host(zone, s.first)->get_netpoint(), nullptr);
     }
     const double bw = fabric_bandwidth(c_);
     const double lat = c_.fabric_latency.value_or(c_.link_latency);
@@ -212,7 +218,8 @@ class Builder {
     sg4::NetZone* zone = nullptr;
     if (c_.topology == "fat_tree") {
       const FatTreeShape t = fat_tree_shape(c_, leaves_needed);
-      zone = sg4::create_fatTree_zone("cluster", nullptr, {t.levels, t.down, t.up, t.count}, callbacks, bw, lat, policy);
+      zone =
+          sg4::create_fatTree_zone("cluster", nullptr, {t.levels, t.down, t.up, t.count}, callbacks, bw, lat, policy);
     } else if (c_.topology == "dragonfly") {
       const auto g = dragonfly_shape(c_, leaves_needed);
       zone = sg4::create_dragonfly_zone("cluster", nullptr, {{g[0], g[1]}, {g[2], g[3]}, {g[4], g[5]}, g[6]}, callbacks,
@@ -238,9 +245,10 @@ unsigned product(const std::vector<unsigned>& v) {
 
 void check_leaves(const ClusterConfig& c, unsigned leaves, int nodes, const std::string& spec) {
   if (leaves < static_cast<unsigned>(nodes))
-    throw InputError(fmt::format("simulator: [cluster].{} = \"{}\" has {} leaves, but the world needs {} nodes "
-                                 "({} devices per node)",
-                                 c.topology, spec, leaves, nodes, c.devices_per_node));
+    throw InputError(
+        fmt::format("simulator: [cluster].{} = \"{}\" has {} leaves, but the world needs {} nodes "
+                    "({} devices per node)",
+                    c.topology, spec, leaves, nodes, c.devices_per_node));
 }
 
 }  // namespace
@@ -296,9 +304,10 @@ std::vector<unsigned> dragonfly_shape(const ClusterConfig& c, int nodes) {
     // SimGrid links group j to router j of every group: a group needs at least as many routers as there
     // are groups (3.32 reads past its router table otherwise and crashes).
     if (out[2] * out[4] < out[0])
-      throw InputError(fmt::format("simulator: [cluster].dragonfly = \"{}\" has {} groups but {} routers per group; "
-                                   "a group needs at least one router per group",
-                                   c.dragonfly, out[0], out[2] * out[4]));
+      throw InputError(
+          fmt::format("simulator: [cluster].dragonfly = \"{}\" has {} groups but {} routers per group; "
+                      "a group needs at least one router per group",
+                      c.dragonfly, out[0], out[2] * out[4]));
     return out;
   }
   // Sized to the world: G groups of one chassis with R >= G routers of 2 nodes, one link between groups.

@@ -29,8 +29,8 @@ Transport transport_of(const Calibration& c) { return c.transport(); }
 
 // The run's own compute (medians of its steady blocks) brought to one worker's micro-step and one update, as
 // simulate --compute run:ID does with its means; a straggler's rows without the stretch it had.
-ComputeSource own_compute(const Scenario& sc, int world, const std::vector<StepMetrics>& rows, const StepPattern& pattern,
-                          std::int64_t warmup) {
+ComputeSource own_compute(const Scenario& sc, int world, const std::vector<StepMetrics>& rows,
+                          const StepPattern& pattern, std::int64_t warmup) {
   const SteadyState own = steady_state(without_stragglers(rows, sc.cluster), pattern, warmup);
   return compute_from_means(sc, world, own.compute_s, own.optimizer_s);
 }
@@ -58,11 +58,11 @@ struct StoreValidation::Impl {
   bool other_transport(Transport transport, const std::string& what) {
     if (!report.fit || transport == transport_of(*report.fit)) return false;
     const auto other = latest_of.find(transport);
-    report.not_compared.push_back(fmt::format(
-        "{} ran over {}, calibration \"{}\" measured {}: not compared{}", what, transport, report.calibration,
-        report.fit->link_class,
-        other == latest_of.end() ? " (no calibration of " + to_string(transport) + " stored)"
-                                 : fmt::format(" (`--name {}` compares it)", other->second)));
+    report.not_compared.push_back(fmt::format("{} ran over {}, calibration \"{}\" measured {}: not compared{}", what,
+                                              transport, report.calibration, report.fit->link_class,
+                                              other == latest_of.end()
+                                                  ? " (no calibration of " + to_string(transport) + " stored)"
+                                                  : fmt::format(" (`--name {}` compares it)", other->second)));
     return true;
   }
 
@@ -108,15 +108,15 @@ struct StoreValidation::Impl {
     v.compute_from_calibration = opt.compute == "calibration" || (opt.compute == "auto" && fits);
     if (v.compute_from_calibration && !fits)
       throw InputError(fmt::format(
-          "--compute calibration: calibration \"{}\" measured {} at batch {} on {}, the run trained {} at batch {} on {}",
+          "--compute calibration: calibration \"{}\" measured {} at batch {} on {}, the run trained {} at batch {} on "
+          "{}",
           report.calibration,
           fit->layers.empty() ? std::string("no compute") : fmt::format("layers {}", fmt::join(fit->layer_widths, "-")),
           fit->batch_size, fit->compute_backend, fmt::join(sc.model.layers, "-"), sc.train.batch_size,
           compute_backend_of(sc)));
     // The calibration's per-layer times, or the run's own (own_compute).
-    const ComputeSource compute = v.compute_from_calibration
-                                      ? from_calibration(*fit)
-                                      : own_compute(sc, world, rows, pattern, opt.warmup);
+    const ComputeSource compute =
+        v.compute_from_calibration ? from_calibration(*fit) : own_compute(sc, world, rows, pattern, opt.warmup);
     v.predicted = steady_state(simulate_pattern(sc, st, world, compute.compute_s, compute.optimizer_s,
                                                 v.compute_from_calibration ? net_cal : net, ranks_per_node));
     report.ranking[world].first.push_back(v.measured.step_s);
@@ -135,7 +135,8 @@ struct StoreValidation::Impl {
     if (world < 2 || other_transport(transport, fmt::format("bench {}", b.id))) return;
     ClusterConfig cluster;  // star; links from the calibration, else the defaults
     // An imported nccl-tests log may name the preset it ran on.
-    if (const auto cfg = nlohmann::json::parse(b.info.config_json, nullptr, false); cfg.is_object() && cfg.contains("preset")) {
+    if (const auto cfg = nlohmann::json::parse(b.info.config_json, nullptr, false);
+        cfg.is_object() && cfg.contains("preset")) {
       apply_cluster_preset(cluster, cfg["preset"].get<std::string>());
       if (b.info.ranks_per_node > 0) cluster.devices_per_node = b.info.ranks_per_node;  // as the log ran
     }

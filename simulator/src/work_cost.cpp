@@ -100,15 +100,14 @@ std::map<std::string, WorkFit> fit_codec_work(const std::vector<WorkSample>& sam
   std::map<std::string, std::vector<const WorkSample*>> by_key;
   for (const WorkSample& w : samples) {
     if (!(w.seconds > 0) || !(w.size.units > 0))
-      throw CalibrationError(fmt::format("codec work {}: time and size must be positive, got {} s at {}", w.key,
-                                         w.seconds, w.size.units));
+      throw CalibrationError(
+          fmt::format("codec work {}: time and size must be positive, got {} s at {}", w.key, w.seconds, w.size.units));
     by_key[w.key].push_back(&w);
   }
   std::map<std::string, WorkFit> fits;
   for (const auto& [key, ws] : by_key) {
-    const auto [lo, hi] = std::minmax_element(ws.begin(), ws.end(), [](const WorkSample* a, const WorkSample* b) {
-      return a->size.units < b->size.units;
-    });
+    const auto [lo, hi] = std::minmax_element(
+        ws.begin(), ws.end(), [](const WorkSample* a, const WorkSample* b) { return a->size.units < b->size.units; });
     if (!((*hi)->size.units > (*lo)->size.units))
       throw CalibrationError(fmt::format("codec work {}: needs samples at 2 sizes or more", key));
     std::optional<SubsetFit> best;

@@ -17,8 +17,9 @@ Bucketing make_buckets(const ModelSpec& model, const std::vector<int>& order, st
                        std::uint64_t first_cap_bytes, std::size_t elem_bytes, bool whole_layers) {
   const std::size_t n = model.params.size();
   std::vector<bool> seen(n, false);
-  if (order.size() != n) throw InputError("bucket order names " + std::to_string(order.size()) +
-                                          " parameters, the model has " + std::to_string(n));
+  if (order.size() != n)
+    throw InputError("bucket order names " + std::to_string(order.size()) + " parameters, the model has " +
+                     std::to_string(n));
   for (int p : order) {
     if (p < 0 || static_cast<std::size_t>(p) >= n || seen[static_cast<std::size_t>(p)])
       throw InputError("bucket order is not a permutation of the parameters (at " + std::to_string(p) + ")");

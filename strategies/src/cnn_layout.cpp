@@ -7,7 +7,8 @@
 namespace ddplab {
 
 std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
-  if (m.type != ModelType::Cnn) throw InternalError("cnn_layout: model type \"" + to_string(m.type) + "\" is not \"cnn\"");
+  if (m.type != ModelType::Cnn)
+    throw InternalError("cnn_layout: model type \"" + to_string(m.type) + "\" is not \"cnn\"");
   if (m.image.size() != 3) throw InputError("cnn_layout: image must be [height, width, channels]");
   std::vector<CnnLayer> layers;
   const bool norm = m.bn != "none";
@@ -18,7 +19,8 @@ std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
     CnnLayer conv{CnnLayer::Kind::Conv, "conv" + n, h, w, c, m.conv[b], m.kernel, !norm, !norm, !norm};
     layers.push_back(conv);
     if (norm)
-      layers.push_back({CnnLayer::Kind::Norm, "bn" + n, h, w, m.conv[b], m.conv[b], 1, true, true, true, m.bn == "sync"});
+      layers.push_back(
+          {CnnLayer::Kind::Norm, "bn" + n, h, w, m.conv[b], m.conv[b], 1, true, true, true, m.bn == "sync"});
     c = m.conv[b], h /= 2, w /= 2;
   }
   int features = h * w * c;
@@ -26,8 +28,8 @@ std::vector<CnnLayer> cnn_layout(const ModelConfig& m) {
   widths.push_back(m.classes);
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const bool last = i + 1 == widths.size();
-    layers.push_back({CnnLayer::Kind::Linear, "fc" + std::to_string(i + 1), 1, 1, features, widths[i], 1, true, !last,
-                      false});
+    layers.push_back(
+        {CnnLayer::Kind::Linear, "fc" + std::to_string(i + 1), 1, 1, features, widths[i], 1, true, !last, false});
     features = widths[i];
   }
   return layers;

@@ -18,16 +18,17 @@ std::vector<std::string> pipeline_schedule_names() {
   return names;
 }
 
-ParallelLayout::ParallelLayout(const ParallelConfig& p, int world) : tp_(p.tp), pp_(p.pp), dp_inside_(p.placement == "tp-dp-pp") {
+ParallelLayout::ParallelLayout(const ParallelConfig& p, int world)
+    : tp_(p.tp), pp_(p.pp), dp_inside_(p.placement == "tp-dp-pp") {
   if (p.placement != "tp-dp-pp" && p.placement != "tp-pp-dp")
     throw InputError(fmt::format("placement must be \"tp-dp-pp\" or \"tp-pp-dp\", got \"{}\"", p.placement));
   if (tp_ < 1 || pp_ < 1 || world < 1 || world % (tp_ * pp_) != 0)
-    throw InputError(fmt::format("tp x pp = {} x {} = {} does not divide the world of {} ranks", tp_, pp_,
-                                 tp_ * pp_, world));
+    throw InputError(
+        fmt::format("tp x pp = {} x {} = {} does not divide the world of {} ranks", tp_, pp_, tp_ * pp_, world));
   dp_ = world / (tp_ * pp_);
   if (p.dp && *p.dp != dp_)
-    throw InputError(fmt::format("tp x pp x dp = {} x {} x {} = {} is not the world of {} ranks", tp_, pp_,
-                                 *p.dp, tp_ * pp_ * *p.dp, world));
+    throw InputError(fmt::format("tp x pp x dp = {} x {} x {} = {} is not the world of {} ranks", tp_, pp_, *p.dp,
+                                 tp_ * pp_ * *p.dp, world));
 }
 
 RankCoord ParallelLayout::coord(int rank) const {
@@ -89,8 +90,10 @@ std::string at(const Scenario& sc, const std::string& key, const std::string& fa
   return sc.path;
 }
 
-[[noreturn]] void fail(const Scenario& sc, const std::string& key, const std::string& message, const std::string& fallback = "") {
-  throw ScenarioError(InputLocation::at(at(sc, key, fallback), "parallel." + key), fmt::format("parallel.{} {}", key, message));
+[[noreturn]] void fail(const Scenario& sc, const std::string& key, const std::string& message,
+                       const std::string& fallback = "") {
+  throw ScenarioError(InputLocation::at(at(sc, key, fallback), "parallel." + key),
+                      fmt::format("parallel.{} {}", key, message));
 }
 
 }  // namespace
@@ -106,26 +109,37 @@ void validate_parallel(const Scenario& sc) {
     fail(sc, "pipeline_schedule", fmt::format("must be one of {}, got \"{}\"", list, p.pipeline_schedule));
   }
   if (sc.train.batch_size % p.microbatches != 0)
-    fail(sc, "microbatches", fmt::format("must divide train.batch_size ({} samples per rank and step), got {}",
-                                         sc.train.batch_size, p.microbatches));
+    fail(sc, "microbatches",
+         fmt::format("must divide train.batch_size ({} samples per rank and step), got {}", sc.train.batch_size,
+                     p.microbatches));
   if (schedule->interleaved) {
     if (p.virtual_stages < 2)
-      fail(sc, "virtual_stages", fmt::format("must be 2 or more with pipeline_schedule = \"{}\" (model chunks "
-                                             "per rank), got {}", p.pipeline_schedule, p.virtual_stages), "pipeline_schedule");
-    if (p.pp < 2) fail(sc, "pp", fmt::format("must be 2 or more with pipeline_schedule = \"{}\", got {}", p.pipeline_schedule, p.pp));
+      fail(sc, "virtual_stages",
+           fmt::format("must be 2 or more with pipeline_schedule = \"{}\" (model chunks "
+                       "per rank), got {}",
+                       p.pipeline_schedule, p.virtual_stages),
+           "pipeline_schedule");
+    if (p.pp < 2)
+      fail(sc, "pp",
+           fmt::format("must be 2 or more with pipeline_schedule = \"{}\", got {}", p.pipeline_schedule, p.pp));
     if (p.microbatches % p.pp != 0)
-      fail(sc, "microbatches", fmt::format("must be a multiple of parallel.pp ({}) with pipeline_schedule = "
-                                           "\"{}\" (Megatron-LM's condition), got {}", p.pp, p.pipeline_schedule, p.microbatches));
+      fail(sc, "microbatches",
+           fmt::format("must be a multiple of parallel.pp ({}) with pipeline_schedule = "
+                       "\"{}\" (Megatron-LM's condition), got {}",
+                       p.pp, p.pipeline_schedule, p.microbatches));
   } else if (p.virtual_stages != 1) {
-    fail(sc, "virtual_stages", fmt::format("applies to an interleaved pipeline_schedule only (pipeline_schedule is "
-                                           "\"{}\"), got {}", p.pipeline_schedule, p.virtual_stages));
+    fail(sc, "virtual_stages",
+         fmt::format("applies to an interleaved pipeline_schedule only (pipeline_schedule is "
+                     "\"{}\"), got {}",
+                     p.pipeline_schedule, p.virtual_stages));
   }
   if (p.model_parallel())
     for (std::size_t i = 0; i < sc.strategies.size(); ++i)
       if (uses_parameter_servers(sc.strategies[i]))
         fail(sc, p.tp > 1 ? "tp" : "pp",
              fmt::format("splits the model, which strategy[{}] (\"{}\") cannot serve: its parameter servers keep whole "
-                         "models' shards", i, sc.strategies[i].name));
+                         "models' shards",
+                         i, sc.strategies[i].name));
   if (p.model_parallel())
     for (std::size_t i = 0; i < sc.strategies.size(); ++i)
       if (const PolicyInfo* policy = find_policy(sc.strategies[i].policy); policy && policy->zero >= 3)

@@ -16,7 +16,10 @@
 namespace ddplab {
 
 std::vector<std::pair<std::string, double>> DeviceMemory::parts() const {
-  return {{"parameters", parameters}, {"gradients", gradients}, {"optimizer", optimizer}, {"codec", codec},
+  return {{"parameters", parameters},
+          {"gradients", gradients},
+          {"optimizer", optimizer},
+          {"codec", codec},
           {"activations", activations}};
 }
 
@@ -95,8 +98,8 @@ void rank_parts(const Strategy& strategy, int rank, const OptimizerInfo& optimiz
   const PipelineStage& pipe = ctx.pipeline;
   const double scale = static_cast<double>(elem_bytes(ctx.activations)) / kFloat;  // the tables' sizes are fp32
   if (!pipe.schedule) {
-    const HeldActivations h = held_activations(strategy.model(), 0, static_cast<int>(strategy.model().layers.size()), 0,
-                                               ctx.recompute);
+    const HeldActivations h =
+        held_activations(strategy.model(), 0, static_cast<int>(strategy.model().layers.size()), 0, ctx.recompute);
     m.activations = scale * ctx.batch_size * h.peak;
     return;
   }
@@ -129,7 +132,8 @@ DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerIn
   return rank_memory(strategy, rank, optimizer, step, whole_at_peak(strategy));
 }
 
-std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer, std::int64_t step) {
+std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer,
+                                                   std::int64_t step) {
   const std::vector<int> whole = whole_at_peak(strategy);
   std::pair<int, DeviceMemory> best{0, rank_memory(strategy, 0, optimizer, step, whole)};
   if (strategy.policy().shards == Shards::None) return best;  // every rank alike
@@ -149,11 +153,13 @@ std::string describe_memory(const DeviceMemory& m) {
 }
 
 std::string MemoryCheck::describe() const {
-  if (!capacity) return fmt::format("{} on rank {}; no cluster.device_memory to check it against", describe_memory(memory), rank);
-  if (fits()) return fmt::format("{} on rank {}, fits in the {} of cluster.device_memory", describe_memory(memory), rank,
-                                 format_bytes(*capacity));
-  return fmt::format("OUT OF MEMORY: rank {} needs {}, more than the {} of cluster.device_memory", rank, describe_memory(memory),
-                     format_bytes(*capacity));
+  if (!capacity)
+    return fmt::format("{} on rank {}; no cluster.device_memory to check it against", describe_memory(memory), rank);
+  if (fits())
+    return fmt::format("{} on rank {}, fits in the {} of cluster.device_memory", describe_memory(memory), rank,
+                       format_bytes(*capacity));
+  return fmt::format("OUT OF MEMORY: rank {} needs {}, more than the {} of cluster.device_memory", rank,
+                     describe_memory(memory), format_bytes(*capacity));
 }
 
 MemoryCheck check_memory(const Scenario& scenario, const StrategyConfig& config, int world, int ranks_per_node) {

@@ -88,8 +88,9 @@ class TableParser {
       if (s.empty() || s.front() == '#') continue;
       if (!header) {
         if (s != kModelTableHeader && s != kModelTableHeaderTp)
-          fail(line, col, fmt::format("the header must be {} or {}, got {}", quote(kModelTableHeader),
-                                      quote(kModelTableHeaderTp), quote(s)));
+          fail(line, col,
+               fmt::format("the header must be {} or {}, got {}", quote(kModelTableHeader), quote(kModelTableHeaderTp),
+                           quote(s)));
         header = true;
         fields_ = s == kModelTableHeader ? 5 : 6;
         continue;
@@ -106,16 +107,19 @@ class TableParser {
   void row(ModelSpec& m, std::string_view s, std::size_t line, std::size_t col0) {
     const std::vector<Cell> cells = split(s, ',', col0);
     if (cells.size() != fields_)
-      fail(line, col0, fmt::format("a row has {} fields ({}), this one has {}", fields_,
-                                   fields_ == 5 ? kModelTableHeader : kModelTableHeaderTp, cells.size()));
+      fail(line, col0,
+           fmt::format("a row has {} fields ({}), this one has {}", fields_,
+                       fields_ == 5 ? kModelTableHeader : kModelTableHeaderTp, cells.size()));
     const int layer = static_cast<int>(m.layers.size());
     LayerSpec l;
     const Cell& name = cells[0];
     if (!valid_name(name.text, true))
-      fail(line, name.col, fmt::format("name must be a non-empty layer name of letters, digits, '_', '.' and '-', got {}",
-                                       quote(name.text)));
+      fail(line, name.col,
+           fmt::format("name must be a non-empty layer name of letters, digits, '_', '.' and '-', got {}",
+                       quote(name.text)));
     if (auto [it, fresh] = layer_line_.emplace(std::string(name.text), line); !fresh)
-      fail(line, name.col, fmt::format("name must be unique (line {} has the same), got {}", it->second, quote(name.text)));
+      fail(line, name.col,
+           fmt::format("name must be unique (line {} has the same), got {}", it->second, quote(name.text)));
     l.name = std::string(name.text);
     l.forward_flops = number(cells[2], "forward_flops", line);
     l.backward_flops = number(cells[3], "backward_flops", line);
@@ -129,7 +133,8 @@ class TableParser {
   TpSplit split_kind(const Cell& c, std::size_t line) const {
     for (TpSplit k : {TpSplit::None, TpSplit::Column, TpSplit::Row, TpSplit::Split})
       if (c.text == tp_split_name(k)) return k;
-    fail(line, c.col, fmt::format("tp must be \"column\", \"row\", \"split\" or empty (replicated), got {}", quote(c.text)));
+    fail(line, c.col,
+         fmt::format("tp must be \"column\", \"row\", \"split\" or empty (replicated), got {}", quote(c.text)));
   }
 
   double number(const Cell& c, const char* field, std::size_t line) const {
@@ -146,8 +151,9 @@ class TableParser {
     const std::size_t colon = c.text.find(':');
     const std::string_view tname = colon == c.text.npos ? c.text : c.text.substr(0, colon);
     if (colon == c.text.npos || !valid_name(tname, false))
-      fail(line, c.col, fmt::format("params must be \";\"-separated tensor:shape entries such as \"weight:64x3x7x7\", got {}",
-                                    quote(c.text)));
+      fail(line, c.col,
+           fmt::format("params must be \";\"-separated tensor:shape entries such as \"weight:64x3x7x7\", got {}",
+                       quote(c.text)));
     ParamSpec p;
     p.name = layer_name + "." + std::string(tname);
     p.layer = layer;
@@ -157,8 +163,10 @@ class TableParser {
       const char* end = d.text.data() + d.text.size();
       const auto [ptr, ec] = std::from_chars(d.text.data(), end, v);
       if (d.text.empty() || ec != std::errc() || ptr != end || v == 0)
-        fail(line, d.col, fmt::format("params: tensor {} has a bad dimension {} (dimensions are positive integers "
-                                      "joined by 'x', such as 64x3x7x7)", quote(tname), quote(d.text)));
+        fail(line, d.col,
+             fmt::format("params: tensor {} has a bad dimension {} (dimensions are positive integers "
+                         "joined by 'x', such as 64x3x7x7)",
+                         quote(tname), quote(d.text)));
       if (count > std::numeric_limits<std::size_t>::max() / v)
         fail(line, c.col, fmt::format("params: tensor {} has more than 2^64 elements", quote(tname)));
       count *= v;
@@ -172,7 +180,7 @@ class TableParser {
   }
 
   std::string path_;
-  std::size_t fields_ = 5;  // 6 with the tp column
+  std::size_t fields_ = 5;                                      // 6 with the tp column
   std::map<std::string, std::size_t> layer_line_, param_line_;  // name -> line that defined it
 };
 
@@ -200,9 +208,12 @@ ModelSpec load_model_table(const std::string& name_or_path) {
 
 ModelSpec model_spec_for(const ModelConfig& model) {
   switch (model.type) {
-    case ModelType::Mlp: return ModelSpec::mlp(model.layers);
-    case ModelType::Cnn: return cnn_model_spec(cnn_layout(model));
-    case ModelType::Table: return load_model_table(model.table);
+    case ModelType::Mlp:
+      return ModelSpec::mlp(model.layers);
+    case ModelType::Cnn:
+      return cnn_model_spec(cnn_layout(model));
+    case ModelType::Table:
+      return load_model_table(model.table);
   }
   throw InternalError(fmt::format("model_spec_for: model type {} has no spec", static_cast<int>(model.type)));
 }

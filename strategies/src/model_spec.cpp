@@ -74,7 +74,8 @@ std::vector<int> ModelSpec::forward_chunks(const std::vector<int>& cuts) const {
   const int n = static_cast<int>(layers.size());
   std::vector<int> ends{n - 1};
   for (int c : cuts) {
-    if (c < 0 || c >= n) throw std::out_of_range("forward chunk through layer " + std::to_string(c) + " of " + std::to_string(n));
+    if (c < 0 || c >= n)
+      throw std::out_of_range("forward chunk through layer " + std::to_string(c) + " of " + std::to_string(n));
     ends.push_back(c);
   }
   for (int l : sync_layers()) {
@@ -88,10 +89,14 @@ std::vector<int> ModelSpec::forward_chunks(const std::vector<int>& cuts) const {
 
 const char* tp_split_name(TpSplit s) {
   switch (s) {
-    case TpSplit::None: return "";
-    case TpSplit::Column: return "column";
-    case TpSplit::Row: return "row";
-    case TpSplit::Split: return "split";
+    case TpSplit::None:
+      return "";
+    case TpSplit::Column:
+      return "column";
+    case TpSplit::Row:
+      return "row";
+    case TpSplit::Split:
+      return "split";
   }
   return "?";
 }
@@ -114,7 +119,8 @@ ModelSpec ModelSpec::mlp(const std::vector<int>& widths) {
   }
   // Tensor parallelism as Megatron-LM's MLP: each pair of layers column- then row-parallel; an unpaired
   // last layer (the classifier of an odd count) replicated.
-  for (std::size_t l = 0; l + 1 < m.layers.size(); l += 2) m.layers[l].tp = TpSplit::Column, m.layers[l + 1].tp = TpSplit::Row;
+  for (std::size_t l = 0; l + 1 < m.layers.size(); l += 2)
+    m.layers[l].tp = TpSplit::Column, m.layers[l + 1].tp = TpSplit::Row;
   return m;
 }
 

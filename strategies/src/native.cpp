@@ -47,9 +47,12 @@ std::string native_schedule(Transport transport, Collective collective, int worl
   if (transport != Transport::Mpi || collective != Collective::Allreduce) return "ring";
   switch (open_mpi_allreduce_algorithm(world_size, count * elem_bytes)) {
     case 4:
-    case 5: return count < static_cast<std::size_t>(world_size) ? "recursive_doubling" : "ring";
-    case 6: return "halving_doubling";
-    default: return "recursive_doubling";  // 3, and 2 (reduce then broadcast) as the nearest
+    case 5:
+      return count < static_cast<std::size_t>(world_size) ? "recursive_doubling" : "ring";
+    case 6:
+      return "halving_doubling";
+    default:
+      return "recursive_doubling";  // 3, and 2 (reduce then broadcast) as the nearest
   }
 }
 

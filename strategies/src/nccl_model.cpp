@@ -22,8 +22,8 @@ constexpr double us = 1e-6;
 constexpr std::array<double, 3> kBaseRing{6.6, 14.0, 8.4}, kBaseTree{6.8, 14.0, 8.4};
 constexpr std::array<double, 3> kHopNvlRing{0.6, 1.9, 3.4}, kHopNvlTree{0.6, 1.25, 4.0};
 constexpr std::array<double, 3> kHopNetRing{2.7, 4.0, 14.0}, kHopNetTree{5.0, 8.5, 14.0};
-constexpr double kHopNvls = 25.0;   // NVLS, Simple only, one node
-constexpr double kNvlsEff = 0.85;   // NVLS bandwidth efficiency on Hopper
+constexpr double kHopNvls = 25.0;  // NVLS, Simple only, one node
+constexpr double kNvlsEff = 0.85;  // NVLS bandwidth efficiency on Hopper
 // NVLS's pipeline, which the tuner's formula leaves out. Each step moves one chunk per NVLS channel and
 // head (a head per GPU of the node); for buffers under 64, 8 and 2 such steps NCCL shrinks the chunk from
 // 128 KiB to 64, 32 and 16 KiB (enqueue.cc's chunking for NVLS), so mid-size buffers take few, small steps
@@ -105,7 +105,8 @@ struct Builder {
   Schedule finish(std::string name, Collective coll, std::size_t count) {
     std::size_t steps = 0;
     for (int r = 0; r < n; ++r) steps = std::max({steps, sends[r].size(), recvs[r].size()});
-    Schedule s{std::move(name), coll, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
+    Schedule s{
+        std::move(name), coll, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
     for (int r = 0; r < n; ++r) {
       sends[r].resize(steps);
       recvs[r].resize(steps);
@@ -184,7 +185,7 @@ Schedule striped_tree(const Shape& s, std::size_t count, std::size_t elem_bytes)
         const std::size_t elems = chunk_of(elems_total, chunks, k).count;
         for (int r = 0; r < s.n; ++r) {
           if (parent[r] < 0) continue;
-          b.add(r, parent[r], static_cast<std::size_t>(k + height[r]), elems);               // reduce, leaves first
+          b.add(r, parent[r], static_cast<std::size_t>(k + height[r]), elems);             // reduce, leaves first
           b.add(parent[r], r, bcast + static_cast<std::size_t>(k + depth[r] - 1), elems);  // broadcast, root first
         }
       }

@@ -28,8 +28,10 @@ std::vector<int> chunk_ends(const ModelSpec& model, int C) {
   std::string current;
   for (int l = 0; l < L; ++l) {
     const std::string b = layer_block(model.layers[static_cast<std::size_t>(l)].name);
-    if (!b.empty() && b != current) block_end.push_back(l + 1);
-    else if (!block_end.empty()) block_end.back() = l + 1;
+    if (!b.empty() && b != current)
+      block_end.push_back(l + 1);
+    else if (!block_end.empty())
+      block_end.back() = l + 1;
     if (!b.empty()) current = b;
   }
   if (block_end.empty())
@@ -55,8 +57,8 @@ StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, 
   if (P < 1 || v < 1 || stage < 0 || stage >= P)
     throw InternalError(fmt::format("pipeline: stage {} of {} stages x {} chunks", stage, P, v));
   if (!model.sync_layers().empty())
-    throw InputError(fmt::format("pipeline: {} has SyncBatchNorm layers, whose statistics would span stages",
-                                 model.name));
+    throw InputError(
+        fmt::format("pipeline: {} has SyncBatchNorm layers, whose statistics would span stages", model.name));
   const std::vector<int> ends = chunk_ends(model, C);
   StageModel out;
   out.model.name = fmt::format("{} stage {}", model.name, stage);
@@ -67,9 +69,10 @@ StageModel pipeline_stage(const ModelSpec& model, const PipelineInfo& schedule, 
   auto boundary = [&](int layer) {  // the activations leaving `layer` for the next chunk, per sample
     const double bytes = model.layers[static_cast<std::size_t>(layer)].activation_bytes;
     if (!(bytes > 0))
-      throw InputError(fmt::format("pipeline: layer {} (\"{}\") of {} ends a pipeline chunk but has no "
-                                   "activation_bytes: the bytes it sends to the next stage are unknown",
-                                   layer, model.layers[static_cast<std::size_t>(layer)].name, model.name));
+      throw InputError(
+          fmt::format("pipeline: layer {} (\"{}\") of {} ends a pipeline chunk but has no "
+                      "activation_bytes: the bytes it sends to the next stage are unknown",
+                      layer, model.layers[static_cast<std::size_t>(layer)].name, model.name));
     return bytes;
   };
   for (int c = 0; c < v; ++c) {
@@ -123,7 +126,8 @@ std::vector<int> Strategy::add_pipeline_pass(StepPlan& plan) const {
     const int id = add_op(plan, OpKind::TpSync, layer, {after});
     PlanOp& op = plan.ops[static_cast<std::size_t>(id)];
     op.microbatch = p.microbatch, op.chunk = p.chunk, op.gradient = gradient;
-    op.calls = {{Collective::Allreduce, ctx_.activations, static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
+    op.calls = {{Collective::Allreduce, ctx_.activations,
+                 static_cast<std::size_t>(std::llround(spec.tp_sync_bytes / 4 * micro)),
                  gradient ? "tp_grads" : "tp_activations"}};
     return id;
   };

@@ -12,25 +12,44 @@ namespace ddplab {
 
 const char* op_name(OpKind k) {
   switch (k) {
-    case OpKind::Forward: return "forward";
-    case OpKind::Backward: return "backward";
-    case OpKind::SyncGrads: return "sync_grads";
-    case OpKind::Optimizer: return "optimizer";
-    case OpKind::SyncParams: return "sync_params";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::ShardOptimizer: return "shard_optimizer";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::Push: return "push";
-    case OpKind::Pull: return "pull";
-    case OpKind::GradNorm: return "grad_norm";
-    case OpKind::NormSync: return "norm_sync";
-    case OpKind::SyncBnStats: return "sync_bn_stats";
-    case OpKind::SyncBnGrads: return "sync_bn_grads";
-    case OpKind::PpSend: return "pp_send";
-    case OpKind::PpRecv: return "pp_recv";
-    case OpKind::TpSync: return "tp_sync";
-    case OpKind::Recompute: return "recompute";
-    case OpKind::Reshard: return "reshard";
+    case OpKind::Forward:
+      return "forward";
+    case OpKind::Backward:
+      return "backward";
+    case OpKind::SyncGrads:
+      return "sync_grads";
+    case OpKind::Optimizer:
+      return "optimizer";
+    case OpKind::SyncParams:
+      return "sync_params";
+    case OpKind::ReduceScatter:
+      return "reduce_scatter";
+    case OpKind::ShardOptimizer:
+      return "shard_optimizer";
+    case OpKind::AllGather:
+      return "all_gather";
+    case OpKind::Push:
+      return "push";
+    case OpKind::Pull:
+      return "pull";
+    case OpKind::GradNorm:
+      return "grad_norm";
+    case OpKind::NormSync:
+      return "norm_sync";
+    case OpKind::SyncBnStats:
+      return "sync_bn_stats";
+    case OpKind::SyncBnGrads:
+      return "sync_bn_grads";
+    case OpKind::PpSend:
+      return "pp_send";
+    case OpKind::PpRecv:
+      return "pp_recv";
+    case OpKind::TpSync:
+      return "tp_sync";
+    case OpKind::Recompute:
+      return "recompute";
+    case OpKind::Reshard:
+      return "reshard";
   }
   return "?";
 }
@@ -49,9 +68,9 @@ NativeReplay NativeReplay::parse(const std::string& text, const std::string& fie
   std::string known = choice_names<Transport>();
   for (const std::string& s : allreduce_schedule_names())
     if (!is_backend_native(s)) known += ", " + s;
-  throw InputError(fmt::format("{}: \"{}\" is neither a transport nor an allreduce schedule (one of {})", field, text,
-                               known),
-                   field);
+  throw InputError(
+      fmt::format("{}: \"{}\" is neither a transport nor an allreduce schedule (one of {})", field, text, known),
+      field);
 }
 
 std::string NativeReplay::name() const { return transport ? to_string(*transport) : schedule; }
@@ -74,9 +93,11 @@ Schedule schedule_for_call(const CollectiveCall& call, const std::string& schedu
 }
 
 CallShape call_shape(const CollectiveCall& call, int n) {
-  if (call.collective == Collective::Allreduce || call.collective == Collective::ReduceScatter) return {call.collective, call.count};
+  if (call.collective == Collective::Allreduce || call.collective == Collective::ReduceScatter)
+    return {call.collective, call.count};
   if (call.collective == Collective::AllGatherShards) return {Collective::AllGather, call.count};
-  if (call.collective == Collective::AllGather) return {Collective::AllGather, call.count * static_cast<std::size_t>(n)};
+  if (call.collective == Collective::AllGather)
+    return {Collective::AllGather, call.count * static_cast<std::size_t>(n)};
   throw InternalError("call_shape: collective \"" + to_string(call.collective) + "\" has no schedule of its own");
 }
 
@@ -85,8 +106,8 @@ std::string schedule_name_for_call(const CollectiveCall& call, const std::string
   const bool gather = call.collective == Collective::AllGather || call.collective == Collective::AllGatherShards;
   std::string name = schedule;
   if (is_backend_native(schedule))
-    name = native_as.transport ? native_schedule(*native_as.transport, gather ? Collective::AllGather : call.collective, n,
-                                                 call.count, elem_bytes(call.type))
+    name = native_as.transport ? native_schedule(*native_as.transport, gather ? Collective::AllGather : call.collective,
+                                                 n, call.count, elem_bytes(call.type))
                                : native_as.schedule;
   return gather && !has_schedule(name, Collective::AllGather) ? "ring" : name;
 }
@@ -94,7 +115,10 @@ std::string schedule_name_for_call(const CollectiveCall& call, const std::string
 nlohmann::json StepPlan::to_json() const {
   nlohmann::json j = {{"step", step}, {"sync", sync}, {"ops", nlohmann::json::array()}};
   for (const PlanOp& op : ops) {
-    nlohmann::json o = {{"id", op.id}, {"kind", op_name(op.kind)}, {"index", op.index}, {"deps", op.deps},
+    nlohmann::json o = {{"id", op.id},
+                        {"kind", op_name(op.kind)},
+                        {"index", op.index},
+                        {"deps", op.deps},
                         {"stream", on_compute_stream(op.kind) ? "compute" : "comm"}};
     if (op.flops > 0) o["flops"] = op.flops;
     if (op.microbatch >= 0) o["microbatch"] = op.microbatch, o["chunk"] = op.chunk;
@@ -115,8 +139,12 @@ nlohmann::json StepPlan::to_json() const {
         return out;
       };
       for (const auto& c : op.calls)
-        o["calls"].push_back({{"collective", c.collective}, {"type", elem_name(c.type)}, {"count", c.count},
-                              {"label", c.label}, {"before", work(c.before)}, {"after", work(c.after)}});
+        o["calls"].push_back({{"collective", c.collective},
+                              {"type", elem_name(c.type)},
+                              {"count", c.count},
+                              {"label", c.label},
+                              {"before", work(c.before)},
+                              {"after", work(c.after)}});
     }
     j["ops"].push_back(std::move(o));
   }

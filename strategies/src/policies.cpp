@@ -58,8 +58,10 @@ const std::vector<PolicyInfo>& policies() {
        .options = zero3_options(),
        .zero = 3,
        .accumulate = accumulate_zero3,
-       .caveat = "its gathers run at what the schedule reaches on the modelled network, overlapped as FSDP's prefetch would; "
-           "against DeepSpeed's ZeRO-3 (Narayanan et al. 2021, Table 2) that is within 6% at 384 A100s and 73-235% fast "
+       .caveat =
+           "its gathers run at what the schedule reaches on the modelled network, overlapped as FSDP's prefetch would; "
+           "against DeepSpeed's ZeRO-3 (Narayanan et al. 2021, Table 2) that is within 6% at 384 A100s and 73-235% "
+           "fast "
            "at 768-1536, an upper bound there (docs/published-comparisons.md)"},
       {.name = "ps",
        .summary = "parameter server: push gradient shards to servers, pull updated parameters (ps_servers)",
@@ -85,7 +87,8 @@ std::vector<StrategyConfig> zero_stage_variants(const StrategyConfig& config) {
   std::vector<const PolicyInfo*> stages;
   for (const PolicyInfo& p : policies())
     if (p.zero > 0 && p.zero != own->zero) stages.push_back(&p);
-  std::stable_sort(stages.begin(), stages.end(), [](const PolicyInfo* a, const PolicyInfo* b) { return a->zero < b->zero; });
+  std::stable_sort(stages.begin(), stages.end(),
+                   [](const PolicyInfo* a, const PolicyInfo* b) { return a->zero < b->zero; });
   for (const PolicyInfo* p : stages) {
     StrategyConfig v = config;
     v.policy = p->name;
@@ -175,38 +178,46 @@ void validate_strategies(const Scenario& sc) {
     for (const auto& p : policies()) known.push_back(p.name);
     if (!policy) check.fail("policy", fmt::format("must be one of {}, got \"{}\"", names(known), s.policy));
     if (!has_schedule(s.schedule, Collective::Allreduce))
-      check.fail("schedule", fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
+      check.fail("schedule",
+                 fmt::format("must be one of {}, got \"{}\"", names(allreduce_schedule_names()), s.schedule));
     for (const auto& [name, text] : s.policy_options) {
       const std::string problem = option_problem(*policy, name, text);
       if (!problem.empty()) check.fail(name, problem);
     }
     if (sc.data.uneven == "join" && !policy->joins)
-      check.fail("policy", fmt::format("cannot run data.uneven = \"join\" (a rank out of data would shadow {}); use \"pad\" "
-                                       "or \"drop_last\", got \"{}\"",
-                                       policy->shards == Shards::Servers ? "the servers' pushes and pulls"
-                                                                         : "parameter averages of models it did not train",
-                                       s.policy));
+      check.fail("policy",
+                 fmt::format("cannot run data.uneven = \"join\" (a rank out of data would shadow {}); use \"pad\" "
+                             "or \"drop_last\", got \"{}\"",
+                             policy->shards == Shards::Servers ? "the servers' pushes and pulls"
+                                                               : "parameter averages of models it did not train",
+                             s.policy));
     if (policy->shards == Shards::Servers && !is_backend_native(s.schedule))
-      check.fail("schedule", fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
-                                         "directly), got \"{}\"", s.schedule));
+      check.fail("schedule",
+                 fmt::format("must be left unset with policy \"ps\" (it pushes to and pulls from the servers "
+                             "directly), got \"{}\"",
+                             s.schedule));
     if (policy->shards == Shards::Servers && s.codec != "none")
-      check.fail("codec", fmt::format("must be \"none\" with policy \"ps\" (its shards travel uncompressed), got \"{}\"",
-                                      s.codec));
+      check.fail(
+          "codec",
+          fmt::format("must be \"none\" with policy \"ps\" (its shards travel uncompressed), got \"{}\"", s.codec));
     if (policy->shards == Shards::Ranks) {
       for (const Collective c : {Collective::ReduceScatter, Collective::AllGather})
         if (!has_schedule(s.schedule, c))
-          check.fail("schedule", fmt::format("has no {} variant, which policy \"{}\" needs, got \"{}\"", c, s.policy, s.schedule));
+          check.fail("schedule",
+                     fmt::format("has no {} variant, which policy \"{}\" needs, got \"{}\"", c, s.policy, s.schedule));
       if (s.codec != "none")
-        check.fail("codec", fmt::format("must be \"none\" with policy \"{}\" (its shards travel uncompressed), got \"{}\"",
-                                        s.policy, s.codec));
+        check.fail("codec",
+                   fmt::format("must be \"none\" with policy \"{}\" (its shards travel uncompressed), got \"{}\"",
+                               s.policy, s.codec));
     }
     // A checkpoint holds no half-accumulated gradients: it is taken where an accumulation window ends.
     if (sc.train.checkpoint_every > 0 && sc.train.checkpoint_every % s.accumulate_steps != 0) {
       const auto at = sc.train.where.find("checkpoint_every");
-      throw ScenarioError(InputLocation::at(at != sc.train.where.end() ? at->second : sc.path, "train.checkpoint_every"),
-                          fmt::format("train.checkpoint_every must be a multiple of strategy[{}].accumulate_steps ({}), "
-                                      "got {}: a checkpoint is taken where an accumulation window ends",
-                                      i, s.accumulate_steps, sc.train.checkpoint_every));
+      throw ScenarioError(
+          InputLocation::at(at != sc.train.where.end() ? at->second : sc.path, "train.checkpoint_every"),
+          fmt::format("train.checkpoint_every must be a multiple of strategy[{}].accumulate_steps ({}), "
+                      "got {}: a checkpoint is taken where an accumulation window ends",
+                      i, s.accumulate_steps, sc.train.checkpoint_every));
     }
     std::vector<std::string> codec_names;
     for (const auto& c : codecs()) codec_names.push_back(c.name);

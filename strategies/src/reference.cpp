@@ -59,9 +59,12 @@ std::string no_lines(const Info&) {
 
 const char* shards_name(Shards s) {
   switch (s) {
-    case Shards::None: return "none (every rank updates whole buckets)";
-    case Shards::Ranks: return "ranks (rank r updates shard r)";
-    case Shards::Servers: return "servers (parameter servers update their shards)";
+    case Shards::None:
+      return "none (every rank updates whole buckets)";
+    case Shards::Ranks:
+      return "ranks (rank r updates shard r)";
+    case Shards::Servers:
+      return "servers (parameter servers update their shards)";
   }
   return "";
 }
@@ -69,8 +72,8 @@ const char* shards_name(Shards s) {
 std::string policies_section() {
   return "## Sync policies\n\n`[[strategy]] policy`: when and how gradients are synchronised.\n\n" +
          entries(policies(), [](const PolicyInfo& p) {
-           std::string out =
-               fmt::format("- buckets: {}\n", p.bucketed ? "by `bucket_cap` and `first_bucket_cap`" : "one bucket of every gradient");
+           std::string out = fmt::format("- buckets: {}\n", p.bucketed ? "by `bucket_cap` and `first_bucket_cap`"
+                                                                       : "one bucket of every gradient");
            out += fmt::format("- optimizer shards: {}\n", shards_name(p.shards));
            if (p.zero > 0) out += fmt::format("- ZeRO stage: {}\n", p.zero);
            out += fmt::format("- `data.uneven = \"join\"`: {}\n", p.joins ? "supported" : "refused");
@@ -116,7 +119,8 @@ std::string pipeline_section() {
       "## Pipeline schedules\n\n`[parallel] pipeline_schedule`: the order of a stage's forward and backward passes.\n\n"
       "| schedule | interleaved chunks | what it does |\n|---|---|---|\n";
   for (const PipelineInfo& p : pipeline_schedules())
-    out += fmt::format("| `{}` | {} | {} |\n", p.name, p.interleaved ? "yes (`virtual_stages` >= 2)" : "no", cell(p.summary));
+    out += fmt::format("| `{}` | {} | {} |\n", p.name, p.interleaved ? "yes (`virtual_stages` >= 2)" : "no",
+                       cell(p.summary));
   return out + "\n";
 }
 

@@ -50,7 +50,8 @@ std::vector<StageSpec> stage_specs(const Scenario& scenario, const ModelSpec& mo
       }
     }();
     const int first = layout.rank({0, s, 0});
-    StrategyContext ctx = strategy_context(scenario, layout.dp(), group_ranks_per_node(layout.dp_group(first), ranks_per_node));
+    StrategyContext ctx =
+        strategy_context(scenario, layout.dp(), group_ranks_per_node(layout.dp_group(first), ranks_per_node));
     ctx.pipeline = std::move(stage.stage);
     ctx.tp = T;
     ctx.tp_ranks_per_node = group_ranks_per_node(layout.tp_group(first), ranks_per_node);
@@ -74,9 +75,10 @@ ScenarioStages scenario_stages(const Scenario& scenario, int world, int ranks_pe
                                              "\"h.0.attn\") whose forward could run again",
                                              scenario.train.recompute, model.name));
     if (!model.sync_layers().empty())
-      throw ScenarioError(where, fmt::format("train.recompute = \"{}\": {} has SyncBatchNorm layers, whose statistics a "
-                                             "recomputed forward would take again",
-                                             scenario.train.recompute, model.name));
+      throw ScenarioError(where,
+                          fmt::format("train.recompute = \"{}\": {} has SyncBatchNorm layers, whose statistics a "
+                                      "recomputed forward would take again",
+                                      scenario.train.recompute, model.name));
   }
   const ParallelLayout layout = scenario_layout(scenario, world, fmt::format("a world of {} ranks", world));
   std::vector<StageSpec> stages = stage_specs(scenario, model, layout, ranks_per_node);
@@ -89,16 +91,18 @@ std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages) {
   return most;
 }
 
-std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout, const std::vector<StageSpec>& stages) {
+std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout,
+                            const std::vector<StageSpec>& stages) {
   if ((layout.pp() == 1 && layout.tp() == 1) || stages.empty()) return "";
   const PipelineStage& first = stages.front().context.pipeline;
   const PipelineShape& sh = first.shape;
   std::string params;
   for (const StageSpec& s : stages)
-    params += fmt::format("{}{:.1f}M", params.empty() ? "" : " / ", static_cast<double>(s.model.parameter_count()) / 1e6);
+    params +=
+        fmt::format("{}{:.1f}M", params.empty() ? "" : " / ", static_cast<double>(s.model.parameter_count()) / 1e6);
   const int micro = scenario.train.batch_size / sh.microbatches;
-  const std::string micros = fmt::format("{} microbatch{} of {} sample{}", sh.microbatches, sh.microbatches == 1 ? "" : "es",
-                                         micro, micro == 1 ? "" : "s");
+  const std::string micros = fmt::format("{} microbatch{} of {} sample{}", sh.microbatches,
+                                         sh.microbatches == 1 ? "" : "es", micro, micro == 1 ? "" : "s");
   const std::string held = fmt::format("parameters per device {}{}", params, stages.size() > 1 ? " (by stage)" : "");
   if (layout.pp() == 1) return fmt::format("{}, {}", layout.describe(), held);
   // Per chunk and microbatch a forward of 1 and a backward of 2 (3 with the forward recomputed): the stage's

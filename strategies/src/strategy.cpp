@@ -34,7 +34,8 @@ ElemType activation_type(const TrainConfig& train) {
 }
 
 StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_per_node) {
-  StrategyContext ctx{world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
+  StrategyContext ctx{
+      world_size, ranks_per_node, sc.train.batch_size, sc.train.seed, sc.train.clip_grad_norm > 0, {}, 1, 1};
   ctx.activations = activation_type(sc.train);
   ctx.recompute = sc.train.recompute == "full";
   return ctx;
@@ -42,9 +43,9 @@ StrategyContext strategy_context(const Scenario& sc, int world_size, int ranks_p
 
 void Strategy::bucketize(const std::vector<int>& order) {
   // ZeRO-3's buckets are its parameter units: whole layers, as FSDP wraps whole modules.
-  bucketing_ = policy_->bucketed ? make_buckets(model_, order, config_.bucket_cap, config_.first_bucket_cap, 4,
-                                                policy_->zero >= 3)
-                                 : make_buckets(model_, order, 0, 0);
+  bucketing_ = policy_->bucketed
+                   ? make_buckets(model_, order, config_.bucket_cap, config_.first_bucket_cap, 4, policy_->zero >= 3)
+                   : make_buckets(model_, order, 0, 0);
 }
 
 bool Strategy::observe_ready_order(const std::vector<int>& order) {
@@ -55,20 +56,20 @@ bool Strategy::observe_ready_order(const std::vector<int>& order) {
   return before != bucketing_.grad_offset || buckets_before != bucketing_.buckets.size();
 }
 
-PsLayout Strategy::ps_layout() const {
-  return PsLayout{ctx_.world_size, servers_};
-}
+PsLayout Strategy::ps_layout() const { return PsLayout{ctx_.world_size, servers_}; }
 
 Chunk Strategy::shard(int bucket, int rank) const {
   const std::size_t count = bucketing_.buckets.at(static_cast<std::size_t>(bucket)).count;
   switch (policy_->shards) {
-    case Shards::Ranks: return chunk_of(count, ctx_.world_size, rank);
+    case Shards::Ranks:
+      return chunk_of(count, ctx_.world_size, rank);
     case Shards::Servers: {
       const PsLayout ps = ps_layout();
       const int s = ps.server_index(rank);
       return s < 0 ? Chunk{0, 0} : chunk_of(count, ps.number(), s);
     }
-    case Shards::None: break;
+    case Shards::None:
+      break;
   }
   return Chunk{0, 0};
 }
@@ -111,7 +112,8 @@ int Strategy::add_forward_pass(StepPlan& plan, const std::vector<int>& cuts, con
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     prev = add_op(plan, OpKind::Forward, ends.size() == 1 ? -1 : end, std::move(deps));
     PlanOp& op = plan.ops.back();
-    for (int l = first; l <= end; ++l) op.flops += ctx_.batch_size * model_.layers[static_cast<std::size_t>(l)].forward_flops;
+    for (int l = first; l <= end; ++l)
+      op.flops += ctx_.batch_size * model_.layers[static_cast<std::size_t>(l)].forward_flops;
     first = end + 1;
     const int id = prev;
     // SyncBatchNorm: the moments the chunk took of the next layer are summed before the next chunk.
@@ -211,8 +213,9 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
     case OpKind::SyncBnStats:
     case OpKind::SyncBnGrads: {
       const auto channels = static_cast<std::size_t>(model_.layers.at(static_cast<std::size_t>(index)).sync_channels);
-      op.calls = {kind == OpKind::SyncBnStats ? CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels + 1, "bn_stats"}
-                                              : CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels, "bn_grads"}};
+      op.calls = {kind == OpKind::SyncBnStats
+                      ? CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels + 1, "bn_stats"}
+                      : CollectiveCall{Collective::Allreduce, ElemType::F32, 2 * channels, "bn_grads"}};
       break;
     }
     case OpKind::PpSend:  // point to point: add_pipeline_pass sets the peer and bytes
@@ -229,7 +232,8 @@ int Strategy::add_op(StepPlan& plan, OpKind kind, int index, std::vector<int> de
   }
   // Push and pull are the parameter server's own wire pattern; the rest run on the configured schedule.
   // TP allreduces run on the backend's own collective, whatever the strategy's (DP) schedule.
-  if (kind == OpKind::TpSync) op.schedule = "native", op.group = CommGroup::Tensor;
+  if (kind == OpKind::TpSync)
+    op.schedule = "native", op.group = CommGroup::Tensor;
   else if (is_comm(kind) && kind != OpKind::PpSend && kind != OpKind::PpRecv)
     op.schedule = kind == OpKind::Push || kind == OpKind::Pull ? "ps" : config_.schedule;
   plan.ops.push_back(std::move(op));
@@ -242,8 +246,10 @@ StepPlan Strategy::plan(std::int64_t step) const {
   plan.sync = is_sync_step(step);
   if (!plan.sync) {
     // Gradient accumulation: no gradient sync and no optimizer until the K-th micro-step (DDP's no_sync()).
-    if (policy_->accumulate) policy_->accumulate(*this, step, plan);
-    else add_compute_pass(plan, step);
+    if (policy_->accumulate)
+      policy_->accumulate(*this, step, plan);
+    else
+      add_compute_pass(plan, step);
     return plan;
   }
   policy_->build(*this, step, plan);
@@ -252,7 +258,9 @@ StepPlan Strategy::plan(std::int64_t step) const {
 }
 
 void Strategy::add_grad_norm(StepPlan& plan) const {
-  const auto is_update = [](const PlanOp& op) { return op.kind == OpKind::Optimizer || op.kind == OpKind::ShardOptimizer; };
+  const auto is_update = [](const PlanOp& op) {
+    return op.kind == OpKind::Optimizer || op.kind == OpKind::ShardOptimizer;
+  };
   // The updates and every op that waits for one (ZeRO-1's all-gather, local SGD's average) move behind
   // the norm; the rest keep their order.
   std::vector<char> behind(plan.ops.size(), 0);

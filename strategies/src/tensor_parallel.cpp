@@ -15,7 +15,8 @@ namespace {
 // weights), or along the first dimension T divides when that one does not split.
 void split_tensor(ParamSpec& p, std::size_t dim, int T, const std::string& model) {
   const auto t = static_cast<std::size_t>(T);
-  if (p.shape.empty()) p.shape = p.cols > 1 ? std::vector<std::size_t>{p.rows, p.cols} : std::vector<std::size_t>{p.rows};
+  if (p.shape.empty())
+    p.shape = p.cols > 1 ? std::vector<std::size_t>{p.rows, p.cols} : std::vector<std::size_t>{p.rows};
   auto cut = [&](std::size_t& d) {
     d /= t;
     p.rows = p.shape[0];
@@ -25,8 +26,7 @@ void split_tensor(ParamSpec& p, std::size_t dim, int T, const std::string& model
   if (dim < p.shape.size() && p.shape[dim] % t == 0) return cut(p.shape[dim]);
   for (std::size_t& d : p.shape)
     if (d % t == 0) return cut(d);
-  throw InputError(fmt::format("tensor parallelism: {} of {} has no dimension that tp = {} divides", p.name,
-                               model, T));
+  throw InputError(fmt::format("tensor parallelism: {} of {} has no dimension that tp = {} divides", p.name, model, T));
 }
 
 }  // namespace
@@ -45,8 +45,10 @@ ModelSpec tensor_parallel_shard(const ModelSpec& model, int T) {
     if (layer.tp == TpSplit::Column && l > 0) layer.tp_sync_bytes = model.layers[l - 1].activation_bytes;
     if (layer.tp != TpSplit::Row) {
       if (std::fmod(layer.activation_bytes, 4.0 * T) != 0)
-        throw InputError(fmt::format("tensor parallelism: tp = {} does not divide the output of {} ({} bytes "
-                                     "per sample)", T, layer.name, layer.activation_bytes));
+        throw InputError(
+            fmt::format("tensor parallelism: tp = {} does not divide the output of {} ({} bytes "
+                        "per sample)",
+                        T, layer.name, layer.activation_bytes));
       layer.activation_bytes /= T;
     }
   }

@@ -15,11 +15,13 @@ void check(const TransformerDims& d, const TransformerLayout& l) {
   if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.chunks < 1 || l.microbatch < 1 || l.microbatches < 1)
     throw InputError("transformer memory: every size of the layout must be at least 1");
   if (d.hidden % l.tp != 0 || d.heads % l.tp != 0 || d.vocab % l.tp != 0)
-    throw InputError(fmt::format("transformer memory: tp {} must divide the hidden size {}, the heads {} and "
-                                 "the vocabulary {}", l.tp, d.hidden, d.heads, d.vocab));
+    throw InputError(
+        fmt::format("transformer memory: tp {} must divide the hidden size {}, the heads {} and "
+                    "the vocabulary {}",
+                    l.tp, d.hidden, d.heads, d.vocab));
   if (d.layers % (l.pp * l.chunks) != 0)
-    throw InputError(fmt::format("transformer memory: pp x chunks = {} x {} must divide the {} layers", l.pp,
-                                 l.chunks, d.layers));
+    throw InputError(
+        fmt::format("transformer memory: pp x chunks = {} x {} must divide the {} layers", l.pp, l.chunks, d.layers));
   if (l.zero < 0 || l.zero > 3) throw InputError(fmt::format("transformer memory: ZeRO stage {}", l.zero));
 }
 }  // namespace
@@ -44,11 +46,16 @@ double device_parameters(const TransformerDims& d, const TransformerLayout& l, i
 double model_state_bytes(double psi, int dp, int zero) {
   constexpr double kHalf = 2, kStates = 12;  // fp16 parameters and gradients; fp32 parameters, momentum, variance
   switch (zero) {
-    case 0: return (2 * kHalf + kStates) * psi;
-    case 1: return 2 * kHalf * psi + kStates * psi / dp;
-    case 2: return kHalf * psi + (kHalf + kStates) * psi / dp;
-    case 3: return (2 * kHalf + kStates) * psi / dp;
-    default: throw InternalError(fmt::format("model_state_bytes: ZeRO stage {}", zero));
+    case 0:
+      return (2 * kHalf + kStates) * psi;
+    case 1:
+      return 2 * kHalf * psi + kStates * psi / dp;
+    case 2:
+      return kHalf * psi + (kHalf + kStates) * psi / dp;
+    case 3:
+      return (2 * kHalf + kStates) * psi / dp;
+    default:
+      throw InternalError(fmt::format("model_state_bytes: ZeRO stage {}", zero));
   }
 }
 

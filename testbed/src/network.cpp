@@ -49,7 +49,8 @@ Inventory scan() {
   for (const auto& n : json_of({"ip", "-j", "netns", "list"}))
     if (n.contains("name") && has_prefix(n["name"].get<std::string>())) inv.netns.insert(n["name"].get<std::string>());
   for (const auto& l : json_of({"ip", "-j", "link", "show"}))
-    if (l.contains("ifname") && has_prefix(l["ifname"].get<std::string>())) inv.links.insert(l["ifname"].get<std::string>());
+    if (l.contains("ifname") && has_prefix(l["ifname"].get<std::string>()))
+      inv.links.insert(l["ifname"].get<std::string>());
   return inv;
 }
 
@@ -88,7 +89,8 @@ std::pair<std::string, bool> shaper(const std::string& ns, const std::string& de
   }
   if (bps == 0) return {"-", false};
   // tc stores rates in bytes per second: allow its rounding.
-  const bool ok = std::fabs(static_cast<double>(bps) - static_cast<double>(rate_bps)) <= 0.01 * static_cast<double>(rate_bps);
+  const bool ok =
+      std::fabs(static_cast<double>(bps) - static_cast<double>(rate_bps)) <= 0.01 * static_cast<double>(rate_bps);
   return {kinds + " " + format_rate(bps), ok};
 }
 
@@ -115,8 +117,10 @@ Health inspect(const State* s, const Inventory& inv) {
       } else {
         nh.qdisc_out = "-";
       }
-      if (nh.veth_root) std::tie(nh.qdisc_in, nh.in_ok) = shaper("", n.veth_root, s->rate_bps);
-      else nh.qdisc_in = "-";
+      if (nh.veth_root)
+        std::tie(nh.qdisc_in, nh.in_ok) = shaper("", n.veth_root, s->rate_bps);
+      else
+        nh.qdisc_in = "-";
       h.nodes.push_back(nh);
     }
   }
@@ -162,7 +166,8 @@ void probe(const Options& opt) {
   std::string problem;
   try {
     if (!opt.delay.empty()) {
-      const Args netem = {"tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", delay_arg(opt.delay_s)};
+      const Args netem = {
+          "tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", delay_arg(opt.delay_s)};
       const CommandResult r = run_command(netem);
       if (r.status != 0)
         problem = "--delay needs the netem qdisc, which is unavailable on this kernel (" + describe_failure(netem, r) +
@@ -257,7 +262,8 @@ std::vector<std::string> teardown(const State* s) {
         const long pid = std::atol(pids.out.substr(p, e - p).c_str());
         if (pid > 1 && kill(static_cast<pid_t>(pid), SIGTERM) == 0) list += " " + std::to_string(pid);
       }
-      if (!list.empty()) std::fprintf(stderr, "ddplab testbed down: stopped processes in %s:%s\n", ns.c_str(), list.c_str());
+      if (!list.empty())
+        std::fprintf(stderr, "ddplab testbed down: stopped processes in %s:%s\n", ns.c_str(), list.c_str());
     }
     check_command({"ip", "netns", "del", ns});
     removed.push_back("netns " + ns);
@@ -323,8 +329,8 @@ int up(const Options& opt) {
     if (h.whole(*existing))
       throw InputError("a test bed is already up (" + std::to_string(existing->hosts) + " hosts at " +
                        existing->rate() + "); run `ddplab testbed down` first");
-    throw InputError("a test bed left over from a crash is here (state " + state_path() + ", phase " +
-                     existing->phase + "); run `ddplab testbed down` to remove it, then `up` again");
+    throw InputError("a test bed left over from a crash is here (state " + state_path() + ", phase " + existing->phase +
+                     "); run `ddplab testbed down` to remove it, then `up` again");
   }
   const Inventory inv = scan();
   if (!inv.netns.empty() || !inv.links.empty()) {
@@ -403,15 +409,15 @@ int status() {
     return 1;
   }
   if (s) {
-    std::printf("test bed: %s, %d hosts at %s%s, subnet %s, created %s by pid %ld\nstate: %s\n",
-                s->phase.c_str(), s->hosts, s->rate().c_str(), s->delay.empty() ? "" : (" + " + s->delay + " delay").c_str(),
+    std::printf("test bed: %s, %d hosts at %s%s, subnet %s, created %s by pid %ld\nstate: %s\n", s->phase.c_str(),
+                s->hosts, s->rate().c_str(), s->delay.empty() ? "" : (" + " + s->delay + " delay").c_str(),
                 s->subnet.c_str(), s->created_at.c_str(), s->pid, state_path().c_str());
     std::printf("bridge %s %s: %s; agent and hostfile: %s\n", s->bridge.c_str(), s->bridge_ip.c_str(),
                 yes_no(h.bridge).c_str(), yes_no(h.files).c_str());
     // Each piece is followed by "ok" or "MISSING"; a shaper at another rate than the state's is marked "!".
     auto shown = [](const std::string& q, bool ok) { return q == "-" ? std::string("MISSING") : ok ? q : q + " !"; };
-    std::printf("%-4s %-18s %-18s %-26s %-16s %-16s\n", "host", "namespace", "ip", "veths (bridge/host)",
-                "qdisc out", "qdisc in");
+    std::printf("%-4s %-18s %-18s %-26s %-16s %-16s\n", "host", "namespace", "ip", "veths (bridge/host)", "qdisc out",
+                "qdisc in");
     for (std::size_t i = 0; i < s->nodes.size(); ++i) {
       const Node& n = s->nodes[i];
       const NodeHealth& nh = h.nodes[i];
@@ -437,11 +443,12 @@ State require_up(std::optional<int> np) {
                      "); start one with `ddplab testbed up --hosts N --rate 1gbit`");
   if (geteuid() != 0) throw InputError("--testbed needs root: the launch agent enters network namespaces");
   if (!inspect(&*s, scan()).whole(*s))
-    throw InputError("--testbed: the test bed is incomplete or has leftovers; see `ddplab testbed status`, "
-                     "then `ddplab testbed down` and `up` again");
+    throw InputError(
+        "--testbed: the test bed is incomplete or has leftovers; see `ddplab testbed status`, "
+        "then `ddplab testbed down` and `up` again");
   if (np && *np != s->hosts)
-    throw InputError("--np " + std::to_string(*np) + " disagrees with the test bed's " +
-                     std::to_string(s->hosts) + " hosts (one rank per host); leave out --np");
+    throw InputError("--np " + std::to_string(*np) + " disagrees with the test bed's " + std::to_string(s->hosts) +
+                     " hosts (one rank per host); leave out --np");
   return *s;
 }
 

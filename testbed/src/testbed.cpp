@@ -29,12 +29,26 @@ struct RateUnit {
   double bits;
 };
 constexpr RateUnit kRateUnits[] = {
-    {"bit", 1},          {"kbit", 1e3},        {"mbit", 1e6},        {"gbit", 1e9},        {"tbit", 1e12},
-    {"kibit", 1024.0},   {"mibit", 1048576.0}, {"gibit", 1073741824.0}, {"tibit", 1099511627776.0},
-    {"bps", 8},          {"kbps", 8e3},        {"mbps", 8e6},        {"gbps", 8e9},        {"tbps", 8e12},
-    {"kibps", 8 * 1024.0}, {"mibps", 8 * 1048576.0}, {"gibps", 8 * 1073741824.0}, {"tibps", 8 * 1099511627776.0},
+    {"bit", 1},
+    {"kbit", 1e3},
+    {"mbit", 1e6},
+    {"gbit", 1e9},
+    {"tbit", 1e12},
+    {"kibit", 1024.0},
+    {"mibit", 1048576.0},
+    {"gibit", 1073741824.0},
+    {"tibit", 1099511627776.0},
+    {"bps", 8},
+    {"kbps", 8e3},
+    {"mbps", 8e6},
+    {"gbps", 8e9},
+    {"tbps", 8e12},
+    {"kibps", 8 * 1024.0},
+    {"mibps", 8 * 1048576.0},
+    {"gibps", 8 * 1073741824.0},
+    {"tibps", 8 * 1099511627776.0},
 };
-constexpr std::uint64_t kMinRate = 1000;               // 1kbit
+constexpr std::uint64_t kMinRate = 1000;              // 1kbit
 constexpr std::uint64_t kMaxRate = 1000000000000ull;  // 1tbit
 
 std::string lower(std::string_view s) {
@@ -69,14 +83,14 @@ std::uint64_t parse_rate(std::string_view text) {
   while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
   const std::string number = t.substr(0, i), unit = t.substr(i);
   const std::string expected = "expected a tc rate such as 100mbit, 1gbit or 10gbit, got \"" + std::string(text) + "\"";
-  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".")
-    throw InputError(expected);
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") throw InputError(expected);
   double bits_per_unit = 0;
   if (unit.empty()) bits_per_unit = 1;  // tc: a bare number is bits per second
   for (const auto& u : kRateUnits)
     if (unit == u.name) bits_per_unit = u.bits;
   if (bits_per_unit == 0)
-    throw InputError(expected + " (unknown unit \"" + unit + "\"; use bit, kbit, mbit, gbit, tbit, "
+    throw InputError(expected + " (unknown unit \"" + unit +
+                     "\"; use bit, kbit, mbit, gbit, tbit, "
                      "kibit..tibit, or bps, kbps, mbps, gbps, tbps for bytes per second)");
   const double bits = std::strtod(number.c_str(), nullptr) * bits_per_unit;
   if (!(bits >= static_cast<double>(kMinRate)) || bits > static_cast<double>(kMaxRate))
@@ -127,24 +141,25 @@ bool Subnet::contains(std::uint32_t addr) const {
 }
 
 Subnet parse_subnet(std::string_view text) {
-  const std::string expected = "expected a private IPv4 network such as 10.77.0.0/24, got \"" + std::string(text) + "\"";
+  const std::string expected =
+      "expected a private IPv4 network such as 10.77.0.0/24, got \"" + std::string(text) + "\"";
   const auto slash = text.find('/');
   if (slash == std::string_view::npos) throw InputError(expected);
   const auto addr = parse_ipv4(text.substr(0, slash));
   const std::string len_text(text.substr(slash + 1));
-  if (!addr || len_text.empty() || len_text.size() > 2 ||
-      !std::all_of(len_text.begin(), len_text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (!addr || len_text.empty() || len_text.size() > 2 || !std::all_of(len_text.begin(), len_text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      }))
     throw InputError(expected);
   Subnet s;
   s.network = *addr;
   s.prefix_len = std::stoi(len_text);
-  if (s.prefix_len < 8 || s.prefix_len > 30)
-    throw InputError(expected + " (prefix length must be 8..30)");
+  if (s.prefix_len < 8 || s.prefix_len > 30) throw InputError(expected + " (prefix length must be 8..30)");
   if ((s.network & ((1u << (32 - s.prefix_len)) - 1)) != 0)
     throw InputError(expected + " (host bits set; did you mean " +
                      ipv4_text(s.network & ~((1u << (32 - s.prefix_len)) - 1)) + "/" + len_text + "?)");
-  const bool is_private = (s.network >> 24) == 10 || ((s.network >> 20) == ((172u << 4) | 1)) ||
-                          ((s.network >> 16) == ((192u << 8) | 168));
+  const bool is_private =
+      (s.network >> 24) == 10 || ((s.network >> 20) == ((172u << 4) | 1)) || ((s.network >> 16) == ((192u << 8) | 168));
   const int min_len = (s.network >> 24) == 10 ? 8 : (s.network >> 24) == 172 ? 12 : 16;
   if (!is_private || s.prefix_len < min_len)
     throw InputError(expected + " (not inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16)");
@@ -205,7 +220,8 @@ State plan_state(const Options& opt, const std::string& dir) {
   s.pid = static_cast<long>(getpid());
   for (int i = 0; i < opt.hosts; ++i) {
     const std::string n = std::to_string(i);
-    s.nodes.push_back({kPrefix + std::string("h") + n, ipv4_text(opt.subnet.network + 1 + static_cast<std::uint32_t>(i)),
+    s.nodes.push_back({kPrefix + std::string("h") + n,
+                       ipv4_text(opt.subnet.network + 1 + static_cast<std::uint32_t>(i)),
                        kPrefix + std::string("v") + n, kPrefix + std::string("p") + n});
   }
   return s;
@@ -213,11 +229,13 @@ State plan_state(const Options& opt, const std::string& dir) {
 
 nlohmann::json to_json(const State& s) {
   nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& n : s.nodes) nodes.push_back({{"ns", n.ns}, {"ip", n.ip}, {"veth_root", n.veth_root}, {"veth_ns", n.veth_ns}});
-  return {{"version", 1},           {"phase", s.phase},     {"hosts", s.hosts},       {"rate", s.rate()},
-          {"rate_bps", s.rate_bps}, {"delay", s.delay},     {"subnet", s.subnet},     {"bridge", s.bridge},
-          {"bridge_ip", s.bridge_ip}, {"agent", s.agent},   {"hostfile", s.hostfile}, {"created_at", s.created_at},
-          {"pid", s.pid},           {"nodes", nodes}};
+  for (const auto& n : s.nodes)
+    nodes.push_back({{"ns", n.ns}, {"ip", n.ip}, {"veth_root", n.veth_root}, {"veth_ns", n.veth_ns}});
+  return {{"version", 1},       {"phase", s.phase},       {"hosts", s.hosts},
+          {"rate", s.rate()},   {"rate_bps", s.rate_bps}, {"delay", s.delay},
+          {"subnet", s.subnet}, {"bridge", s.bridge},     {"bridge_ip", s.bridge_ip},
+          {"agent", s.agent},   {"hostfile", s.hostfile}, {"created_at", s.created_at},
+          {"pid", s.pid},       {"nodes", nodes}};
 }
 
 State state_from_json(const nlohmann::json& j) {
@@ -240,8 +258,8 @@ State state_from_json(const nlohmann::json& j) {
     s.nodes.push_back({field<std::string>(n, "ns"), field<std::string>(n, "ip"), field<std::string>(n, "veth_root"),
                        field<std::string>(n, "veth_ns")});
   if (static_cast<int>(s.nodes.size()) != s.hosts)
-    throw InputError("field \"nodes\": " + std::to_string(s.nodes.size()) + " entries for " +
-                     std::to_string(s.hosts) + " hosts");
+    throw InputError("field \"nodes\": " + std::to_string(s.nodes.size()) + " entries for " + std::to_string(s.hosts) +
+                     " hosts");
   // Only our own names: `down` deletes what the file lists, so a file edited by hand must not reach further.
   auto ours = [](const std::string& name) { return name.rfind(kPrefix, 0) == 0 && name.size() <= 15; };
   if (!ours(s.bridge)) throw InputError("field \"bridge\": \"" + s.bridge + "\" lacks the prefix " + kPrefix);
@@ -306,21 +324,19 @@ std::string hostfile_text(const State& s) {
 }
 
 std::vector<std::string> mpirun_args(const State& s) {
-  return {"--hostfile", s.hostfile,
-          "--mca", "plm_rsh_agent", s.agent,
-          "--mca", "plm_rsh_no_tree_spawn", "1",  // every daemon starts from the root namespace
+  return {"--hostfile", s.hostfile, "--mca", "plm_rsh_agent", s.agent, "--mca", "plm_rsh_no_tree_spawn",
+          "1",  // every daemon starts from the root namespace
           // Daemons stay attached to their agent instead of daemonizing: one that dies is then noticed and
           // reported by mpirun (a detached daemon that failed in a namespace left mpirun waiting forever).
-          "--mca", "orte_leave_session_attached", "1",
-          "--mca", "oob_tcp_if_include", s.subnet,
-          "--mca", "pml", "ob1",                  // not UCX: all traffic goes through the TCP BTL below
-          "--mca", "btl", "tcp,self",             // no shared memory: ranks only talk over the shaped veths
+          "--mca", "orte_leave_session_attached", "1", "--mca", "oob_tcp_if_include", s.subnet, "--mca", "pml",
+          "ob1",                       // not UCX: all traffic goes through the TCP BTL below
+          "--mca", "btl", "tcp,self",  // no shared memory: ranks only talk over the shaped veths
           "--mca", "btl_tcp_if_include", s.subnet};
 }
 
 nlohmann::json run_tag(const State& s) {
-  nlohmann::json j = {{"hosts", s.hosts}, {"rate", s.rate()}, {"rate_bps", s.rate_bps}, {"subnet", s.subnet},
-                      {"shaper", "tbf"}};
+  nlohmann::json j = {
+      {"hosts", s.hosts}, {"rate", s.rate()}, {"rate_bps", s.rate_bps}, {"subnet", s.subnet}, {"shaper", "tbf"}};
   if (!s.delay.empty()) j["delay"] = s.delay;
   return j;
 }

@@ -66,13 +66,15 @@ std::vector<Case> cases() {
   v.push_back(make_case("overlap_topk", "overlap", "ring", "topk", {{"ratio", "0.1"}}));
   v.push_back(make_case("overlap_powersgd", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "0"}}));
   // Plain allreduce for two steps, then compressed: the window crosses the change.
-  v.push_back(make_case("overlap_powersgd_start_iter_2", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "2"}}));
+  v.push_back(
+      make_case("overlap_powersgd_start_iter_2", "overlap", "ring", "powersgd", {{"rank", "2"}, {"start_iter", "2"}}));
   v.push_back(make_case("zero1_ring", "zero1", "ring"));
   Case local = make_case("local_sgd_direct", "local_sgd", "direct");
   local.config.policy_options["local_sgd_period"] = "1";  // averages at every step
   v.push_back(local);
   Case period = make_case("local_sgd_period_3_warmup_1", "local_sgd", "ring");
-  period.config.policy_options["local_sgd_period"] = "3";  // one step of gradient sync, then blocks of 2 local steps and an average
+  period.config.policy_options["local_sgd_period"] =
+      "3";  // one step of gradient sync, then blocks of 2 local steps and an average
   period.config.policy_options["local_sgd_warmup"] = "1";
   v.push_back(period);
   Case acc = make_case("accumulate_2_ring", "overlap", "ring");
@@ -96,8 +98,9 @@ std::vector<Case> cases() {
   // contract, see below.)
   Case cnn_acc = make_case("cnn_sync_bn_accumulate_2_ring", "overlap", "ring");
   cnn_acc.config.accumulate_steps = 2;
-  for (Case c : {make_case("cnn_sync_bn_overlap_ring", "overlap", "ring"), make_case("cnn_sync_bn_zero1_ring", "zero1", "ring"),
-                 make_case("cnn_sync_bn_zero3_ring", "zero3", "ring"), cnn_acc}) {
+  for (Case c :
+       {make_case("cnn_sync_bn_overlap_ring", "overlap", "ring"), make_case("cnn_sync_bn_zero1_ring", "zero1", "ring"),
+        make_case("cnn_sync_bn_zero3_ring", "zero3", "ring"), cnn_acc}) {
     c.cnn = true;
     c.config.bucket_cap = 20000, c.config.first_bucket_cap = 4000;
     v.push_back(c);
@@ -150,7 +153,8 @@ using Sent = std::vector<std::uint64_t>;
 
 // The window: the pattern's warm-up and two steady blocks.
 int window(const Scenario& sc, const Case& c, int n) {
-  const StepPattern p = Strategy(c.config, model_spec_for(sc.model), strategy_context(sc, n, c.ranks_per_node)).pattern();
+  const StepPattern p =
+      Strategy(c.config, model_spec_for(sc.model), strategy_context(sc, n, c.ranks_per_node)).pattern();
   // At most kMaxSteps: a long warm-up (PowerSGD's default start_iter is 1000) is covered by its first steps;
   // the cases above that cross a change keep their warm-up short.
   return std::clamp<int>(static_cast<int>(p.warmup_steps() + 2 * p.period()), kMinSteps, kMaxSteps);

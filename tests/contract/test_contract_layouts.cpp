@@ -85,8 +85,10 @@ std::vector<Sent> run_runtime(const Scenario& sc, const StrategyConfig& config) 
     for (auto& v : y) v = static_cast<std::int32_t>(rng() % 10u);
     const StepRecord rec = exec.run_step(step, x.data(), y.data(), kBatch);
     Sent s(static_cast<std::size_t>(n), 0);
-    for (const auto& [peer, bytes] : rec.bytes_to_peer) s.at(static_cast<std::size_t>(layout.rank({me.tp, me.pp, peer}))) += bytes;
-    for (const auto& [stage, bytes] : rec.bytes_to_stage) s.at(static_cast<std::size_t>(layout.rank({me.tp, stage, me.dp}))) += bytes;
+    for (const auto& [peer, bytes] : rec.bytes_to_peer)
+      s.at(static_cast<std::size_t>(layout.rank({me.tp, me.pp, peer}))) += bytes;
+    for (const auto& [stage, bytes] : rec.bytes_to_stage)
+      s.at(static_cast<std::size_t>(layout.rank({me.tp, stage, me.dp}))) += bytes;
     for (const OpRecord& op : rec.ops) s.push_back(op.bytes);
     out.push_back(std::move(s));
   }
@@ -170,7 +172,8 @@ std::vector<Case> cases() {
   // Every sync policy but the parameter server and ZeRO-3 (refused with a split model) and every codec (with
   // its options away from their defaults: PowerSGD compressing from the first step) on PP 2 x DP 2.
   for (const PolicyInfo& p : policies())
-    if (p.shards != Shards::Servers && p.zero < 3 && p.name != "overlap") v.push_back({"pp2_dp2_1f1b_2_" + p.name, 1, 2, 2, 1, "1f1b", p.name});
+    if (p.shards != Shards::Servers && p.zero < 3 && p.name != "overlap")
+      v.push_back({"pp2_dp2_1f1b_2_" + p.name, 1, 2, 2, 1, "1f1b", p.name});
   for (const CodecInfo& codec : codecs()) {
     if (codec.name == "none") continue;
     Case c{"pp2_dp2_1f1b_2_" + codec.name, 1, 2, 2, 1, "1f1b"};

@@ -131,8 +131,10 @@ std::string slugify(const std::string& heading) {
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
-      if (std::isalnum(c) || c == '-' || c == '_') out += static_cast<char>(std::tolower(c));
-      else if (c == ' ') out += '-';
+      if (std::isalnum(c) || c == '-' || c == '_')
+        out += static_cast<char>(std::tolower(c));
+      else if (c == ' ')
+        out += '-';
       ++i;
       continue;
     }
@@ -273,7 +275,8 @@ TEST(DocsLinks, SlugFollowsGitHub) {
   EXPECT_EQ(slugify("See [the store](results-store.md) first"), "see-the-store-first");
   EXPECT_EQ(slugify("snake_case stays"), "snake_case-stays");
   // What the checker must not accept: the colon, backticks and parentheses do not survive.
-  EXPECT_NE(slugify("`ddplab simulate`: exact (and --aggregated) mode"), "ddplab-simulate:-exact-(and---aggregated)-mode");
+  EXPECT_NE(slugify("`ddplab simulate`: exact (and --aggregated) mode"),
+            "ddplab-simulate:-exact-(and---aggregated)-mode");
   EXPECT_NE(slugify("`ddplab simulate`: exact"), "`ddplab-simulate`-exact");
 }
 
@@ -304,12 +307,11 @@ TEST(DocsLinks, BrokenFilesAndAnchorsAreReportedWithTheirLine) {
   ddplab::test::TempDir dir("ddplab-docs");
   fs::create_directories(dir.path() / "docs");
   std::ofstream(dir.path() / "docs" / "page.md") << "# Page\n\n## `run`: options (and defaults)\n";
-  std::ofstream(dir.path() / "README.md")
-      << "# Front\n\n"
-         "[ok](docs/page.md#run-options-and-defaults) [self](#front)\n"
-         "[bad anchor](docs/page.md#run:-options-and-defaults)\n"
-         "[missing](docs/nowhere.md) [bad self](#back)\n"
-         "```\n[fenced](docs/nowhere.md)\n```\n";
+  std::ofstream(dir.path() / "README.md") << "# Front\n\n"
+                                             "[ok](docs/page.md#run-options-and-defaults) [self](#front)\n"
+                                             "[bad anchor](docs/page.md#run:-options-and-defaults)\n"
+                                             "[missing](docs/nowhere.md) [bad self](#back)\n"
+                                             "```\n[fenced](docs/nowhere.md)\n```\n";
   const auto broken = broken_links(dir.path() / "README.md", dir.path());
   EXPECT_EQ(broken, (std::vector<std::string>{"README.md:4: docs/page.md#run:-options-and-defaults",
                                               "README.md:5: docs/nowhere.md", "README.md:5: #back"}));

@@ -74,7 +74,8 @@ double compare(Ops& x, Ops& ref, const std::vector<std::vector<float>>& inputs, 
 // GEMM on row-major operands sized for op(A) m x k and op(B) k x n, with alpha and beta both exercised.
 inline double compare_gemm(Ops& x, Ops& ref, bool ta, bool tb, int m, int n, int k, Tol t, std::uint64_t seed) {
   const int lda = ta ? m : k, ldb = tb ? k : n;
-  auto a = random_floats(static_cast<std::size_t>(m) * k, seed), b = random_floats(static_cast<std::size_t>(k) * n, seed + 1);
+  auto a = random_floats(static_cast<std::size_t>(m) * k, seed),
+       b = random_floats(static_cast<std::size_t>(k) * n, seed + 1);
   auto c = random_floats(static_cast<std::size_t>(m) * n, seed + 2);
   return compare(x, ref, {a, b, c}, t, [&](Ops& o, std::vector<float*>& p) {
     o.gemm(ta, tb, m, n, k, 0.75f, p[0], lda, p[1], ldb, 0.5f, p[2], n);
@@ -91,13 +92,15 @@ inline double compare_softmax(Ops& x, Ops& ref, int rows, int cols, Tol t, std::
   double loss[2] = {0, 0};
   int which = 0;
   std::vector<float> class_w(static_cast<std::size_t>(cols));
-  for (int c = 0; c < cols; ++c) class_w[static_cast<std::size_t>(c)] = 0.5f + static_cast<float>(c) / static_cast<float>(cols);
-  const double w = compare(x, ref, {logits, std::vector<float>(logits.size()), class_w}, t, [&](Ops& o, std::vector<float*>& p) {
-    std::int32_t* y = o.alloc_labels(labels.size());
-    o.labels_to_device(y, labels.data(), labels.size());
-    loss[which++] = o.softmax_xent(p[0], y, rows, cols, p[1], weighted ? p[2] : nullptr);
-    o.free_labels(y);
-  });
+  for (int c = 0; c < cols; ++c)
+    class_w[static_cast<std::size_t>(c)] = 0.5f + static_cast<float>(c) / static_cast<float>(cols);
+  const double w =
+      compare(x, ref, {logits, std::vector<float>(logits.size()), class_w}, t, [&](Ops& o, std::vector<float*>& p) {
+        std::int32_t* y = o.alloc_labels(labels.size());
+        o.labels_to_device(y, labels.data(), labels.size());
+        loss[which++] = o.softmax_xent(p[0], y, rows, cols, p[1], weighted ? p[2] : nullptr);
+        o.free_labels(y);
+      });
   *loss_err = std::abs(loss[0] - loss[1]) / std::max(1.0, std::abs(loss[1]));
   return w;
 }

@@ -105,12 +105,24 @@ std::vector<float> random_grads(std::mt19937& rng, std::size_t n) {
   std::uniform_int_distribution<int> kind(0, 19);
   for (float& x : g) {
     switch (kind(rng)) {
-      case 0: x = 0.0f; break;
-      case 1: x = -0.0f; break;
-      case 2: x = std::round(d(rng) * 2.0f) / 2.0f; break;  // ties in |v|
-      case 3: x = d(rng) * 1e-6f; break;                    // f16 subnormal range
-      case 4: x = d(rng) * 1e5f; break;                     // beyond f16 once summed
-      default: x = d(rng) * 1e-2f; break;
+      case 0:
+        x = 0.0f;
+        break;
+      case 1:
+        x = -0.0f;
+        break;
+      case 2:
+        x = std::round(d(rng) * 2.0f) / 2.0f;
+        break;  // ties in |v|
+      case 3:
+        x = d(rng) * 1e-6f;
+        break;  // f16 subnormal range
+      case 4:
+        x = d(rng) * 1e5f;
+        break;  // beyond f16 once summed
+      default:
+        x = d(rng) * 1e-2f;
+        break;
     }
   }
   return g;
@@ -213,7 +225,11 @@ TEST_F(CudaCodecs, PowerSgdAndItsStateWithinTolerance) {
   for (const char* warm : {"true", "false"})
     for (const char* ef : {"true", "false"})
       compare("powersgd",
-              {{"rank", "2"}, {"start_iter", "1"}, {"min_compression_rate", "1"}, {"warm_start", warm}, {"error_feedback", ef}},
+              {{"rank", "2"},
+               {"start_iter", "1"},
+               {"min_compression_rate", "1"},
+               {"warm_start", warm},
+               {"error_feedback", ef}},
               false, kTol, 3, [&](const Codec& h, const Codec& c, const BucketLayout& b, const std::string& what) {
                 const auto& hp = dynamic_cast<const PowerSgdCodec&>(h);
                 const auto& cp = dynamic_cast<const PowerSgdCodec&>(c);
@@ -262,7 +278,8 @@ TEST_F(CudaCodecCompute, HalfCastsOfEveryPatternAndSpecialFloats) {
     // puts one on the wire: float_to_f16 and the half sums only make quiet NaNs.
     std::size_t bad = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
-      const bool snan = t == ElemType::F16 && (all[i] & 0x7c00u) == 0x7c00u && (all[i] & 0x3ffu) != 0 && !(all[i] & 0x200u);
+      const bool snan =
+          t == ElemType::F16 && (all[i] & 0x7c00u) == 0x7c00u && (all[i] & 0x3ffu) != 0 && !(all[i] & 0x200u);
       if (!snan) bad += std::memcmp(&host[i], &got[i], sizeof(float)) != 0;
     }
     EXPECT_EQ(bad, 0u) << elem_name(t) << " to float";
@@ -308,8 +325,8 @@ TEST_F(CudaCodecCompute, TopkSelectsTheHostsEntriesWithNanTiesAndZeros) {
       dev().download(have.data(), out.get(), k * sizeof(IndexValue));
       bool same = true;
       for (std::size_t j = 0; j < k; ++j)
-        same = same && want[j].index == have[j].index &&
-               std::memcmp(&want[j].value, &have[j].value, sizeof(float)) == 0;
+        same =
+            same && want[j].index == have[j].index && std::memcmp(&want[j].value, &have[j].value, sizeof(float)) == 0;
       EXPECT_TRUE(same) << "n=" << n << " k=" << k;
     }
   }

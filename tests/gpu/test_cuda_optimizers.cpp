@@ -26,7 +26,6 @@ class CudaOptimizers : public ::testing::Test {
   std::unique_ptr<Ops> ops;
 };
 
-
 TEST_F(CudaOptimizers, PrimitivesRoundAsTheHostDoes) {
   CodecCompute& dev = ops->codec_compute();
   CodecCompute& host = host_codec_compute();
@@ -39,7 +38,8 @@ TEST_F(CudaOptimizers, PrimitivesRoundAsTheHostDoes) {
     std::vector<float> hy = y0;
     f(host, hy.data(), x.data(), vpos.data());
     CodecBuffer dy(dev, n * 4), dx(dev, n * 4), dv(dev, n * 4);
-    dev.upload(dy.get(), y0.data(), n * 4), dev.upload(dx.get(), x.data(), n * 4), dev.upload(dv.get(), vpos.data(), n * 4);
+    dev.upload(dy.get(), y0.data(), n * 4), dev.upload(dx.get(), x.data(), n * 4),
+        dev.upload(dv.get(), vpos.data(), n * 4);
     f(dev, dy.as<float>(), dx.as<float>(), dv.as<float>());
     std::vector<float> got(n);
     dev.download(got.data(), dy.get(), n * 4);
@@ -69,7 +69,8 @@ TEST_F(CudaOptimizers, EveryOptimizerMatchesTheHost) {
     for (std::size_t t = 0; t < want.size(); ++t)
       for (std::size_t i = 0; i < want[t].size(); ++i) {
         if (o.per_tensor)
-          EXPECT_NEAR(got[t][i], want[t][i], 1e-6f * (1 + std::abs(want[t][i]))) << o.name << " update " << t + 1 << " element " << i;
+          EXPECT_NEAR(got[t][i], want[t][i], 1e-6f * (1 + std::abs(want[t][i])))
+              << o.name << " update " << t + 1 << " element " << i;
         else
           EXPECT_EQ(std::bit_cast<std::uint32_t>(got[t][i]), std::bit_cast<std::uint32_t>(want[t][i]))
               << o.name << " update " << t + 1 << " element " << i;

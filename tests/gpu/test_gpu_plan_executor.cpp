@@ -83,9 +83,9 @@ TEST_F(GpuPlanExecutor, NcclAndStagedMatchTheReference) {
   auto ref = make_reference_ops();
   // Every optimizer (the per-tensor ones where the policy keeps tensors whole), and clipping.
   for (const OptimizerConfig& oc : test::optimizer_runs({"sgd"}))
-    for (const StrategyConfig& c : {config("flat", "none"), config("overlap", "none"), config("overlap", "fp16"),
-                                    config("bucketed", "bf16"), config("overlap", "topk"), config("zero1", "none"),
-                                    config("overlap", "powersgd")}) {
+    for (const StrategyConfig& c :
+         {config("flat", "none"), config("overlap", "none"), config("overlap", "fp16"), config("bucketed", "bf16"),
+          config("overlap", "topk"), config("zero1", "none"), config("overlap", "powersgd")}) {
       if (!optimizer_runs_with(*find_optimizer(oc.name), *find_policy(c.policy))) continue;
       const std::string what = " " + oc.name + (oc.clip_grad_norm > 0 ? " clipped " : " ");
       const Outcome want = train(*ref, *single, c, oc);

@@ -46,7 +46,7 @@ TEST_F(Nccl, EveryScheduleLeavesTheBufferAsTheSumOfOne) {
   const std::size_t count = 100003;
   const auto host = test::random_floats(count, 3);
   for (const ScheduleInfo& info : schedules()) {  // allreduce, reduce_scatter, all_gather: identity at n = 1
-    if (info.backend_own) continue;  // no Schedule: NativeCollectives below
+    if (info.backend_own) continue;               // no Schedule: NativeCollectives below
     ScheduleParams p;
     p.world_size = 1, p.count = count;
     const Schedule s = info.build(p);

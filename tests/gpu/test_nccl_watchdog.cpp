@@ -130,7 +130,8 @@ TEST_F(NcclWatchdog, AbortsACollectiveStuckBehindCompute) {
   ASSERT_EQ(cudaLaunchHostFunc(
                 compute,
                 [](void* p) {
-                  while (!static_cast<std::atomic<bool>*>(p)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                  while (!static_cast<std::atomic<bool>*>(p)->load())
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 },
                 &go),
             cudaSuccess);

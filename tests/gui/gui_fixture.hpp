@@ -40,7 +40,9 @@ inline double meanLoss(int world, std::int64_t step) {
 }
 // Per-rank step time: rank 1 of the 4-rank run is slow in compute (the straggler).
 inline double compute(int world, int rank) { return 0.08 + (world == 4 && rank == 1 ? 0.02 : 0.0); }
-inline double stepTime(int world, std::int64_t step, int rank) { return 0.15 + 0.005 * world + 0.01 * rank + 0.001 * step; }
+inline double stepTime(int world, std::int64_t step, int rank) {
+  return 0.15 + 0.005 * world + 0.01 * rank + 0.001 * step;
+}
 // Test accuracy after n completed steps (evaluations at 3 and kSteps).
 inline double accuracy(int world, std::int64_t completed) { return 0.5 + 0.06 * completed + 0.01 * world; }
 
@@ -55,7 +57,12 @@ inline std::vector<TraceEvent> traceOps(std::int64_t step, double origin_s, doub
     const double t = origin_s + 0.001 * rank;
     out.push_back({rank, "compute", "forward", t, 0.010 * scale, {{"step", step}}});
     out.push_back({rank, "compute", "backward 0", t + 0.010 * scale, 0.020 * scale, {{"step", step}}});
-    out.push_back({rank, "comm", "sync_grads 0", t + 0.030 * scale, 0.005 * (rank + 1) * scale, {{"step", step}, {"bytes", 4096}}});
+    out.push_back({rank,
+                   "comm",
+                   "sync_grads 0",
+                   t + 0.030 * scale,
+                   0.005 * (rank + 1) * scale,
+                   {{"step", step}, {"bytes", 4096}}});
   }
   return out;
 }
@@ -69,7 +76,8 @@ inline Ids build(const std::string& path) {
   Ids ids;
   Store store(path);
   for (int world : {2, 4}) {
-    const auto id = store.begin_run(RunInfo{"demo", "ring", "cpu", world, RunSource::Measured, mlpConfig(), "{}", kBatch});
+    const auto id =
+        store.begin_run(RunInfo{"demo", "ring", "cpu", world, RunSource::Measured, mlpConfig(), "{}", kBatch});
     for (std::int64_t step = 0; step < kSteps; ++step)
       for (int rank = 0; rank < world; ++rank) {
         StepMetrics m;
@@ -106,7 +114,8 @@ inline Ids build(const std::string& path) {
   }
   const std::string sim = R"(,"simulation":{"compute_origin":"run #1","network_model":"LV08"})";
   for (int world : {8, 2, 4}) {
-    const auto id = store.begin_run(RunInfo{"demo", "ring", "simgrid", world, RunSource::Simulated, mlpConfig(sim), "{}", kBatch});
+    const auto id =
+        store.begin_run(RunInfo{"demo", "ring", "simgrid", world, RunSource::Simulated, mlpConfig(sim), "{}", kBatch});
     for (int rank = 0; rank < world; ++rank) {
       StepMetrics m;
       m.step = 0, m.rank = rank;
@@ -143,7 +152,8 @@ inline Ids build(const std::string& path) {
     std::vector<ValidationRow> v;
     for (std::int64_t bytes : {std::int64_t(1) << 10, std::int64_t(1) << 16, std::int64_t(1) << 22}) {
       const double measured = std::log2(static_cast<double>(bytes)) / 10;
-      v.push_back(ValidationRow::compare("", "collective", ids.bench, "ring", 4, bytes, "busbw_gbs", measured, 1.1 * measured));
+      v.push_back(
+          ValidationRow::compare("", "collective", ids.bench, "ring", 4, bytes, "busbw_gbs", measured, 1.1 * measured));
     }
     v.push_back(ValidationRow::compare("", "run", ids.measured[2], "ring", 2, 0, "step_s", 0.16, 0.15));
     store.add_validations(v);

@@ -28,9 +28,7 @@ class BreakdownViewTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void barsPerStrategyAndRank() {
     MainWindow w;
@@ -57,7 +55,8 @@ class BreakdownViewTest : public fx::StoreTest {
     QVERIFY(v->rankRun() && v->rankRun()->id() == ids_.measured[4]);
     const auto rankSets = sets(v->chartViews()[1]->chart());
     QCOMPARE(rankSets[0]->count(), 4);
-    for (int rank = 0; rank < 4; ++rank) QVERIFY(std::abs(rankSets[0]->at(3 - rank) - fx::compute(4, rank) * 1e3) < 1e-9);
+    for (int rank = 0; rank < 4; ++rank)
+      QVERIFY(std::abs(rankSets[0]->at(3 - rank) - fx::compute(4, rank) * 1e3) < 1e-9);
     QVERIFY(v->rankReport());
     const RankBreakdown& r1 = v->rankReport()->ranks[1];
     double step = 0;

@@ -18,9 +18,7 @@ class CollectivesViewTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void busbwPerScheduleMeasuredAndPredicted() {
     MainWindow w;

@@ -22,7 +22,9 @@ namespace fx = gui_fixture;
 class ConvergenceViewTest : public fx::StoreTest {
   Q_OBJECT
 
-  QString label(int world) const { return QStringLiteral("#%1 ring (%2 ranks)").arg(ids_.measured.at(world)).arg(world); }
+  QString label(int world) const {
+    return QStringLiteral("#%1 ring (%2 ranks)").arg(ids_.measured.at(world)).arg(world);
+  }
   // Training time after n completed steps of a measured run: the slowest rank (the last) paces each step.
   static double timeThrough(int world, double n) {
     double t = 0;
@@ -31,9 +33,7 @@ class ConvergenceViewTest : public fx::StoreTest {
   }
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void trainLossOnEachXAxis() {
     MainWindow w;
@@ -51,7 +51,9 @@ class ConvergenceViewTest : public fx::StoreTest {
         QCOMPARE(pts.size(), fx::kSteps);
         for (int step = 0; step < fx::kSteps; ++step) {
           const double n = step + 1;  // the loss of step s is after s + 1 completed steps
-          const double x = axis == XAxis::Step ? n : axis == XAxis::Samples ? n * fx::kBatch * world : timeThrough(world, n);
+          const double x = axis == XAxis::Step      ? n
+                           : axis == XAxis::Samples ? n * fx::kBatch * world
+                                                    : timeThrough(world, n);
           QVERIFY2(std::abs(pts[step].x() - x) < 1e-9, qPrintable(QString("%1 vs %2").arg(pts[step].x()).arg(x)));
           QVERIFY(std::abs(pts[step].y() - fx::meanLoss(world, step)) < 1e-12);
         }
@@ -69,7 +71,8 @@ class ConvergenceViewTest : public fx::StoreTest {
     ConvergenceView* v = w.convergenceView();
     QCOMPARE(v->drawnRuns().size(), std::size_t(0));
     QCOMPARE(v->chartViews().front()->chart()->title(), QString("Convergence: reading curves"));
-    QVERIFY2(v->summaryLabel()->text().contains("3 of these 3 runs still to come"), qPrintable(v->summaryLabel()->text()));
+    QVERIFY2(v->summaryLabel()->text().contains("3 of these 3 runs still to come"),
+             qPrintable(v->summaryLabel()->text()));
     QVERIFY(w.waitForCurves());
     QCOMPARE(v->drawnRuns().size(), std::size_t(3));
     QVERIFY2(!v->summaryLabel()->text().contains("Reading curves"), qPrintable(v->summaryLabel()->text()));
@@ -82,7 +85,8 @@ class ConvergenceViewTest : public fx::StoreTest {
     {
       Store store(many.toStdString());
       for (std::size_t i = 0; i < n; ++i) {
-        ids.push_back(store.begin_run(RunInfo{"demo", "ring", "cpu", 1, RunSource::Measured, fx::mlpConfig(), "{}", 8}));
+        ids.push_back(
+            store.begin_run(RunInfo{"demo", "ring", "cpu", 1, RunSource::Measured, fx::mlpConfig(), "{}", 8}));
         StepMetrics m;
         m.step_s = 0.1, m.samples = 8, m.loss = 1.0 + static_cast<double>(i);
         store.add_step(ids.back(), m);
@@ -96,7 +100,8 @@ class ConvergenceViewTest : public fx::StoreTest {
     QCOMPARE(v->drawnRuns().size(), ConvergenceView::kMaxRuns);
     QCOMPARE(v->drawnRuns().front()->id(), ids[5]);  // the oldest five are left out
     QCOMPARE(v->drawnRuns().back()->id(), ids.back());
-    QVERIFY2(v->summaryLabel()->text().contains(QStringLiteral("newest %1 of the %2 measured runs").arg(ConvergenceView::kMaxRuns).arg(n)),
+    QVERIFY2(v->summaryLabel()->text().contains(
+                 QStringLiteral("newest %1 of the %2 measured runs").arg(ConvergenceView::kMaxRuns).arg(n)),
              qPrintable(v->summaryLabel()->text()));
     // No legend for 100 entries (it would be cut off), and the note says so; grouped, one entry and a legend.
     auto c = [v] { return v->chartViews().front()->chart(); };  // a refresh swaps a new chart in
@@ -118,7 +123,7 @@ class ConvergenceViewTest : public fx::StoreTest {
     QVERIFY(w.openStore(db_));
     QVERIFY(w.waitForCurves());
     ConvergenceView* v = w.convergenceView();
-    QCOMPARE(v->smoothing(), 0.6);  // TensorBoard's default
+    QCOMPARE(v->smoothing(), 0.6);                              // TensorBoard's default
     auto c = [v] { return v->chartViews().front()->chart(); };  // a refresh swaps a new chart in
     QXYSeries* smooth = fx::seriesNamed(c(), label(4));
     QXYSeries* raw = fx::seriesNamed(c(), label(4) + " (raw)");
@@ -162,7 +167,8 @@ class ConvergenceViewTest : public fx::StoreTest {
       QVERIFY(tta && std::abs(*tta - steps) < 1e-12);
     }
     QVERIFY(fx::seriesNamed(c(), "target 0.8"));
-    QVERIFY2(v->summaryLabel()->text().contains("Time to accuracy 0.8") && !v->summaryLabel()->text().contains("not reached"),
+    QVERIFY2(v->summaryLabel()->text().contains("Time to accuracy 0.8") &&
+                 !v->summaryLabel()->text().contains("not reached"),
              qPrintable(v->summaryLabel()->text()));
     // The failed run has no evaluation: no curve, no marker.
     QVERIFY(!fx::seriesNamed(c(), QStringLiteral("#%1 tree (2 ranks) [failed]").arg(ids_.failed)));

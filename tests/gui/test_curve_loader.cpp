@@ -16,9 +16,7 @@ class CurveLoaderTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void readsEveryMeasuredRunAsTheStoreHasIt() {
     const StoreSnapshot snap = load_snapshot(db_.toStdString());
@@ -88,8 +86,9 @@ class CurveLoaderTest : public fx::StoreTest {
     QVERIFY(loader.waitUntilIdle(10000));
     QCOMPARE(loader.readCount(), std::size_t(5));
     // A run no longer in the store is forgotten (the one marked running is read once more).
-    snap.runs.erase(std::remove_if(snap.runs.begin(), snap.runs.end(), [&](const RunRecord& r) { return r.id() == ids_.failed; }),
-                    snap.runs.end());
+    snap.runs.erase(
+        std::remove_if(snap.runs.begin(), snap.runs.end(), [&](const RunRecord& r) { return r.id() == ids_.failed; }),
+        snap.runs.end());
     loader.load(snap);
     QVERIFY(!loader.find(ids_.failed));
     QCOMPARE(loader.pending(), std::size_t(1));

@@ -19,9 +19,7 @@ class GoodputViewTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void predictionsPerStrategyWithTheBestMarked() {
     MainWindow w;
@@ -49,8 +47,9 @@ class GoodputViewTest : public fx::StoreTest {
     QXYSeries* stars = fx::seriesNamed(c, "best at each size");
     QVERIFY(stars);
     QCOMPARE(stars->points(), (QList<QPointF>{{4, 1.5}, {64, 0.5}}));
-    QVERIFY2(v->summaryLabel()->text().contains("4 ranks: tree") && v->summaryLabel()->text().contains("64 ranks: ring"),
-             qPrintable(v->summaryLabel()->text()));
+    QVERIFY2(
+        v->summaryLabel()->text().contains("4 ranks: tree") && v->summaryLabel()->text().contains("64 ranks: ring"),
+        qPrintable(v->summaryLabel()->text()));
     QVERIFY(qobject_cast<QLogValueAxis*>(c->axes(Qt::Vertical).value(0)));
   }
 
@@ -59,7 +58,8 @@ class GoodputViewTest : public fx::StoreTest {
     const char* strategies[] = {"ring", "ring", "tree", "ring"};
     const int worlds[] = {4, 64, 4, 4};
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      rows[i].scenario = "demo", rows[i].target_accuracy = 0.8, rows[i].strategy = strategies[i], rows[i].world_size = worlds[i];
+      rows[i].scenario = "demo", rows[i].target_accuracy = 0.8, rows[i].strategy = strategies[i],
+      rows[i].world_size = worlds[i];
       rows[i].created_at = i < 2 ? "2026-12-01T10:00:00Z" : "2026-12-01T10:00:01Z";  // strategies a second apart
     }
     // One invocation for ring and tree (a second apart); ring at 4 again starts the next.

@@ -60,12 +60,18 @@ class MainWindowTest : public fx::StoreTest {
     QVERIFY(!w.openStore(junk.fileName(), &error));
     QVERIFY2(error.contains("cannot read results store") && error.contains("not a database"), qPrintable(error));
     const QString foreign = tmp("foreign.db");
-    { ddplab::test::RawDb raw(foreign.toStdString()); raw.exec("CREATE TABLE t(x)"); }
+    {
+      ddplab::test::RawDb raw(foreign.toStdString());
+      raw.exec("CREATE TABLE t(x)");
+    }
     QVERIFY(!w.openStore(foreign, &error));
     QVERIFY2(error.contains("not a ddplab results store"), qPrintable(error));
     const QString old = tmp("old.db");
     QVERIFY(QFile::copy(db_, old));
-    { ddplab::test::RawDb raw(old.toStdString()); raw.exec("UPDATE schema_version SET version = 5"); }
+    {
+      ddplab::test::RawDb raw(old.toStdString());
+      raw.exec("UPDATE schema_version SET version = 5");
+    }
     QVERIFY(!w.openStore(old, &error));
     QVERIFY2(error.contains("older") && error.contains("ddplab report --db"), qPrintable(error));
     // The window is still usable, and shows what it showed (nothing).
@@ -123,8 +129,11 @@ class MainWindowTest : public fx::StoreTest {
   void binaryRendersEveryViewAndRefusesBadOptions() {
     QByteArray err;
     const QString shots = tmp("binary-shots");
-    QCOMPARE(run({db_, "--screenshot-all", shots, "--group", "strategy", "--target-accuracy", "0.8", "--x", "time"}, &err), 0);
-    for (const QString& key : MainWindow::viewKeys()) QCOMPARE(QImage(shots + "/" + key + ".png").size(), QSize(1400, 900));
+    QCOMPARE(
+        run({db_, "--screenshot-all", shots, "--group", "strategy", "--target-accuracy", "0.8", "--x", "time"}, &err),
+        0);
+    for (const QString& key : MainWindow::viewKeys())
+      QCOMPARE(QImage(shots + "/" + key + ".png").size(), QSize(1400, 900));
     QCOMPARE(run({db_, "--view", "scaling", "--screenshot", tmp("scaling.png"), "--size", "1000x700"}, &err), 0);
     QCOMPARE(QImage(tmp("scaling.png")).size(), QSize(1000, 700));
     QCOMPARE(run({db_, "--view", "plots", "--screenshot", tmp("x.png")}, &err), 2);

@@ -32,9 +32,7 @@ class RunsViewTest : public gui_fixture::StoreTest {
   }
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void cellsMatchTheStoresSummaries() {
     MainWindow w;
@@ -56,7 +54,8 @@ class RunsViewTest : public gui_fixture::StoreTest {
       QCOMPARE(cell(Col::ExposedMs).toDouble(), s.exposed_comm_s);
       QCOMPARE(cell(Col::SamplesPerS).toDouble(), s.samples_per_s);
       if (s.final_accuracy) QCOMPARE(cell(Col::FinalAccuracy).toDouble(), *s.final_accuracy);
-      QCOMPARE(m->index(row, Col::StepMs).data().toString(), s.step_s > 0 ? QString::number(s.step_s * 1e3, 'f', 2) : QString());
+      QCOMPARE(m->index(row, Col::StepMs).data().toString(),
+               s.step_s > 0 ? QString::number(s.step_s * 1e3, 'f', 2) : QString());
     }
     // The failed run is greyed (status red), a completed one is not.
     for (int row = 0; row < m->rowCount(); ++row) {
@@ -131,7 +130,8 @@ class RunsViewTest : public gui_fixture::StoreTest {
     QCOMPARE(swatch(ids_.measured[4]), w.colors().strategyColor("ring"));
     QCOMPARE(w.colors().label(*snap.find(ids_.failed)), QString("tree"));
     v->setGroupBy(GroupBy::Run);
-    QCOMPARE(w.colors().label(*snap.find(ids_.measured[4])), QStringLiteral("#%1 ring (4 ranks)").arg(ids_.measured[4]));
+    QCOMPARE(w.colors().label(*snap.find(ids_.measured[4])),
+             QStringLiteral("#%1 ring (4 ranks)").arg(ids_.measured[4]));
     // A new run never recolours the old ones: slots follow first appearance, oldest first.
     for (GroupBy by : {GroupBy::Run, GroupBy::Strategy, GroupBy::World}) {
       RunColors before, after;
@@ -152,7 +152,8 @@ class RunsViewTest : public gui_fixture::StoreTest {
     std::int64_t running = 0;
     {
       Store store(copy.toStdString());
-      running = store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, gui_fixture::mlpConfig(), "{}", 64});
+      running =
+          store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, gui_fixture::mlpConfig(), "{}", 64});
     }
     MainWindow w;
     QVERIFY(w.openStore(copy));
@@ -191,7 +192,8 @@ class RunsViewTest : public gui_fixture::StoreTest {
     QVERIFY2(error.contains("schema version 6") && error.contains("ddplab report --db"), qPrintable(error));
     ddplab::test::RawDb raw(old.toStdString());
     QCOMPARE(raw.integer("SELECT version FROM schema_version"), 6LL);
-    QCOMPARE(raw.integer(QStringLiteral("SELECT COUNT(*) FROM runs WHERE id = %1").arg(ids_.failed).toStdString()), 1LL);
+    QCOMPARE(raw.integer(QStringLiteral("SELECT COUNT(*) FROM runs WHERE id = %1").arg(ids_.failed).toStdString()),
+             1LL);
   }
 };
 

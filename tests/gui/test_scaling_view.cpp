@@ -18,9 +18,7 @@ class ScalingViewTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void panelsPerScenarioAndModel() {
     MainWindow w;
@@ -53,7 +51,8 @@ class ScalingViewTest : public fx::StoreTest {
     QCOMPARE(simulated.compute_origin, std::string("run #1"));
     QCOMPARE(simulated.network_model, std::string("LV08"));
     // Efficiency against the line's smallest world.
-    const double s2 = store.summary(ids_.measured.at(2)).samples_per_s, s4 = store.summary(ids_.measured.at(4)).samples_per_s;
+    const double s2 = store.summary(ids_.measured.at(2)).samples_per_s,
+                 s4 = store.summary(ids_.measured.at(4)).samples_per_s;
     QCOMPARE(measured.efficiency.size(), std::size_t(2));
     QCOMPARE(measured.efficiency[0].second, 1.0);
     QVERIFY(std::abs(measured.efficiency[1].second - s4 / (2 * s2)) < 1e-12);

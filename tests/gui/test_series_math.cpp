@@ -59,7 +59,7 @@ class SeriesMathTest : public QObject {
     QCOMPARE(keep.back(), std::size_t(9999));
     QVERIFY(std::is_sorted(keep.begin(), keep.end()));
     QVERIFY(std::find(keep.begin(), keep.end(), std::size_t(5000)) != keep.end());  // the spike survives
-    QCOMPARE(lttb(x, y, 20000).size(), std::size_t(10000));                          // nothing to drop
+    QCOMPARE(lttb(x, y, 20000).size(), std::size_t(10000));                         // nothing to drop
     QCOMPARE(lttb({0, 1}, {1, 2}, 3).size(), std::size_t(2));
   }
 

@@ -18,9 +18,7 @@ class TimelineViewTest : public fx::StoreTest {
   Q_OBJECT
 
  private slots:
-  void initTestCase() {
-    QVERIFY(makeStore());
-  }
+  void initTestCase() { QVERIFY(makeStore()); }
 
   void stepsAndBarsFromTheStoredTimeline() {
     const auto events = fx::traceOps(5, 11.0, 1.0);

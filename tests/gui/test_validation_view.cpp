@@ -31,8 +31,8 @@ QList<QXYSeries*> seriesOfType(QChart* chart, QAbstractSeries::SeriesType type) 
   return out;
 }
 
-ValidationRow vrow(const std::string& cal, const std::string& kind, std::int64_t ref, const std::string& label, int world,
-                  std::int64_t bytes, const std::string& metric, double measured, double predicted) {
+ValidationRow vrow(const std::string& cal, const std::string& kind, std::int64_t ref, const std::string& label,
+                   int world, std::int64_t bytes, const std::string& metric, double measured, double predicted) {
   return ValidationRow::compare(cal, kind, ref, label, world, bytes, metric, measured, predicted);
 }
 
@@ -92,7 +92,8 @@ class ValidationViewTest : public QObject {
     const QString runsOnly = tmp("runs.db");
     {
       Store store(runsOnly.toStdString());
-      store.finish_run(store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, "{}", "{}", 64}), RunStatus::Completed);
+      store.finish_run(store.begin_run(RunInfo{"demo", "ring", "cpu", 2, RunSource::Measured, "{}", "{}", 64}),
+                       RunStatus::Completed);
     }
     MainWindow w;
     QVERIFY(w.openStore(runsOnly));
@@ -145,13 +146,17 @@ class ValidationViewTest : public QObject {
         auto cell = [&](int col, int role) { return m->index(row, col).data(role); };
         QCOMPARE(cell(gui::ValidationTableModel::Label, Qt::DisplayRole).toString(), QString::fromStdString(r.label));
         QCOMPARE(cell(gui::ValidationTableModel::World, Qt::DisplayRole).toInt(), r.world_size);
-        QCOMPARE(cell(gui::ValidationTableModel::Measured, gui::ValidationTableModel::SortRole).toDouble(), r.measured * scale);
-        QCOMPARE(cell(gui::ValidationTableModel::Predicted, gui::ValidationTableModel::SortRole).toDouble(), r.predicted * scale);
+        QCOMPARE(cell(gui::ValidationTableModel::Measured, gui::ValidationTableModel::SortRole).toDouble(),
+                 r.measured * scale);
+        QCOMPARE(cell(gui::ValidationTableModel::Predicted, gui::ValidationTableModel::SortRole).toDouble(),
+                 r.predicted * scale);
         const QVariant err = cell(gui::ValidationTableModel::ErrorPct, gui::ValidationTableModel::SortRole);
         if (r.measured > 0) {
           const double e = 100 * (r.predicted - r.measured) / r.measured;
-          QVERIFY2(std::abs(err.toDouble() - e) < 1e-9, qPrintable(QString("row %1: %2 vs %3").arg(row).arg(err.toDouble()).arg(e)));
-          QCOMPARE(cell(gui::ValidationTableModel::ErrorPct, Qt::DisplayRole).toString(), QString::asprintf("%+.1f", e));
+          QVERIFY2(std::abs(err.toDouble() - e) < 1e-9,
+                   qPrintable(QString("row %1: %2 vs %3").arg(row).arg(err.toDouble()).arg(e)));
+          QCOMPARE(cell(gui::ValidationTableModel::ErrorPct, Qt::DisplayRole).toString(),
+                   QString::asprintf("%+.1f", e));
         } else {
           QVERIFY(!err.isValid());
           QCOMPARE(cell(gui::ValidationTableModel::ErrorPct, Qt::DisplayRole).toString(), QString("n/a"));
@@ -159,7 +164,8 @@ class ValidationViewTest : public QObject {
       }
       // One scatter per label holding (measured, predicted) in display units.
       std::map<QString, QList<QPointF>> points;
-      for (const auto& r : want) points[QString::fromStdString(r.label)].append(QPointF(r.measured * scale, r.predicted * scale));
+      for (const auto& r : want)
+        points[QString::fromStdString(r.label)].append(QPointF(r.measured * scale, r.predicted * scale));
       const auto got = scatterPoints(v->chartView()->chart());
       QCOMPARE(got.size(), points.size());
       for (const auto& [name, pts] : points) {
@@ -232,7 +238,6 @@ class ValidationViewTest : public QObject {
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 2);
   }
-
 };
 
 QTEST_MAIN(ValidationViewTest)

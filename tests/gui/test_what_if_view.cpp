@@ -75,7 +75,8 @@ class WhatIfViewTest : public fx::StoreTest {
 
   void sameInputsAsSimulate() {
     for (std::size_t strategy : {0u, 1u}) {
-      WhatIfRequest req{0, db_.toStdString(), scenario_, strategy, inputs_of(scenario_, scenario_.strategies[strategy], 32)};
+      WhatIfRequest req{0, db_.toStdString(), scenario_, strategy,
+                        inputs_of(scenario_, scenario_.strategies[strategy], 32)};
       const WhatIfResult r = run_what_if(req);
       QVERIFY2(r.error.empty(), r.error.c_str());
       const SweepPoint want = simulated(scenario_, strategy, 32);
@@ -121,9 +122,10 @@ class WhatIfViewTest : public fx::StoreTest {
     WhatIfRunner runner;
     QSignalSpy spy(&runner, &WhatIfRunner::finished);
     std::uint64_t last = 0;
-    for (int world : {64, 32, 16, 8}) last = runner.submit({0, db_.toStdString(), scenario_, 0, inputs_of(scenario_, scenario_.strategies[0], world)});
+    for (int world : {64, 32, 16, 8})
+      last = runner.submit({0, db_.toStdString(), scenario_, 0, inputs_of(scenario_, scenario_.strategies[0], world)});
     QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, 30000);
-    QTest::qWait(300);  // any stale result would have arrived by now
+    QTest::qWait(300);         // any stale result would have arrived by now
     QCOMPARE(spy.count(), 1);  // only the newest request's result is delivered
     const auto r = spy.front().front().value<WhatIfResult>();
     QCOMPARE(r.id, last);
@@ -159,7 +161,8 @@ class WhatIfViewTest : public fx::StoreTest {
       // overlap-ring twice (the second replaces the first), then flat-fp16.
       for (std::size_t strategy : {0u, 0u, 1u}) {
         const StrategyConfig& st = sc.strategies[strategy];
-        newest = store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, test::run_config(sc, st, 2), "{}", 32});
+        newest =
+            store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, test::run_config(sc, st, 2), "{}", 32});
         for (std::int64_t step = 0; step < 8; ++step)
           for (int rank = 0; rank < 2; ++rank)
             store.add_step(newest, {step, rank, 0.004, 0.001, 0.0005, 0.0002, 0.005, 32, 1 << 20, 1.0});

@@ -75,8 +75,10 @@ TEST(MpiCollectives, ReduceScatterThenAllGatherSchedulesEqualReferenceSum) {
       EXPECT_EQ(e1.bytes_sent(), rs.bytes_sent(c.rank(), sizeof(float)));
       const Chunk mine = chunk_of(count, c.size(), c.rank());
       for (std::size_t i = 0; i < count; ++i) {
-        if (i >= mine.offset && i < mine.offset + mine.count) ASSERT_EQ(buf[i], ref[i]) << info.name << " " << count;
-        else buf[i] = -12345.0f;  // outside the shard the content is unspecified: make it garbage
+        if (i >= mine.offset && i < mine.offset + mine.count)
+          ASSERT_EQ(buf[i], ref[i]) << info.name << " " << count;
+        else
+          buf[i] = -12345.0f;  // outside the shard the content is unspecified: make it garbage
       }
       const Schedule ag = make_schedule(info.name, ScheduleParams{c.size(), count, 2}, Collective::AllGather);
       ScheduleExecutor e2(c);

@@ -160,16 +160,19 @@ TEST(DeviceMemory, TheRuntimeAllocatesWhatTheModelSays) {
 double worst_difference(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
   return worst;
 }
 
 // A batch of kBatch inputs and labels of its own for each rank (host memory: the CPU backend's).
 std::pair<std::vector<float>, std::vector<std::int32_t>> rank_batch(int rank, const std::vector<int>& layers) {
   std::vector<float> x(static_cast<std::size_t>(kBatch * layers.front()));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7 + static_cast<std::size_t>(rank) * 3) % 11) / 11.0f;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>((i * 7 + static_cast<std::size_t>(rank) * 3) % 11) / 11.0f;
   std::vector<std::int32_t> y(kBatch);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i + static_cast<std::size_t>(rank)) % layers.back());
+  for (std::size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<std::int32_t>((i + static_cast<std::size_t>(rank)) % layers.back());
   return {x, y};
 }
 
@@ -236,7 +239,8 @@ TEST(DeviceMemory, ZeroTwoAndThreeKeepOnlyTheirShards) {
         exec.run_step(s, x.data(), y.data(), kBatch);
         const double whole = sizeof(float) * static_cast<double>(model.num_params());
         double shard = 0;
-        for (const Chunk& ch : strategy.optimizer_ranges(comm.rank())) shard += sizeof(float) * static_cast<double>(ch.count);
+        for (const Chunk& ch : strategy.optimizer_ranges(comm.rank()))
+          shard += sizeof(float) * static_cast<double>(ch.count);
         // A page is given back only when wholly outside the shard and inside the bucket: each shard may hold
         // on to a partial page at either end, and each page two buckets share stays (neither gives it all).
         const double slack = page * (3 * static_cast<double>(strategy.bucketing().buckets.size()) + 1);

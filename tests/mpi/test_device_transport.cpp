@@ -111,7 +111,8 @@ class StreamLikeCommunicator final : public Communicator, public ChunkMemory {
 
  private:
   void idle(const char* what) const {
-    if (posted_ > 0) throw std::logic_error(std::string(what) + " with point-to-point transfers not completed by end_step");
+    if (posted_ > 0)
+      throw std::logic_error(std::string(what) + " with point-to-point transfers not completed by end_step");
   }
   void on_device(const void* p, std::size_t bytes, const char* what) const {
     // The scratch is the communicator's own device memory.

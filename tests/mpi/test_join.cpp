@@ -82,12 +82,14 @@ TEST(Join, AShadowRankSyncsZerosAndTheSumDividesByTheRanksTraining) {
     for (const int divisor : {n - 1, n}) {  // the ranks training, and every rank (join_divide_by_initial)
       const std::vector<float> got = one_step(policy, divisor);
       std::vector<float> all(got.size() * static_cast<std::size_t>(n));  // every rank's parameters
-      std::copy(got.begin(), got.end(), all.begin() + static_cast<std::ptrdiff_t>(got.size() * static_cast<std::size_t>(comm.rank())));
+      std::copy(got.begin(), got.end(),
+                all.begin() + static_cast<std::ptrdiff_t>(got.size() * static_cast<std::size_t>(comm.rank())));
       comm.all_gather(all.data(), got.size() * sizeof(float));
       for (std::size_t i = 0; i < got.size(); ++i) {
         ASSERT_NEAR(got[i], p0[i] - kLr * g[i] / divisor, 1e-6) << policy << " divisor " << divisor << " element " << i;
         for (int r = 0; r < n; ++r)
-          ASSERT_EQ(all[static_cast<std::size_t>(r) * got.size() + i], got[i]) << policy << ": rank " << r << " differs";
+          ASSERT_EQ(all[static_cast<std::size_t>(r) * got.size() + i], got[i])
+              << policy << ": rank " << r << " differs";
       }
     }
 }

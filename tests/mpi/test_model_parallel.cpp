@@ -1,5 +1,5 @@
-// Run under mpirun -np 4: the MLP and the CNN trained on model-parallel layouts (TP x DP, PP x DP, TP x PP, interleaved)
-// through the real PlanExecutor, against pure data parallelism on as many replicas, for every policy that
+// Run under mpirun -np 4: the MLP and the CNN trained on model-parallel layouts (TP x DP, PP x DP, TP x PP,
+// interleaved) through the real PlanExecutor, against pure data parallelism on as many replicas, for every policy that
 // keeps replicas exact (no compression): PP with one microbatch computes the same sums in the same order and
 // ends bit for bit on pure DP's parameters; TP and microbatches reorder sums, within a stated tolerance.
 #include <gtest/gtest.h>
@@ -64,8 +64,8 @@ StrategyConfig strategy_config(const std::string& policy) {
 }
 
 struct Trained {
-  std::vector<float> whole;   // the whole model's parameters, parameter order
-  std::vector<double> losses; // this rank's replica's loss per step (NaN where it holds no loss)
+  std::vector<float> whole;    // the whole model's parameters, parameter order
+  std::vector<double> losses;  // this rank's replica's loss per step (NaN where it holds no loss)
 };
 
 // kSteps of the scenario's layout on every rank of the world.
@@ -158,11 +158,13 @@ TEST(ModelParallel, EveryLayoutTrainsAsPureDataParallelism) {
       } else {
         double worst = 0;
         for (std::size_t i = 0; i < want.whole.size(); ++i)
-          worst = std::max(worst, std::abs(static_cast<double>(got.whole[i]) - want.whole[i]) / (1e-6 + 1e-5 * std::abs(want.whole[i])));
+          worst = std::max(worst, std::abs(static_cast<double>(got.whole[i]) - want.whole[i]) /
+                                      (1e-6 + 1e-5 * std::abs(want.whole[i])));
         EXPECT_LE(worst, 1.0) << what;
       }
       for (int s = 0; s < kSteps; ++s) {
-        const double l = got.losses[static_cast<std::size_t>(s)], w = want.losses[static_cast<std::size_t>(me.dp * kSteps + s)];
+        const double l = got.losses[static_cast<std::size_t>(s)],
+                     w = want.losses[static_cast<std::size_t>(me.dp * kSteps + s)];
         if (me.pp + 1 < layout.pp()) {
           EXPECT_TRUE(std::isnan(l)) << what << ": a first stage has no loss";
         } else if (c.exact) {

@@ -27,14 +27,17 @@ bool workers_equal(Ops& ops, Mlp& model, const Strategy& strategy) {
   std::vector<float> mine(model.num_params());
   ops.to_host(mine.data(), model.params(), mine.size());
   std::vector<float> all(mine.size() * static_cast<std::size_t>(comm.size()));
-  std::memcpy(all.data() + mine.size() * static_cast<std::size_t>(comm.rank()), mine.data(), mine.size() * sizeof(float));
+  std::memcpy(all.data() + mine.size() * static_cast<std::size_t>(comm.rank()), mine.data(),
+              mine.size() * sizeof(float));
   comm.all_gather(all.data(), mine.size() * sizeof(float));
   const float* first = nullptr;
   for (int r = 0; r < comm.size(); ++r) {
     if (!strategy.is_worker(r)) continue;
     const float* p = all.data() + mine.size() * static_cast<std::size_t>(r);
-    if (!first) first = p;
-    else if (std::memcmp(first, p, mine.size() * sizeof(float)) != 0) return false;
+    if (!first)
+      first = p;
+    else if (std::memcmp(first, p, mine.size() * sizeof(float)) != 0)
+      return false;
   }
   return true;
 }
@@ -101,8 +104,8 @@ TEST(ReplicaAgreement, SaysExactlyWhenEveryPolicysReplicasAreEqual) {
   for (const StrategyConfig& c : configs) {
     const auto steps = run(c);
     for (std::size_t s = 0; s < steps.size(); ++s) {
-      EXPECT_EQ(steps[s].first, steps[s].second) << c.name << " after step " << s << ": ReplicaAgreement says "
-                                                 << (steps[s].first ? "equal" : "different");
+      EXPECT_EQ(steps[s].first, steps[s].second)
+          << c.name << " after step " << s << ": ReplicaAgreement says " << (steps[s].first ? "equal" : "different");
       some_disagree |= !steps[s].first;
     }
   }

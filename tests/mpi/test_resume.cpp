@@ -111,7 +111,8 @@ std::vector<Case> cases() {
     c.strategy.codec = c.strategy.name = info.name;
     // Integer options at their examples (PowerSGD: compressing from step 3, rank 2), the rest at their fallbacks
     // (error feedback and warm start on).
-    for (const OptionSpec& s : info.options) c.strategy.codec_options[s.name] = s.kind == OptionKind::Integer ? s.example : s.fallback;
+    for (const OptionSpec& s : info.options)
+      c.strategy.codec_options[s.name] = s.kind == OptionKind::Integer ? s.example : s.fallback;
     out.push_back(c);
   }
   Case local = base();
@@ -153,7 +154,8 @@ TEST(Resume, EveryStrategyContinuesBitForBitFromAMidRunCheckpoint) {
     const std::vector<float> resumed = train(c, 0, &back, nullptr);
     ASSERT_EQ(resumed.size(), straight.size()) << why;
     std::size_t differ = 0;
-    for (std::size_t i = 0; i < straight.size(); ++i) differ += std::memcmp(&straight[i], &resumed[i], sizeof(float)) != 0;
+    for (std::size_t i = 0; i < straight.size(); ++i)
+      differ += std::memcmp(&straight[i], &resumed[i], sizeof(float)) != 0;
     EXPECT_EQ(differ, 0u) << why << ": rank " << g_comm->rank() << " ends with " << differ << " of " << straight.size()
                           << " parameters other than the straight run's";
   }

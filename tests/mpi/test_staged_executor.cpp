@@ -68,10 +68,15 @@ StrategyConfig config(const std::string& policy, const std::string& schedule, co
 }
 
 TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
-  std::vector<StrategyConfig> configs = {
-      config("flat", "native"),          config("overlap", "ring"),        config("overlap", "native", "fp16"),
-      config("bucketed", "ring", "bf16"), config("overlap", "native", "topk"), config("zero1", "ring"),
-      config("zero1", "native"),         config("ps", "native"),          config("local_sgd", "ring")};
+  std::vector<StrategyConfig> configs = {config("flat", "native"),
+                                         config("overlap", "ring"),
+                                         config("overlap", "native", "fp16"),
+                                         config("bucketed", "ring", "bf16"),
+                                         config("overlap", "native", "topk"),
+                                         config("zero1", "ring"),
+                                         config("zero1", "native"),
+                                         config("ps", "native"),
+                                         config("local_sgd", "ring")};
   configs.back().policy_options["local_sgd_period"] = "2";
   configs.push_back(config("overlap", "ring"));
   configs.back().accumulate_steps = 2;
@@ -87,7 +92,8 @@ TEST(StagedExecutor, EveryPolicyAndCodecGivesTheUnstagedBits) {
   for (const std::string& s : allreduce_schedule_names())
     if (!covered([&](const StrategyConfig& c) { return c.schedule == s; })) configs.push_back(config("overlap", s));
   for (const CodecInfo& k : codecs())
-    if (!covered([&](const StrategyConfig& c) { return c.codec == k.name; })) configs.push_back(config("overlap", "ring", k.name));
+    if (!covered([&](const StrategyConfig& c) { return c.codec == k.name; }))
+      configs.push_back(config("overlap", "ring", k.name));
   for (const PolicyInfo& p : policies())
     if (!covered([&](const StrategyConfig& c) { return c.policy == p.name; }))
       configs.push_back(config(p.name, p.shards == Shards::Servers ? "native" : "ring"));

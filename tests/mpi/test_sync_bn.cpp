@@ -108,7 +108,8 @@ TEST(SyncBatchNorm, EveryExactPolicyStepsAsOneReplicaOnTheWholeBatch) {
   const int n = g_comm->size();
   const Result want = whole_batch(n);
   for (const PolicyInfo& p : policies()) {
-    if (p.name == "local_sgd" || p.shards == Shards::Servers) continue;  // parameters averaged / served: not one replica
+    if (p.name == "local_sgd" || p.shards == Shards::Servers)
+      continue;  // parameters averaged / served: not one replica
     const Result got = distributed(p.name, "sync", n);
     EXPECT_LE(worst(got.params, want.params), 1.0) << p.name << " on rank " << g_comm->rank();
     EXPECT_LE(worst(got.running, want.running), 1.0) << p.name << ": running statistics on rank " << g_comm->rank();

@@ -141,7 +141,8 @@ TEST(Watchdog, HeartbeatsInTheJobFolderNameTheRankThatDidNotArrive) {
   const auto seen = reports.take();
   if (g_comm->rank() != 1) {
     ASSERT_EQ(seen.size(), 1u);
-    EXPECT_NE(seen[0].find("; did not arrive: rank 1 (at step 7, in no call); aborting the job"), std::string::npos) << seen[0];
+    EXPECT_NE(seen[0].find("; did not arrive: rank 1 (at step 7, in no call); aborting the job"), std::string::npos)
+        << seen[0];
     if (g_comm->size() > 2) {
       EXPECT_EQ(seen[0].find("rank 2 ("), std::string::npos) << seen[0];  // it did arrive
     }
@@ -204,7 +205,8 @@ TEST(Watchdog, TheFlightRecorderKeepsTheLastCallsAndDumpsThemOnSigusr1) {
     const std::string dump = dir.path() + "/flight-rank-" + std::to_string(g_comm->rank());
     EXPECT_FALSE(std::filesystem::exists(dump));
     ::raise(SIGUSR1);
-    for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 100 && !std::filesystem::exists(dump); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_TRUE(std::filesystem::exists(dump)) << "no dump 1 s after SIGUSR1";
     std::ifstream in(dump);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -84,7 +84,9 @@ TEST(CalibrationProbe, SchedulesAreStoredOneBenchPerWorld) {
   opt.ranks_per_node = 4;  // capped at the world's ranks
   std::vector<std::string> seen;
   ScheduleBenchHooks hooks;
-  hooks.begin = [&](int w, std::int64_t id) { seen.push_back("world " + std::to_string(w) + " bench " + std::to_string(id)); };
+  hooks.begin = [&](int w, std::int64_t id) {
+    seen.push_back("world " + std::to_string(w) + " bench " + std::to_string(id));
+  };
   hooks.row = [&](const CollectiveBenchRow& r) { seen.push_back(r.schedule); };
   const ScheduleBenches b = probe.measure_schedules({1}, opt, &store, {{"calibration", "c"}}, hooks);
   ASSERT_EQ(b.ids.size(), 1u);

@@ -19,7 +19,6 @@ namespace {
 
 ModelConfig small_cnn(const std::string& bn) { return test::small_cnn(2, 5, 3, bn); }
 
-
 TEST(Cnn, DefaultLayoutHasPyTorchShapesAndOrder) {
   ModelConfig m;
   m.type = ModelType::Cnn;  // defaults: image 28 x 28 x 1, conv [32, 64], kernel 5, hidden [128], 10 classes
@@ -101,7 +100,8 @@ TEST_P(CnnOps, BatchNormNormalisesEachChannelAndKeepsRunningStatistics) {
   auto ops = make_ops(GetParam());
   const int rows = 50, cols = 3;
   std::vector<float> x = test::normal_floats(static_cast<std::size_t>(rows * cols), 5);
-  for (int i = 0; i < rows; ++i) x[static_cast<std::size_t>(i * cols + 2)] = 4.0f + 3.0f * x[static_cast<std::size_t>(i * cols + 2)];
+  for (int i = 0; i < rows; ++i)
+    x[static_cast<std::size_t>(i * cols + 2)] = 4.0f + 3.0f * x[static_cast<std::size_t>(i * cols + 2)];
   std::vector<float> moments(2 * cols + 1), mean(cols), var(cols), rm(cols, 0.0f), rv(cols, 1.0f), y(x.size());
   const std::vector<float> gamma{1, 2, 0.5f}, beta{0, -1, 3};
   ops->channel_moments(x.data(), rows, cols, moments.data());
@@ -112,12 +112,14 @@ TEST_P(CnnOps, BatchNormNormalisesEachChannelAndKeepsRunningStatistics) {
     double s = 0, s2 = 0, m = 0, v = 0;
     for (int i = 0; i < rows; ++i) m += x[static_cast<std::size_t>(i * cols + j)] / double(rows);
     for (int i = 0; i < rows; ++i) v += std::pow(x[static_cast<std::size_t>(i * cols + j)] - m, 2) / rows;
-    for (int i = 0; i < rows; ++i) s += y[static_cast<std::size_t>(i * cols + j)], s2 += std::pow(y[static_cast<std::size_t>(i * cols + j)] - beta[j], 2);
+    for (int i = 0; i < rows; ++i)
+      s += y[static_cast<std::size_t>(i * cols + j)],
+          s2 += std::pow(y[static_cast<std::size_t>(i * cols + j)] - beta[j], 2);
     EXPECT_NEAR(mean[j], m, 1e-5);
     EXPECT_NEAR(var[j], v, 1e-4 * v);
-    EXPECT_NEAR(s / rows, beta[j], 1e-5);                               // mean beta
+    EXPECT_NEAR(s / rows, beta[j], 1e-5);                                // mean beta
     EXPECT_NEAR(s2 / rows, gamma[j] * gamma[j] * v / (v + 1e-5), 1e-4);  // variance gamma^2
-    EXPECT_NEAR(rm[j], 0.1 * m, 1e-6);                                  // PyTorch: momentum 0.1, unbiased variance
+    EXPECT_NEAR(rm[j], 0.1 * m, 1e-6);                                   // PyTorch: momentum 0.1, unbiased variance
     EXPECT_NEAR(rv[j], 0.9 + 0.1 * v * rows / (rows - 1), 1e-5);
   }
 }
@@ -127,7 +129,9 @@ INSTANTIATE_TEST_SUITE_P(HostBackends, CnnOps, testing::Values("cpu", "reference
 // The mean loss of a forward pass; parameters perturbed in place.
 struct Net {
   explicit Net(const std::string& backend, const std::string& bn, int batch = 3)
-      : ops(make_ops(backend)), model(*ops, small_cnn(bn), batch), batch(batch),
+      : ops(make_ops(backend)),
+        model(*ops, small_cnn(bn), batch),
+        batch(batch),
         x(test::normal_floats(static_cast<std::size_t>(batch) * 128, 11)) {
     model.init(7);
   }
@@ -172,7 +176,8 @@ TEST_P(CnnGradients, CpuAgreesWithReferenceAndAccumulationAdds) {
   cpu.model.forward(cpu.x.data(), cpu.batch);
   cpu.model.loss_grad(cpu.y.data());
   for (int l = cpu.model.num_layers() - 1; l >= 0; --l) cpu.model.backward_layer(l, true);
-  for (std::size_t i = 0; i < once.size(); ++i) ASSERT_NEAR(cpu.model.grads()[i], 2 * once[i], 1e-5 + 1e-4 * std::abs(once[i])) << i;
+  for (std::size_t i = 0; i < once.size(); ++i)
+    ASSERT_NEAR(cpu.model.grads()[i], 2 * once[i], 1e-5 + 1e-4 * std::abs(once[i])) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Bn, CnnGradients, testing::Values("none", "local"));

@@ -39,8 +39,10 @@ CollectiveBenchJob small_job(const std::string& db) {
 struct EnvVar {
   std::string name;
   EnvVar(std::string n, const char* value) : name(std::move(n)) {
-    if (value) ::setenv(name.c_str(), value, 1);
-    else ::unsetenv(name.c_str());
+    if (value)
+      ::setenv(name.c_str(), value, 1);
+    else
+      ::unsetenv(name.c_str());
   }
   ~EnvVar() { ::unsetenv(name.c_str()); }
 };
@@ -55,7 +57,8 @@ TEST(TransportComm, MpiIsTheJobsOwnCommunicator) {
     open_transport(*comm, "tcp", 10);
     FAIL() << "an unknown transport was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown transport \"tcp\" (known: mpi, nccl)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown transport \"tcp\" (known: mpi, nccl)"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -93,7 +96,9 @@ TEST(CollectiveBenchJob, StoresTheBenchAndTellsRankZeroInOrder) {
   job.extra["testbed"] = {{"hosts", 1}};
   std::vector<std::string> seen;
   CollectiveBenchHooks hooks;
-  hooks.begin = [&](int world, int rpn) { seen.push_back("begin " + std::to_string(world) + " " + std::to_string(rpn)); };
+  hooks.begin = [&](int world, int rpn) {
+    seen.push_back("begin " + std::to_string(world) + " " + std::to_string(rpn));
+  };
   hooks.row = [&](const CollectiveBenchRow& r) { seen.push_back(r.schedule + " " + std::to_string(r.bytes)); };
   hooks.end = [&](std::int64_t id, const std::vector<CollectiveBenchRow>& wrong) {
     seen.push_back("end " + std::to_string(id) + " " + std::to_string(wrong.size()));
@@ -111,8 +116,8 @@ TEST(CollectiveBenchJob, StoresTheBenchAndTellsRankZeroInOrder) {
   EXPECT_EQ(b.info.world_size, 1);
   EXPECT_EQ(b.info.backend, "mpi");
   EXPECT_EQ(nlohmann::json::parse(b.info.config_json)["testbed"]["hosts"], 1);
-  const std::vector<std::string> expected = {"begin 1 1",  "native 4096", "native 8192", "ring 4096",
-                                             "ring 8192", "end " + std::to_string(b.id) + " 0"};
+  const std::vector<std::string> expected = {"begin 1 1", "native 4096", "native 8192",
+                                             "ring 4096", "ring 8192",   "end " + std::to_string(b.id) + " 0"};
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(progress, 4);
   const auto rows = store.bench_rows(b.id);
@@ -176,7 +181,7 @@ TEST(CollectiveBenchJob, TheLauncherFailsWhatItsJobLeftRunning) {
   EXPECT_EQ(last_bench_id(db), ours3);
   EXPECT_EQ(fail_unfinished_benches(store, done), (std::vector<std::int64_t>{ours1, ours3}));
   for (const auto& b : store.benches()) {
-    const RunStatus want = b.id == old_running                 ? RunStatus::Running
+    const RunStatus want = b.id == old_running              ? RunStatus::Running
                            : b.id == ours1 || b.id == ours3 ? RunStatus::Failed
                                                             : RunStatus::Completed;
     EXPECT_EQ(b.status, want) << "bench " << b.id;

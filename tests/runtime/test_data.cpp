@@ -99,7 +99,8 @@ TEST(FashionMnist, ImagesOfNoPixelsOrOfMoreThanTheFileHoldsAreRefused) {
   write_gz(t.file("short.gz"), be32(2051) + be32(3) + be32(46341) + be32(46340) + std::string(10, '\1'));
   msg = error_of(t.file("short.gz"), t.file("lab.gz"));
   EXPECT_NE(msg.find(t.file("short.gz") + ": truncated: 3 images of 46341 x 46340 pixels need 6442325820 bytes"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 }
 
 TEST(FashionMnist, CorruptGzipStreamGivesAClearError) {

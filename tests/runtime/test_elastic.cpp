@@ -59,8 +59,8 @@ TEST(ElasticCheckpoint, OptimizerStateIsWholeEachElementFromTheRankThatUpdatedIt
         // What an old rank holds where it did not update: stale, here marked negative.
         state[e] = owner[e] == r || owner[e] == -1 ? static_cast<float>((r + 1) * 100000 + static_cast<int>(e)) : -1.0f;
       }
-      old[static_cast<std::size_t>(r)].tensors = {{"params", ordered(params, s)}, {"optimizer.0", ordered(state, s)},
-                                                  {"codec.0/residual", {1.0f}}};
+      old[static_cast<std::size_t>(r)].tensors = {
+          {"params", ordered(params, s)}, {"optimizer.0", ordered(state, s)}, {"codec.0/residual", {1.0f}}};
     }
     const Checkpoint merged = elastic_checkpoint(old, s);
     EXPECT_EQ(merged.tensors.at("params"), old[0].tensors.at("params")) << "rank 0's parameters";

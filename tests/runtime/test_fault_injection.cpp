@@ -48,9 +48,9 @@ TEST(FaultInjection, StrikesOnlyItsRankAndStep) {
 }
 
 TEST(FaultInjection, RefusesMalformedValuesNamingTheOption) {
-  for (const char* text : {"", "exit", "exit:1", "exit:1:2:3", "exit:one:3", "exit:-1:3", "exit:1:+3", "exit: 1:3",
-                           "perturb:1:2", "bitflip:1", "crash:1:2", "EXIT:1:2", "wrong:ring:16384",
-                           "exit:99999999999:1"}) {
+  for (const char* text :
+       {"", "exit", "exit:1", "exit:1:2:3", "exit:one:3", "exit:-1:3", "exit:1:+3", "exit: 1:3", "perturb:1:2",
+        "bitflip:1", "crash:1:2", "EXIT:1:2", "wrong:ring:16384", "exit:99999999999:1"}) {
     try {
       run_fault(text);
       ADD_FAILURE() << "accepted \"" << text << "\"";
@@ -58,7 +58,8 @@ TEST(FaultInjection, RefusesMalformedValuesNamingTheOption) {
       EXPECT_EQ(e.field(), "--inject-fault") << text;
       EXPECT_EQ(std::string(e.what()),
                 std::string("--inject-fault: expected exit:RANK:STEP, perturb:RANK or bitflip:RANK:STEP (RANK and STEP "
-                            "whole numbers), got \"") + text + "\"");
+                            "whole numbers), got \"") +
+                    text + "\"");
     }
   }
   try {

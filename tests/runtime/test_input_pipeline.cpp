@@ -113,7 +113,8 @@ TEST(InputPipeline, AShortLastBatchUnderTheMinimumIsDropped) {
   for (std::size_t s = 0; s < in.steps(); ++s) {
     in.ready();
     EXPECT_EQ(b, 8) << "step " << s;
-    expect_slot(ops, in, d, sampler.indices(static_cast<int>(s / 5)), (s % 5) * 8, b, s % 2, ("step " + std::to_string(s)).c_str());
+    expect_slot(ops, in, d, sampler.indices(static_cast<int>(s / 5)), (s % 5) * 8, b, s % 2,
+                ("step " + std::to_string(s)).c_str());
     if (s + 1 < in.steps()) b = in.load_step(s + 1);
   }
 }

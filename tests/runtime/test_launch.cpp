@@ -82,9 +82,11 @@ TEST_F(Launch, ThePlanPassesTheJobFolderToTheRanksBeforeTheExecutable) {
 }
 
 TEST_F(Launch, TheRanksFailureNotesComeBackInRankOrderAndTheFolderGoes) {
-  const JobEnd end = execute(job(
-      "echo \"$DDPLAB_JOB_DIR\" >\"$COUNT.dir\"; for r in 10 2; do printf 'rank %s failed' $r >\"$DDPLAB_JOB_DIR/failure-rank-$r\"; done; "
-      "exit 1", 1));
+  const JobEnd end =
+      execute(job("echo \"$DDPLAB_JOB_DIR\" >\"$COUNT.dir\"; for r in 10 2; do printf 'rank %s failed' $r "
+                  ">\"$DDPLAB_JOB_DIR/failure-rank-$r\"; done; "
+                  "exit 1",
+                  1));
   EXPECT_EQ(end.rc, 1);
   EXPECT_EQ(end.failures, (std::vector<std::string>{"rank 2 failed", "rank 10 failed"}));
   std::string folder;
@@ -110,10 +112,10 @@ TEST(JobEnd, TheLauncherExitsWithTheKindOfErrorTheJobEndedWith) {
     return end.exit_code();
   };
   EXPECT_EQ(code(0), 0);
-  EXPECT_EQ(code(2), 2);    // a rank refused its input (error.hpp's InputError), passed on by mpirun
-  EXPECT_EQ(code(70), 70);  // a rank hit a bug (InternalError)
-  EXPECT_EQ(code(1), 1);    // a rank's run fault
-  EXPECT_EQ(code(3), 1);    // a rank that exited (--inject-fault exit) or a watchdog's timeout
-  EXPECT_EQ(code(137), 1);  // a rank, or mpirun, killed
+  EXPECT_EQ(code(2), 2);            // a rank refused its input (error.hpp's InputError), passed on by mpirun
+  EXPECT_EQ(code(70), 70);          // a rank hit a bug (InternalError)
+  EXPECT_EQ(code(1), 1);            // a rank's run fault
+  EXPECT_EQ(code(3), 1);            // a rank that exited (--inject-fault exit) or a watchdog's timeout
+  EXPECT_EQ(code(137), 1);          // a rank, or mpirun, killed
   EXPECT_EQ(code(1, SIGINT), 130);  // the launcher interrupted: 128 + its signal
 }

@@ -135,13 +135,15 @@ TEST(CpuOps, WeightedSoftmaxCrossEntropyIsTorchsWeightedMean) {
     const float h = 1e-2f;
     up[i] += h, down[i] -= h;
     const double numeric = (ops->softmax_xent(up.data(), labels, 3, 3, nullptr, w) -
-                            ops->softmax_xent(down.data(), labels, 3, 3, nullptr, w)) / (2 * h);
+                            ops->softmax_xent(down.data(), labels, 3, 3, nullptr, w)) /
+                           (2 * h);
     EXPECT_NEAR(d[i], numeric, 1e-4) << "logit " << i;
   }
   // Weights of one are the unweighted mean, to the bit.
   const float ones[3] = {1.0f, 1.0f, 1.0f};
   std::vector<float> d1(9), d0(9);
-  EXPECT_EQ(ops->softmax_xent(logits.data(), labels, 3, 3, d1.data(), ones), ops->softmax_xent(logits.data(), labels, 3, 3, d0.data()));
+  EXPECT_EQ(ops->softmax_xent(logits.data(), labels, 3, 3, d1.data(), ones),
+            ops->softmax_xent(logits.data(), labels, 3, 3, d0.data()));
   EXPECT_EQ(d1, d0);
 }
 

@@ -41,7 +41,8 @@ void expect_covers_once(const Partition& p, std::size_t n) {
   std::vector<int> seen(n, 0);
   for (const auto& s : p.samples)
     for (std::size_t i : s) ++seen.at(i);
-  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; })) << "every sample on exactly one rank";
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }))
+      << "every sample on exactly one rank";
 }
 
 // The mean over ranks of the share of a rank's samples in its largest class: 1/C when balanced, 1 when
@@ -86,7 +87,8 @@ TEST(Partition, ShardsGiveEachRankExactlyItsClassesSplitEvenly) {
       for (const auto& h : hist)
         if (h[cl] > 0) counts.push_back(h[cl]);
       if (counts.size() > 1) {
-        EXPECT_LE(*std::max_element(counts.begin(), counts.end()) - *std::min_element(counts.begin(), counts.end()), 1u);
+        EXPECT_LE(*std::max_element(counts.begin(), counts.end()) - *std::min_element(counts.begin(), counts.end()),
+                  1u);
       }
     }
     std::size_t held = 0;
@@ -124,7 +126,8 @@ TEST(PartitionSampler, DropLastAndPadTakeTheSmallestAndLargestShare) {
       const auto e0 = s->indices(0), e1 = s->indices(1);
       ASSERT_EQ(e0.size(), want);
       EXPECT_NE(e0, e1) << "each epoch reshuffles";
-      const std::set<std::size_t> held(p.samples[static_cast<std::size_t>(r)].begin(), p.samples[static_cast<std::size_t>(r)].end());
+      const std::set<std::size_t> held(p.samples[static_cast<std::size_t>(r)].begin(),
+                                       p.samples[static_cast<std::size_t>(r)].end());
       const std::set<std::size_t> taken(e0.begin(), e0.end());
       EXPECT_TRUE(std::includes(held.begin(), held.end(), taken.begin(), taken.end())) << "only what the rank holds";
       // Without repeats while it has enough; padding repeats, and uses all it holds.
@@ -165,8 +168,8 @@ TEST(JoinSchedule, WindowsAcrossAnEpochCountEveryRankThatAdds) {
   EXPECT_EQ(j.per_epoch(), 5);
   EXPECT_EQ(j.active(2), 3);
   EXPECT_EQ(j.active(3), 1);
-  EXPECT_EQ(j.active_in(3, 2), 1);  // steps 3, 4: only rank 0
-  EXPECT_EQ(j.active_in(4, 2), 3);  // steps 4 and 5 (the next epoch's first): every rank adds
+  EXPECT_EQ(j.active_in(3, 2), 1);   // steps 3, 4: only rank 0
+  EXPECT_EQ(j.active_in(4, 2), 3);   // steps 4 and 5 (the next epoch's first): every rank adds
   EXPECT_EQ(j.samples_of(2, 2), 5);  // rank 2's last, short batch
   EXPECT_EQ(j.samples_of(2, 3), 0);
   EXPECT_EQ(j.samples_at(2), 10 + 10 + 5);
@@ -257,7 +260,9 @@ TEST(PartitionTable, NamesTheSplitAndEachRanksClasses) {
   DataConfig c = config("shards");
   c.uneven = "drop_last";
   const std::string t = partition_table(c, class_histograms(d, c, 2, 1), 123);
-  EXPECT_NE(t.find("data: shards, 2 classes per rank, drop_last: every rank takes 123 samples per epoch"), std::string::npos) << t;
+  EXPECT_NE(t.find("data: shards, 2 classes per rank, drop_last: every rank takes 123 samples per epoch"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("class9"), std::string::npos) << t;
   EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 5) << t;
   EXPECT_NE(t.find("no rank holds class 4 5 6 7 8 9: the model never trains on it"), std::string::npos) << t;

@@ -57,8 +57,9 @@ TEST(PlanExecutor, OverlapStartsABucketWhileBackwardRuns) {
         if (op.kind == OpKind::Backward) backward_end = std::max(backward_end, op.end_s);
       }
       ASSERT_GE(syncs, 2) << "step " << step << ": the caps should give several buckets";
-      EXPECT_LT(first_sync, backward_end) << "step " << step << ": first bucket's collective started at "
-                                          << first_sync * 1e3 << " ms, backward ended at " << backward_end * 1e3 << " ms";
+      EXPECT_LT(first_sync, backward_end)
+          << "step " << step << ": first bucket's collective started at " << first_sync * 1e3
+          << " ms, backward ended at " << backward_end * 1e3 << " ms";
     }
   }
   ops->free_labels(y);
@@ -105,7 +106,8 @@ TEST(PlanExecutor, ClipsTheGlobalGradientNorm) {
       const std::vector<float> got = test::params_in_order(*ops, model);
       const double factor = std::min(1.0, max_norm / (norm + 1e-6));
       for (std::size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], p0[i] - 0.5 * factor * g[i], 1e-6) << policy << " max_norm " << max_norm << " element " << i;
+        ASSERT_NEAR(got[i], p0[i] - 0.5 * factor * g[i], 1e-6)
+            << policy << " max_norm " << max_norm << " element " << i;
     }
   }
   // A plan without the norm's ops cannot clip: the executor refuses rather than silently not clipping.
@@ -134,7 +136,9 @@ TEST(PlanExecutor, ZeroTwoNeedsABackendThatReleasesMemory) {
     PlanExecutor exec(*comm, ops, model, strategy, OptimizerConfig{});
     FAIL() << "zero2 ran on a backend that cannot release memory";
   } catch (const ddplab::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("policy \"zero2\" gives back the gradients outside a rank's shard"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("policy \"zero2\" gives back the gradients outside a rank's shard"),
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("backend \"whole\" cannot"), std::string::npos) << e.what();
   }
   cfg.name = cfg.policy = "zero1";  // keeps its gradients whole: runs anywhere

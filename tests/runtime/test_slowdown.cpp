@@ -39,7 +39,8 @@ TEST(SlowedCodecCompute, SameResultsAsTheHostAndItsBuffersOutliveIt) {
   CodecCompute& host = host_codec_compute();
   const Slowdown s(1.01);
   std::vector<float> a(1000), b(1000);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 37) - 18.5f, b[i] = 0.25f * static_cast<float>(i % 11);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<float>(i % 37) - 18.5f, b[i] = 0.25f * static_cast<float>(i % 11);
   std::vector<float> x = a, y = a;
   std::vector<IndexValue> px(10), py(10);
   CodecBuffer kept;

@@ -77,8 +77,10 @@ std::vector<float> host_of(Ops& ops, const StagePasses::Span& s) {
 }
 
 // T shares of one stage run the stage plan's ops in lockstep; each TpSync is the sum of the shares' buffers.
-double run_tp_group(Ops& ops, std::vector<std::unique_ptr<SplitModel>>& shares, const Strategy& strategy, const Batch& b) {
-  for (auto& s : shares) s->begin_step(b.x.data(), b.y.data(), static_cast<int>(b.y.size()), strategy.context().pipeline.shape.microbatches);
+double run_tp_group(Ops& ops, std::vector<std::unique_ptr<SplitModel>>& shares, const Strategy& strategy,
+                    const Batch& b) {
+  for (auto& s : shares)
+    s->begin_step(b.x.data(), b.y.data(), static_cast<int>(b.y.size()), strategy.context().pipeline.shape.microbatches);
   for (const PlanOp& op : strategy.plan(0).ops) {
     for (auto& s : shares) {
       if (op.kind == OpKind::Forward) s->forward(op.microbatch, op.chunk, op.index);
@@ -108,12 +110,12 @@ std::vector<float> assemble(std::vector<std::unique_ptr<SplitModel>>& shares, bo
   return whole;
 }
 
-void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, double rel, const std::string& what) {
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                     const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double scale = 0;
   for (float v : want) scale = std::max(scale, std::abs(static_cast<double>(v)));
-  for (std::size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], rel * scale) << what << ": element " << i;
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], rel * scale) << what << ": element " << i;
 }
 
 TEST(SplitModel, TheSharesOfTheInitialModelAreTheWholeModelBitForBit) {
@@ -162,10 +164,12 @@ TEST(SplitModel, TensorParallelGradientsAreTheUnsplitLayersGradients) {
     EXPECT_EQ(syncs, 3) << "rows 1 and 3 in forward, column 2 in backward";
     const double loss = run_tp_group(*ops, shares, strategy, b);
     EXPECT_NEAR(loss, want.loss, 1e-6 * std::abs(want.loss));
-    for (int t = 0; t < T; ++t) EXPECT_EQ(shares[static_cast<std::size_t>(t)]->step_loss(), loss) << "the logits are whole on every share";
+    for (int t = 0; t < T; ++t)
+      EXPECT_EQ(shares[static_cast<std::size_t>(t)]->step_loss(), loss) << "the logits are whole on every share";
     expect_near_all(assemble(shares, true), want.grads, 1e-5, "TP " + std::to_string(T));
     // What every share holds whole (the row layers' biases) gets the same gradient on each.
-    const std::vector<float> a = shares[0]->whole_contribution(true, true), c = shares[1]->whole_contribution(true, true);
+    const std::vector<float> a = shares[0]->whole_contribution(true, true),
+                             c = shares[1]->whole_contribution(true, true);
     const std::size_t bias1 = 8 * 12 + 8 + 6 * 8;  // layers.1.bias in parameter order
     for (std::size_t i = bias1; i < bias1 + 6; ++i) EXPECT_EQ(a[i], c[i]) << i;
   }
@@ -234,9 +238,12 @@ TEST(SplitModel, MicrobatchesAddUpToTheBatchGradientEvenWhenTheyDoNotDivideIt) {
 TEST(SplitModel, RefusesAStageThatIsNotItsModelsShare) {
   auto ops = make_ops("cpu");
   const StageModel p = piece(mlp({12, 8, 6, 4, 5}), 2, {1, 1, 1}, 0);
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 1, 0, 4), ddplab::InternalError);  // tp 2's share at tp 1
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 10, 6, 4, 5}), p.model, p.stage, 2, 0, 4), ddplab::InternalError);  // another MLP
-  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 2, 2, 4), ddplab::InternalError);   // TP rank 2 of 2
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 1, 0, 4),
+               ddplab::InternalError);  // tp 2's share at tp 1
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 10, 6, 4, 5}), p.model, p.stage, 2, 0, 4),
+               ddplab::InternalError);  // another MLP
+  EXPECT_THROW(SplitModel(*ops, mlp({12, 8, 6, 4, 5}), p.model, p.stage, 2, 2, 4),
+               ddplab::InternalError);  // TP rank 2 of 2
   ModelConfig norm = cnn();
   norm.bn = "local";
   const StageModel q = piece(norm, 1, {2, 1, 1}, 0);

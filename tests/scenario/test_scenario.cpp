@@ -95,14 +95,16 @@ TEST(Scenario, CiSmallTomlIsSmall) {
 // ---- defaults and accepted forms ----
 
 TEST(Scenario, AnEmptyFileOrOneWithoutAStrategyIsRefused) {
-  EXPECT_EQ(parse_error("").substr(0, 80), "fake/inline.toml:1:1: the scenario is empty: name at least one strategy to run, ");
+  EXPECT_EQ(parse_error("").substr(0, 80),
+            "fake/inline.toml:1:1: the scenario is empty: name at least one strategy to run, ");
   const std::string none = parse_error("[train]\nlr = 0.1\n");
   EXPECT_NE(none.find("fake/inline.toml:1:1: the scenario has no [[strategy]]: name at least one strategy to run"),
             std::string::npos)
       << none;
   EXPECT_NE(none.find("[model], [data], [train] and [cluster] have defaults"), std::string::npos) << none;
   // A field's own error still comes first: it says more than the missing section.
-  EXPECT_NE(parse_error("[train]\nlr = -1\n").find("fake/inline.toml:2:6: train.lr"), std::string::npos) << parse_error("[train]\nlr = -1\n");
+  EXPECT_NE(parse_error("[train]\nlr = -1\n").find("fake/inline.toml:2:6: train.lr"), std::string::npos)
+      << parse_error("[train]\nlr = -1\n");
 }
 
 TEST(Scenario, OnlyAStrategyGivesDefaults) {
@@ -162,7 +164,7 @@ name = "native"
 name = "ring"
 schedule = "ring"
 )",
-                                    "x/y.toml");
+                           "x/y.toml");
   EXPECT_EQ(s.name, "sweep");
   EXPECT_EQ(s.train.backend, Backend::Cuda);
   EXPECT_EQ(s.train.lr, 1.0);
@@ -238,7 +240,7 @@ name = "a"
 name = "b"
 schedule = "ring"
 )",
-                                    "j.toml");
+                           "j.toml");
   // Through text and back, as the results store keeps it.
   const nlohmann::json j = nlohmann::json::parse(s.to_json().dump());
   EXPECT_EQ(j.at("name"), "j");
@@ -293,8 +295,7 @@ TEST_P(ScenarioInvalid, ExactMessage) {
 INSTANTIATE_TEST_SUITE_P(
     Files, ScenarioInvalid,
     ::testing::Values(
-        InvalidCase{"syntax_error",
-                    "2:6: TOML syntax error while parsing key-value pair: expected value, saw '\\n'"},
+        InvalidCase{"syntax_error", "2:6: TOML syntax error while parsing key-value pair: expected value, saw '\\n'"},
         InvalidCase{"duplicate_key",
                     "3:6: TOML syntax error while parsing key-value pair: cannot redefine existing "
                     "floating-point 'lr'"},
@@ -302,11 +303,9 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"unknown_section_far", "1:2: unknown section [optimizer]"},
         InvalidCase{"unknown_top_key", "1:1: unknown key nmae (did you mean name?)"},
         InvalidCase{"unknown_key_model", "2:1: unknown key model.layer (did you mean model.layers?)"},
-        InvalidCase{"unknown_key_data",
-                    "3:1: unknown key data.synthetic_trian (did you mean data.synthetic_train?)"},
+        InvalidCase{"unknown_key_data", "3:1: unknown key data.synthetic_trian (did you mean data.synthetic_train?)"},
         InvalidCase{"unknown_key_train", "3:1: unknown key train.batchsize (did you mean train.batch_size?)"},
-        InvalidCase{"unknown_key_cluster",
-                    "3:3: unknown key cluster.bandwidth (did you mean cluster.link_bandwidth?)"},
+        InvalidCase{"unknown_key_cluster", "3:3: unknown key cluster.bandwidth (did you mean cluster.link_bandwidth?)"},
         InvalidCase{"unknown_key_strategy",
                     "3:1: unknown key strategy[0].shedule (did you mean strategy[0].schedule?)"},
         InvalidCase{"wrong_type_batch", "2:14: train.batch_size must be a positive integer, got \"abc\""},
@@ -314,33 +313,42 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"negative_batch", "2:14: train.batch_size must be a positive integer, got -64"},
         InvalidCase{"huge_epochs", "2:10: train.epochs must be a positive integer, got 3000000000"},
         InvalidCase{"zero_lr", "2:6: train.lr must be a number greater than 0, got 0"},
-        InvalidCase{"moved_momentum",
-                    "2:12: train.momentum is an option of the optimizer now: write optimizer_options = { momentum = 0.9 }"},
+        InvalidCase{
+            "moved_momentum",
+            "2:12: train.momentum is an option of the optimizer now: write optimizer_options = { momentum = 0.9 }"},
         InvalidCase{"optimizer_options_not_table",
                     "2:21: train.optimizer_options must be a table such as { momentum = 0.9 }, got 0.9"},
-        InvalidCase{"optimizer_option_array", "2:34: train.optimizer_options.momentum must be a string, number or boolean, got [0.9]"},
-        InvalidCase{"negative_warmup", "2:16: train.warmup_steps must be a non-negative integer (0 = no warm-up), got -5"},
-        InvalidCase{"bad_lr_scale", "2:12: train.lr_scale must be one of \"none\", \"linear\", \"sqrt\", got \"quadratic\""},
-        InvalidCase{"negative_clip", "2:18: train.clip_grad_norm must be a non-negative number (0 = no clipping), got -1"},
+        InvalidCase{"optimizer_option_array",
+                    "2:34: train.optimizer_options.momentum must be a string, number or boolean, got [0.9]"},
+        InvalidCase{"negative_warmup",
+                    "2:16: train.warmup_steps must be a non-negative integer (0 = no warm-up), got -5"},
+        InvalidCase{"bad_lr_scale",
+                    "2:12: train.lr_scale must be one of \"none\", \"linear\", \"sqrt\", got \"quadratic\""},
+        InvalidCase{"negative_clip",
+                    "2:18: train.clip_grad_norm must be a non-negative number (0 = no clipping), got -1"},
         InvalidCase{"negative_weight_decay", "2:16: train.weight_decay must be a non-negative number, got -0.5"},
         InvalidCase{"negative_seed", "2:8: train.seed must be a non-negative integer, got -1"},
-        InvalidCase{"bad_backend",
-                    "2:11: train.backend must be one of \"cpu\", \"cuda\", \"cuda+mpi\", got \"gpu\""},
-        InvalidCase{"bad_partition",
-                    "2:13: data.partition must be one of \"iid\", \"dirichlet\", \"shards\", \"quantity\", got \"label_skew\""},
+        InvalidCase{"bad_backend", "2:11: train.backend must be one of \"cpu\", \"cuda\", \"cuda+mpi\", got \"gpu\""},
+        InvalidCase{
+            "bad_partition",
+            "2:13: data.partition must be one of \"iid\", \"dirichlet\", \"shards\", \"quantity\", got \"label_skew\""},
         InvalidCase{"zero_alpha", "3:9: data.alpha must be greater than 0, got 0"},
-        InvalidCase{"alpha_with_iid", "2:9: data.alpha applies to data.partition = \"dirichlet\" only (data.partition is \"iid\")"},
+        InvalidCase{"alpha_with_iid",
+                    "2:9: data.alpha applies to data.partition = \"dirichlet\" only (data.partition is \"iid\")"},
         InvalidCase{"classes_per_rank_with_dirichlet",
-                    "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is \"dirichlet\")"},
+                    "3:20: data.classes_per_rank applies to data.partition = \"shards\" only (data.partition is "
+                    "\"dirichlet\")"},
         InvalidCase{"negative_skew", "3:8: data.skew must be 0 or more, got -0.5"},
-        InvalidCase{"bad_uneven", "2:10: data.uneven must be one of \"drop_last\", \"pad\", \"join\", got \"join_all\""},
+        InvalidCase{"bad_uneven",
+                    "2:10: data.uneven must be one of \"drop_last\", \"pad\", \"join\", got \"join_all\""},
         InvalidCase{"augment_synthetic",
                     "3:18: data.augment_rotate transforms images: it applies to data.dataset = \"fashion-mnist\" only "
                     "(data.dataset is \"synthetic\")"},
         InvalidCase{"augment_scale_one", "2:17: data.augment_scale must be a number in [0, 1), got 1"},
-        InvalidCase{"balance_with_iid",
-                    "2:11: data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or \"quantity\"): "
-                    "under iid every rank's classes are already even"},
+        InvalidCase{
+            "balance_with_iid",
+            "2:11: data.balance needs a fixed split (data.partition \"dirichlet\", \"shards\" or \"quantity\"): "
+            "under iid every rank's classes are already even"},
         InvalidCase{"bad_balance",
                     "3:11: data.balance must be one of \"none\", \"class_weighted\", \"resample\", got \"oversample\""},
         InvalidCase{"join_with_iid",
@@ -372,25 +380,26 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"layers_not_array",
                     "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
                     "classes), got \"784-10\""},
-        InvalidCase{"bad_model_type", "2:8: model.type must be one of \"mlp\", \"cnn\", \"table\", got \"transformer\""},
+        InvalidCase{"bad_model_type",
+                    "2:8: model.type must be one of \"mlp\", \"cnn\", \"table\", got \"transformer\""},
         InvalidCase{"cnn_even_kernel", "3:10: model.kernel must be odd (the convolutions keep the image size), got 4"},
-        InvalidCase{"cnn_odd_pool", "3:8: model.conv: block 3 of 3 would max-pool a 7 x 7 image (odd): use fewer conv "
-                                    "blocks or an image size divisible by 2^3"},
+        InvalidCase{"cnn_odd_pool",
+                    "3:8: model.conv: block 3 of 3 would max-pool a 7 x 7 image (odd): use fewer conv "
+                    "blocks or an image size divisible by 2^3"},
         InvalidCase{"world_size_zero", "2:14: cluster.world_size must be a positive integer, got 0"},
         InvalidCase{"simulate_world_zero", "2:22: cluster.simulate_world[1] must be a positive integer, got 0"},
         InvalidCase{"simulate_world_empty",
                     "2:18: cluster.simulate_world must be a non-empty array of positive integers, got []"},
-        InvalidCase{"bad_topology", "2:12: cluster.topology must be one of \"star\", \"full\", \"fat_tree\", "
-                                    "\"dragonfly\", \"torus\", got \"fat-tree\""},
-        InvalidCase{"bad_dataset",
-                    "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
+        InvalidCase{"bad_topology",
+                    "2:12: cluster.topology must be one of \"star\", \"full\", \"fat_tree\", "
+                    "\"dragonfly\", \"torus\", got \"fat-tree\""},
+        InvalidCase{"bad_dataset", "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
         InvalidCase{"empty_path", "2:8: data.path must be a non-empty string, got \"\""},
         InvalidCase{"duplicate_strategy",
                     "8:8: strategy[2].name must be unique (strategy[0] has the same name), got \"a\""},
         InvalidCase{"empty_strategy_name", "2:8: strategy[0].name must be a non-empty string, got \"\""},
         // Unknown schedule / policy / codec names are checked by strategies/ (test_strategy_config.cpp).
-        InvalidCase{"strategy_table",
-                    "1:1: strategy must be a non-empty array of tables ([[strategy]]), got a table"},
+        InvalidCase{"strategy_table", "1:1: strategy must be a non-empty array of tables ([[strategy]]), got a table"},
         InvalidCase{"section_not_table", "1:9: train must be a table ([train]), got 5"},
         InvalidCase{"bad_name", "1:8: name must be a non-empty string, got 42"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.file); });
@@ -412,7 +421,8 @@ TEST(ScenarioErrors, InlineTextUsesTheGivenPath) {
   EXPECT_EQ(parse_error("\n\n[[strategies]]\nname = \"a\"\n"),
             "fake/inline.toml:3:3: unknown section [[strategies]] (did you mean [[strategy]]?)");
   EXPECT_EQ(parse_error("modle = 3\n"), "fake/inline.toml:1:1: unknown key modle (did you mean model?)");
-  EXPECT_EQ(parse_error("[train]\nlr = nan\n"), "fake/inline.toml:2:6: train.lr must be a number greater than 0, got nan");
+  EXPECT_EQ(parse_error("[train]\nlr = nan\n"),
+            "fake/inline.toml:2:6: train.lr must be a number greater than 0, got nan");
   EXPECT_EQ(parse_error("[train]\nwarmup_steps = \"10\"\n"),
             "fake/inline.toml:2:16: train.warmup_steps must be a non-negative integer (0 = no warm-up), got \"10\"");
   EXPECT_EQ(parse_error("[cluster]\ncompute_s = \"0ms\"\n"),
@@ -499,9 +509,10 @@ TEST(ScenarioModelTable, PathsResolveAgainstTheScenarioDirectory) {
   EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model("./models/../models/mine.csv")))).model.table, expected);
   EXPECT_EQ(load_scenario(t.scenario(with_strategy(table_model(expected)))).model.table, expected);  // absolute: as is
   const std::string path = t.scenario(with_strategy(table_model("mine.csv")));
-  EXPECT_EQ(load_error(path), path + ":3:9: model.table must be a built-in table (\"resnet50\", \"bert_large\", "
-                                     "\"gpt2_xl\", \"llama2_7b\", \"gpt3_175b\") or the path of a table file (no file \"" +
-                                     (t.dir / "mine.csv").string() + "\"), got \"mine.csv\"");
+  EXPECT_EQ(load_error(path), path +
+                                  ":3:9: model.table must be a built-in table (\"resnet50\", \"bert_large\", "
+                                  "\"gpt2_xl\", \"llama2_7b\", \"gpt3_175b\") or the path of a table file (no file \"" +
+                                  (t.dir / "mine.csv").string() + "\"), got \"mine.csv\"");
 }
 
 TEST(ScenarioModelTable, Errors) {
@@ -521,10 +532,12 @@ TEST(ScenarioModelTable, Errors) {
             "hidden), got [784, 10]");
   EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\nbn = \"batch\"\n"),
             "fake/inline.toml:3:6: model.bn must be one of \"none\", \"local\", \"sync\", got \"batch\"");
-  EXPECT_EQ(parse_error("[model]\ntype = \"cnn\"\nimage = [28, 28]\n"),
-            "fake/inline.toml:3:9: model.image must be [height, width, channels], three positive integers, got [28, 28]");
+  EXPECT_EQ(
+      parse_error("[model]\ntype = \"cnn\"\nimage = [28, 28]\n"),
+      "fake/inline.toml:3:9: model.image must be [height, width, channels], three positive integers, got [28, 28]");
   EXPECT_EQ(parse_error(table_model("")), "fake/inline.toml:3:9: model.table must be a non-empty string, got \"\"");
-  EXPECT_EQ(parse_error("[model]\ntabel = 1\n"), "fake/inline.toml:2:1: unknown key model.tabel (did you mean model.table?)");
+  EXPECT_EQ(parse_error("[model]\ntabel = 1\n"),
+            "fake/inline.toml:2:1: unknown key model.tabel (did you mean model.table?)");
   EXPECT_EQ(parse_error("[cluster]\ndevice_flops = 0\n"),
             "fake/inline.toml:2:16: cluster.device_flops must be a number greater than 0 (FLOP/s), got 0");
   EXPECT_EQ(parse_error("[cluster]\ndevice_flops = \"312T\"\n"),
@@ -606,9 +619,10 @@ TEST(ScenarioCluster, ErrorsNameFileLineColumn) {
   EXPECT_EQ(parse_error("[cluster]\ntorus = \"4,x\"\n"),
             "fake/inline.toml:2:9: cluster.torus must be SimGrid's \"X,Y,...\" dimensions (e.g. \"4,4,4\") "
             "(expected a positive integer at character 3), got \"4,x\"");
-  EXPECT_EQ(parse_error("[cluster]\ndragonfly = \"2,1;1,1;4,1\"\n"),
-            "fake/inline.toml:2:13: cluster.dragonfly must be SimGrid's \"groups,links;chassis,links;routers,links;nodes\" "
-            "(e.g. \"4,2;2,1;4,1;2\"), got \"2,1;1,1;4,1\"");
+  EXPECT_EQ(
+      parse_error("[cluster]\ndragonfly = \"2,1;1,1;4,1\"\n"),
+      "fake/inline.toml:2:13: cluster.dragonfly must be SimGrid's \"groups,links;chassis,links;routers,links;nodes\" "
+      "(e.g. \"4,2;2,1;4,1;2\"), got \"2,1;1,1;4,1\"");
   EXPECT_EQ(parse_error("[cluster]\ndevices_per_node = 0\n"),
             "fake/inline.toml:2:20: cluster.devices_per_node must be a positive integer, got 0");
   EXPECT_EQ(parse_error("[cluster]\nnics = \"shared\"\n"),
@@ -621,5 +635,6 @@ TEST(ScenarioCluster, ErrorsNameFileLineColumn) {
             "fake/inline.toml:2:15: cluster.stragglers[0].rank or cluster.stragglers[0].node is required (exactly one "
             "of them)");
   EXPECT_EQ(parse_error("[cluster]\n[[cluster.nodes]]\nnode = 1\nlink_bandwith = 3\n"),
-            "fake/inline.toml:4:1: unknown key cluster.nodes[0].link_bandwith (did you mean cluster.nodes[0].link_bandwidth?)");
+            "fake/inline.toml:4:1: unknown key cluster.nodes[0].link_bandwith (did you mean "
+            "cluster.nodes[0].link_bandwidth?)");
 }

@@ -82,10 +82,10 @@ double compare(const Schedule& s, const std::string& what) {
     EXPECT_LE(err, kTolerance) << where << ": exact " << exact.step_s << " s, aggregated " << agg.step_s << " s";
     expect_same_bytes(exact, agg, where);
     EXPECT_LE(agg.comms, exact.comms) << where;
-    std::printf("[ agg      ] %-40s exact %9.4f ms (%7llu comms, %.2f s)  aggregated %9.4f ms (%6llu comms, %.2f s)  %+.3f%%\n",
-                where.c_str(), exact.step_s * 1e3, static_cast<unsigned long long>(exact.comms), exact.wall_s,
-                agg.step_s * 1e3, static_cast<unsigned long long>(agg.comms), agg.wall_s,
-                100 * (agg.step_s - exact.step_s) / exact.step_s);
+    std::printf(
+        "[ agg      ] %-40s exact %9.4f ms (%7llu comms, %.2f s)  aggregated %9.4f ms (%6llu comms, %.2f s)  %+.3f%%\n",
+        where.c_str(), exact.step_s * 1e3, static_cast<unsigned long long>(exact.comms), exact.wall_s, agg.step_s * 1e3,
+        static_cast<unsigned long long>(agg.comms), agg.wall_s, 100 * (agg.step_s - exact.step_s) / exact.step_s);
     worst = std::max(worst, err);
   }
   return worst;
@@ -117,13 +117,15 @@ TEST(SimulatorAggregate, RingIsOnePhaseComputedWithoutTheSchedule) {
   for (int n : {1, 2, 3, 5, 8, 13, 24}) {
     for (std::size_t count : {std::size_t{0}, std::size_t{7}, std::size_t{1003}}) {
       const ScheduleParams where{n, 0, 1, 0};
-      for (const Collective coll : {Collective::Allreduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllGatherShards}) {
+      for (const Collective coll :
+           {Collective::Allreduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllGatherShards}) {
         const CollectiveCall call{coll, ElemType::F32, count, ""};
         for (const char* sched : {"ring", "native"}) {
           const auto direct = sim::phases_for_call(call, sched, where);
           const auto built = sim::phases_of(schedule_for_call(call, sched, where, NativeReplay{}));
           EXPECT_TRUE(same(direct, built)) << coll << " " << sched << " n=" << n << " count=" << count;
-          const bool sparse = coll != Collective::Allreduce && count < static_cast<std::size_t>(n);  // empty chunks left out
+          const bool sparse =
+              coll != Collective::Allreduce && count < static_cast<std::size_t>(n);  // empty chunks left out
           if (!sparse) {
             EXPECT_EQ(direct.phases.size(), n > 1 ? 1u : 0u);
           }
@@ -280,11 +282,11 @@ TEST(SimulatorAggregate, AgreesWithExactOnDdpSteps) {
     std::string topology = "star";
     int devices = 1;
   };
-  for (const Case& k : {Case{"overlap", "ring", 256}, Case{"overlap", "double_binary_tree", 32},
-                        Case{"zero1", "ring", 64}, Case{"ps", "native", 16}, Case{"overlap", "ring", 64, "fat_tree"},
-                        Case{"overlap", "ring", 64, "torus"}, Case{"zero1", "ring", 32, "dragonfly"},
-                        Case{"overlap", "halving_doubling", 64, "dragonfly"}, Case{"overlap", "ring", 200, "dragonfly"},
-                        Case{"overlap", "hierarchical", 128, "dragonfly", 4}}) {
+  for (const Case& k :
+       {Case{"overlap", "ring", 256}, Case{"overlap", "double_binary_tree", 32}, Case{"zero1", "ring", 64},
+        Case{"ps", "native", 16}, Case{"overlap", "ring", 64, "fat_tree"}, Case{"overlap", "ring", 64, "torus"},
+        Case{"zero1", "ring", 32, "dragonfly"}, Case{"overlap", "halving_doubling", 64, "dragonfly"},
+        Case{"overlap", "ring", 200, "dragonfly"}, Case{"overlap", "hierarchical", 128, "dragonfly", 4}}) {
     // Measured before ranks waited for each other at a phase's start (aggregate.cpp): overlap-ring at 200
     // ranks on the dragonfly +40.5%, hierarchical at 128 ranks there +15.5%.
     Scenario sc = resnet50_scenario(k.policy, k.schedule);
@@ -294,8 +296,8 @@ TEST(SimulatorAggregate, AgreesWithExactOnDdpSteps) {
     const std::int64_t step = 1;  // the first step on the rebuilt buckets
     const auto exact = simulate_step(sc, st, k.world, 0.05, 0.002, mode("exact"), {step, 1});
     const auto agg = simulate_step(sc, st, k.world, 0.05, 0.002, mode("aggregated"), {step, 1});
-    const std::string what =
-        k.policy + "/" + k.schedule + " n=" + std::to_string(k.world) + " " + k.topology + " x" + std::to_string(k.devices);
+    const std::string what = k.policy + "/" + k.schedule + " n=" + std::to_string(k.world) + " " + k.topology + " x" +
+                             std::to_string(k.devices);
     EXPECT_LE(rel_error(exact.step_s, agg.step_s), kTolerance) << what;
     EXPECT_LE(rel_error(exact.comm_s, agg.comm_s), kTolerance) << what;
     expect_same_bytes(exact, agg, what);

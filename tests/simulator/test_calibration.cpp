@@ -140,7 +140,8 @@ std::vector<PingPongSample> simulated(const SimOptions& opt, Schedule (*pattern)
   cluster.link_latency = kLinkLatency;
   cluster.link_bandwidth = kLinkBandwidth;
   std::vector<PingPongSample> x;
-  for (std::size_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, simulate_schedule(cluster, pattern(s), 1, opt).step_s});
+  for (std::size_t s = 1024; s <= (16u << 20); s *= 4)
+    x.push_back({s, simulate_schedule(cluster, pattern(s), 1, opt).step_s});
   return x;
 }
 
@@ -234,7 +235,8 @@ TEST(CalibrationInstall, IntraNodeFitDescribesMessagesInsideANode) {
   for (std::size_t bytes : {std::size_t{1024}, std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{48} << 20}) {
     const double in_node = simulate_schedule(cluster, message(bytes, 0, 1, 4), 1, opt).step_s;
     const double across = simulate_schedule(cluster, message(bytes, 0, 2, 4), 1, opt).step_s;
-    const double want_in = cal->intra->predict(static_cast<double>(bytes)), want_across = cal->predict(static_cast<double>(bytes));
+    const double want_in = cal->intra->predict(static_cast<double>(bytes)),
+                 want_across = cal->predict(static_cast<double>(bytes));
     EXPECT_NEAR(in_node, want_in, 0.01 * want_in) << bytes << " B inside a node";
     EXPECT_NEAR(across, want_across, 0.01 * want_across) << bytes << " B across nodes";
   }
@@ -266,7 +268,7 @@ TEST(CalibrationFit, FitLinksSplitsTheNodeAndFitsTheExchange) {
   m.sizes = sizes;
   m.node_of = {"a", "a", "b", "b"};
   for (std::uint64_t b : sizes) {
-    m.pingpong.push_back({0, 1, static_cast<std::int64_t>(b), 10, t(1e-6, 10e9, b)});   // same node
+    m.pingpong.push_back({0, 1, static_cast<std::int64_t>(b), 10, t(1e-6, 10e9, b)});  // same node
     m.pingpong.push_back({0, 2, static_cast<std::int64_t>(b), 10, t(50e-6, 1e9, b)});  // other node
     m.pingpong.push_back({0, 3, static_cast<std::int64_t>(b), 10, t(50e-6, 1e9, b)});
     m.exchange.push_back({b, t(60e-6, 0.8e9, b)});
@@ -276,8 +278,9 @@ TEST(CalibrationFit, FitLinksSplitsTheNodeAndFitsTheExchange) {
   EXPECT_EQ(f.fit.fitted, "ring");
   EXPECT_EQ(f.fit.link_class, "testbed");
   EXPECT_EQ(f.fit.tcp_rendezvous_bytes, 64u * 1024);
-  EXPECT_NEAR(f.fit.bandwidth, 0.8e9 * (1 + kSimCrosstrafficShare), 0.02 * 0.8e9);  // the exchange, cross-traffic put back
-  EXPECT_NEAR(f.pingpong.bandwidth, 1e9, 0.02e9);                                    // between nodes only
+  EXPECT_NEAR(f.fit.bandwidth, 0.8e9 * (1 + kSimCrosstrafficShare),
+              0.02 * 0.8e9);                       // the exchange, cross-traffic put back
+  EXPECT_NEAR(f.pingpong.bandwidth, 1e9, 0.02e9);  // between nodes only
   ASSERT_TRUE(f.fit.intra);
   EXPECT_NEAR(f.fit.intra->bandwidth, 10e9, 0.2e9);
   EXPECT_EQ(f.fit.intra->link_class, "testbed-intra");

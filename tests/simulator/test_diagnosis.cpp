@@ -26,9 +26,11 @@ bool has(const std::vector<std::string>& causes, const std::string& part) {
 }
 
 TEST(Diagnosis, EachRecordedFactGivesItsCause) {
-  const nlohmann::json config = {{"cluster", {{"link_bandwidth", 1.25e9}, {"link_latency", 2e-6}}}, {"train", {{"backend", "cpu"}}}};
+  const nlohmann::json config = {{"cluster", {{"link_bandwidth", 1.25e9}, {"link_latency", 2e-6}}},
+                                 {"train", {{"backend", "cpu"}}}};
   // A run on 2 cores with 4 ranks, no calibration.
-  auto causes = likely_causes(run(4, {{"cores", 2}, {"ranks_on_host", 4}, {"build", build_id()}}, config), nullptr, nullptr);
+  auto causes =
+      likely_causes(run(4, {{"cores", 2}, {"ranks_on_host", 4}, {"build", build_id()}}, config), nullptr, nullptr);
   EXPECT_TRUE(has(causes, "4 ranks on 2 cores")) << causes.size();
   EXPECT_TRUE(has(causes, "no calibration: the scenario's [cluster] links (10 Gbit/s, 2 us)"));
 

@@ -83,7 +83,8 @@ TEST(FoldedReplay, MirroredReceivesLoadTheReplayedRanksLinks) {
 }
 
 TEST(FoldedReplay, RanksEveryLayoutAsTheExactReplayOnDgxNodes) {
-  test::check_dgx_ranking("folded", 0.02, [](const ParallelConfig& p) { return p.model_parallel() ? "folded" : "exact"; });
+  test::check_dgx_ranking("folded", 0.02,
+                          [](const ParallelConfig& p) { return p.model_parallel() ? "folded" : "exact"; });
 }
 
 TEST(FoldedReplay, IsForModelParallelLayoutsOnly) {
@@ -92,7 +93,8 @@ TEST(FoldedReplay, IsForModelParallelLayoutsOnly) {
     (void)simulate_steps(sc, test::strategy_config("overlap", "ring"), 4, 0.01, 0.0, {3}, mode("folded"), 1);
     FAIL() << "folded accepted a pure data-parallel world";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("folded mode replays one replica of a model-parallel layout"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("folded mode replays one replica of a model-parallel layout"),
+              std::string::npos)
         << e.what();
   }
   // auto never folds: it samples a layout above kExactMaxLayoutWorld ranks (test_probed_replay.cpp).

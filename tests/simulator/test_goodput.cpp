@@ -41,14 +41,16 @@ TEST(RankByWorld, OrdersTheStrategiesByTimeAtEachWorldSize) {
     }
     return p;
   };
-  const auto ranked = rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("local", {2.0, 3.0}),
-                                     prediction("fp16", {0.5, 3.0})});
+  const auto ranked = rank_by_world(
+      {prediction("overlap", {1.0, 8.0}), prediction("local", {2.0, 3.0}), prediction("fp16", {0.5, 3.0})});
   ASSERT_EQ(ranked.size(), 2u);
   EXPECT_EQ(ranked[0].world_size, 4);
-  EXPECT_EQ(ranked[0].by_time, (std::vector<std::pair<std::string, double>>{{"fp16", 0.5}, {"overlap", 1.0}, {"local", 2.0}}));
+  EXPECT_EQ(ranked[0].by_time,
+            (std::vector<std::pair<std::string, double>>{{"fp16", 0.5}, {"overlap", 1.0}, {"local", 2.0}}));
   EXPECT_EQ(ranked[1].world_size, 32);
   // A tie keeps the scenario's order.
-  EXPECT_EQ(ranked[1].by_time, (std::vector<std::pair<std::string, double>>{{"local", 3.0}, {"fp16", 3.0}, {"overlap", 8.0}}));
+  EXPECT_EQ(ranked[1].by_time,
+            (std::vector<std::pair<std::string, double>>{{"local", 3.0}, {"fp16", 3.0}, {"overlap", 8.0}}));
   EXPECT_THROW(rank_by_world({prediction("overlap", {1.0, 8.0}), prediction("short", {1.0})}), ddplab::InternalError);
   EXPECT_TRUE(rank_by_world({}).empty());
 }
@@ -76,7 +78,8 @@ struct GoodputStore : ::testing::Test {
   std::int64_t add_run(int world, int batch, double updates, double step_s = 0.001) {
     Scenario s = sc;
     s.train.batch_size = batch;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, RunSource::Measured, run_config(s, st, world), "{}", batch});
+    const auto id =
+        store.begin_run({sc.name, st.name, "cpu", world, RunSource::Measured, run_config(s, st, world), "{}", batch});
     for (std::int64_t step = 0; step < static_cast<std::int64_t>(updates) + 20; ++step)
       for (int rank = 0; rank < world; ++rank) {
         StepMetrics m;
@@ -166,7 +169,8 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
     store.finish_run(id, RunStatus::Completed);
     return id;
   }();
-  const auto missed = store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, run_config(sc, st, 2), "{}", 32});
+  const auto missed =
+      store.begin_run({sc.name, st.name, "cpu", 2, RunSource::Measured, run_config(sc, st, 2), "{}", 32});
   store.add_evaluation(missed, eval(100, 0.5));
   store.finish_run(missed, RunStatus::Completed);
   GoodputOptions opt;
@@ -178,8 +182,9 @@ TEST_F(GoodputStore, RefusesWhatItCannotPredict) {
     FAIL() << "fitted two batch sizes";
   } catch (const ddplab::InputError& e) {
     const std::string m = e.what();
-    for (const std::string& part : {std::string("strategy \"overlap\""), std::string("3 or more global batch sizes, got 2"),
-                                    fmt::format("never reached it: #{}", missed), std::string("--batch-size")})
+    for (const std::string& part :
+         {std::string("strategy \"overlap\""), std::string("3 or more global batch sizes, got 2"),
+          fmt::format("never reached it: #{}", missed), std::string("--batch-size")})
       EXPECT_NE(m.find(part), std::string::npos) << part << " not in: " << m;
     EXPECT_EQ(m.find(fmt::format("#{} ", other_model)), std::string::npos) << m;
   }

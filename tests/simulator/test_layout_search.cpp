@@ -64,7 +64,8 @@ TEST(LayoutSearch, ALayoutTheModelDoesNotTakeIsRefusedWithItsReason) {
       continue;
     }
     ++refused;
-    EXPECT_TRUE(c.refused.find("parallel.tp = 4") != std::string::npos || c.refused.find("parallel.pp = 4") != std::string::npos)
+    EXPECT_TRUE(c.refused.find("parallel.tp = 4") != std::string::npos ||
+                c.refused.find("parallel.pp = 4") != std::string::npos)
         << c.refused;
   }
   EXPECT_EQ(refused, 3) << "TP 4, and PP 4 at M 8 and 4";
@@ -110,7 +111,8 @@ TEST(LayoutSearch, ZeroStagesShrinkTheMemoryOfEveryLayoutWithDataParallelism) {
     const int stage = find_policy(c.strategy.policy)->zero;
     if (stage >= 3 && c.parallel.tp * c.parallel.pp > 1) {
       EXPECT_FALSE(c.point);
-      EXPECT_NE(c.refused.find("ZeRO-3 gathers parameter units around whole-batch passes"), std::string::npos) << c.refused;
+      EXPECT_NE(c.refused.find("ZeRO-3 gathers parameter units around whole-batch passes"), std::string::npos)
+          << c.refused;
       ++zero3_refused;
       continue;
     }

@@ -15,7 +15,6 @@
 namespace ddplab {
 namespace {
 
-
 Scenario resnet50(double device_flops, double efficiency) {
   Scenario s;
   s.name = "resnet-table";
@@ -47,7 +46,8 @@ TEST(SimulatorModelTable, ComputeFromModelFlops) {
   sc.cluster.device_mem_bw = 1.5e12;  // optimizer: 20 bytes per parameter at memory bandwidth
   src = compute_source(sc, sc.strategies[0], store);
   EXPECT_DOUBLE_EQ(src.optimizer_s, 20.0 * 25'557'032 / 1.5e12);
-  EXPECT_EQ(src.origin, "model FLOPs / (device_flops x efficiency); optimizer 20 B per parameter (sgd) / device_mem_bw");
+  EXPECT_EQ(src.origin,
+            "model FLOPs / (device_flops x efficiency); optimizer 20 B per parameter (sgd) / device_mem_bw");
   sc.train.optimizer = "adam";  // the optimizer's own traffic: Adam reads and writes two moments
   EXPECT_DOUBLE_EQ(compute_source(sc, sc.strategies[0], store).optimizer_s, 28.0 * 25'557'032 / 1.5e12);
   sc.train.optimizer = "sgd";
@@ -62,8 +62,10 @@ TEST(SimulatorModelTable, ComputeFromModelFlops) {
   mlp.cluster.device_flops = 1e12;
   mlp.strategies = {StrategyConfig{}};
   src = compute_source(mlp, mlp.strategies[0], store);
-  EXPECT_DOUBLE_EQ(src.compute_s, 64 * (ModelSpec::mlp(mlp.model.layers).forward_flops() +
-                                        ModelSpec::mlp(mlp.model.layers).backward_flops()) / 0.5e12);
+  EXPECT_DOUBLE_EQ(
+      src.compute_s,
+      64 * (ModelSpec::mlp(mlp.model.layers).forward_flops() + ModelSpec::mlp(mlp.model.layers).backward_flops()) /
+          0.5e12);
 }
 
 TEST(SimulatorModelTable, ResNet50StepOnFourRanks) {

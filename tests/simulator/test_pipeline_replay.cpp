@@ -124,7 +124,9 @@ TEST(SimulatorPipeline, TensorParallelAllreducesStayInTheirGroups) {
   EXPECT_EQ(bytes(0, 3), 0u);
   const ModelSpec m = ModelSpec::mlp(sc.model.layers);
   const double share = (m.layers[0].forward_flops + m.layers[0].backward_flops + m.layers[1].forward_flops +
-                        m.layers[1].backward_flops) / 2 + m.layers[2].forward_flops + m.layers[2].backward_flops;
+                        m.layers[1].backward_flops) /
+                           2 +
+                       m.layers[2].forward_flops + m.layers[2].backward_flops;
   const double expected = share / (m.forward_flops() + m.backward_flops());
   EXPECT_NEAR(steps.front().ranks[1].compute_s, expected, 1e-9);
   // The rest of the step is the DP sync's local work (its averaging, at this slow compute's FLOP rate).

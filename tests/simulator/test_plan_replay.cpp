@@ -219,8 +219,8 @@ TEST(SimulatorPlan, MergedComputeOpsKeepEveryTime) {
   // and codec work they run one Exec per op. Both must give the same times, rank by rank.
   Scenario sc = small();
   sc.model.layers = {784, 1024, 1024, 1024, 10};
-  for (const StrategyConfig& base : {strategy("overlap", "ring", "topk", {{"ratio", "0.01"}}), strategy("zero1", "ring"),
-                                     strategy("overlap", "halving_doubling", "fp16")}) {
+  for (const StrategyConfig& base : {strategy("overlap", "ring", "topk", {{"ratio", "0.01"}}),
+                                     strategy("zero1", "ring"), strategy("overlap", "halving_doubling", "fp16")}) {
     StrategyConfig c = base;
     c.bucket_cap = 1 << 20;
     c.first_bucket_cap = 1 << 18;

@@ -63,8 +63,8 @@ TEST(Published, LayoutsAgainstMegatronLm) {
 }
 
 // Narayanan et al.'s Table 2: ZeRO-3 (pure DP) against PTD-P on GPT-3 175B. The ZeRO-3 rows only (the PTD-P
-// rows' 384 to 96 microbatches take minutes each; docs/published-comparisons.md gives their figures): at 384 GPUs, where compute
-// dominates, the prediction holds; at 768 and 1536 the simulator hides ZeRO-3's gathers behind compute at
+// rows' 384 to 96 microbatches take minutes each; docs/published-comparisons.md gives their figures): at 384 GPUs,
+// where compute dominates, the prediction holds; at 768 and 1536 the simulator hides ZeRO-3's gathers behind compute at
 // NCCL's node-wide bandwidth where DeepSpeed's of 2021 did not (it ranks them wrongly there).
 TEST(Published, ZeroThreeAgainstPtdP) {
   const auto all = load_published_points(std::string(DDPLAB_SOURCE_DIR) + "/bench/published/zero3.toml");
@@ -76,7 +76,8 @@ TEST(Published, ZeroThreeAgainstPtdP) {
   std::vector<double> predicted;
   for (const auto& r : compare_published(zero3)) {
     std::printf("[ layout ] %-4s %-22s world %4d  published %5.1f  predicted %5.1f  %+6.1f%%  %s\n", r.point.id.c_str(),
-                r.point.case_name.c_str(), r.point.world, r.point.published, r.predicted, r.error_pct, r.detail.c_str());
+                r.point.case_name.c_str(), r.point.world, r.point.published, r.predicted, r.error_pct,
+                r.detail.c_str());
     predicted.push_back(r.predicted);
   }
   EXPECT_LT(std::fabs(error_pct(zero3[0].published, predicted[0])), 10.0) << "row 6.1, 384 GPUs";
@@ -113,9 +114,10 @@ TEST(Published, BadPointsNameFileLineAndField) {
             "points.toml:7: sweep: must be a number greater than 0");
   EXPECT_EQ(load_error(head + "preset = \"dgx-h100\"\nkind = \"busbw\"\nwold = 8\n"),
             "points.toml:6: wold: is not a point field");
-  const std::string layout = head + "preset = \"dgx-a100\"\nkind = \"layout\"\nmodel = \"gpt2_xl\"\ntp = 2\npp = 2\n"
-                                    "microbatch = 1\nschedule = \"1f1b\"\nprecision = \"bf16\"\nrecompute = \"none\"\n"
-                                    "compute_efficiency = 0.5\ncompute_model = \"flops\"\npublished = 100\n";
+  const std::string layout = head +
+                             "preset = \"dgx-a100\"\nkind = \"layout\"\nmodel = \"gpt2_xl\"\ntp = 2\npp = 2\n"
+                             "microbatch = 1\nschedule = \"1f1b\"\nprecision = \"bf16\"\nrecompute = \"none\"\n"
+                             "compute_efficiency = 0.5\ncompute_model = \"flops\"\npublished = 100\n";
   EXPECT_EQ(load_error(layout + "world = 6\nbatch = 8\n"), "points.toml:16: world: 6 is not a multiple of tp x pp = 4");
   EXPECT_EQ(load_error(layout + "world = 8\nbatch = 5\n"),
             "points.toml:17: batch: 5 is not a multiple of dp x microbatch = 2 x 1");
@@ -126,10 +128,13 @@ TEST(Published, BadPointsNameFileLineAndField) {
             "points.toml:11: precision: must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"");
   EXPECT_EQ(load_error(layout + "world = 8\nbatch = 8\npolicy = \"zero4\"\n"),
             "points.toml:18: policy: unknown sync policy \"zero4\"");
-  EXPECT_EQ(load_error(layout + "world = 8\nbatch = 8\npolicy = \"zero3\"\n").rfind(
-                "points.toml:18: policy: parallel.tp splits the model, which strategy[0] (\"zero3\", policy \"zero3\") "
-                "cannot shard", 0),
-            0u);
+  EXPECT_EQ(
+      load_error(layout + "world = 8\nbatch = 8\npolicy = \"zero3\"\n")
+          .rfind(
+              "points.toml:18: policy: parallel.tp splits the model, which strategy[0] (\"zero3\", policy \"zero3\") "
+              "cannot shard",
+              0),
+      0u);
   EXPECT_EQ(load_error("[[point]\n").rfind("points.toml:1: ", 0), 0u);  // TOML syntax: toml++'s message, with the line
   EXPECT_EQ(load_error("title = 1\n"), "points.toml: no [[point]] entries");
 }

@@ -137,7 +137,8 @@ TEST(SimulatorReplay, RejectsBrokenInputs) {
 
 TEST(SimulatorIsolation, ChildCrashNamesTheSimulation) {
   try {
-    sim::run_in_child("world size 7", []() -> nlohmann::json { std::abort(); }, false);
+    sim::run_in_child(
+        "world size 7", []() -> nlohmann::json { std::abort(); }, false);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("world size 7"), std::string::npos) << e.what();
@@ -147,7 +148,8 @@ TEST(SimulatorIsolation, ChildCrashNamesTheSimulation) {
 
 TEST(SimulatorIsolation, ChildExceptionIsReported) {
   try {
-    sim::run_in_child("world size 9", []() -> nlohmann::json { throw std::runtime_error("boom"); }, false);
+    sim::run_in_child(
+        "world size 9", []() -> nlohmann::json { throw std::runtime_error("boom"); }, false);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("world size 9 failed: boom"), std::string::npos) << e.what();
@@ -163,7 +165,8 @@ TEST(SimulatorIsolation, ResultSurvivesTheRoundTrip) {
   r.step = 1999;
   r.ranks = {{0.1, 0.2, 0.2, 0.3, 0.6, {{"comm", "sync_grads 0", 0.1, 0.3, 4096}}}, {}};
   r.schedule = "ring";
-  const auto j = sim::run_in_child("world size 2", [&] { return sim::result_to_json(r); }, false);
+  const auto j = sim::run_in_child(
+      "world size 2", [&] { return sim::result_to_json(r); }, false);
   const auto back = sim::result_from_json(j);
   EXPECT_EQ(back.step_s, r.step_s);
   EXPECT_EQ(back.bytes_between, r.bytes_between);

@@ -17,9 +17,11 @@ Scenario two_layers(const test::TempDir& tmp, const std::string& model) {
   const std::string table = tmp.file("two.csv");
   std::ofstream(table) << "name,params,forward_flops,backward_flops,activation_bytes\n"
                        << "fc,weight:16x16,1048576,2097152,1024\nln,weight:16;bias:16,320,640,256\n";
-  return parse_scenario("[model]\ntype = \"table\"\ntable = \"" + table + "\"\n[train]\nbatch_size = 4\n"
-                        "[cluster]\ndevice_flops = 100e12\ncompute_efficiency = 0.5\ndevice_mem_bw = \"1TB/s\"\n"
-                        "compute_model = \"" + model + "\"\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
+  return parse_scenario("[model]\ntype = \"table\"\ntable = \"" + table +
+                            "\"\n[train]\nbatch_size = 4\n"
+                            "[cluster]\ndevice_flops = 100e12\ncompute_efficiency = 0.5\ndevice_mem_bw = \"1TB/s\"\n"
+                            "compute_model = \"" +
+                            model + "\"\n[[strategy]]\nname = \"ddp\"\npolicy = \"overlap\"\n",
                         tmp.file("r.toml"));
 }
 
@@ -43,17 +45,20 @@ TEST(Roofline, MemoryBoundLayersTakeTheirTrafficsTime) {
 
 TEST(Roofline, NeedsTheDevicesPeakAndMemoryBandwidth) {
   try {
-    parse_scenario("[cluster]\ndevice_flops = 1e12\ncompute_model = \"roofline\"\n[[strategy]]\nname = \"a\"\n"
-                   "policy = \"overlap\"\n",
-                   "r.toml");
+    parse_scenario(
+        "[cluster]\ndevice_flops = 1e12\ncompute_model = \"roofline\"\n[[strategy]]\nname = \"a\"\n"
+        "policy = \"overlap\"\n",
+        "r.toml");
     FAIL() << "no device_mem_bw";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(std::string(e.what()), "r.toml:3:17: cluster.compute_model = \"roofline\" needs cluster.device_flops and "
-                                     "cluster.device_mem_bw (or a preset's)");
+    EXPECT_EQ(std::string(e.what()),
+              "r.toml:3:17: cluster.compute_model = \"roofline\" needs cluster.device_flops and "
+              "cluster.device_mem_bw (or a preset's)");
   }
-  EXPECT_NO_THROW(parse_scenario("[cluster]\npreset = \"dgx-a100\"\ncompute_model = \"roofline\"\n[[strategy]]\n"
-                                 "name = \"a\"\npolicy = \"overlap\"\n",
-                                 "r.toml"));
+  EXPECT_NO_THROW(
+      parse_scenario("[cluster]\npreset = \"dgx-a100\"\ncompute_model = \"roofline\"\n[[strategy]]\n"
+                     "name = \"a\"\npolicy = \"overlap\"\n",
+                     "r.toml"));
 }
 
 }  // namespace

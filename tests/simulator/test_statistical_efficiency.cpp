@@ -3,7 +3,6 @@
 // runs (global batch over workers and accumulated micro-steps).
 #include <gtest/gtest.h>
 
-
 #include "ddplab/core/error.hpp"
 #include "ddplab/simulator/statistical_efficiency.hpp"
 #include "stored_runs.hpp"
@@ -37,7 +36,8 @@ TEST(NoiseScaleFit, StatesItsErrorOnNoisyPoints) {
   EXPECT_NEAR(f.b_noise, 500, 100);
   EXPECT_GT(f.rms_rel_error, 0.005);
   EXPECT_LT(f.max_rel_error, 0.06);
-  for (const BatchPoint& q : p) EXPECT_LE(std::abs(f.updates(q.global_batch) - q.updates) / q.updates, f.max_rel_error + 1e-12);
+  for (const BatchPoint& q : p)
+    EXPECT_LE(std::abs(f.updates(q.global_batch) - q.updates) / q.updates, f.max_rel_error + 1e-12);
 }
 
 TEST(NoiseScaleFit, RefusesWhatItCannotFit) {
@@ -55,10 +55,11 @@ TEST(NoiseScaleFit, RefusesWhatItCannotFit) {
 using test::eval;
 
 TEST(StepsToAccuracy, InterpolatesBetweenTheEvaluationsAroundTheTarget) {
-  const std::vector<Evaluation> evals{eval(100, 0.70), eval(200, 0.80), eval(300, 0.86), eval(400, 0.85), eval(500, 0.90)};
+  const std::vector<Evaluation> evals{eval(100, 0.70), eval(200, 0.80), eval(300, 0.86), eval(400, 0.85),
+                                      eval(500, 0.90)};
   EXPECT_DOUBLE_EQ(*steps_to_accuracy(evals, 0.83), 250.0);  // halfway from 0.80 at 200 to 0.86 at 300
   EXPECT_DOUBLE_EQ(*steps_to_accuracy(evals, 0.86), 300.0);
-  EXPECT_DOUBLE_EQ(*steps_to_accuracy(evals, 0.5), 100.0);   // already there at the first evaluation
+  EXPECT_DOUBLE_EQ(*steps_to_accuracy(evals, 0.5), 100.0);    // already there at the first evaluation
   EXPECT_NEAR(*steps_to_accuracy(evals, 0.88), 460.0, 1e-9);  // from the dip at 400: 0.03 of 0.05 on
   EXPECT_FALSE(steps_to_accuracy(evals, 0.95).has_value());
   EXPECT_FALSE(steps_to_accuracy({}, 0.5).has_value());
@@ -79,15 +80,16 @@ TEST(MeasuredBatchPoints, GlobalBatchCountsWorkersAndAccumulation) {
     s.train.batch_size = batch;
     StrategyConfig t = st;
     t.accumulate_steps = accumulate;
-    const auto id = store.begin_run({sc.name, st.name, "cpu", world, RunSource::Measured, test::run_config(s, t, world), "{}", batch});
+    const auto id = store.begin_run(
+        {sc.name, st.name, "cpu", world, RunSource::Measured, test::run_config(s, t, world), "{}", batch});
     for (const Evaluation& e : evals) store.add_evaluation(id, e);
     store.finish_run(id, status);
     return id;
   };
-  add_run(1, 32, 1, {eval(100, 0.7), eval(200, 0.9)}, RunStatus::Completed);            // batch 32: 150 updates to 0.8
-  add_run(2, 32, 2, {eval(100, 0.8)}, RunStatus::Completed);                             // batch 128: 50 updates
-  const auto never = add_run(2, 64, 1, {eval(100, 0.6)}, RunStatus::Completed);          // never reaches 0.8
-  add_run(2, 16, 1, {eval(10, 0.9)}, RunStatus::Failed);                                 // not completed: left out
+  add_run(1, 32, 1, {eval(100, 0.7), eval(200, 0.9)}, RunStatus::Completed);     // batch 32: 150 updates to 0.8
+  add_run(2, 32, 2, {eval(100, 0.8)}, RunStatus::Completed);                     // batch 128: 50 updates
+  const auto never = add_run(2, 64, 1, {eval(100, 0.6)}, RunStatus::Completed);  // never reaches 0.8
+  add_run(2, 16, 1, {eval(10, 0.9)}, RunStatus::Failed);                         // not completed: left out
   std::vector<std::int64_t> missed;
   const auto points = measured_batch_points(store, sc, st, 0.8, &missed);
   ASSERT_EQ(points.size(), 2u);

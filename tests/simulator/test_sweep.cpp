@@ -17,7 +17,6 @@
 namespace ddplab {
 namespace {
 
-
 Scenario scenario() {
   Scenario s;
   s.name = "simtest";
@@ -268,7 +267,8 @@ TEST(SimulatorSources, ExplicitSpecsAndTheirErrors) {
   Scenario wider = sc;
   wider.model.layers = {784, 32, 10};
   const auto id = measured_run(store, wider, other, 2, 0.01, 0.0, 2, 2);
-  expect_error("run:" + std::to_string(id), "trained model {\"layers\":[784,32,10],\"parameter_count\":25450,\"type\":\"mlp\"}");
+  expect_error("run:" + std::to_string(id),
+               "trained model {\"layers\":[784,32,10],\"parameter_count\":25450,\"type\":\"mlp\"}");
   // Nothing stored was changed by the refusals.
   EXPECT_EQ(store.runs().size(), 1u);
 }
@@ -319,7 +319,8 @@ TEST(SimulatorSweep, WritesSimulatedRuns) {
     ASSERT_EQ(steps.size(), static_cast<std::size_t>(p.world_size));
     for (const auto& m : steps) {
       EXPECT_EQ(m.samples, 64);
-      EXPECT_EQ(static_cast<std::uint64_t>(m.bytes_sent), p.result.steps.at(0).bytes_sent[static_cast<std::size_t>(m.rank)]);
+      EXPECT_EQ(static_cast<std::uint64_t>(m.bytes_sent),
+                p.result.steps.at(0).bytes_sent[static_cast<std::size_t>(m.rank)]);
       EXPECT_NEAR(m.compute_s, 0.02, 1e-9);
     }
     const auto summary = store.summary(run.id);

@@ -15,10 +15,10 @@
 namespace ddplab {
 namespace {
 
-constexpr double kB = 10e9 / 8;    // NIC bytes/s per direction
-constexpr double kL = 2e-6;        // s per NIC link
-constexpr double kIB = 100e9;      // intra-node bytes/s per direction
-constexpr double kIL = 0.5e-6;     // s per intra-node link
+constexpr double kB = 10e9 / 8;  // NIC bytes/s per direction
+constexpr double kL = 2e-6;      // s per NIC link
+constexpr double kIB = 100e9;    // intra-node bytes/s per direction
+constexpr double kIL = 0.5e-6;   // s per intra-node link
 constexpr std::size_t kBytes = 64u << 20;
 
 using test::alpha_beta;
@@ -61,7 +61,7 @@ TEST(SimulatorTopology, NvswitchNodesPointToPoint) {
   const double S = kBytes;
   expect_close(p2p_time(c, 8, 0, 1), S / kIB + 2 * kIL);  // device -> NVSwitch -> device
   expect_close(p2p_time(c, 8, 2, 3), S / kIB + 2 * kIL);
-  expect_close(p2p_time(c, 8, 0, 5), S / kB + 2 * kL);    // own NIC out, zero-latency uplinks, peer's NIC in
+  expect_close(p2p_time(c, 8, 0, 5), S / kB + 2 * kL);  // own NIC out, zero-latency uplinks, peer's NIC in
   // One NIC per node, behind the NVSwitch: the route adds the two devices' NVLink hops.
   expect_close(p2p_time(nodes_of(4, "nvswitch", "per_node"), 8, 0, 5), S / kB + 2 * kL + 2 * kIL);
 }
@@ -79,8 +79,8 @@ TEST(SimulatorTopology, PcieTree) {
   ClusterConfig c = nodes_of(4, "pcie");
   c.pcie_bandwidth = 20e9;  // below the device links: crossing the root complex is slower
   const double S = kBytes;
-  expect_close(p2p_time(c, 4, 0, 1), S / kIB + 2 * kIL);                 // under one PCIe switch
-  expect_close(p2p_time(c, 4, 1, 2), S / c.pcie_bandwidth + 4 * kIL);    // through the root complex
+  expect_close(p2p_time(c, 4, 0, 1), S / kIB + 2 * kIL);               // under one PCIe switch
+  expect_close(p2p_time(c, 4, 1, 2), S / c.pcie_bandwidth + 4 * kIL);  // through the root complex
 }
 
 TEST(SimulatorTopology, NodeOverrideSlowsThatNodesNics) {
@@ -203,8 +203,8 @@ TEST(SimulatorTopology, FullMeshOfNodesKeepsTheirNics) {
   // 3 nodes of 2 devices, a NIC per device; pair links carry one NIC's bandwidth, not the node's two.
   ClusterConfig c = full_of(2);
   c.fabric_bandwidth = kB;
-  expect_close(p2p_time(c, 6, 0, 1), S / kIB + 2 * kIL);        // inside a node: NVSwitch
-  expect_close(p2p_time(c, 6, 0, 2), S / kB + 3 * kL);          // NIC, pair link, NIC
+  expect_close(p2p_time(c, 6, 0, 1), S / kIB + 2 * kIL);  // inside a node: NVSwitch
+  expect_close(p2p_time(c, 6, 0, 2), S / kB + 3 * kL);    // NIC, pair link, NIC
   // Node 0's devices to nodes 1 and 2: two private pair links, each flow at full speed...
   const std::vector<std::pair<int, int>> to_two{{0, 2}, {1, 4}};
   expect_close(simulate_schedule(c, transfers(6, to_two), 1, alpha_beta()).step_s, S / kB + 3 * kL);
@@ -215,8 +215,7 @@ TEST(SimulatorTopology, FullMeshOfNodesKeepsTheirNics) {
   expect_close(simulate_schedule(nodes_of(2), transfers(6, to_one), 1, alpha_beta()).step_s, S / kB + 2 * kL);
   // One NIC per node still binds on the mesh: flows to two nodes share it, behind the NVSwitch hop.
   const ClusterConfig shared = full_of(2, "per_node");
-  expect_close(simulate_schedule(shared, transfers(6, to_two), 1, alpha_beta()).step_s,
-               2 * S / kB + 3 * kL + 2 * kIL);
+  expect_close(simulate_schedule(shared, transfers(6, to_two), 1, alpha_beta()).step_s, 2 * S / kB + 3 * kL + 2 * kIL);
   // A node override gives that node a NIC of its own (the others stay bare hosts on their pair links).
   ClusterConfig over = full_of(1);
   over.nodes.push_back({1, kB / 2, std::nullopt});
@@ -314,7 +313,8 @@ TEST(SimulatorTopology, PresetsBuildAndSimulate) {
 
 TEST(SimulatorTopology, TcpGammaCoversTheFastestLinkOnTheLongestRoute) {
   ClusterConfig star;  // unchanged for the plain star: 16 x B x 2 x (2 L), at least 4 MiB
-  EXPECT_DOUBLE_EQ(sim::tcp_gamma_for(star), std::max(4.0 * 1024 * 1024, 16.0 * star.link_bandwidth * 2 * 2 * star.link_latency));
+  EXPECT_DOUBLE_EQ(sim::tcp_gamma_for(star),
+                   std::max(4.0 * 1024 * 1024, 16.0 * star.link_bandwidth * 2 * 2 * star.link_latency));
   ClusterConfig h100;
   apply_cluster_preset(h100, "dgx-h100");
   // NVLink at 450 GB/s over the longest route (NIC, star switch, NIC): the window must not cap it.

@@ -48,7 +48,8 @@ std::vector<CollectiveBenchRow> predicted(const ClusterConfig& cluster, int worl
 TEST(Validation, BenchesOfThePredictionComeBackAtZeroError) {
   Store store(fresh_db("validation-mpi.db"));
   store_bench(store, "mpi", 4, 1, "{}", predicted(ClusterConfig{}, 4, Transport::Mpi, {"ring", "native"}));
-  store_bench(store, "simgrid", 4, 1, "{}", predicted(ClusterConfig{}, 4, Transport::Mpi, {"ring"}));  // a prediction: left out
+  store_bench(store, "simgrid", 4, 1, "{}",
+              predicted(ClusterConfig{}, 4, Transport::Mpi, {"ring"}));  // a prediction: left out
   int seen = 0;
   const ValidationReport r = validate_store(store, {}, [&](const ValidationRow&) { ++seen; });
   ASSERT_EQ(r.rows.size(), 4u);

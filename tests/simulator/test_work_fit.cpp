@@ -14,8 +14,12 @@ namespace {
 // PowerSGD's shapes, as calibrate probes them: rows x cols at ranks 1 to 8.
 std::vector<LocalWork> product_shapes(WorkKind kind) {
   std::vector<LocalWork> v;
-  for (auto [n, c, k] : {std::array<std::size_t, 3>{256, 256, 1}, {256, 256, 4}, {1024, 1024, 1}, {1024, 1024, 4},
-                         {2048, 1024, 2}, {2048, 1024, 8}})
+  for (auto [n, c, k] : {std::array<std::size_t, 3>{256, 256, 1},
+                         {256, 256, 4},
+                         {1024, 1024, 1},
+                         {1024, 1024, 4},
+                         {2048, 1024, 2},
+                         {2048, 1024, 8}})
     v.push_back({kind, n, c, k});
   return v;
 }
@@ -118,7 +122,8 @@ TEST(WorkFit, StoredFitsRoundTripAndOneTermFitsKeepTheirTimes) {
   nlohmann::json old = c.to_json();
   for (auto& [key, f] : old.at("codec_work").items()) f.erase("per_extra_s");
   const Calibration legacy = Calibration::from_json(old);
-  const LocalWork mm{WorkKind::MatMul, 1024, 1024, 4}, tk{WorkKind::TopK, 1u << 20, 0, 1u << 10}, add{WorkKind::Add, 4096};
+  const LocalWork mm{WorkKind::MatMul, 1024, 1024, 4}, tk{WorkKind::TopK, 1u << 20, 0, 1u << 10},
+      add{WorkKind::Add, 4096};
   EXPECT_NEAR(legacy.codec_work.at("matmul").seconds(work_size(mm)), 1e-6 + 2e-9 * work_flops(mm), 1e-15);
   const double tk_units = (1u << 20) + (1u << 10) * 10.0;
   EXPECT_NEAR(legacy.codec_work.at("topk").seconds(work_size(tk)), 4e-6 + 5e-9 * tk_units, 1e-15);

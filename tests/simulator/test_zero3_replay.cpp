@@ -63,11 +63,14 @@ TEST(Zero3Replay, WithoutComputeTheStepIsItsCollectivesBackToBack) {
 
 TEST(Zero3Replay, PrefetchHidesTheNextUnitsGatherBehindCompute) {
   const Scenario sc = scenario();
-  const SimStepResult comm_only = simulate_step(sc, config("zero3", false), kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
+  const SimStepResult comm_only =
+      simulate_step(sc, config("zero3", false), kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
   // Compute as long as the communication: without prefetch every gather waits for the chunk before it.
   const double compute = comm_only.comm_s;
-  const SimStepResult ahead = simulate_step(sc, config("zero3", true), kRanks, compute, 0.0, test::alpha_beta(), {1, 1});
-  const SimStepResult behind = simulate_step(sc, config("zero3", false), kRanks, compute, 0.0, test::alpha_beta(), {1, 1});
+  const SimStepResult ahead =
+      simulate_step(sc, config("zero3", true), kRanks, compute, 0.0, test::alpha_beta(), {1, 1});
+  const SimStepResult behind =
+      simulate_step(sc, config("zero3", false), kRanks, compute, 0.0, test::alpha_beta(), {1, 1});
   EXPECT_NEAR(ahead.comm_s, behind.comm_s, 0.01 * behind.comm_s) << "the same collectives";
   EXPECT_LT(ahead.exposed_comm_s, 0.8 * behind.exposed_comm_s);
   EXPECT_LT(ahead.step_s, behind.step_s);

@@ -147,7 +147,8 @@ TEST(CheckpointFolder, BesideTheStoreNamedByItOrWhereTheScenarioSays) {
       << "two stores in one folder keep their run-3s apart";
   sc.train.checkpoint_dir = "/scratch/ck";
   EXPECT_EQ(run_checkpoint_folder(sc, "/data/results/lab.db", 3), "/scratch/ck/run-3");
-  EXPECT_EQ(rank_checkpoint_file(step_checkpoint_folder("/scratch/ck/run-3", 40), 2), "/scratch/ck/run-3/step-40/rank-2.ckpt");
+  EXPECT_EQ(rank_checkpoint_file(step_checkpoint_folder("/scratch/ck/run-3", 40), 2),
+            "/scratch/ck/run-3/step-40/rank-2.ckpt");
 }
 
 // A store holding run 1, failed after 30 of its steps (2 ranks), with checkpoints at steps 10 and 20 and
@@ -170,7 +171,8 @@ struct FailedRun : ::testing::Test {
       e.step = at, e.test_accuracy = 0.01 * at;
       s.add_evaluation(run, e);
     }
-    for (int at : {10, 20}) s.add_checkpoint({run, at, dir.file("ck/step-" + std::to_string(at)), 2, 1000, 0.01, false, ""});
+    for (int at : {10, 20})
+      s.add_checkpoint({run, at, dir.file("ck/step-" + std::to_string(at)), 2, 1000, 0.01, false, ""});
     s.add_flight(run, {FlightRecord{0, 1, 29, "sync_grads #0 on ring", "allreduce of 1 f32", 4, 0.0, -1, false}});
     s.finish_run(run, RunStatus::Failed, "rank 1 step 30: exiting on purpose");
   }
@@ -225,8 +227,9 @@ struct ResumePointTest : FailedRun {
   Scenario sc;
   void SetUp() override {
     FailedRun::SetUp();
-    sc = load_scenario(dir.write("default.toml", "name = \"default\"\n[train]\nlr = 0.05\ncheckpoint_every = 10\n"
-                                                 "[[strategy]]\nname = \"ring\"\n"));
+    sc = load_scenario(dir.write("default.toml",
+                                 "name = \"default\"\n[train]\nlr = 0.05\ncheckpoint_every = 10\n"
+                                 "[[strategy]]\nname = \"ring\"\n"));
     // The file of rank 0 for the newest checkpoint, as the trainer writes it.
     Checkpoint c;
     c.meta["identity"] = checkpoint_identity(sc, sc.strategies[0], 2);

@@ -36,7 +36,8 @@ Evaluation evaluation(std::int64_t step) {
 TEST(ClassReport, TableMatrixAndTheWeakestClass) {
   const std::vector<Evaluation> evals = {evaluation(50), evaluation(100)};
   const std::string text = class_report_text(fashion_run(), evals, std::nullopt);
-  EXPECT_NE(text.find("run 4 (study / overlap, 2 ranks), evaluation after step 100 (3.5 s): accuracy 0.9400"), std::string::npos)
+  EXPECT_NE(text.find("run 4 (study / overlap, 2 ranks), evaluation after step 100 (3.5 s): accuracy 0.9400"),
+            std::string::npos)
       << text;
   // T-shirt/top: 10 right of 14 predicted; Shirt: 4 of 10 found, all its predictions right.
   EXPECT_NE(text.find("0 T-shirt/top          10     0.7143     1.0000   0.8333"), std::string::npos) << text;
@@ -62,7 +63,8 @@ TEST(ClassReport, CsvHasARowPerClassWithItsConfusionRow) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "run,step,class,name,support,predicted,precision,recall,f1,predicted_0,predicted_1,predicted_2,predicted_3,"
             "predicted_4,predicted_5,predicted_6,predicted_7,predicted_8,predicted_9");
-  EXPECT_NE(csv.find("\n4,100,6,Shirt,10,4,1.000000,0.400000,0.571429,4,0,2,0,0,0,4,0,0,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n4,100,6,Shirt,10,4,1.000000,0.400000,0.571429,4,0,2,0,0,0,4,0,0,0\n"), std::string::npos)
+      << csv;
   // A dataset without names leaves the column empty.
   RunRow other = fashion_run();
   other.info.config_json = R"({"data": {"dataset": "synthetic"}})";

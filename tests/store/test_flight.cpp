@@ -30,7 +30,7 @@ std::vector<FlightRecord> agreeing(int ranks, int calls) {
 TEST(Flight, DumpsRoundTripAsJsonAndBadOnesAreRefused) {
   std::vector<FlightRecord> calls = agreeing(1, 2);
   calls.push_back({0, 2, 2, "", "point-to-point wait", 64, 102.0, -1, false});  // in flight
-  calls.push_back({0, 3, 2, "", "MPI barrier", 0, 102.5, 102.6, true});          // failed
+  calls.push_back({0, 3, 2, "", "MPI barrier", 0, 102.5, 102.6, true});         // failed
   const auto back = flight_from_json(flight_to_json(calls));
   ASSERT_EQ(back.size(), calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -76,7 +76,8 @@ TEST(Flight, FindsTheFirstCallWhereTheRanksPart) {
   // A rank that never made call 5.
   calls = agreeing(2, 5);
   calls.push_back({0, 5, 5, "", "MPI barrier", 0, 105.0, -1, false});
-  EXPECT_NE(flight_report(calls, 2).find("first divergence at call #5: rank 1 never reached call #5"), std::string::npos);
+  EXPECT_NE(flight_report(calls, 2).find("first divergence at call #5: rank 1 never reached call #5"),
+            std::string::npos);
   // Different calls at one number (ranks that took different branches).
   calls = agreeing(2, 5);
   calls.push_back({0, 5, 5, "", "MPI barrier", 0, 105.0, 105.1, false});
@@ -93,13 +94,15 @@ TEST(Flight, FindsTheFirstCallWhereTheRanksPart) {
   for (FlightRecord& c : calls)
     if (c.seq == 4) c.end_s = -1;
   text = flight_report(calls, 3);
-  EXPECT_NE(text.find("first divergence at call #4: call #4 completed on no rank that dumped: rank 0 (in flight), rank 1 "
-                      "(in flight)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("first divergence at call #4: call #4 completed on no rank that dumped: rank 0 (in flight), rank 1 "
+                "(in flight)"),
+      std::string::npos)
       << text;
   // Ranks that agree, but one left nothing: not "every rank completed the same calls".
   text = flight_report(agreeing(2, 3), 3);
-  EXPECT_NE(text.find("no divergence among the ranks that dumped; the others left no record"), std::string::npos) << text;
+  EXPECT_NE(text.find("no divergence among the ranks that dumped; the others left no record"), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("every rank completed"), std::string::npos) << text;
 }
 

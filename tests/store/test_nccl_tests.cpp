@@ -9,7 +9,8 @@ namespace {
 
 // The current layout (redop, root, #wrong), two nodes of 2 ranks; the numbers are made up but consistent:
 // busbw = algbw x 2(4-1)/4 = 1.5 algbw.
-const char* kCurrent = R"(# nThread 1 nGpus 1 minBytes 1024 maxBytes 4194304 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+const char* kCurrent =
+    R"(# nThread 1 nGpus 1 minBytes 1024 maxBytes 4194304 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
 #
 # Using devices
 #  Rank  0 Group  0 Pid   1001 on     node-a device  0 [0000:04:00] NVIDIA H100 80GB HBM3
@@ -78,9 +79,11 @@ TEST(NcclTests, MalformedInputNamesFileAndLine) {
     return std::string("no error");
   };
   const std::string header =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
-  EXPECT_EQ(error("     1024   256   float   sum   -1   20.0   0.05   0.08   0   19.5   0.05   0.08   0\n"),
-            "bad.log:1: a row before the column header (\"#  size  count  type ...\"): is this all_reduce_perf's output?");
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n";
+  EXPECT_EQ(
+      error("     1024   256   float   sum   -1   20.0   0.05   0.08   0   19.5   0.05   0.08   0\n"),
+      "bad.log:1: a row before the column header (\"#  size  count  type ...\"): is this all_reduce_perf's output?");
   EXPECT_EQ(error(header + "     1024   256   float   sum   -1   20.0   0.05\n"),
             "bad.log:2: 7 fields where the column header has 13 (     1024   256   float   sum   -1   20.0   0.05)");
   EXPECT_EQ(error(header + "     1024   256   float   sum   -1   fast   0.05   0.08   0   19.5   0.05   0.08   0\n"),
@@ -89,7 +92,8 @@ TEST(NcclTests, MalformedInputNamesFileAndLine) {
             "bad.log:2: redop none: not an allreduce (all_gather_perf or similar); import all_reduce_perf's output");
   EXPECT_EQ(error(header), "bad.log:1: no result rows (an all_reduce_perf run prints one per size)");
   // Two Rank lines, but busbw / algbw = 1.5 says 4 ranks.
-  EXPECT_NE(error("#  Rank  0 Group 0 Pid 1 on a device 0 [0] GPU\n#  Rank  1 Group 0 Pid 2 on a device 1 [1] GPU\n" + header +
+  EXPECT_NE(error("#  Rank  0 Group 0 Pid 1 on a device 0 [0] GPU\n#  Rank  1 Group 0 Pid 2 on a device 1 [1] GPU\n" +
+                  header +
                   "     1048576   262144   float   sum   -1   100.0   10.49   15.73   0   100.0   10.49   15.73   0\n")
                 .find("bad.log:4: busbw / algbw = 1.500 is not an allreduce's 2(n-1)/n for the 2 ranks"),
             std::string::npos);
@@ -105,14 +109,17 @@ namespace {
 // undefined behaviour. Sizes, counts and #wrong are integers, and anything else is refused with file:line.
 TEST(NcclTests, SizesCountsAndWrongMustBeIntegers) {
   const std::string header =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n";
   const std::string good = "1024 256 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n";
   EXPECT_NO_THROW(parse_nccl_tests(header + good, "ok.log"));
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"104857888888888888888888888888888 256 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n",
        "big.log:2: column size: \"104857888888888888888888888888888\" is not an integer"},
-      {"1024 25.6 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n", "frac.log:2: column count: \"25.6\" is not an integer"},
-      {"1024 256 float sum -1 20.00 0.05 0.08 1e30 19.50 0.05 0.08 0\n", "wrong.log:2: column #wrong: \"1e30\" is not an integer"},
+      {"1024 25.6 float sum -1 20.00 0.05 0.08 0 19.50 0.05 0.08 0\n",
+       "frac.log:2: column count: \"25.6\" is not an integer"},
+      {"1024 256 float sum -1 20.00 0.05 0.08 1e30 19.50 0.05 0.08 0\n",
+       "wrong.log:2: column #wrong: \"1e30\" is not an integer"},
   };
   for (const auto& [row, want] : bad) {
     const std::string path = want.substr(0, want.find(':'));

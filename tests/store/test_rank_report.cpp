@@ -37,7 +37,8 @@ TEST(RankReport, MeansFromTheSkippedStepSlowestRankAndWhatItCosts) {
   run.id = 7;
   run.info.strategy = "baseline", run.info.world_size = 3, run.info.source = RunSource::Measured;
   const std::string text = rank_report_text(run, r);
-  EXPECT_NE(text.find("run 7 baseline (3 ranks, measured): means per step over 2 steps, ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 7 baseline (3 ranks, measured): means per step over 2 steps, ms"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("slowest: rank 1, compute and optimizer 33.000 ms a step against 12.000 ms (the others' median); "
                       "the others wait 18.500 ms a step for it (their exposed comm beyond its own 2.000 ms)"),
             std::string::npos)
@@ -49,7 +50,8 @@ TEST(RankReport, MeansFromTheSkippedStepSlowestRankAndWhatItCosts) {
 TEST(RankReport, ResourcesByRankWhenStored) {
   std::vector<StepMetrics> steps = {row(0, 0, 0.01, 0, 0), row(0, 1, 0.02, 0, 0)};
   Resources r1;
-  r1.rank = 1, r1.cpu_s = 3.0, r1.wall_s = 2.0, r1.peak_rss_bytes = 3 * 1024 * 1024 / 2, r1.peak_device_bytes = 64 << 20;
+  r1.rank = 1, r1.cpu_s = 3.0, r1.wall_s = 2.0, r1.peak_rss_bytes = 3 * 1024 * 1024 / 2,
+  r1.peak_device_bytes = 64 << 20;
   const RankReport r = rank_report(steps, 0, {r1});
   EXPECT_FALSE(r.ranks[0].resources);
   ASSERT_TRUE(r.ranks[1].resources);
@@ -57,7 +59,8 @@ TEST(RankReport, ResourcesByRankWhenStored) {
   EXPECT_NE(text.find("cpu % peak RSS MiB peak device MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("    150          1.5            64.0\n"), std::string::npos) << "rank 1: 1.5 cores\n" << text;
   EXPECT_NE(text.find("      -            -               -\n"), std::string::npos) << "rank 0: none stored\n" << text;
-  EXPECT_EQ(rank_report_text(RunRow{}, rank_report(steps, 0)).find("cpu %"), std::string::npos) << "no column without any";
+  EXPECT_EQ(rank_report_text(RunRow{}, rank_report(steps, 0)).find("cpu %"), std::string::npos)
+      << "no column without any";
 }
 
 TEST(RankReport, OneRankHasNoStragglerAndNoStepsIsAnError) {

@@ -33,9 +33,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') rows.back().back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else rows.back().back() += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        rows.back().back() += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        rows.back().back() += c;
     } else if (c == '"') {
       EXPECT_TRUE(rows.back().back().empty()) << "quote inside an unquoted field";
       quoted = true;
@@ -64,8 +67,8 @@ struct Fixture {
     measured = store.begin_run(a);
     for (int step = 0; step < 2; ++step)
       for (int rank = 0; rank < 2; ++rank)
-        store.add_step(measured, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02 + 0.01 * rank, 32, 2'000'000,
-                                  1.0 + rank + step});
+        store.add_step(measured,
+                       {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02 + 0.01 * rank, 32, 2'000'000, 1.0 + rank + step});
     store.add_evaluation(measured, {1, 3.5, 0.6, 0.8125, 0.8, 0.79, 0, {}});
     store.add_resources(measured, {0, 1 << 20, 1.5, 2.0, std::nullopt});
     store.finish_run(measured, RunStatus::Completed);
@@ -85,9 +88,8 @@ TEST(Report, TableHasAlignedColumnsAndDashes) {
   auto table = report_table(f.store.summaries());
   auto lines = lines_of(table);
   ASSERT_EQ(lines.size(), 4u) << table;  // header, rule, two runs (the newline in the name became a space)
-  for (const char* title : {"id", "scenario", "strategy", "source", "backend", "world", "status", "steps",
-                            "samples/s", "step ms", "compute ms", "comm ms", "exposed ms", "MB/step",
-                            "final loss", "final acc"})
+  for (const char* title : {"id", "scenario", "strategy", "source", "backend", "world", "status", "steps", "samples/s",
+                            "step ms", "compute ms", "comm ms", "exposed ms", "MB/step", "final loss", "final acc"})
     EXPECT_NE(lines[0].find(title), std::string::npos) << title;
   EXPECT_EQ(lines[1].find_first_not_of("- "), std::string::npos);
   // Right-aligned last column: every line ends at the same width.

@@ -31,10 +31,13 @@ struct Runs {
   std::int64_t add(const std::string& strategy, std::optional<RunStatus> status) {
     const std::int64_t id = store.begin_run(sample_info(strategy));
     for (int step = 0; step < 3; ++step)
-      for (int rank = 0; rank < 2; ++rank) store.add_step(id, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02, 32, 1000, 1.0});
+      for (int rank = 0; rank < 2; ++rank)
+        store.add_step(id, {step, rank, 0.01, 0.004, 0.002, 0.001, 0.02, 32, 1000, 1.0});
     store.add_evaluation(id, {3, 1.0, 0.5, 0.7, 0.7, 0.7, 0, {}});
-    if (status) store.finish_run(id, *status);
-    else store.flush();
+    if (status)
+      store.finish_run(id, *status);
+    else
+      store.flush();
     return id;
   }
   Runs() {
@@ -74,7 +77,9 @@ TEST(RunAdmin, ChoosesRunsByStatusAndNamesAnUnknownOne) {
     runs_with_status(r.store, {"failed", "faild"});
     FAIL() << "an unknown status was accepted";
   } catch (const ddplab::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown run status \"faild\" (one of: running, completed, failed, interrupted, abandoned)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "unknown run status \"faild\" (one of: running, completed, failed, interrupted, abandoned)"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -87,7 +92,8 @@ TEST(RunAdmin, DeletesCheckedRunsWithTheirRowsAndLeavesTheOthers) {
   EXPECT_EQ(gone[1].status, RunStatus::Failed);
   for (std::int64_t id : {r.done, r.failed}) {
     EXPECT_FALSE(r.store.run(id)) << id;
-    for (const char* table : {"steps", "evaluations", "step_totals"}) EXPECT_EQ(r.rows(table, id), 0) << table << " " << id;
+    for (const char* table : {"steps", "evaluations", "step_totals"})
+      EXPECT_EQ(r.rows(table, id), 0) << table << " " << id;
   }
   EXPECT_EQ(r.rows("steps", r.done2), 6);
   EXPECT_EQ(r.rows("evaluations", r.done2), 1);
@@ -103,7 +109,8 @@ TEST(RunAdmin, RefusesMissingAndRunningRunsBeforeDeletingAnything) {
     const std::string what = e.what();
     EXPECT_NE(what.find("nothing deleted"), std::string::npos) << what;
     EXPECT_NE(what.find("no run 998, 999 in " + r.path), std::string::npos) << what;
-    EXPECT_NE(what.find(std::string("run ") + std::to_string(r.running) + " still marked running"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("run ") + std::to_string(r.running) + " still marked running"), std::string::npos)
+        << what;
   }
   EXPECT_TRUE(r.store.run(r.done));  // the valid id of the same call is still there
   EXPECT_EQ(r.rows("steps", r.done), 6);
@@ -117,21 +124,24 @@ TEST(RunAdmin, ListAndShowSayWhatIsStored) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(table, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 6u);  // header, rule, four runs
-  for (const char* title : {"id", "status", "scenario", "strategy", "source", "backend", "world", "steps", "started", "ended"})
+  for (const char* title :
+       {"id", "status", "scenario", "strategy", "source", "backend", "world", "steps", "started", "ended"})
     EXPECT_NE(lines[0].find(title), std::string::npos) << title;
   EXPECT_NE(lines[3].find("failed"), std::string::npos) << lines[3];
   EXPECT_NE(lines[5].find("running"), std::string::npos) << lines[5];
   EXPECT_EQ(lines[5].substr(lines[5].size() - 1), "-");  // no end yet
 
   const std::string shown = run_details(r.store, r.failed);
-  for (const std::string& want : {std::string("run ") + std::to_string(r.failed) + ": default / tree, measured on cpu, 2 ranks",
-                                 std::string("status      failed"), std::string("stored      3 steps, 1 evaluation, no timeline"),
-                                 std::string("final       loss 1.0000, accuracy 0.7000")})
+  for (const std::string& want :
+       {std::string("run ") + std::to_string(r.failed) + ": default / tree, measured on cpu, 2 ranks",
+        std::string("status      failed"), std::string("stored      3 steps, 1 evaluation, no timeline"),
+        std::string("final       loss 1.0000, accuracy 0.7000")})
     EXPECT_NE(shown.find(want), std::string::npos) << want << "\n" << shown;
   EXPECT_THROW(run_details(r.store, 999), StoreError);
 }
 
-// A run whose writer is gone (Runs::add_abandoned) reads as abandoned everywhere, is chosen as such, and may be deleted; one whose writer lives may not.
+// A run whose writer is gone (Runs::add_abandoned) reads as abandoned everywhere, is chosen as such, and may be
+// deleted; one whose writer lives may not.
 TEST(RunAdmin, ARunWhoseWriterIsGoneIsAbandonedAndMayBeDeleted) {
   Runs r;
   const std::int64_t abandoned = r.add_abandoned("local_sgd");
@@ -157,7 +167,8 @@ TEST(RunAdmin, AFailedRunKeepsItsReasonAndShowShowsIt) {
   EXPECT_TRUE(r.store.run(r.failed)->reason.empty());
   EXPECT_EQ(run_details(r.store, r.failed).find("reason"), std::string::npos);
   const std::int64_t hung = r.add("ring", std::nullopt);
-  r.store.finish_run(hung, RunStatus::Failed, "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
+  r.store.finish_run(hung, RunStatus::Failed,
+                     "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
   EXPECT_EQ(r.store.run(hung)->reason, "rank 0 step 2: allreduce not complete after 3.0 s; did not arrive: rank 1");
   EXPECT_NE(run_details(r.store, hung).find("reason      rank 0 step 2: allreduce not complete"), std::string::npos);
   r.store.set_run_reason(r.failed, "rank 1 step 5: exiting on purpose");

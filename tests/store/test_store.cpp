@@ -55,7 +55,8 @@ TEST(Store, CreatesParentFolderAndWalSchema) {
   EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM schema_version"), 1);
   for (const char* table : {"runs", "steps", "evaluations", "resources"})
-    EXPECT_EQ(raw.integer(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='") + table + "'"), 1)
+    EXPECT_EQ(
+        raw.integer(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='") + table + "'"), 1)
         << table;
   // Reopening an existing store keeps one version row.
   { Store again(file); }
@@ -176,7 +177,7 @@ TEST(Store, BatchesRowsUntilThresholdOrFlush) {
   EXPECT_EQ(raw.text("SELECT status FROM runs WHERE id=" + std::to_string(id)), "running");
   for (int i = 0; i < 3; ++i) store.add_step(id, step_row(i, 0, 0.1, 1, 1));
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 0);  // pending
-  store.add_evaluation(id, {0, 0, 0, 0, 0, 0, 0, {}});               // 4th row of any kind: one transaction
+  store.add_evaluation(id, {0, 0, 0, 0, 0, 0, 0, {}});      // 4th row of any kind: one transaction
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM steps"), 3);
   EXPECT_EQ(raw.integer("SELECT COUNT(*) FROM evaluations"), 1);
   store.add_step(id, step_row(3, 0, 0.1, 1, 1));
@@ -234,12 +235,9 @@ TEST(Store, SummaryMatchesHandComputedValues) {
   auto id = store.begin_run(sample_info());
   //                     step rank compute comm  exposed opt   step_s samples bytes loss
   const StepMetrics rows[] = {
-      {0, 0, 0.06, 0.02, 0.01, 0.01, 0.10, 32, 1000, 3.0},
-      {0, 1, 0.08, 0.04, 0.03, 0.01, 0.15, 32, 2000, 3.2},
-      {1, 0, 0.10, 0.06, 0.05, 0.02, 0.20, 32, 3000, 2.0},
-      {1, 1, 0.04, 0.02, 0.01, 0.02, 0.10, 32, 4000, 2.4},
-      {2, 0, 0.12, 0.08, 0.07, 0.03, 0.30, 32, 5000, 1.0},
-      {2, 1, 0.20, 0.10, 0.09, 0.03, 0.40, 32, 6000, 2.0},
+      {0, 0, 0.06, 0.02, 0.01, 0.01, 0.10, 32, 1000, 3.0}, {0, 1, 0.08, 0.04, 0.03, 0.01, 0.15, 32, 2000, 3.2},
+      {1, 0, 0.10, 0.06, 0.05, 0.02, 0.20, 32, 3000, 2.0}, {1, 1, 0.04, 0.02, 0.01, 0.02, 0.10, 32, 4000, 2.4},
+      {2, 0, 0.12, 0.08, 0.07, 0.03, 0.30, 32, 5000, 1.0}, {2, 1, 0.20, 0.10, 0.09, 0.03, 0.40, 32, 6000, 2.0},
   };
   for (const auto& m : rows) store.add_step(id, m);
   // Evaluations inserted with the last step first: the final one is the one with the largest step.
@@ -295,9 +293,8 @@ TEST(Store, SummaryMatchesHandComputedValues) {
 TEST(Store, SummaryFollowsTheRunsStepPattern) {
   TempDir dir;
   Store store(dir.file("pattern.db"));
-  const std::string pattern =
-      R"({"pattern": {"segments": [{"first": 0, "length": 1, "repeats": 2, "what": "w"},)"
-      R"( {"first": 2, "length": 2, "repeats": 0, "what": "s"}]}})";
+  const std::string pattern = R"({"pattern": {"segments": [{"first": 0, "length": 1, "repeats": 2, "what": "w"},)"
+                              R"( {"first": 2, "length": 2, "repeats": 0, "what": "s"}]}})";
   RunInfo info = sample_info();
   info.config_json = pattern;
   const auto measured = store.begin_run(info);
@@ -467,14 +464,26 @@ TEST(Store, ReadOnlyRefusesMissingForeignOlderAndNewerFiles) {
   }
   expect_store_error([&] { Store s(text, Store::Access::ReadOnly); }, {text, "not a database"});
   const auto foreign = dir.file("foreign.db");
-  { RawDb raw(foreign); raw.exec("CREATE TABLE t(x)"); }
+  {
+    RawDb raw(foreign);
+    raw.exec("CREATE TABLE t(x)");
+  }
   expect_store_error([&] { Store s(foreign, Store::Access::ReadOnly); }, {foreign, "not a ddplab results store"});
   const auto old = dir.file("old.db");
   { Store s(old); }
-  { RawDb raw(old); raw.exec("UPDATE schema_version SET version = 5"); }
+  {
+    RawDb raw(old);
+    raw.exec("UPDATE schema_version SET version = 5");
+  }
   expect_store_error([&] { Store s(old, Store::Access::ReadOnly); }, {old, "version 5 is older", "ddplab report --db"});
-  { RawDb raw(old); EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 5); }  // left as it was
-  { RawDb raw(old); raw.exec("UPDATE schema_version SET version = 99"); }
+  {
+    RawDb raw(old);
+    EXPECT_EQ(raw.integer("SELECT version FROM schema_version"), 5);
+  }  // left as it was
+  {
+    RawDb raw(old);
+    raw.exec("UPDATE schema_version SET version = 99");
+  }
   expect_store_error([&] { Store s(old, Store::Access::ReadOnly); }, {old, "99", "newer"});
 }
 
@@ -588,7 +597,8 @@ TEST(Store, FinishedRunsKeepTheirStepTotalsAndSummary) {
   std::vector<StepMetrics> rows;
   for (int step = 0; step < 5; ++step)
     for (int rank = 0; rank < 2; ++rank) {
-      StepMetrics m = step_row(step, rank, 0.1 + 0.01 * rank + 0.001 * step, 100 + rank, rank == 1 && step == 2 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + step + rank);
+      StepMetrics m = step_row(step, rank, 0.1 + 0.01 * rank + 0.001 * step, 100 + rank,
+                               rank == 1 && step == 2 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + step + rank);
       m.compute_s = 0.05, m.samples = 32;
       rows.push_back(m);
       store.add_step(id, m);
@@ -645,8 +655,10 @@ TEST(Store, MigratingToVersion8FillsTheCachesOfFinishedRuns) {
   }
   {
     RawDb raw(file);
-    raw.exec("DROP TABLE step_totals; DROP TABLE run_summaries; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; "
-             "UPDATE schema_version SET version = 7");
+    raw.exec(
+        "DROP TABLE step_totals; DROP TABLE run_summaries; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP "
+        "COLUMN reason; "
+        "UPDATE schema_version SET version = 7");
   }
   {
     Store viewer(file, Store::Access::ReadOnly);  // version 7, read as it is: computed from the rows
@@ -684,13 +696,16 @@ TEST(Store, MigratesVersion8ToLetRunsEndInterrupted) {
   }
   {
     RawDb raw(file);  // what version 8 wrote: no "interrupted"
-    raw.exec("PRAGMA writable_schema = ON; "
-             "UPDATE sqlite_master SET sql = replace(sql, ',''interrupted''', '') WHERE name = 'runs'; "
-             "PRAGMA writable_schema = OFF; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 8");
+    raw.exec(
+        "PRAGMA writable_schema = ON; "
+        "UPDATE sqlite_master SET sql = replace(sql, ',''interrupted''', '') WHERE name = 'runs'; "
+        "PRAGMA writable_schema = OFF; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; "
+        "UPDATE schema_version SET version = 8");
   }
   {
     RawDb raw(file);
-    EXPECT_THROW(raw.exec("UPDATE runs SET status = 'interrupted' WHERE id = " + std::to_string(running)), std::runtime_error);
+    EXPECT_THROW(raw.exec("UPDATE runs SET status = 'interrupted' WHERE id = " + std::to_string(running)),
+                 std::runtime_error);
   }
   Store store(file);
   store.finish_run(running, RunStatus::Interrupted);

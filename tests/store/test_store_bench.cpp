@@ -82,7 +82,8 @@ std::set<std::string> schema_of(const std::string& path) {
   std::set<std::string> out;
   std::vector<std::string> tables;
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'", -1, &st, nullptr);
+  sqlite3_prepare_v2(db, "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'", -1, &st,
+                     nullptr);
   while (sqlite3_step(st) == SQLITE_ROW) {
     const std::string type = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
     const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
@@ -115,7 +116,8 @@ BenchInfo sample_bench() {
   return b;
 }
 
-CollectiveBenchRow bench_row(const std::string& schedule, std::int64_t bytes, double time_us, std::optional<std::int64_t> wrong) {
+CollectiveBenchRow bench_row(const std::string& schedule, std::int64_t bytes, double time_us,
+                             std::optional<std::int64_t> wrong) {
   CollectiveBenchRow r;
   r.schedule = schedule;
   r.bytes = bytes;
@@ -132,9 +134,9 @@ CollectiveBenchRow bench_row(const std::string& schedule, std::int64_t bytes, do
 TEST(StoreBench, RoundTripsBenchAndRowsInOrder) {
   TempDir dir;
   const auto file = dir.file("results.db");
-  const std::vector<CollectiveBenchRow> rows = {
-      bench_row("native", 1024, 12.5, 0), bench_row("native", 2048, 13.25, 0),
-      bench_row("ring", 1024, 20.0, 3),   bench_row("ring", 2048, 21.0, std::nullopt)};
+  const std::vector<CollectiveBenchRow> rows = {bench_row("native", 1024, 12.5, 0), bench_row("native", 2048, 13.25, 0),
+                                                bench_row("ring", 1024, 20.0, 3),
+                                                bench_row("ring", 2048, 21.0, std::nullopt)};
   std::int64_t id = 0;
   {
     Store store(file);

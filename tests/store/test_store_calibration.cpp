@@ -102,9 +102,11 @@ TEST(StoreCalibration, Version2FileIsUpgradedKeepingRunsAndBenches) {
   }
   {  // Make it a version-2 file, as ddplab before calibration wrote it.
     RawDb raw(file);
-    raw.exec("DROP TABLE calibrations; DROP TABLE calibration_pingpong; DROP TABLE validations; "
-             "ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
-             "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 2");
+    raw.exec(
+        "DROP TABLE calibrations; DROP TABLE calibration_pingpong; DROP TABLE validations; "
+        "ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
+        "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = "
+        "2");
   }
   {
     Store store(file);
@@ -133,8 +135,10 @@ TEST(StoreCalibration, Version3FileGainsPeakDeviceMemory) {
   }
   {
     RawDb raw(file);
-    raw.exec("ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
-             "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = 3");
+    raw.exec(
+        "ALTER TABLE resources DROP COLUMN peak_device_bytes; ALTER TABLE evaluations DROP COLUMN confusion; "
+        "ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; UPDATE schema_version SET version = "
+        "3");
   }
   Store store(file);
   store.add_resources(run, {1, 1 << 20, 1.5, 2.0, std::int64_t{3} << 30});
@@ -158,8 +162,10 @@ TEST(StoreCalibration, Version4FileGainsConfusionMatrices) {
   }
   {
     RawDb raw(file);
-    raw.exec("ALTER TABLE evaluations DROP COLUMN confusion; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP COLUMN reason; "
-             "UPDATE schema_version SET version = 4");
+    raw.exec(
+        "ALTER TABLE evaluations DROP COLUMN confusion; ALTER TABLE runs DROP COLUMN writer; ALTER TABLE runs DROP "
+        "COLUMN reason; "
+        "UPDATE schema_version SET version = 4");
   }
   Store store(file);
   store.add_evaluation(run, {2, 2.0, 0.4, 0.5, 0.5, 0.5, 2, {1, 1, 0, 2}});

@@ -51,7 +51,8 @@ void write_runs(const std::string& file, const std::string& strategy) {
   for (int r = 0; r < kRunsPerWriter; ++r) {
     const std::int64_t id = store.begin_run(sample_info(strategy));
     for (int step = 0; step < kSteps; ++step)
-      for (int rank = 0; rank < kRanks; ++rank) store.add_step(id, {step, rank, 0.01, 0.002, 0.001, 0.001, 0.015, 32, 4096, 1.0});
+      for (int rank = 0; rank < kRanks; ++rank)
+        store.add_step(id, {step, rank, 0.01, 0.002, 0.001, 0.001, 0.015, 32, 4096, 1.0});
     store.add_evaluation(id, {kSteps, 1.0, 0.5, 0.8, 0.8, 0.8, 0, {}});
     store.finish_run(id, RunStatus::Completed);
   }
@@ -65,10 +66,12 @@ TEST(StoreConcurrency, WritersAndAReaderAtOnceLoseNoRow) {
   TempDir dir;
   const std::string file = dir.file("shared.db");
   std::vector<pid_t> writers;
-  for (const char* strategy : {"ring", "tree", "simulated"}) writers.push_back(spawn([&, strategy] { write_runs(file, strategy); }));
+  for (const char* strategy : {"ring", "tree", "simulated"})
+    writers.push_back(spawn([&, strategy] { write_runs(file, strategy); }));
   const pid_t reader = spawn([&] {
     int polls = 0;
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < until;) {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+         std::chrono::steady_clock::now() < until;) {
       if (::access(file.c_str(), F_OK) == 0) {
         try {
           const Store viewer(file, Store::Access::ReadOnly);

@@ -18,8 +18,8 @@ using ddplab::test::TempDir;
 
 namespace {
 
-constexpr int kBatch = 50;        // rows per transaction
-constexpr int kKillAfter = 8;     // committed batches the parent waits for before SIGKILL
+constexpr int kBatch = 50;     // rows per transaction
+constexpr int kKillAfter = 8;  // committed batches the parent waits for before SIGKILL
 constexpr int kRanks = 2;
 
 // The child: begins a run, reports its id, then writes steps forever, sending one byte on the pipe

@@ -76,12 +76,19 @@ class WorkRecorder final : public CodecCompute {
   }
   // The optimizers' primitives are no codec work: a codec that called one would do work its plan hides.
   void scale(float* x, std::size_t n, float a) override { not_codec_work("scale"), h().scale(x, n, a); }
-  void axpby(float* y, const float* x, std::size_t n, float a, float b) override { not_codec_work("axpby"), h().axpby(y, x, n, a, b); }
-  void ema_square(float* v, const float* x, std::size_t n, float b) override { not_codec_work("ema_square"), h().ema_square(v, x, n, b); }
-  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs, float e) override {
+  void axpby(float* y, const float* x, std::size_t n, float a, float b) override {
+    not_codec_work("axpby"), h().axpby(y, x, n, a, b);
+  }
+  void ema_square(float* v, const float* x, std::size_t n, float b) override {
+    not_codec_work("ema_square"), h().ema_square(v, x, n, b);
+  }
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs,
+                     float e) override {
     not_codec_work("add_rms_ratio"), h().add_rms_ratio(y, m, v, n, a, b, vs, e);
   }
-  double sum_squares(const float* x, std::size_t n) override { return not_codec_work("sum_squares"), h().sum_squares(x, n); }
+  double sum_squares(const float* x, std::size_t n) override {
+    return not_codec_work("sum_squares"), h().sum_squares(x, n);
+  }
   void to_half(ElemType t, const float* in, std::uint16_t* out, std::size_t n) override {
     log.push_back({WorkKind::ToHalf, n, 0, 0, t}), h().to_half(t, in, out, n);
   }
@@ -112,7 +119,9 @@ class WorkRecorder final : public CodecCompute {
 
  private:
   static CodecCompute& h() { return host_codec_compute(); }
-  static void not_codec_work(const char* call) { ADD_FAILURE() << "a codec called " << call << ", which no plan announces"; }
+  static void not_codec_work(const char* call) {
+    ADD_FAILURE() << "a codec called " << call << ", which no plan announces";
+  }
 };
 
 // One recorder per codec object, alive until the test process ends (codecs free their state through it).
@@ -138,9 +147,13 @@ struct CallLog {
   std::vector<std::byte> input;   // this rank's contribution (count elements)
   std::vector<std::byte> output;  // the whole buffer after the collective
   template <class T>
-  std::vector<T> input_as() const { return as<T>(input); }
+  std::vector<T> input_as() const {
+    return as<T>(input);
+  }
   template <class T>
-  std::vector<T> output_as() const { return as<T>(output); }
+  std::vector<T> output_as() const {
+    return as<T>(output);
+  }
   template <class T>
   static std::vector<T> as(const std::vector<std::byte>& b) {
     std::vector<T> v(b.size() / sizeof(T));
@@ -150,9 +163,9 @@ struct CallLog {
 };
 
 struct CodecStep {
-  std::vector<std::vector<float>> grads;   // per rank, after run()
-  std::vector<std::vector<CallLog>> calls; // per rank, in order
-  std::vector<CollectiveCall> plan;        // rank 0's plan
+  std::vector<std::vector<float>> grads;    // per rank, after run()
+  std::vector<std::vector<CallLog>> calls;  // per rank, in order
+  std::vector<CollectiveCall> plan;         // rank 0's plan
   bool ok = true;
 };
 
@@ -162,7 +175,8 @@ inline bool same_call(const CollectiveCall& a, const CollectiveCall& b) {
 }
 
 inline std::string describe(const CollectiveCall& c) {
-  return ddplab::to_string(c.collective) + "(" + elem_name(c.type) + " x " + std::to_string(c.count) + ", \"" + c.label + "\")";
+  return ddplab::to_string(c.collective) + "(" + elem_name(c.type) + " x " + std::to_string(c.count) + ", \"" +
+         c.label + "\")";
 }
 
 // One step of `codecs` (one per rank) on `grads` (one bucket's gradients per rank).
@@ -200,8 +214,8 @@ inline CodecStep run_codec_step(const std::vector<Codec*>& codecs, const BucketL
       if (next < plan.size()) {
         announced.insert(announced.end(), plan[next].before.begin(), plan[next].before.end());
         if (work.log != announced) {
-          errors[rank] = "local work before call " + std::to_string(next) + " was " + describe(work.log) + ", plan says " +
-                         describe(announced);
+          errors[rank] = "local work before call " + std::to_string(next) + " was " + describe(work.log) +
+                         ", plan says " + describe(announced);
           throw Rendezvous::Aborted{};
         }
         announced.insert(announced.end(), plan[next].after.begin(), plan[next].after.end());
@@ -288,7 +302,8 @@ inline BucketLayout flat_bucket(std::size_t count, int id = 0) {
 // Every rank holds the same bits.
 inline bool all_ranks_identical(const CodecStep& s) {
   for (const auto& g : s.grads)
-    if (g.size() != s.grads[0].size() || (!g.empty() && std::memcmp(g.data(), s.grads[0].data(), g.size() * sizeof(float)) != 0))
+    if (g.size() != s.grads[0].size() ||
+        (!g.empty() && std::memcmp(g.data(), s.grads[0].data(), g.size() * sizeof(float)) != 0))
       return false;
   return true;
 }

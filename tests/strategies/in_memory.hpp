@@ -37,7 +37,8 @@ inline void run_in_memory(const Schedule& s, std::vector<std::vector<double>>& b
       // Every send has a receiver.
       for (const SendOp& sd : s.ranks[r][k].sends) {
         int matches = 0;
-        for (const RecvOp& rv : s.ranks[static_cast<std::size_t>(sd.peer)][k].recvs) matches += rv.peer == static_cast<int>(r);
+        for (const RecvOp& rv : s.ranks[static_cast<std::size_t>(sd.peer)][k].recvs)
+          matches += rv.peer == static_cast<int>(r);
         ASSERT_EQ(matches, 1) << s.name << " step " << k << ": rank " << r << " sends to " << sd.peer;
       }
     }

@@ -25,13 +25,16 @@ inline void check_rules(const Schedule& s) {
       const ScheduleStep& st = s.ranks[static_cast<std::size_t>(r)][k];
       std::set<int> to, from;
       for (const SendOp& snd : st.sends) {
-        EXPECT_TRUE(snd.peer >= 0 && snd.peer < s.world_size && snd.peer != r) << s.name << " rank " << r << " step " << k;
-        EXPECT_TRUE(to.insert(snd.peer).second) << s.name << ": two sends " << r << "->" << snd.peer << " in step " << k;
+        EXPECT_TRUE(snd.peer >= 0 && snd.peer < s.world_size && snd.peer != r)
+            << s.name << " rank " << r << " step " << k;
+        EXPECT_TRUE(to.insert(snd.peer).second)
+            << s.name << ": two sends " << r << "->" << snd.peer << " in step " << k;
         EXPECT_LE(snd.chunk.offset + snd.chunk.count, s.count) << s.name;
       }
       for (const RecvOp& rv : st.recvs) {
         EXPECT_TRUE(rv.peer >= 0 && rv.peer < s.world_size && rv.peer != r) << s.name << " rank " << r << " step " << k;
-        EXPECT_TRUE(from.insert(rv.peer).second) << s.name << ": two recvs " << rv.peer << "->" << r << " in step " << k;
+        EXPECT_TRUE(from.insert(rv.peer).second)
+            << s.name << ": two recvs " << rv.peer << "->" << r << " in step " << k;
         EXPECT_LE(rv.chunk.offset + rv.chunk.count, s.count) << s.name;
       }
       for (std::size_t a = 0; a < st.recvs.size(); ++a)
@@ -39,7 +42,8 @@ inline void check_rules(const Schedule& s) {
           const Chunk &x = st.recvs[a].chunk, &y = st.recvs[b].chunk;
           const bool overlap = x.offset < y.offset + y.count && y.offset < x.offset + x.count;
           const bool copy = st.recvs[a].mode == RecvMode::Copy || st.recvs[b].mode == RecvMode::Copy;
-          EXPECT_FALSE(overlap && copy) << s.name << " rank " << r << " step " << k << ": a copy overlaps another receive";
+          EXPECT_FALSE(overlap && copy) << s.name << " rank " << r << " step " << k
+                                        << ": a copy overlaps another receive";
         }
     }
 }
@@ -85,8 +89,10 @@ inline void check_bit_identical(const Schedule& s, unsigned seed = 1) {
     for (std::size_t i = 0; i < s.count; ++i) ref[i] += bufs[r][i] = dist(rng);
   run_typed(s, bufs);
   for (std::size_t r = 1; r < n; ++r)
-    EXPECT_EQ(0, std::memcmp(bufs[r].data(), bufs[0].data(), s.count * sizeof(float))) << "rank " << r << " differs from rank 0";
-  for (std::size_t i = 0; i < s.count; ++i) ASSERT_NEAR(bufs[0][i], ref[i], 1e-5 * static_cast<double>(n)) << "element " << i;
+    EXPECT_EQ(0, std::memcmp(bufs[r].data(), bufs[0].data(), s.count * sizeof(float)))
+        << "rank " << r << " differs from rank 0";
+  for (std::size_t i = 0; i < s.count; ++i)
+    ASSERT_NEAR(bufs[0][i], ref[i], 1e-5 * static_cast<double>(n)) << "element " << i;
 }
 
 // Counts that exercise the chunking: empty, fewer elements than ranks, just around n, primes, larger.

@@ -46,12 +46,15 @@ class CountingCompute final : public CodecCompute {
   void scale(float* x, std::size_t n, float a) override { h().scale(x, n, a); }
   void axpby(float* y, const float* x, std::size_t n, float a, float b) override { h().axpby(y, x, n, a, b); }
   void ema_square(float* v, const float* x, std::size_t n, float b) override { h().ema_square(v, x, n, b); }
-  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs, float e) override {
+  void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float vs,
+                     float e) override {
     h().add_rms_ratio(y, m, v, n, a, b, vs, e);
   }
   double sum_squares(const float* x, std::size_t n) override { return h().sum_squares(x, n); }
   void to_half(ElemType t, const float* in, std::uint16_t* out, std::size_t n) override { h().to_half(t, in, out, n); }
-  void from_half(ElemType t, const std::uint16_t* in, float* out, std::size_t n) override { h().from_half(t, in, out, n); }
+  void from_half(ElemType t, const std::uint16_t* in, float* out, std::size_t n) override {
+    h().from_half(t, in, out, n);
+  }
   void topk(const float* v, std::size_t n, std::size_t k, IndexValue* out) override { h().topk(v, n, k, out); }
   void zero_at(float* x, const IndexValue* p, std::size_t c) override { h().zero_at(x, p, c); }
   void scatter_add(float* d, std::size_t n, const IndexValue* p, std::size_t g, std::size_t per) override {

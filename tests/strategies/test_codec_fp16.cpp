@@ -19,9 +19,9 @@ TEST(HalfF16, KnownBitPatterns) {
   EXPECT_EQ(float_to_f16(-2.0f), 0xC000);
   EXPECT_EQ(float_to_f16(0.0f), 0x0000);
   EXPECT_EQ(float_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_f16(65504.0f), 0x7BFF);          // largest finite
-  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
-  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7BFF);                      // largest finite
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
   EXPECT_EQ(float_to_f16(1023 * std::ldexp(1.0f, -24)), 0x03FF);  // largest subnormal
   EXPECT_EQ(float_to_f16(0.1f), 0x2E66);
   EXPECT_EQ(f16_to_float(0x0001), std::ldexp(1.0f, -24));
@@ -54,7 +54,8 @@ TEST(HalfF16, OverflowInfAndNaN) {
   EXPECT_EQ(float_to_f16(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_EQ(float_to_f16(-std::numeric_limits<float>::infinity()), 0xFC00);
   EXPECT_TRUE(std::isinf(f16_to_float(0x7C00)));
-  for (float nan : {std::numeric_limits<float>::quiet_NaN(), std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc00000u)}) {
+  for (float nan : {std::numeric_limits<float>::quiet_NaN(), std::bit_cast<float>(0x7f800001u),
+                    std::bit_cast<float>(0xffc00000u)}) {
     const std::uint16_t h = float_to_f16(nan);
     EXPECT_EQ(h & 0x7C00, 0x7C00);
     EXPECT_NE(h & 0x03FF, 0) << "NaN must not become inf";
@@ -126,7 +127,8 @@ TEST(CodecFp16, MatchesTheRoundedReferenceAndStaysWithinHalfEpsilon) {
     EXPECT_TRUE(testing::all_ranks_identical(step));
     const auto ref = f16_reference(g);
     for (std::size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(step.grads[0][i]), std::bit_cast<std::uint32_t>(ref[i])) << "n=" << n << " i=" << i;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(step.grads[0][i]), std::bit_cast<std::uint32_t>(ref[i]))
+          << "n=" << n << " i=" << i;
       double exact = 0, mag = 0;
       for (const auto& v : g) exact += v[i], mag += std::abs(v[i]);
       // One rounding per cast and per add, each at most 2^-11 relative, plus subnormal spacing.
@@ -139,7 +141,8 @@ TEST(CodecFp16, MatchesTheRoundedReferenceAndStaysWithinHalfEpsilon) {
 TEST(CodecFp16, DividesBeforeCastingSoLargeGradientsSurvive) {
   // 100000 does not fit in f16, but 100000 / 2 does and the average (40000) does too.
   auto ranks = testing::make_ranks("fp16", {}, 2);
-  const auto step = testing::run_codec_step(testing::raw(ranks), testing::flat_bucket(2), {{100000.0f, 1.0f}, {-20000.0f, 3.0f}}, 0);
+  const auto step =
+      testing::run_codec_step(testing::raw(ranks), testing::flat_bucket(2), {{100000.0f, 1.0f}, {-20000.0f, 3.0f}}, 0);
   ASSERT_TRUE(step.ok);
   EXPECT_EQ(step.grads[0], (std::vector<float>{40000.0f, 2.0f}));
   EXPECT_EQ(ranks[0]->wire_bytes(testing::flat_bucket(1000), 2, 0), 2000u);

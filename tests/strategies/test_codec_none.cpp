@@ -61,8 +61,8 @@ TEST(CodecHarness, RejectsACodecThatStraysFromItsPlan) {
   ::testing::TestPartResultArray failures;
   bool ok = true;
   {
-    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
-                                                         &failures);
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
     ok = testing::run_codec_step({&a, &b}, testing::flat_bucket(4), {{1, 2, 3, 4}, {1, 2, 3, 4}}, 0).ok;
   }
   EXPECT_FALSE(ok);

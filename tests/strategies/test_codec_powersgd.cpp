@@ -112,7 +112,7 @@ TEST(CodecPowerSgd, SplitFollowsMinCompressionRate) {
   EXPECT_EQ(split("4.99", "1", b).compressed, (std::vector<std::size_t>{0}));
   EXPECT_TRUE(split("5", "1", b).compressed.empty());
   EXPECT_EQ(split("0", "1", b).compressed, (std::vector<std::size_t>{0, 2}));  // 1 x 1000 is a matrix
-  EXPECT_EQ(split("0", "1", b).uncompressed, (std::vector<std::size_t>{1}));  // vectors never compressed
+  EXPECT_EQ(split("0", "1", b).uncompressed, (std::vector<std::size_t>{1}));   // vectors never compressed
   const auto s = split("2", "3", model_bucket());
   EXPECT_EQ(s.compressed, (std::vector<std::size_t>{0}));
   EXPECT_EQ(s.uncompressed, (std::vector<std::size_t>{1, 2}));
@@ -251,7 +251,8 @@ TEST(CodecPowerSgd, WarmStartConvergesToTheTopSingularPair) {
   for (std::size_t i = 0; i < 32; ++i)
     for (std::size_t j = 0; j < 16; ++j) top[i * 16 + j] = 10.0 * u[i * 4] * v[j * 4];
   for (const char* warm : {"true", "false"}) {
-    auto ranks = testing::make_ranks("powersgd", {{"start_iter", "0"}, {"error_feedback", "false"}, {"warm_start", warm}}, 2);
+    auto ranks =
+        testing::make_ranks("powersgd", {{"start_iter", "0"}, {"error_feedback", "false"}, {"warm_start", warm}}, 2);
     double err = 0;
     for (std::int64_t step = 0; step < 20; ++step) {
       const auto st = testing::run_codec_step(testing::raw(ranks), model_bucket(), {m, m}, step);

@@ -44,15 +44,18 @@ TEST(CodecRegistry, RejectsBadValues) {
   EXPECT_EQ(error_of("topk", {{"ratio", "0"}}), "codec topk: ratio must be in (0, 1], got \"0\"");
   EXPECT_EQ(error_of("topk", {{"ratio", "abc"}}), "codec topk: ratio must be in (0, 1], got \"abc\"");
   EXPECT_EQ(error_of("topk", {{"ratio", "0.1x"}}), "codec topk: ratio must be in (0, 1], got \"0.1x\"");
-  EXPECT_EQ(error_of("topk", {{"error_feedback", "yes"}}), "codec topk: error_feedback must be true or false, got \"yes\"");
+  EXPECT_EQ(error_of("topk", {{"error_feedback", "yes"}}),
+            "codec topk: error_feedback must be true or false, got \"yes\"");
   EXPECT_EQ(error_of("powersgd", {{"rank", "0"}}), "codec powersgd: rank must be an integer >= 1, got \"0\"");
   EXPECT_EQ(error_of("powersgd", {{"rank", "1.5"}}), "codec powersgd: rank must be an integer >= 1, got \"1.5\"");
-  EXPECT_EQ(error_of("powersgd", {{"start_iter", "-1"}}), "codec powersgd: start_iter must be an integer >= 0, got \"-1\"");
+  EXPECT_EQ(error_of("powersgd", {{"start_iter", "-1"}}),
+            "codec powersgd: start_iter must be an integer >= 0, got \"-1\"");
   EXPECT_EQ(error_of("powersgd", {{"min_compression_rate", "-2"}}),
             "codec powersgd: min_compression_rate must be a number >= 0, got \"-2\"");
   EXPECT_EQ(error_of("powersgd", {{"orthogonalization_epsilon", "nan"}}),
             "codec powersgd: orthogonalization_epsilon must be a number >= 0, got \"nan\"");
-  EXPECT_EQ(error_of("powersgd", {{"warm_start", "maybe"}}), "codec powersgd: warm_start must be true or false, got \"maybe\"");
+  EXPECT_EQ(error_of("powersgd", {{"warm_start", "maybe"}}),
+            "codec powersgd: warm_start must be true or false, got \"maybe\"");
 }
 
 TEST(CodecRegistry, AcceptsGoodValues) {

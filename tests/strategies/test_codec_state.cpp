@@ -70,7 +70,8 @@ std::vector<std::vector<std::vector<float>>> run(std::vector<std::unique_ptr<Cod
   return out;
 }
 
-bool bitwise_equal(const std::vector<std::vector<std::vector<float>>>& a, const std::vector<std::vector<std::vector<float>>>& b) {
+bool bitwise_equal(const std::vector<std::vector<std::vector<float>>>& a,
+                   const std::vector<std::vector<std::vector<float>>>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t s = 0; s < a.size(); ++s)
     for (int r = 0; r < kWorld; ++r)
@@ -92,7 +93,8 @@ TEST(CodecState, EveryCodecContinuesBitForBitFromItsState) {
       const auto expected = run(straight, kBefore, kBefore + kAfter);
 
       auto restored = make(info, options);
-      for (int r = 0; r < kWorld; ++r) restored[static_cast<std::size_t>(r)]->restore(saved[static_cast<std::size_t>(r)]);
+      for (int r = 0; r < kWorld; ++r)
+        restored[static_cast<std::size_t>(r)]->restore(saved[static_cast<std::size_t>(r)]);
       EXPECT_TRUE(bitwise_equal(run(restored, kBefore, kBefore + kAfter), expected)) << "the restored codec parted";
 
       auto fresh = make(info, options);

@@ -146,7 +146,8 @@ TEST(CodecTopk, ErrorFeedbackCarriesTheUnsentMass) {
     std::vector<float> sent(count, 0.0f);
     for (const auto* s : {&s1, &s2})
       for (const IndexValue& p : s->calls[r].at(0).input_as<IndexValue>()) sent[p.index] += p.value;
-    for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(sent[i] + res[i], g1[r][i] + g2[r][i]) << "rank " << r << " i " << i;
+    for (std::size_t i = 0; i < count; ++i)
+      EXPECT_EQ(sent[i] + res[i], g1[r][i] + g2[r][i]) << "rank " << r << " i " << i;
     // The second step selected from g2 + residual of the first.
     std::vector<float> acc(count);
     const auto sent1 = s1.calls[r][0].input_as<IndexValue>();

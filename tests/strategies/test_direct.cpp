@@ -17,7 +17,8 @@ TEST(Direct, AllreduceEqualsReferenceSum) {
 
 TEST(Direct, BitIdenticalAcrossRanksInFloat) {
   for (int n = 2; n <= 17; ++n)
-    for (std::size_t count : {std::size_t{37}, std::size_t{1000}}) test::check_bit_identical(direct_allreduce(n, count), 3u + n);
+    for (std::size_t count : {std::size_t{37}, std::size_t{1000}})
+      test::check_bit_identical(direct_allreduce(n, count), 3u + n);
 }
 
 TEST(Direct, TwoStepsAndTwiceNMinusOneOverNOfTheBuffer) {

@@ -23,7 +23,8 @@ TEST(HalvingDoubling, AllreduceEqualsReferenceSum) {
 
 TEST(HalvingDoubling, BitIdenticalAcrossRanksInFloat) {
   for (int n = 2; n <= 17; ++n)
-    for (std::size_t count : {std::size_t{37}, std::size_t{1000}}) test::check_bit_identical(halving_doubling_allreduce(n, count), 7u + n);
+    for (std::size_t count : {std::size_t{37}, std::size_t{1000}})
+      test::check_bit_identical(halving_doubling_allreduce(n, count), 7u + n);
 }
 
 TEST(HalvingDoubling, PowerOfTwoSendsTwiceNMinusOneOverNInTwoLogNSteps) {

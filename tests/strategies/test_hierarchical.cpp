@@ -39,8 +39,11 @@ TEST(Hierarchical, BitIdenticalAcrossRanksInFloat) {
 
 TEST(Hierarchical, StepsAndBytesFollowThePhases) {
   const std::size_t count = 720720, S = count * 4;  // divisible by every L and N used here
-  struct Case { int n, L; };
-  for (Case c : {Case{4, 2}, Case{8, 2}, Case{8, 4}, Case{12, 3}, Case{12, 4}, Case{16, 4}, Case{16, 8}, Case{6, 1}, Case{6, 6}}) {
+  struct Case {
+    int n, L;
+  };
+  for (Case c : {Case{4, 2}, Case{8, 2}, Case{8, 4}, Case{12, 3}, Case{12, 4}, Case{16, 4}, Case{16, 8}, Case{6, 1},
+                 Case{6, 6}}) {
     const int N = c.n / c.L;
     const Schedule s = hierarchical_allreduce(c.n, count, c.L);
     EXPECT_EQ(s.ranks[0].size(), static_cast<std::size_t>(2 * (c.L - 1) + 2 * (N - 1))) << c.n << "/" << c.L;

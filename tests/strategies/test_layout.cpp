@@ -75,27 +75,34 @@ TEST(Layout, ChecksThatNeedTheRestOfTheScenario) {
   EXPECT_EQ(error_of([] { validate_parallel(parse("pp = 2\nmicrobatches = 6\n")); }),
             "p.toml:3:16: parallel.microbatches must divide train.batch_size (64 samples per rank and step), got 6");
   EXPECT_NO_THROW(validate_parallel(parse("pp = 2\nmicrobatches = 8\n")));
-  EXPECT_EQ(error_of([] { validate_parallel(parse("pp = 2\npipeline_schedule = \"zigzag\"\n")); }),
-            "p.toml:3:21: parallel.pipeline_schedule must be one of \"gpipe\", \"1f1b\", \"interleaved\", got \"zigzag\"");
+  EXPECT_EQ(
+      error_of([] { validate_parallel(parse("pp = 2\npipeline_schedule = \"zigzag\"\n")); }),
+      "p.toml:3:21: parallel.pipeline_schedule must be one of \"gpipe\", \"1f1b\", \"interleaved\", got \"zigzag\"");
   // Interleaved: chunks per rank, and Megatron-LM's multiple-of-pp microbatches.
-  EXPECT_EQ(error_of([] { validate_parallel(parse("pp = 4\nmicrobatches = 8\npipeline_schedule = \"interleaved\"\n")); }),
-            "p.toml:4:21: parallel.virtual_stages must be 2 or more with pipeline_schedule = \"interleaved\" (model chunks "
-            "per rank), got 1");
-  EXPECT_EQ(error_of([] {
-              validate_parallel(parse("pp = 4\nmicrobatches = 2\npipeline_schedule = \"interleaved\"\nvirtual_stages = 2\n"));
-            }),
-            "p.toml:3:16: parallel.microbatches must be a multiple of parallel.pp (4) with pipeline_schedule = "
-            "\"interleaved\" (Megatron-LM's condition), got 2");
-  EXPECT_NO_THROW(validate_parallel(parse("pp = 4\nmicrobatches = 8\npipeline_schedule = \"interleaved\"\nvirtual_stages = 3\n")));
-  EXPECT_EQ(error_of([] { validate_parallel(parse("pp = 2\nvirtual_stages = 2\n")); }),
-            "p.toml:3:18: parallel.virtual_stages applies to an interleaved pipeline_schedule only (pipeline_schedule is "
-            "\"1f1b\"), got 2");
+  EXPECT_EQ(
+      error_of([] { validate_parallel(parse("pp = 4\nmicrobatches = 8\npipeline_schedule = \"interleaved\"\n")); }),
+      "p.toml:4:21: parallel.virtual_stages must be 2 or more with pipeline_schedule = \"interleaved\" (model chunks "
+      "per rank), got 1");
+  EXPECT_EQ(
+      error_of([] {
+        validate_parallel(parse("pp = 4\nmicrobatches = 2\npipeline_schedule = \"interleaved\"\nvirtual_stages = 2\n"));
+      }),
+      "p.toml:3:16: parallel.microbatches must be a multiple of parallel.pp (4) with pipeline_schedule = "
+      "\"interleaved\" (Megatron-LM's condition), got 2");
+  EXPECT_NO_THROW(
+      validate_parallel(parse("pp = 4\nmicrobatches = 8\npipeline_schedule = \"interleaved\"\nvirtual_stages = 3\n")));
+  EXPECT_EQ(
+      error_of([] { validate_parallel(parse("pp = 2\nvirtual_stages = 2\n")); }),
+      "p.toml:3:18: parallel.virtual_stages applies to an interleaved pipeline_schedule only (pipeline_schedule is "
+      "\"1f1b\"), got 2");
   // Parameter servers keep whole models' shards.
-  EXPECT_EQ(error_of([] {
-              validate_parallel(parse_scenario("[parallel]\ntp = 2\n[[strategy]]\nname = \"p\"\npolicy = \"ps\"\n", "p.toml"));
-            }),
-            "p.toml:2:6: parallel.tp splits the model, which strategy[0] (\"p\") cannot serve: its parameter servers keep "
-            "whole models' shards");
+  EXPECT_EQ(
+      error_of([] {
+        validate_parallel(
+            parse_scenario("[parallel]\ntp = 2\n[[strategy]]\nname = \"p\"\npolicy = \"ps\"\n", "p.toml"));
+      }),
+      "p.toml:2:6: parallel.tp splits the model, which strategy[0] (\"p\") cannot serve: its parameter servers keep "
+      "whole models' shards");
 }
 
 TEST(Layout, TheSectionAloneIsCheckedAsItIsRead) {
@@ -106,8 +113,10 @@ TEST(Layout, TheSectionAloneIsCheckedAsItIsRead) {
   EXPECT_EQ(error_of([] { parse("microbatches = 4\n"); }),
             "p.toml:2:16: parallel.microbatches applies to a pipeline (parallel.pp > 1); parallel.pp is 1");
   // The ZeRO stage is a policy: the error says which, where the stage was written.
-  EXPECT_EQ(error_of([] { parse("zero = 2\n"); }).rfind("p.toml:2:8: parallel.zero: the ZeRO stage is each [[strategy]]'s "
-                                                       "policy: policy = \"zero1\"", 0),
+  EXPECT_EQ(error_of([] { parse("zero = 2\n"); })
+                .rfind("p.toml:2:8: parallel.zero: the ZeRO stage is each [[strategy]]'s "
+                       "policy: policy = \"zero1\"",
+                       0),
             0u);
   const Scenario sc = parse("tp = 2\npp = 2\nmicrobatches = 4\n");
   EXPECT_EQ(sc.to_json().at("parallel").at("microbatches"), 4);

@@ -36,7 +36,7 @@ TEST(DeviceMemory, DataParallelKeepsEverythingOnEveryRank) {
     EXPECT_EQ(m.activations, 17'664);
     EXPECT_EQ(m.total(), 407'080 + 407'080 + 814'160 + 17'664);
   }
-  EXPECT_EQ(device_memory(s, 0, *find_optimizer("sgd"), 0).optimizer, 407'080);  // momentum: one slot
+  EXPECT_EQ(device_memory(s, 0, *find_optimizer("sgd"), 0).optimizer, 407'080);       // momentum: one slot
   EXPECT_EQ(device_memory(s, 0, *find_optimizer("lamb"), 0).optimizer, 3 * 407'080);  // two slots and scratch
 }
 
@@ -147,7 +147,8 @@ TEST(DeviceMemory, ChecksAScenarioAgainstTheDeviceMemory) {
   EXPECT_TRUE(check_memory(sc, ddp, 2, 2).fits());
   sc.cluster.device_memory.reset();
   EXPECT_TRUE(check_memory(sc, ddp, 2, 2).fits());
-  EXPECT_NE(check_memory(sc, ddp, 2, 2).describe().find("no cluster.device_memory to check it against"), std::string::npos);
+  EXPECT_NE(check_memory(sc, ddp, 2, 2).describe().find("no cluster.device_memory to check it against"),
+            std::string::npos);
 }
 
 }  // namespace

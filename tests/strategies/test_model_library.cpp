@@ -34,7 +34,6 @@ double transformer_forward(double matmul_params, double layers, double seq, doub
   return 2 * matmul_params * seq + 4 * layers * seq * seq * hidden + extra;
 }
 
-
 // The message of loading `path`, or "" when it loaded.
 std::string load_error(const std::string& path) {
   try {
@@ -127,8 +126,8 @@ TEST(ModelLibrary, ResNet50Layers) {
   EXPECT_EQ(m.params.back().name, "fc.bias");
   EXPECT_NE(find_param(m, "layer4.0.downsample.0.weight"), nullptr);
   EXPECT_EQ(find_param(m, "bn1.running_mean"), nullptr);  // buffers are not parameters
-  EXPECT_EQ(count_layers_named(m, ".conv3"), 16u);         // 3 + 4 + 6 + 3 bottlenecks
-  EXPECT_EQ(m.params.size(), 161u);                        // len(list(resnet50().parameters()))
+  EXPECT_EQ(count_layers_named(m, ".conv3"), 16u);        // 3 + 4 + 6 + 3 bottlenecks
+  EXPECT_EQ(m.params.size(), 161u);                       // len(list(resnet50().parameters()))
   // Published: 4.1 GMACs per 224x224 image (convolutions and fc) = 8.2e9 FLOPs; ours adds element-wise work.
   EXPECT_NEAR(m.forward_flops(), 8.18e9, 0.02 * 8.18e9);
   EXPECT_DOUBLE_EQ(m.backward_flops(), 2 * m.forward_flops());
@@ -237,11 +236,14 @@ TEST(ModelLibrary, MalformedTablesNameFileLineAndField) {
       {"a,w:2,1,2,3\nb,,x1,2,3\n", "4:4: forward_flops must be a non-negative number (per sample), got \"x1\""},
       {"a,w:2,1,-2,3\n", "3:9: backward_flops must be a non-negative number (per sample), got \"-2\""},
       {"a,w:2,inf,2,3\n", "3:7: forward_flops must be a non-negative number (per sample), got \"inf\""},
-      {"a,w:2,1,2\n", "3:1: a row has 5 fields (name,params,forward_flops,backward_flops,activation_bytes), this one has 4"},
-      {"a,w:2x0,1,2,3\n", "3:7: params: tensor \"w\" has a bad dimension \"0\" (dimensions are positive integers joined by "
-                          "'x', such as 64x3x7x7)"},
-      {"a,w:2x,1,2,3\n", "3:7: params: tensor \"w\" has a bad dimension \"\" (dimensions are positive integers joined by "
-                         "'x', such as 64x3x7x7)"},
+      {"a,w:2,1,2\n",
+       "3:1: a row has 5 fields (name,params,forward_flops,backward_flops,activation_bytes), this one has 4"},
+      {"a,w:2x0,1,2,3\n",
+       "3:7: params: tensor \"w\" has a bad dimension \"0\" (dimensions are positive integers joined by "
+       "'x', such as 64x3x7x7)"},
+      {"a,w:2x,1,2,3\n",
+       "3:7: params: tensor \"w\" has a bad dimension \"\" (dimensions are positive integers joined by "
+       "'x', such as 64x3x7x7)"},
       {"a,w:2;bias,1,2,3\n",
        "3:7: params must be \";\"-separated tensor:shape entries such as \"weight:64x3x7x7\", got \"bias\""},
       {"a,w:2;w:3,1,2,3\n", "3:7: params: parameter \"a.w\" is already defined on line 3"},
@@ -260,18 +262,21 @@ TEST(ModelLibrary, MalformedTablesNameFileLineAndField) {
   }
   const std::string no_header = dir.write("noheader.csv", "# only a comment\nname,params,flops\n");
   EXPECT_EQ(load_error(no_header),
-            no_header + ":2:1: the header must be \"name,params,forward_flops,backward_flops,activation_bytes\" or "
-                        "\"name,params,forward_flops,backward_flops,activation_bytes,tp\", got \"name,params,flops\"");
+            no_header +
+                ":2:1: the header must be \"name,params,forward_flops,backward_flops,activation_bytes\" or "
+                "\"name,params,forward_flops,backward_flops,activation_bytes,tp\", got \"name,params,flops\"");
   // With the tp column: each row has six fields, and tp is one of the splits.
   const std::string tp_header = std::string(kModelTableHeaderTp) + "\n";
   const std::string tp_bad = dir.write("tpbad.csv", tp_header + "fc1,weight:4x4,32,64,16,diagonal\n");
-  EXPECT_EQ(load_error(tp_bad), tp_bad + ":2:25: tp must be \"column\", \"row\", \"split\" or empty (replicated), got "
-                                         "\"diagonal\"");
+  EXPECT_EQ(load_error(tp_bad), tp_bad +
+                                    ":2:25: tp must be \"column\", \"row\", \"split\" or empty (replicated), got "
+                                    "\"diagonal\"");
   const std::string tp_short = dir.write("tpshort.csv", tp_header + "fc1,weight:4x4,32,64,16\n");
-  EXPECT_EQ(load_error(tp_short), tp_short + ":2:1: a row has 6 fields (" + std::string(kModelTableHeaderTp) +
-                                      "), this one has 5");
-  const std::string tp_ok = dir.write("tpok.csv", tp_header + "fc1,weight:4x4,32,64,16,column\nact,,4,8,16,split\n"
-                                                  "fc2,weight:4x4,32,64,16,row\nnorm,weight:4,4,8,16,\n");
+  EXPECT_EQ(load_error(tp_short),
+            tp_short + ":2:1: a row has 6 fields (" + std::string(kModelTableHeaderTp) + "), this one has 5");
+  const std::string tp_ok = dir.write("tpok.csv", tp_header +
+                                                      "fc1,weight:4x4,32,64,16,column\nact,,4,8,16,split\n"
+                                                      "fc2,weight:4x4,32,64,16,row\nnorm,weight:4,4,8,16,\n");
   const ModelSpec m = load_model_table(tp_ok);
   EXPECT_EQ(m.layers[0].tp, TpSplit::Column);
   EXPECT_EQ(m.layers[1].tp, TpSplit::Split);

@@ -11,7 +11,9 @@
 namespace ddplab {
 namespace {
 
-std::string mpi(int p, std::size_t bytes) { return native_schedule(Transport::Mpi, Collective::Allreduce, p, bytes / 4, 4); }
+std::string mpi(int p, std::size_t bytes) {
+  return native_schedule(Transport::Mpi, Collective::Allreduce, p, bytes / 4, 4);
+}
 
 TEST(NativeSchedule, OpenMpiFixedRulesByWorldAndBytes) {
   const std::size_t KiB = 1024, MiB = 1024 * KiB;

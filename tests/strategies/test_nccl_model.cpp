@@ -131,9 +131,12 @@ TEST(NcclModel, LLPutsTwiceThePayloadOnTheWire) {
 TEST(NcclModel, NativeOnNcclUsesTheModelOnlyWithAFabric) {
   const CollectiveCall call{Collective::Allreduce, ElemType::F32, 1 << 20, "", {}, {}};
   const NcclFabric f = h100();
-  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name, "nccl:nvls/Simple");
-  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0}, NativeReplay{Transport::Nccl, ""}).name, "ring");
-  EXPECT_EQ(schedule_for_call(call, "ring", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name, "ring");  // not native
+  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name,
+            "nccl:nvls/Simple");
+  EXPECT_EQ(schedule_for_call(call, "native", ScheduleParams{8, 0, 8, 0}, NativeReplay{Transport::Nccl, ""}).name,
+            "ring");
+  EXPECT_EQ(schedule_for_call(call, "ring", ScheduleParams{8, 0, 8, 0, &f}, NativeReplay{Transport::Nccl, ""}).name,
+            "ring");  // not native
 }
 
 }  // namespace

@@ -6,15 +6,17 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, bool decoupled, double b1 = 0.9, double b2 = 0.999,
-                                           double eps = 1e-8) {
+std::vector<std::vector<double>> reference(const test::UpdateSetup& s, bool decoupled, double b1 = 0.9,
+                                           double b2 = 0.999, double eps = 1e-8) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), m(s.n(), 0.0), v(s.n(), 0.0);
   std::vector<std::vector<double>> out;
   for (std::size_t t = 1; t <= s.grads.size(); ++t) {
     for (std::size_t i = 0; i < s.n(); ++i) {
       double g = s.grads[t - 1][i];
-      if (decoupled) p[i] *= 1 - s.lr * s.weight_decay;
-      else g += s.weight_decay * p[i];
+      if (decoupled)
+        p[i] *= 1 - s.lr * s.weight_decay;
+      else
+        g += s.weight_decay * p[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       const double mhat = m[i] / (1 - std::pow(b1, t)), vhat = v[i] / (1 - std::pow(b2, t));

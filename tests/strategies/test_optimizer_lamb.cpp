@@ -13,7 +13,8 @@ std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double b1
       const double g = s.grads[t - 1][i];
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;
-      step[i] = (m[i] / (1 - std::pow(b1, t))) / (std::sqrt(v[i] / (1 - std::pow(b2, t))) + eps) + s.weight_decay * p[i];
+      step[i] =
+          (m[i] / (1 - std::pow(b1, t))) / (std::sqrt(v[i] / (1 - std::pow(b2, t))) + eps) + s.weight_decay * p[i];
     }
     for (const TensorSlice& ts : s.tensors) {
       const double ratio = test::norm_of(p, ts) / test::norm_of(step, ts);

@@ -116,23 +116,27 @@ std::string validate_error(const std::string& text) {
 }
 
 TEST(ValidateTrain, NamesTheFieldAndItsPosition) {
-  EXPECT_EQ(validate_error("[train]\noptimizer = \"adagrad\"\n"),
-            "o.toml:2:13: train.optimizer must be one of \"sgd\", \"adam\", \"adamw\", \"rmsprop\", \"lars\", \"lamb\", "
-            "got \"adagrad\"");
+  EXPECT_EQ(
+      validate_error("[train]\noptimizer = \"adagrad\"\n"),
+      "o.toml:2:13: train.optimizer must be one of \"sgd\", \"adam\", \"adamw\", \"rmsprop\", \"lars\", \"lamb\", "
+      "got \"adagrad\"");
   EXPECT_EQ(validate_error("[train]\noptimizer = \"adam\"\noptimizer_options = { beta2 = 1.0 }\n"),
             "o.toml:3:31: train.optimizer_options.beta2 must be in [0, 1), got 1.0");
   EXPECT_EQ(validate_error("[train]\noptimizer_options = { momentun = 0.9 }\n"),
             "o.toml:2:34: train.optimizer_options.momentun is not an option of optimizer \"sgd\" (known: momentum, "
             "dampening, nesterov)");
-  EXPECT_EQ(validate_error("[train]\noptimizer_options = { nesterov = true, momentum = 0 }\n"),
-            "o.toml:2:21: train.optimizer_options nesterov needs momentum > 0 and dampening = 0, as in torch.optim.SGD");
+  EXPECT_EQ(
+      validate_error("[train]\noptimizer_options = { nesterov = true, momentum = 0 }\n"),
+      "o.toml:2:21: train.optimizer_options nesterov needs momentum > 0 and dampening = 0, as in torch.optim.SGD");
   EXPECT_EQ(validate_error("[train]\nlr_schedule = \"linear\"\n"),
             "o.toml:2:15: train.lr_schedule must be one of \"constant\", \"cosine\", \"step\", got \"linear\"");
   EXPECT_EQ(validate_error("[train]\nlr_schedule = \"step\"\nlr_schedule_options = { step_size = 0 }\n"),
             "o.toml:3:37: train.lr_schedule_options.step_size must be an integer >= 1, got 0");
-  EXPECT_EQ(validate_error("[train]\noptimizer = \"lamb\"\n[[strategy]]\nname = \"z\"\npolicy = \"zero1\"\nschedule = \"ring\"\n"),
-            "o.toml:2:13: train.optimizer \"lamb\" scales each tensor by a ratio of whole-tensor norms, but strategy[0] "
-            "(\"z\") uses policy \"zero1\", which splits the optimizer's work across ranks");
+  EXPECT_EQ(
+      validate_error(
+          "[train]\noptimizer = \"lamb\"\n[[strategy]]\nname = \"z\"\npolicy = \"zero1\"\nschedule = \"ring\"\n"),
+      "o.toml:2:13: train.optimizer \"lamb\" scales each tensor by a ratio of whole-tensor norms, but strategy[0] "
+      "(\"z\") uses policy \"zero1\", which splits the optimizer's work across ranks");
   EXPECT_EQ(validate_error("[train]\noptimizer = \"lars\"\nlr_schedule = \"cosine\"\nclip_grad_norm = 1\n"), "");
 }
 
@@ -168,7 +172,8 @@ TEST(ClipPlan, TheNormWaitsForEverySyncAndEveryUpdateWaitsForTheNorm) {
     const int gate = sharded ? sync : norm;
     for (const PlanOp& op : clipped.ops) {
       if (op.kind == OpKind::Optimizer || op.kind == OpKind::ShardOptimizer) {
-        EXPECT_NE(std::find(op.deps.begin(), op.deps.end(), gate), op.deps.end()) << op_name(op.kind) << " " << op.index;
+        EXPECT_NE(std::find(op.deps.begin(), op.deps.end(), gate), op.deps.end())
+            << op_name(op.kind) << " " << op.index;
       }
       // Every gradient sync comes before the norm, and the norm waits for each.
       if (op.kind == OpKind::SyncGrads || op.kind == OpKind::ReduceScatter || op.kind == OpKind::Push) {

@@ -6,7 +6,8 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double momentum, double dampening, bool nesterov) {
+std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double momentum, double dampening,
+                                           bool nesterov) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), buf(s.n(), 0.0);
   std::vector<std::vector<double>> out;
   for (std::size_t t = 0; t < s.grads.size(); ++t) {
@@ -36,7 +37,8 @@ TEST(OptimizerSgd, FollowsTorchSgdWithAndWithoutMomentum) {
     const auto got = test::run_updates("sgd", c.options, s);
     const auto want = reference(s, c.momentum, c.dampening, c.nesterov);
     for (int t = 0; t < 3; ++t) {
-      SCOPED_TRACE(testing::Message() << "momentum " << c.momentum << " dampening " << c.dampening << " nesterov " << c.nesterov);
+      SCOPED_TRACE(testing::Message() << "momentum " << c.momentum << " dampening " << c.dampening << " nesterov "
+                                      << c.nesterov);
       test::expect_params(got[t], want[t], t + 1);
     }
   }

@@ -31,7 +31,7 @@ void check_specs(const std::string& owner, const std::vector<OptionSpec>& specs)
     try {
       option_integer(specs, set, o.name);
       EXPECT_EQ(o.kind, OptionKind::Integer);  // a number or bool read as an integer only when it is one
-    } catch (const ddplab::InternalError&) {  // reading an option as another kind is a bug, not bad input
+    } catch (const ddplab::InternalError&) {   // reading an option as another kind is a bug, not bad input
     }
     if (o.kind == OptionKind::Boolean) {
       EXPECT_NE(option_bool(specs, none, o.name), option_bool(specs, set, o.name));

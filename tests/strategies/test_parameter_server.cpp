@@ -36,7 +36,8 @@ TEST(ParameterServer, PushSumsEachShardOnItsServerAndPullSpreadsIt) {
   for (int n = 1; n <= 9; ++n)
     for (int servers = 0; servers < n; ++servers)
       for (std::size_t count : test::counts_for(n)) {
-        SCOPED_TRACE("n=" + std::to_string(n) + " servers=" + std::to_string(servers) + " count=" + std::to_string(count));
+        SCOPED_TRACE("n=" + std::to_string(n) + " servers=" + std::to_string(servers) +
+                     " count=" + std::to_string(count));
         const PsLayout ps{n, servers};
         const Schedule push = make_schedule("ps", ScheduleParams{n, count, 1, servers}, Collective::Push);
         const Schedule pull = make_schedule("ps", ScheduleParams{n, count, 1, servers}, Collective::Pull);
@@ -45,12 +46,14 @@ TEST(ParameterServer, PushSumsEachShardOnItsServerAndPullSpreadsIt) {
         std::vector<std::vector<double>> bufs(static_cast<std::size_t>(n), std::vector<double>(count, 0.0));
         std::vector<double> ref(count, 0.0);
         for (int r = 0; r < ps.workers(); ++r)
-          for (std::size_t i = 0; i < count; ++i) ref[i] += bufs[static_cast<std::size_t>(r)][i] = value(static_cast<std::size_t>(r), i);
+          for (std::size_t i = 0; i < count; ++i)
+            ref[i] += bufs[static_cast<std::size_t>(r)][i] = value(static_cast<std::size_t>(r), i);
         run_in_memory(push, bufs);
         for (int s = 0; s < ps.number(); ++s) {
           const Chunk c = chunk_of(count, ps.number(), s);
           for (std::size_t i = c.offset; i < c.offset + c.count; ++i)
-            ASSERT_EQ(bufs[static_cast<std::size_t>(ps.server_rank(s))][i], ref[i]) << "server " << s << " element " << i;
+            ASSERT_EQ(bufs[static_cast<std::size_t>(ps.server_rank(s))][i], ref[i])
+                << "server " << s << " element " << i;
         }
         // Only the servers' shards are meaningful now: garble the rest, pull must overwrite it on workers.
         for (int s = 0; s < ps.number(); ++s) {

@@ -69,7 +69,8 @@ TEST(Pipeline, InFlightMicrobatchesAreWhatTheMemoryReferencesCount) {
     for (int M : {P, 2 * P}) {
       for (int s = 0; s < P; ++s) {
         EXPECT_EQ(peak_in_flight(schedule("gpipe").order({P, M, 1}, s)), M);
-        EXPECT_EQ(peak_in_flight(schedule("1f1b").order({P, M, 1}, s)), std::min(P - s, M)) << "P " << P << " stage " << s;
+        EXPECT_EQ(peak_in_flight(schedule("1f1b").order({P, M, 1}, s)), std::min(P - s, M))
+            << "P " << P << " stage " << s;
       }
       if (M == P) continue;  // with M = P every forward runs first
       for (int v : {2, 3}) {
@@ -82,9 +83,9 @@ TEST(Pipeline, InFlightMicrobatchesAreWhatTheMemoryReferencesCount) {
 
 TEST(Pipeline, OneFOneBStartsWithItsWarmUpAndAlternates) {
   // P = 4, M = 6, stage 1: two warm-up forwards, then F2 B0 F3 B1 F4 B2 F5 B3, then B4 B5.
-  const std::vector<PipeOp> want = {{true, 0, 0},  {true, 1, 0},  {true, 2, 0},  {false, 0, 0}, {true, 3, 0},
-                                    {false, 1, 0}, {true, 4, 0},  {false, 2, 0}, {true, 5, 0},  {false, 3, 0},
-                                    {false, 4, 0}, {false, 5, 0}};
+  const std::vector<PipeOp> want = {{true, 0, 0}, {true, 1, 0},  {true, 2, 0},  {false, 0, 0},
+                                    {true, 3, 0}, {false, 1, 0}, {true, 4, 0},  {false, 2, 0},
+                                    {true, 5, 0}, {false, 3, 0}, {false, 4, 0}, {false, 5, 0}};
   EXPECT_EQ(schedule("1f1b").order({4, 6, 1}, 1), want);
 }
 

@@ -83,8 +83,9 @@ Strategy stage_strategy(const std::string& schedule, const PipelineShape& shape,
 // DP sync of each bucket waits for the last microbatch's backward of its layers.
 TEST(PipelinePlan, EverySendMeetsItsReceiveInOrder) {
   for (const PipelineInfo& info : pipeline_schedules())
-    for (const PipelineShape shape : {PipelineShape{2, 2, info.interleaved ? 2 : 1}, PipelineShape{2, 4, info.interleaved ? 2 : 1},
-                                      PipelineShape{4, 4, 1}, PipelineShape{4, 8, 1}}) {
+    for (const PipelineShape shape :
+         {PipelineShape{2, 2, info.interleaved ? 2 : 1}, PipelineShape{2, 4, info.interleaved ? 2 : 1},
+          PipelineShape{4, 4, 1}, PipelineShape{4, 8, 1}}) {
       if (shape.stages * shape.chunks > 4) continue;  // the MLP has 4 layers
       SCOPED_TRACE(info.name + " P " + std::to_string(shape.stages) + " M " + std::to_string(shape.microbatches) +
                    " v " + std::to_string(shape.chunks));
@@ -97,7 +98,8 @@ TEST(PipelinePlan, EverySendMeetsItsReceiveInOrder) {
         std::vector<PipeOp> compute;
         for (const PlanOp& op : plan.ops) {
           if (op.kind == OpKind::Forward) compute.push_back({true, op.microbatch, op.chunk});
-          if (op.kind == OpKind::Backward && (compute.empty() || compute.back() != PipeOp{false, op.microbatch, op.chunk}))
+          if (op.kind == OpKind::Backward &&
+              (compute.empty() || compute.back() != PipeOp{false, op.microbatch, op.chunk}))
             compute.push_back({false, op.microbatch, op.chunk});
           if (op.kind != OpKind::PpSend && op.kind != OpKind::PpRecv) continue;
           const int at = op.chunk * P + s;
@@ -163,9 +165,10 @@ TEST(PipelinePlan, StageSpecsFollowTheLayout) {
 }
 
 TEST(PipelinePlan, AModelThatDoesNotSplitIsRefusedAtParallelPp) {
-  const Scenario sc = parse_scenario("[model]\nlayers = [784, 64, 10]\n[parallel]\npp = 4\n[[strategy]]\nname = \"a\"\n"
-                                     "policy = \"overlap\"\nschedule = \"ring\"\n",
-                                     "p.toml");
+  const Scenario sc = parse_scenario(
+      "[model]\nlayers = [784, 64, 10]\n[parallel]\npp = 4\n[[strategy]]\nname = \"a\"\n"
+      "policy = \"overlap\"\nschedule = \"ring\"\n",
+      "p.toml");
   try {
     stage_specs(sc, model_spec_for(sc.model), ParallelLayout(sc.parallel, 4), 1);
     FAIL() << "a 2-layer MLP cut into 4 stages";

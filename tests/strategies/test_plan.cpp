@@ -14,7 +14,9 @@ namespace {
 
 const ModelSpec kMlp = ModelSpec::mlp({784, 1024, 1024, 1024, 10});
 
-std::vector<int> params_of(const Bucketing& b, int bucket) { return b.buckets.at(static_cast<std::size_t>(bucket)).params; }
+std::vector<int> params_of(const Bucketing& b, int bucket) {
+  return b.buckets.at(static_cast<std::size_t>(bucket)).params;
+}
 
 TEST(Bucketing, DefaultCapsGiveDdpsAssignmentInReverseParameterOrder) {
   // Parameters: 0 w0 (784x1024), 1 b0, 2 w1 (1024x1024, 4 MiB), 3 b1, 4 w2, 5 b2, 6 w3 (1024x10), 7 b3.
@@ -58,7 +60,8 @@ TEST(Strategy, BucketsAreRebuiltFromTheObservedReadyOrder) {
 
 std::vector<std::string> kinds(const StepPlan& p) {
   std::vector<std::string> out;
-  for (const auto& op : p.ops) out.push_back(std::string(op_name(op.kind)) + (op.index >= 0 ? std::to_string(op.index) : ""));
+  for (const auto& op : p.ops)
+    out.push_back(std::string(op_name(op.kind)) + (op.index >= 0 ? std::to_string(op.index) : ""));
   return out;
 }
 
@@ -67,7 +70,7 @@ TEST(Policies, FlatSyncsOneBucketAfterBackward) {
   Strategy s(c, kMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
-                                                 "sync_grads0", "optimizer0"}));
+                                                "sync_grads0", "optimizer0"}));
   EXPECT_EQ(p.ops[5].deps, std::vector<int>{4});
   ASSERT_EQ(p.ops[5].calls.size(), 1u);
   EXPECT_EQ(p.ops[5].calls[0].count, kMlp.parameter_count());
@@ -85,16 +88,18 @@ TEST(Policies, SyncBatchNormSumsStatisticsBetweenForwardChunksAndGradientSumsBet
   StrategyConfig c;  // flat, native: one bucket after backward
   const StepPlan p = Strategy(c, spec, {4, 1, 8, 1}).plan(0);
   // A chunk through layer i takes the moments of sync layer i + 1.
-  EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward0", "sync_bn_stats1", "forward2", "sync_bn_stats3", "forward5",
-                                                 "backward5", "backward4", "backward3", "sync_bn_grads3", "backward2",
-                                                 "backward1", "sync_bn_grads1", "backward0", "sync_grads0", "optimizer0"}));
-  EXPECT_EQ(p.ops[2].deps, (std::vector<int>{1}));       // normalising waits for the summed moments
-  EXPECT_EQ(p.ops[9].deps, (std::vector<int>{7, 8}));    // conv2's backward waits for bn2's summed gradients
-  EXPECT_EQ(p.ops[1].calls.at(0).count, 2u * 16 + 1);    // sums, squares and the row count
+  EXPECT_EQ(kinds(p),
+            (std::vector<std::string>{"forward0", "sync_bn_stats1", "forward2", "sync_bn_stats3", "forward5",
+                                      "backward5", "backward4", "backward3", "sync_bn_grads3", "backward2", "backward1",
+                                      "sync_bn_grads1", "backward0", "sync_grads0", "optimizer0"}));
+  EXPECT_EQ(p.ops[2].deps, (std::vector<int>{1}));     // normalising waits for the summed moments
+  EXPECT_EQ(p.ops[9].deps, (std::vector<int>{7, 8}));  // conv2's backward waits for bn2's summed gradients
+  EXPECT_EQ(p.ops[1].calls.at(0).count, 2u * 16 + 1);  // sums, squares and the row count
   EXPECT_EQ(p.ops[8].calls.at(0).count, 2u * 32);
   EXPECT_TRUE(is_comm(OpKind::SyncBnStats) && is_comm(OpKind::SyncBnGrads));
   // The chunks split the forward work: together they are the model's.
-  EXPECT_NEAR(p.ops[0].flops + p.ops[2].flops + p.ops[4].flops, 8.0 * spec.forward_flops(), 1e-6 * spec.forward_flops());
+  EXPECT_NEAR(p.ops[0].flops + p.ops[2].flops + p.ops[4].flops, 8.0 * spec.forward_flops(),
+              1e-6 * spec.forward_flops());
   // Local statistics need no op.
   m.bn = "local";
   EXPECT_EQ(Strategy(c, model_spec_for(m), {4, 1, 8, 1}).plan(0).ops.size(), 9u);
@@ -107,7 +112,7 @@ TEST(Policies, OverlapStartsEachBucketWhenItsLastGradientIsReady) {
   Strategy s(c, kMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
-                                                 "sync_grads0", "sync_grads1", "optimizer0", "optimizer1"}));
+                                                "sync_grads0", "sync_grads1", "optimizer0", "optimizer1"}));
   EXPECT_EQ(p.ops[5].deps, std::vector<int>{2});  // bucket 0 = layers 3 and 2: ready after backward2
   EXPECT_EQ(p.ops[6].deps, std::vector<int>{4});
   EXPECT_EQ(p.ops[7].deps, std::vector<int>{5});  // each optimizer waits only for its own bucket
@@ -151,8 +156,8 @@ TEST(Policies, Zero1ReduceScattersUpdatesItsShardAndAllGathers) {
   Strategy s(c, kMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
-                                                 "reduce_scatter0", "reduce_scatter1", "shard_optimizer0",
-                                                 "shard_optimizer1", "all_gather0", "all_gather1"}));
+                                                "reduce_scatter0", "reduce_scatter1", "shard_optimizer0",
+                                                "shard_optimizer1", "all_gather0", "all_gather1"}));
   EXPECT_EQ(p.ops[9].deps, std::vector<int>{7});
   EXPECT_EQ(p.ops[5].calls[0].collective, Collective::ReduceScatter);
 }
@@ -181,10 +186,10 @@ TEST(Validation, CheckpointEveryMustBeAMultipleOfEveryAccumulationWindow) {
 // data.uneven = "join" runs on every policy whose entry says it joins; the others are refused by name.
 TEST(Validation, JoinIsRefusedByPoliciesThatCannotShadow) {
   for (const PolicyInfo& p : policies()) {
-    const Scenario sc = parse_scenario(
-        "[data]\npartition = \"quantity\"\nuneven = \"join\"\n[[strategy]]\npolicy = \"" + p.name + "\"\n" +
-            (p.shards == Shards::Servers ? "" : "schedule = \"ring\"\n"),
-        "j.toml");
+    const Scenario sc =
+        parse_scenario("[data]\npartition = \"quantity\"\nuneven = \"join\"\n[[strategy]]\npolicy = \"" + p.name +
+                           "\"\n" + (p.shards == Shards::Servers ? "" : "schedule = \"ring\"\n"),
+                       "j.toml");
     const std::string error = validation_error(sc);
     if (p.joins) {
       EXPECT_EQ(error, "") << p.name;
@@ -202,8 +207,9 @@ TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
   EXPECT_NE(bad_schedule.find("\"halving_doubling\""), std::string::npos) << bad_schedule;
   EXPECT_NE(bad_schedule.find("got \"tree\""), std::string::npos) << bad_schedule;
   EXPECT_EQ(validation_error(load_scenario(dir + "bad_policy.toml")),
-            dir + "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
-                  "\"local_sgd\", \"zero1\", \"zero2\", \"zero3\", \"ps\", got \"sometimes\"");
+            dir +
+                "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
+                "\"local_sgd\", \"zero1\", \"zero2\", \"zero3\", \"ps\", got \"sometimes\"");
   EXPECT_EQ(validation_error(parse("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
   const std::string opt = validation_error(parse("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
   EXPECT_EQ(opt.substr(0, opt.find(' ')), "x.toml:3:27:") << opt;

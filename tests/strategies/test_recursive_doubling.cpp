@@ -17,7 +17,8 @@ TEST(RecursiveDoubling, AllreduceEqualsReferenceSum) {
 
 TEST(RecursiveDoubling, BitIdenticalAcrossRanksInFloat) {
   for (int n = 2; n <= 17; ++n)
-    for (std::size_t count : {std::size_t{37}, std::size_t{1000}}) test::check_bit_identical(recursive_doubling_allreduce(n, count), 11u + n);
+    for (std::size_t count : {std::size_t{37}, std::size_t{1000}})
+      test::check_bit_identical(recursive_doubling_allreduce(n, count), 11u + n);
 }
 
 TEST(RecursiveDoubling, WholeBufferInEachOfLogNSteps) {

@@ -32,7 +32,8 @@ TEST(Reference, NamesEveryEntryAndOption) {
   auto has = [&](const std::string& text) { return page.find(text) != std::string::npos; };
   auto options = [&](const std::vector<OptionSpec>& specs, const std::string& entry) {
     for (const OptionSpec& s : specs)
-      EXPECT_TRUE(has("| `" + s.name + "` | " + s.requirement() + " | `" + s.fallback + "` |")) << entry << "." << s.name;
+      EXPECT_TRUE(has("| `" + s.name + "` | " + s.requirement() + " | `" + s.fallback + "` |"))
+          << entry << "." << s.name;
   };
   auto entries = [&](const auto& registry) {
     for (const auto& e : registry) {
@@ -44,7 +45,8 @@ TEST(Reference, NamesEveryEntryAndOption) {
   entries(codecs());
   entries(optimizers());
   entries(lr_schedules());
-  for (const ScheduleInfo& s : schedules()) EXPECT_TRUE(has("| `" + s.name + "` | " + to_string(s.collective) + " |")) << s.name;
+  for (const ScheduleInfo& s : schedules())
+    EXPECT_TRUE(has("| `" + s.name + "` | " + to_string(s.collective) + " |")) << s.name;
   for (const PipelineInfo& p : pipeline_schedules()) EXPECT_TRUE(has("| `" + p.name + "` |")) << p.name;
   for (std::string_view preset : kClusterPresets) EXPECT_TRUE(has("| `" + std::string(preset) + "` |")) << preset;
   for (const char* anchor : {"## Sync policies\n", "## Codecs\n", "## Schedules\n", "## Optimizers\n",

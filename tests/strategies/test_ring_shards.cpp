@@ -42,7 +42,8 @@ TEST(RingShards, AllGatherSpreadsEveryChunkEverywhere) {
       std::vector<double> ref(count);
       for (int r = 0; r < n; ++r) {
         const Chunk c = chunk_of(count, n, r);
-        for (std::size_t i = c.offset; i < c.offset + c.count; ++i) bufs[static_cast<std::size_t>(r)][i] = ref[i] = value(static_cast<std::size_t>(r), i);
+        for (std::size_t i = c.offset; i < c.offset + c.count; ++i)
+          bufs[static_cast<std::size_t>(r)][i] = ref[i] = value(static_cast<std::size_t>(r), i);
       }
       run_in_memory(s, bufs);
       for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[static_cast<std::size_t>(r)], ref) << "n=" << n << " count=" << count;

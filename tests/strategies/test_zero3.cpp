@@ -72,7 +72,9 @@ std::vector<int> check_plan(const Strategy& s, const StepPlan& p) {
   const auto anc = ancestors(p);
   const auto used = units_used(s, p);
   const std::size_t n = s.bucketing().buckets.size();
-  const auto before = [&](const PlanOp& a, const PlanOp& b) { return anc[static_cast<std::size_t>(b.id)][static_cast<std::size_t>(a.id)] != 0; };
+  const auto before = [&](const PlanOp& a, const PlanOp& b) {
+    return anc[static_cast<std::size_t>(b.id)][static_cast<std::size_t>(a.id)] != 0;
+  };
   std::vector<int> gathers(n, 0);
   for (const PlanOp& op : p.ops)
     if (op.kind == OpKind::AllGather) ++gathers.at(static_cast<std::size_t>(op.index));
@@ -165,7 +167,8 @@ TEST(Zero3, UnitsAreWholeLayers) {
       for (const Bucket& b : s.bucketing().buckets)
         for (int q : b.params) {
           int& owner = bucket_of_layer.at(static_cast<std::size_t>(m.params[static_cast<std::size_t>(q)].layer));
-          EXPECT_TRUE(owner == -1 || owner == b.id) << "layer " << m.params[static_cast<std::size_t>(q)].layer << " cut, cap " << cap;
+          EXPECT_TRUE(owner == -1 || owner == b.id)
+              << "layer " << m.params[static_cast<std::size_t>(q)].layer << " cut, cap " << cap;
           owner = b.id;
         }
     }
@@ -200,7 +203,8 @@ TEST(Zero3, SyncBatchNormChunksKeepTheirStatisticsSums) {
       const int layer = op.index;
       for (const PlanOp& f : p.ops)
         if (f.kind == OpKind::Forward && f.index >= layer) {
-          EXPECT_TRUE(anc[static_cast<std::size_t>(f.id)][static_cast<std::size_t>(op.id)]) << "forward through " << f.index;
+          EXPECT_TRUE(anc[static_cast<std::size_t>(f.id)][static_cast<std::size_t>(op.id)])
+              << "forward through " << f.index;
           break;
         }
     }
@@ -221,7 +225,9 @@ TEST(Zero3, PrefetchGathersTheNextUnitWhileTheCurrentOneComputes) {
     }
     ASSERT_EQ(forwards.size(), 3u);
     ASSERT_EQ(gathers.size(), 3u);
-    const auto waits = [&](const PlanOp* a, const PlanOp* b) { return anc[static_cast<std::size_t>(a->id)][static_cast<std::size_t>(b->id)] != 0; };
+    const auto waits = [&](const PlanOp* a, const PlanOp* b) {
+      return anc[static_cast<std::size_t>(a->id)][static_cast<std::size_t>(b->id)] != 0;
+    };
     // The second chunk's unit: with prefetch its gather waits for nothing, without it waits for the first chunk.
     EXPECT_EQ(waits(gathers[1], forwards[0]), !prefetch);
     // The third's: after the first chunk with prefetch, after the second without.

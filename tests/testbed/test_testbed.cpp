@@ -59,11 +59,12 @@ std::string missing_prerequisite() {
   if (!works({"ip", "-V"})) return "needs iproute2 (`ip`)";
   if (!works({"tc", "-V"})) return "needs iproute2 (`tc`)";
   if (!works({"mpirun", "--version"})) return "needs Open MPI (`mpirun`)";
-  if (!prefixed_objects().empty()) return "ddpl-* objects exist (a test bed in use?); `ddplab testbed down` removes them";
+  if (!prefixed_objects().empty())
+    return "ddpl-* objects exist (a test bed in use?); `ddplab testbed down` removes them";
   const std::string ns = "ddpl-tprobe";
   if (!works({"ip", "netns", "add", ns})) return "`ip netns add` fails here";
-  const bool tbf = works({"tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "64k",
-                          "latency", "20ms"});
+  const bool tbf = works(
+      {"tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "64k", "latency", "20ms"});
   works({"ip", "netns", "del", ns});
   return tbf ? "" : "the tbf qdisc is unavailable";
 }
@@ -216,7 +217,8 @@ TEST_F(Testbed, TrainingRunIsStoredWithTheTestbed) {
   EXPECT_NE(out.find("no test bed is up"), std::string::npos) << out;
   out = ddplab({"testbed", "up", "--hosts", "2", "--rate", "1gbit"}, &st);
   ASSERT_EQ(st, 0) << out;
-  out = ddplab({"run", DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml", "--testbed", "--max-steps", "5", "--db", db()}, &st);
+  out =
+      ddplab({"run", DDPLAB_SOURCE_DIR "/scenarios/ci-small.toml", "--testbed", "--max-steps", "5", "--db", db()}, &st);
   ASSERT_EQ(st, 0) << out;
   ddplab::Store store(db());
   const auto runs = store.runs();
@@ -233,14 +235,13 @@ TEST_F(Testbed, TrainingRunIsStoredWithTheTestbed) {
 // remains, up refuses, and down removes them.
 TEST_F(Testbed, CrashedUpIsDetectedAndCleaned) {
   int st = 0;
-  std::string out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st,
-                           {"DDPLAB_TESTBED_FAULT=fail-after-host:2"});
+  std::string out =
+      ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st, {"DDPLAB_TESTBED_FAULT=fail-after-host:2"});
   EXPECT_EQ(st, 1) << out;  // a command failed on the way: a run fault, not bad input
   EXPECT_NE(out.find("failing after 2 hosts; removed what it had created"), std::string::npos) << out;
   EXPECT_EQ(prefixed_objects(), "");
   EXPECT_FALSE(std::filesystem::exists(tb::state_path()));
-  out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st,
-                           {"DDPLAB_TESTBED_FAULT=crash-after-host:2"});
+  out = ddplab({"testbed", "up", "--hosts", "3", "--rate", "1gbit"}, &st, {"DDPLAB_TESTBED_FAULT=crash-after-host:2"});
   ASSERT_EQ(st, 86) << out;
   out = ddplab({"testbed", "status"}, &st);
   EXPECT_EQ(st, 3) << out;
@@ -280,9 +281,10 @@ TEST_F(Testbed, LeftoversWithoutStateAreDetectedAndCleaned) {
 // on it, and let `validate` predict their step times from the calibration alone (network fit and per-layer
 // compute; nothing of the runs but their scenario). Goal: median |error| <= 5%, max <= 10%; the test fails
 // when a step time is more than 10% off. 3 hosts at 50 Mbit/s: the network is ~99% of the step, and the
-// milliseconds of jitter of 3 ranks on 2 shared cores weigh half what they do at 100 Mbit/s. Not 2 hosts: there Open MPI's TCP transport carries both directions of a pair on one
-// connection, and a large message's rendezvous reply can queue behind the other direction's data, so an
-// exchange takes 1x or 2x the one-way time at random (docs/calibration.md).
+// milliseconds of jitter of 3 ranks on 2 shared cores weigh half what they do at 100 Mbit/s. Not 2 hosts: there Open
+// MPI's TCP transport carries both directions of a pair on one connection, and a large message's rendezvous reply can
+// queue behind the other direction's data, so an exchange takes 1x or 2x the one-way time at random
+// (docs/calibration.md).
 TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   const std::string scenario = DDPLAB_SOURCE_DIR "/tests/testbed/predict.toml";
   int st = 0;
@@ -296,7 +298,8 @@ TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   ASSERT_EQ(st, 0) << out;
   std::cout << out.substr(std::min(out.size(), out.find("# ping-pong"))) << "\n";
   ASSERT_NO_FATAL_FAILURE(train_and_validate({scenario}, 100, &out));
-  EXPECT_NE(out.find("compute from calibration \"tb\""), std::string::npos) << "compute not predicted from the calibration";
+  EXPECT_NE(out.find("compute from calibration \"tb\""), std::string::npos)
+      << "compute not predicted from the calibration";
 
   std::vector<double> errors;
   for (const auto& v : step_validations()) errors.push_back(std::abs(v.error_pct));
@@ -310,8 +313,8 @@ TEST_F(Testbed, CalibratedPredictionOfStepTimes) {
   if (median > 5.0) std::cout << "note: median |error| above the 5% goal (the test fails above 10% only)\n";
 }
 
-// Every shipped strategy (scenarios/strategies.toml, as docs/calibration.md's test-bed table runs it, 40 steps) predicted
-// from a calibration of the test bed's network, in two configurations of the grid the simulator is checked
+// Every shipped strategy (scenarios/strategies.toml, as docs/calibration.md's test-bed table runs it, 40 steps)
+// predicted from a calibration of the test bed's network, in two configurations of the grid the simulator is checked
 // on. Compute is each run's own (validate --compute measured): what is checked here is the network, the
 // overlap, the codec work and the ranking the simulator derives, not the compute speed of a shared machine,
 // which drifts between the calibration and the runs; CalibratedPredictionOfStepTimes checks the calibration's
@@ -337,10 +340,26 @@ class TestbedGrid : public Testbed {
     int st = 0;
     std::string out = ddplab({"testbed", "up", "--hosts", hosts, "--rate", g.rate}, &st);
     ASSERT_EQ(st, 0) << out;
-    out = ddplab({"calibrate", "--testbed", "--np", hosts, "--name", "tb", "--scenario", scenario, "--schedules",
-                  "ring,native,halving_doubling,double_binary_tree,direct", "--worlds", hosts, "--coll-sizes",
-                  "1MiB,4MiB,16MiB", "--sizes", "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", "--pingpong-budget", "0.3",
-                  "--db", db()},
+    out = ddplab({"calibrate",
+                  "--testbed",
+                  "--np",
+                  hosts,
+                  "--name",
+                  "tb",
+                  "--scenario",
+                  scenario,
+                  "--schedules",
+                  "ring,native,halving_doubling,double_binary_tree,direct",
+                  "--worlds",
+                  hosts,
+                  "--coll-sizes",
+                  "1MiB,4MiB,16MiB",
+                  "--sizes",
+                  "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB",
+                  "--pingpong-budget",
+                  "0.3",
+                  "--db",
+                  db()},
                  &st, {}, 200);
     ASSERT_EQ(st, 0) << out;
     ASSERT_NO_FATAL_FAILURE(train_and_validate({scenario, "--np", hosts, "--max-steps", "40"}, 400, &out, "measured"));
@@ -351,9 +370,12 @@ class TestbedGrid : public Testbed {
     for (const auto& v : step_validations()) {
       errors.push_back(std::abs(v.error_pct)), labels.push_back(v.label);
       measured.push_back(v.measured), predicted.push_back(v.predicted);
-      const auto s = std::find_if(strategies.begin(), strategies.end(), [&](const auto& x) { return x.name == v.label; });
+      const auto s =
+          std::find_if(strategies.begin(), strategies.end(), [&](const auto& x) { return x.name == v.label; });
       ASSERT_NE(s, strategies.end()) << "a validation of no strategy of the scenario: " << v.label;
-      bounds.push_back(s->codec != "none" ? g.codec_max_pct : ddplab::find_policy(s->policy)->zero >= 2 ? g.release_max_pct : g.max_pct);
+      bounds.push_back(s->codec != "none"                          ? g.codec_max_pct
+                       : ddplab::find_policy(s->policy)->zero >= 2 ? g.release_max_pct
+                                                                   : g.max_pct);
     }
     ASSERT_EQ(errors.size(), strategies.size()) << "a step time per strategy";
     const double median = ddplab::median(errors), worst = *std::max_element(errors.begin(), errors.end());
@@ -375,4 +397,3 @@ class TestbedGrid : public Testbed {
 TEST_F(TestbedGrid, EveryShippedStrategyOnTwoHostsAt1Gbit) { check({2, "1gbit", 12.0, 85.0, 85.0, 85.0, 0.65}); }
 
 TEST_F(TestbedGrid, EveryShippedStrategyOnThreeHostsAt1Gbit) { check({3, "1gbit", 15.0, 30.0, 70.0, 50.0, 0.8}); }
-

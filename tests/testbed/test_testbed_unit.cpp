@@ -17,7 +17,6 @@ namespace tb = ddplab::testbed;
 
 namespace {
 
-
 template <class F>
 std::string error_of(F&& f) {
   try {
@@ -79,7 +78,8 @@ TEST(TestbedSubnet, RejectsWhatItCannotUse) {
   EXPECT_NE(error_of([] { tb::parse_subnet("172.32.0.0/16"); }).find("not inside"), std::string::npos);
   EXPECT_NE(error_of([] { tb::parse_subnet("10.77.0.0/31"); }).find("prefix length"), std::string::npos);
   for (const char* bad : {"10.77.0.0", "300.1.1.0/24", "10.77.0/24", "10.77.0.0/", "10.77.0.0/2x", "a.b.c.d/8"})
-    EXPECT_NE(error_of([&] { tb::parse_subnet(bad); }).find("expected a private IPv4 network"), std::string::npos) << bad;
+    EXPECT_NE(error_of([&] { tb::parse_subnet(bad); }).find("expected a private IPv4 network"), std::string::npos)
+        << bad;
 }
 
 TEST(TestbedOptions, ValidatesEveryArgument) {
@@ -89,7 +89,8 @@ TEST(TestbedOptions, ValidatesEveryArgument) {
             std::string::npos);
   EXPECT_NE(error_of([] { tb::make_options(65, "1gbit", "", "10.77.0.0/24"); }).find("got 65"), std::string::npos);
   EXPECT_NE(error_of([] { tb::make_options(2, "1gbits", "", "10.77.0.0/24"); }).find("--rate: "), std::string::npos);
-  EXPECT_NE(error_of([] { tb::make_options(2, "1gbit", "soon", "10.77.0.0/24"); }).find("--delay: "), std::string::npos);
+  EXPECT_NE(error_of([] { tb::make_options(2, "1gbit", "soon", "10.77.0.0/24"); }).find("--delay: "),
+            std::string::npos);
   EXPECT_NE(error_of([] { tb::make_options(2, "1gbit", "0us", "10.77.0.0/24"); }).find("--delay must be above 0"),
             std::string::npos);
   EXPECT_NE(error_of([] { tb::make_options(2, "1gbit", "", "10.77.0.0/33"); }).find("--subnet: "), std::string::npos);
@@ -195,8 +196,8 @@ TEST(TestbedProc, ErrorsNameTheCommandStatusAndStderr) {
 }
 
 TEST(TestbedShaper, BurstCoversAMillisecondOfTraffic) {
-  EXPECT_EQ(tb::tbf_args(1000000000), (std::vector<std::string>{"tbf", "rate", "1000000000bit", "burst", "125000",
-                                                                 "latency", "20ms"}));
+  EXPECT_EQ(tb::tbf_args(1000000000),
+            (std::vector<std::string>{"tbf", "rate", "1000000000bit", "burst", "125000", "latency", "20ms"}));
   EXPECT_EQ(tb::tbf_args(100000000)[4], "65536");  // 64 KiB floor: a TSO segment must fit
 }
 
@@ -207,9 +208,11 @@ TEST(TestbedStore, RunsAreTaggedWithTheTestbed) {
   {
     ddplab::Store store(db);
     before = store.begin_run({"sc", "old", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":1}", "{}", 64});
-    tagged = store.begin_run({"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":2}", "{\"launch_id\":\"L1\"}", 64});
+    tagged = store.begin_run(
+        {"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":2}", "{\"launch_id\":\"L1\"}", 64});
     // Another job writing the same store at the same time: not this launch's run.
-    other = store.begin_run({"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":3}", "{\"launch_id\":\"L2\"}", 64});
+    other = store.begin_run(
+        {"sc", "new", "cpu", 2, ddplab::RunSource::Measured, "{\"a\":3}", "{\"launch_id\":\"L2\"}", 64});
   }
   tb::tag_runs(db, before, "L1", sample_state(dir.file(""), 3));
   ddplab::Store store(db);

@@ -68,7 +68,8 @@ TEST(Choices, UnknownTextIsAnInputErrorNamingTheFieldAndTheChoices) {
     EXPECT_EQ(e.file(), "s.toml");
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(e.field(), "model.type");
-    EXPECT_NE(std::string(e.what()).find("model type \"rnn\" is not one of mlp, cnn, table"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model type \"rnn\" is not one of mlp, cnn, table"), std::string::npos)
+        << e.what();
   }
 }
 

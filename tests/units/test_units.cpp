@@ -81,7 +81,7 @@ TEST(Units, ParseBandwidth) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("1MiB/s"), 1048576.0);
   EXPECT_DOUBLE_EQ(parse_bandwidth("1GiB/s"), 1073741824.0);
   EXPECT_DOUBLE_EQ(parse_bandwidth("1250000000"), 1.25e9);  // bare number = bytes/s
-  EXPECT_DOUBLE_EQ(parse_bandwidth("0Gbit/s"), 0.0);         // range is the caller's business
+  EXPECT_DOUBLE_EQ(parse_bandwidth("0Gbit/s"), 0.0);        // range is the caller's business
 }
 
 TEST(Units, ParseBandwidthRejects) {
@@ -142,7 +142,7 @@ TEST(Units, FormatDuration) {
   EXPECT_EQ(format_duration(90.0), "1.50 min");
   EXPECT_EQ(format_duration(7200.0), "2.00 h");
   EXPECT_EQ(format_duration(0.0), "0 s");
-  EXPECT_EQ(format_duration(0.9999), "1.00 s");    // would print as "1000 ms"
+  EXPECT_EQ(format_duration(0.9999), "1.00 s");  // would print as "1000 ms"
   EXPECT_EQ(format_duration(-0.0134), "-13.4 ms");
 }
 
@@ -154,8 +154,8 @@ TEST(Units, RoundTripThroughFormat) {
 TEST(Units, WorldLists) {
   EXPECT_EQ(parse_world_list("8"), (std::vector<int>{8}));
   EXPECT_EQ(parse_world_list("8,64,512"), (std::vector<int>{8, 64, 512}));
-  EXPECT_EQ(parse_world_list("2,4,...,64"), (std::vector<int>{2, 4, 8, 16, 32, 64}));  // doubles
-  EXPECT_EQ(parse_world_list("8,16,...,64"), (std::vector<int>{8, 16, 32, 64}));          // 16 = 2 x 8: doubles
+  EXPECT_EQ(parse_world_list("2,4,...,64"), (std::vector<int>{2, 4, 8, 16, 32, 64}));        // doubles
+  EXPECT_EQ(parse_world_list("8,16,...,64"), (std::vector<int>{8, 16, 32, 64}));             // 16 = 2 x 8: doubles
   EXPECT_EQ(parse_world_list("8,16,24,...,48"), (std::vector<int>{8, 16, 24, 32, 40, 48}));  // 24 = 16 + 8: adds 8
   EXPECT_EQ(parse_world_list("2,4,8,...,32"), (std::vector<int>{2, 4, 8, 16, 32}));
   EXPECT_EQ(parse_world_list("3,9,...,81,100"), (std::vector<int>{3, 9, 27, 81, 100}));

@@ -42,7 +42,11 @@ class CastCodec final : public Codec {
   std::vector<CollectiveCall> plan(const BucketLayout& bucket, int, std::int64_t) const override {
     if (bucket.count == 0) return {};
     const std::size_t n = bucket.count;
-    return {{Collective::Allreduce, type_, n, name(), {{WorkKind::Divide, n}, {WorkKind::ToHalf, n, 0, 0, type_}},
+    return {{Collective::Allreduce,
+             type_,
+             n,
+             name(),
+             {{WorkKind::Divide, n}, {WorkKind::ToHalf, n, 0, 0, type_}},
              {{WorkKind::FromHalf, n, 0, 0, type_}}}};
   }
   using Codec::run;

@@ -24,7 +24,8 @@ float* ensure_floats(CodecBuffer& buf, CodecCompute& compute, std::size_t n);
 // the bucket id of a state key "BUCKET/NAME" whose NAME is `name` (-1 for another name). Throws
 // InputError for a key of another form.
 CodecBuffer host_buffer(const std::vector<float>& values);
-int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names, std::string& name);
+int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names,
+                 std::string& name);
 // For tests: a host copy of a state buffer, kept in `view` (nullptr when buf is empty). The pointer stays
 // valid until the next call with the same view.
 const std::vector<float>* host_view(const CodecBuffer& buf, std::vector<float>& view);

@@ -11,31 +11,41 @@ namespace ddplab {
 
 std::size_t elem_bytes(ElemType t) {
   switch (t) {
-    case ElemType::F32: return 4;
-    case ElemType::F16: return 2;
-    case ElemType::BF16: return 2;
-    case ElemType::IndexValue: return 8;
+    case ElemType::F32:
+      return 4;
+    case ElemType::F16:
+      return 2;
+    case ElemType::BF16:
+      return 2;
+    case ElemType::IndexValue:
+      return 8;
   }
   throw InternalError("elem_bytes: unknown element type");
 }
 
 const char* elem_name(ElemType t) {
   switch (t) {
-    case ElemType::F32: return "f32";
-    case ElemType::F16: return "f16";
-    case ElemType::BF16: return "bf16";
-    case ElemType::IndexValue: return "index_value";
+    case ElemType::F32:
+      return "f32";
+    case ElemType::F16:
+      return "f16";
+    case ElemType::BF16:
+      return "bf16";
+    case ElemType::IndexValue:
+      return "index_value";
   }
   return "unknown";
 }
 
-void Codec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective) {
+void Codec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step,
+                const CollectiveFn& collective) {
   run(bucket, grad, world_size, step, collective, host_codec_compute());
 }
 
 void Codec::restore(const State& state) {
   if (!state.empty())
-    throw InputError("codec " + name() + " keeps no state between steps, but was given \"" + state.begin()->first + "\"");
+    throw InputError("codec " + name() + " keeps no state between steps, but was given \"" + state.begin()->first +
+                     "\"");
 }
 
 std::size_t Codec::wire_bytes(const BucketLayout& bucket, int world_size, std::int64_t step) const {
@@ -48,10 +58,17 @@ const std::vector<CodecInfo>& codecs() {
   using namespace codec_detail;
   static const std::vector<CodecInfo> all = {
       {"none", "plain float32 allreduce of the bucket, then divide by the world size", {}, make_none},
-      {"fp16", "divide by the world size, cast to IEEE half, allreduce in half, cast back (no error feedback)", {}, make_fp16},
-      {"bf16", "divide by the world size, cast to bfloat16, allreduce in bfloat16, cast back (no error feedback)", {}, make_bf16},
+      {"fp16",
+       "divide by the world size, cast to IEEE half, allreduce in half, cast back (no error feedback)",
+       {},
+       make_fp16},
+      {"bf16",
+       "divide by the world size, cast to bfloat16, allreduce in bfloat16, cast back (no error feedback)",
+       {},
+       make_bf16},
       {"topk",
-       "send the k = ceil(ratio * count) largest-magnitude entries as (index, value) pairs via all-gather, with error feedback",
+       "send the k = ceil(ratio * count) largest-magnitude entries as (index, value) pairs via all-gather, with error "
+       "feedback",
        topk_options(), make_topk},
       {"powersgd",
        "PowerSGD low-rank compression of matrices (P = MQ, Q = M^T P, two allreduces), as PyTorch's powerSGD_hook",
@@ -93,7 +110,8 @@ CodecBuffer host_buffer(const std::vector<float>& values) {
   return buf;
 }
 
-int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names, std::string& name) {
+int state_bucket(const std::string& key, const std::string& codec, const std::vector<std::string>& names,
+                 std::string& name) {
   const auto slash = key.find('/');
   std::size_t used = 0;
   int bucket = -1;

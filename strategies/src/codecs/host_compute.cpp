@@ -102,7 +102,8 @@ class HostCodecCompute final : public CodecCompute {
   void zero_at(float* x, const IndexValue* pairs, std::size_t count) override {
     for (std::size_t j = 0; j < count; ++j) x[pairs[j].index] = 0.0f;
   }
-  void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per_group) override {
+  void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups,
+                   std::size_t per_group) override {
     for (std::size_t j = 0; j < groups * per_group; ++j) {
       const IndexValue& p = pairs[j];
       if (p.index >= n) throw RunFault("topk: received index " + std::to_string(p.index) + " outside the bucket");

@@ -29,8 +29,9 @@ PowerSgdCodec::Split PowerSgdCodec::split(const BucketLayout& bucket) const {
                           " lies outside the bucket");
     const std::size_t r = std::min({ts.rows, ts.cols, o_.rank});
     // PyTorch's _should_compress: compressed_size * min_compression_rate < uncompressed_size (strict).
-    const bool compress = ts.cols > 1 && r > 0 &&
-                          static_cast<double>((ts.rows + ts.cols) * r) * o_.min_compression_rate < static_cast<double>(ts.count());
+    const bool compress =
+        ts.cols > 1 && r > 0 &&
+        static_cast<double>((ts.rows + ts.cols) * r) * o_.min_compression_rate < static_cast<double>(ts.count());
     if (compress) {
       s.compressed.push_back(t);
       s.ranks.push_back(r);
@@ -55,16 +56,20 @@ std::vector<CollectiveCall> PowerSgdCodec::plan(const BucketLayout& bucket, int,
   if (o_.error_feedback) pending = {{WorkKind::Add, n}, {WorkKind::Copy, n * sizeof(float)}};
   std::vector<CollectiveCall> calls;
   if (s.uncompressed_count > 0) {
-    CollectiveCall flat{Collective::Allreduce, ElemType::F32, s.uncompressed_count, "powersgd.uncompressed", std::move(pending), {}};
+    CollectiveCall flat{Collective::Allreduce,   ElemType::F32,      s.uncompressed_count,
+                        "powersgd.uncompressed", std::move(pending), {}};
     pending.clear();
-    for (std::size_t t : s.uncompressed) flat.before.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
+    for (std::size_t t : s.uncompressed)
+      flat.before.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
     flat.after.push_back({WorkKind::Divide, s.uncompressed_count});
-    for (std::size_t t : s.uncompressed) flat.after.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
+    for (std::size_t t : s.uncompressed)
+      flat.after.push_back({WorkKind::Copy, bucket.tensors[t].count() * sizeof(float)});
     calls.push_back(std::move(flat));
   }
   if (!s.compressed.empty()) {
     CollectiveCall p{Collective::Allreduce, ElemType::F32, s.p_count, "powersgd.P", std::move(pending), {}};
-    CollectiveCall q{Collective::Allreduce, ElemType::F32, s.q_count, "powersgd.Q", {}, {{WorkKind::Divide, s.q_count}}};
+    CollectiveCall q{Collective::Allreduce,          ElemType::F32, s.q_count, "powersgd.Q", {},
+                     {{WorkKind::Divide, s.q_count}}};
     for (std::size_t i = 0; i < s.compressed.size(); ++i) {
       const TensorSlice& ts = bucket.tensors[s.compressed[i]];
       const std::size_t r = s.ranks[i];
@@ -87,8 +92,8 @@ std::vector<PlanChange> PowerSgdCodec::plan_changes() const {
   return {{o_.start_iter, fmt::format("plain allreduce before PowerSGD's start_iter {}", o_.start_iter)}};
 }
 
-void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
-                        CodecCompute& compute) {
+void PowerSgdCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step,
+                        const CollectiveFn& collective, CodecCompute& compute) {
   const std::vector<CollectiveCall> calls = plan(bucket, world_size, step);
   if (calls.empty()) return;
   const std::size_t n = bucket.count;
@@ -224,12 +229,13 @@ void PowerSgdCodec::restore(const State& state) {
 // PyTorch's powerSGD_hook defaults.
 std::vector<OptionSpec> powersgd_options() {
   const double inf = std::numeric_limits<double>::infinity();
-  return {{"rank", OptionKind::Integer, 1, inf, false, "1", "2", "columns of P and Q"},
-          {"start_iter", OptionKind::Integer, 0, inf, false, "1000", "3", "plain allreduce before this optimizer step"},
-          {"min_compression_rate", OptionKind::Number, 0, inf, false, "2", "1", "compress a matrix only above this rate"},
-          {"warm_start", OptionKind::Boolean, 0, inf, false, "true", "false", "start each step's Q from the last one"},
-          {"error_feedback", OptionKind::Boolean, 0, inf, false, "true", "false", "add the residual to the next gradient"},
-          {"orthogonalization_epsilon", OptionKind::Number, 0, inf, false, "0", "1e-8", "added to norms in Gram-Schmidt"}};
+  return {
+      {"rank", OptionKind::Integer, 1, inf, false, "1", "2", "columns of P and Q"},
+      {"start_iter", OptionKind::Integer, 0, inf, false, "1000", "3", "plain allreduce before this optimizer step"},
+      {"min_compression_rate", OptionKind::Number, 0, inf, false, "2", "1", "compress a matrix only above this rate"},
+      {"warm_start", OptionKind::Boolean, 0, inf, false, "true", "false", "start each step's Q from the last one"},
+      {"error_feedback", OptionKind::Boolean, 0, inf, false, "true", "false", "add the residual to the next gradient"},
+      {"orthogonalization_epsilon", OptionKind::Number, 0, inf, false, "0", "1e-8", "added to norms in Gram-Schmidt"}};
 }
 
 std::unique_ptr<Codec> make_powersgd(const CodecOptions& options, std::uint64_t seed) {

@@ -61,7 +61,9 @@ std::vector<std::uint32_t> topk_select(const float* v, std::size_t count, std::s
   const std::uint32_t threshold = *kth;
   // Keys above the threshold all go; equal ones fill what is left, lower indices first (a strict total
   // order: the same selection whatever the algorithm).
-  std::size_t ties = k - above - static_cast<std::size_t>(std::count_if(candidates.begin(), kth, [&](std::uint32_t x) { return x > threshold; }));
+  std::size_t ties =
+      k - above -
+      static_cast<std::size_t>(std::count_if(candidates.begin(), kth, [&](std::uint32_t x) { return x > threshold; }));
   std::vector<std::uint32_t> idx;
   idx.reserve(k);
   for (std::size_t i = 0; i < count && idx.size() < k; ++i) {
@@ -89,8 +91,8 @@ std::vector<CollectiveCall> TopkCodec::plan(const BucketLayout& bucket, int worl
   return {call};
 }
 
-void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
-                    CodecCompute& compute) {
+void TopkCodec::run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step,
+                    const CollectiveFn& collective, CodecCompute& compute) {
   const auto calls = plan(bucket, world_size, step);
   if (calls.empty()) return;
   const std::size_t n = bucket.count, k = calls[0].count, world = static_cast<std::size_t>(world_size);
@@ -153,12 +155,14 @@ void TopkCodec::restore(const State& state) {
 
 std::vector<OptionSpec> topk_options() {
   return {{"ratio", OptionKind::Number, 0, 1, true, "0.01", "0.1", "share of the bucket's entries sent"},
-          {"error_feedback", OptionKind::Boolean, 0, 1, false, "true", "false", "add what was not sent to the next step's gradient"}};
+          {"error_feedback", OptionKind::Boolean, 0, 1, false, "true", "false",
+           "add what was not sent to the next step's gradient"}};
 }
 
 std::unique_ptr<Codec> make_topk(const CodecOptions& options, std::uint64_t) {
   const auto specs = topk_options();
-  return std::make_unique<TopkCodec>(option_number(specs, options, "ratio"), option_bool(specs, options, "error_feedback"));
+  return std::make_unique<TopkCodec>(option_number(specs, options, "ratio"),
+                                     option_bool(specs, options, "error_feedback"));
 }
 
 }  // namespace ddplab::codec_detail

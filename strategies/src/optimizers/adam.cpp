@@ -34,7 +34,11 @@ class Adam final : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_adam(const OptionValues& o) { return std::make_unique<Adam>(adam_betas("adam", o), false); }
-std::unique_ptr<Optimizer> make_adamw(const OptionValues& o) { return std::make_unique<Adam>(adam_betas("adamw", o), true); }
+std::unique_ptr<Optimizer> make_adam(const OptionValues& o) {
+  return std::make_unique<Adam>(adam_betas("adam", o), false);
+}
+std::unique_ptr<Optimizer> make_adamw(const OptionValues& o) {
+  return std::make_unique<Adam>(adam_betas("adamw", o), true);
+}
 
 }  // namespace ddplab::optimizer_detail

@@ -36,9 +36,9 @@ class Lars final : public Optimizer {
 
 std::unique_ptr<Optimizer> make_lars(const OptionValues& o) {
   const auto& specs = find_optimizer("lars")->options;
-  return std::make_unique<Lars>(static_cast<float>(option_number(specs, o, "momentum")),
-                                static_cast<float>(option_number(specs, o, "eta")),
-                                static_cast<float>(option_number(specs, o, "eps")), option_bool(specs, o, "exclude_vectors"));
+  return std::make_unique<Lars>(
+      static_cast<float>(option_number(specs, o, "momentum")), static_cast<float>(option_number(specs, o, "eta")),
+      static_cast<float>(option_number(specs, o, "eps")), option_bool(specs, o, "exclude_vectors"));
 }
 
 }  // namespace ddplab::optimizer_detail

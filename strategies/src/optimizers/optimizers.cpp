@@ -62,7 +62,11 @@ const std::vector<OptimizerInfo>& optimizers() {
        .summary = "SGD with momentum (and Nesterov), as torch.optim.SGD",
        .options = {unit_interval("momentum", "0.9", "0.0", "decay of the momentum buffer (0 = plain SGD)"),
                    unit_interval("dampening", "0", "0.1", "share of the gradient left out of the momentum buffer"),
-                   {.name = "nesterov", .kind = OptionKind::Boolean, .max = 1, .fallback = "false", .example = "true",
+                   {.name = "nesterov",
+                    .kind = OptionKind::Boolean,
+                    .max = 1,
+                    .fallback = "false",
+                    .example = "true",
                     .help = "step along g + momentum * buf"}},
        .state_slots = 1,
        .bytes_per_param = 20,
@@ -88,12 +92,17 @@ const std::vector<OptimizerInfo>& optimizers() {
        .bytes_per_param = 20,
        .make = make_rmsprop},
       {.name = "lars",
-       .summary = "LARS: SGD with momentum and a per-tensor trust ratio eta ||w|| / (||g|| + wd ||w||) (You et al. 2017)",
+       .summary =
+           "LARS: SGD with momentum and a per-tensor trust ratio eta ||w|| / (||g|| + wd ||w||) (You et al. 2017)",
        .options = {unit_interval("momentum", "0.9", "0.0", "decay of the momentum buffer"),
                    positive("eta", "0.001", "0.02", "trust coefficient"),
                    positive("eps", "1e-9", "1e-8", "added to the trust ratio's denominator"),
-                   {.name = "exclude_vectors", .kind = OptionKind::Boolean, .max = 1, .fallback = "true",
-                    .example = "false", .help = "biases keep the plain learning rate and no weight decay"}},
+                   {.name = "exclude_vectors",
+                    .kind = OptionKind::Boolean,
+                    .max = 1,
+                    .fallback = "true",
+                    .example = "false",
+                    .help = "biases keep the plain learning rate and no weight decay"}},
        .state_slots = 1,
        .per_tensor = true,
        .bytes_per_param = 28,
@@ -130,10 +139,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionV
 const std::vector<LrScheduleInfo>& lr_schedules() {
   static const std::vector<LrScheduleInfo> all = {
       {"constant", "the peak learning rate after warm-up", {}, constant_factor},
-      {"cosine", "cosine decay from the peak to min_factor x peak at the last update (Loshchilov & Hutter)",
+      {"cosine",
+       "cosine decay from the peak to min_factor x peak at the last update (Loshchilov & Hutter)",
        {{"min_factor", OptionKind::Number, 0, 1, false, "0", "0.01", "the last update's share of the peak"}},
        cosine_factor},
-      {"step", "the peak times gamma^(t / step_size), t the update after warm-up (torch's StepLR)",
+      {"step",
+       "the peak times gamma^(t / step_size), t the update after warm-up (torch's StepLR)",
        {{"step_size", OptionKind::Integer, 1, inf, false, "1000", "200", "updates between decays"},
         positive("gamma", "0.1", "0.5", "factor at each decay")},
        step_factor},
@@ -149,7 +160,8 @@ const LrScheduleInfo* find_lr_schedule(const std::string& name) {
 
 double LrPlan::lr(std::int64_t t) const {
   if (t < warmup) return peak * static_cast<double>(t + 1) / warmup;
-  return peak * find_lr_schedule(schedule)->factor(schedule_options, t - warmup, std::max<std::int64_t>(1, total - warmup));
+  return peak *
+         find_lr_schedule(schedule)->factor(schedule_options, t - warmup, std::max<std::int64_t>(1, total - warmup));
 }
 
 LrPlan LrPlan::constant(double lr) {
@@ -164,7 +176,8 @@ std::string LrPlan::describe() const {
     out += fmt::format(" x {:.4g} ({} scaling: global batch {} / {}) = {:.4g}", peak / base, scale_rule, global_batch,
                        base_batch, peak);
   if (warmup > 0) out += fmt::format(", warm-up {} updates", warmup);
-  if (schedule == "cosine") out += fmt::format(", cosine decay over {} updates", std::max<std::int64_t>(1, total - warmup));
+  if (schedule == "cosine")
+    out += fmt::format(", cosine decay over {} updates", std::max<std::int64_t>(1, total - warmup));
   if (schedule == "step") {
     const auto& specs = find_lr_schedule("step")->options;
     out += fmt::format(", x {:g} every {} updates", option_number(specs, schedule_options, "gamma"),
@@ -176,7 +189,8 @@ std::string LrPlan::describe() const {
 LrPlan make_lr_plan(const TrainConfig& train, int global_batch, std::int64_t total_updates) {
   const LrScheduleInfo* info = find_lr_schedule(train.lr_schedule);
   if (!info)
-    throw InputError(fmt::format("unknown lr_schedule \"{}\" (known: {})", train.lr_schedule, names_of(lr_schedules())));
+    throw InputError(
+        fmt::format("unknown lr_schedule \"{}\" (known: {})", train.lr_schedule, names_of(lr_schedules())));
   check_options("lr_schedule " + info->name, info->options, train.lr_schedule_options);
   LrPlan p;
   p.base = train.lr;
@@ -217,7 +231,8 @@ void validate_train(const Scenario& sc) {
       if (!spec)
         fail(table + "." + key, fmt::format("is not an option of {} (known: {})", what,
                                             specs.empty() ? std::string("none") : option_names(specs)));
-      if (!option_accepts(*spec, value)) fail(table + "." + key, fmt::format("must be {}, got {}", spec->requirement(), value));
+      if (!option_accepts(*spec, value))
+        fail(table + "." + key, fmt::format("must be {}, got {}", spec->requirement(), value));
     }
     try {
       make();
@@ -237,9 +252,10 @@ void validate_train(const Scenario& sc) {
   for (std::size_t i = 0; i < sc.strategies.size(); ++i) {
     const PolicyInfo* policy = find_policy(sc.strategies[i].policy);
     if (policy && !optimizer_runs_with(*opt, *policy))
-      fail("optimizer", fmt::format("\"{}\" scales each tensor by a ratio of whole-tensor norms, but strategy[{}] (\"{}\") "
-                                    "uses policy \"{}\", which splits the optimizer's work across ranks",
-                                    tr.optimizer, i, sc.strategies[i].name, policy->name));
+      fail("optimizer",
+           fmt::format("\"{}\" scales each tensor by a ratio of whole-tensor norms, but strategy[{}] (\"{}\") "
+                       "uses policy \"{}\", which splits the optimizer's work across ranks",
+                       tr.optimizer, i, sc.strategies[i].name, policy->name));
   }
 }
 

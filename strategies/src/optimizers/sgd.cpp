@@ -8,7 +8,8 @@ namespace {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(float momentum, float dampening, bool nesterov) : momentum_(momentum), dampening_(dampening), nesterov_(nesterov) {}
+  Sgd(float momentum, float dampening, bool nesterov)
+      : momentum_(momentum), dampening_(dampening), nesterov_(nesterov) {}
   void update(const OptimizerUpdate& u, CodecCompute& c) const override {
     scale_grads(u, c);
     add_weight_decay(u, c);

@@ -16,10 +16,14 @@ const std::vector<PipelineInfo>& pipeline_schedules() {
   static const std::vector<PipelineInfo> all = {
       {"gpipe", "every forward, then every backward (Huang et al. 2019; torch.distributed.pipelining's ScheduleGPipe)",
        false, gpipe_order},
-      {"1f1b", "warm-up forwards, then one forward one backward, then the remaining backwards (PipeDream-Flush, "
-               "Narayanan et al. 2021; Megatron-LM without interleaving)", false, one_f_one_b_order},
-      {"interleaved", "1F1B over v model chunks per rank: the bubble shrinks by v (Narayanan et al. 2021, section 2.2.2; "
-                      "Megatron-LM's interleaved schedule)", true, interleaved_order},
+      {"1f1b",
+       "warm-up forwards, then one forward one backward, then the remaining backwards (PipeDream-Flush, "
+       "Narayanan et al. 2021; Megatron-LM without interleaving)",
+       false, one_f_one_b_order},
+      {"interleaved",
+       "1F1B over v model chunks per rank: the bubble shrinks by v (Narayanan et al. 2021, section 2.2.2; "
+       "Megatron-LM's interleaved schedule)",
+       true, interleaved_order},
   };
   return all;
 }
@@ -36,7 +40,8 @@ int peak_in_flight(const std::vector<PipeOp>& order) {
   return peak;
 }
 
-double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shape, double forward_s, double backward_s) {
+double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shape, double forward_s,
+                         double backward_s) {
   const int P = shape.stages, v = shape.chunks;
   std::vector<std::vector<PipeOp>> orders;
   for (int s = 0; s < P; ++s) orders.push_back(schedule.order(shape, s));
@@ -56,9 +61,10 @@ double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shap
         // Forward waits for the previous place's forward; backward for the next place's backward (the last
         // place's backward follows its own forward).
         double ready = free_at[static_cast<std::size_t>(s)];
-        const auto dep = op.forward ? (place > 0 ? std::optional(std::tuple(true, op.microbatch, place - 1)) : std::nullopt)
-                                    : (place + 1 < places ? std::optional(std::tuple(false, op.microbatch, place + 1))
-                                                          : std::optional(std::tuple(true, op.microbatch, place)));
+        const auto dep = op.forward
+                             ? (place > 0 ? std::optional(std::tuple(true, op.microbatch, place - 1)) : std::nullopt)
+                             : (place + 1 < places ? std::optional(std::tuple(false, op.microbatch, place + 1))
+                                                   : std::optional(std::tuple(true, op.microbatch, place)));
         if (dep) {
           const auto it = done.find(*dep);
           if (it == done.end()) break;

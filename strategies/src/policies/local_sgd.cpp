@@ -14,15 +14,18 @@ namespace {
 
 void add_average(const Strategy& s, StepPlan& plan, const std::vector<int>& after) {
   for (const Bucket& b : s.bucketing().buckets)
-    s.add_op(plan, OpKind::SyncParams, b.id, after.empty() ? std::vector<int>{} : std::vector<int>{after[static_cast<std::size_t>(b.id)]});
+    s.add_op(plan, OpKind::SyncParams, b.id,
+             after.empty() ? std::vector<int>{} : std::vector<int>{after[static_cast<std::size_t>(b.id)]});
 }
 
 }  // namespace
 
 std::vector<OptionSpec> local_sgd_options() {
   const double inf = std::numeric_limits<double>::infinity();
-  return {{"local_sgd_period", OptionKind::Integer, 1, inf, false, "1", "3", "H: parameters are averaged every H steps"},
-          {"local_sgd_warmup", OptionKind::Integer, 0, inf, false, "0", "2", "steps of plain gradient sync before local SGD starts"}};
+  return {
+      {"local_sgd_period", OptionKind::Integer, 1, inf, false, "1", "3", "H: parameters are averaged every H steps"},
+      {"local_sgd_warmup", OptionKind::Integer, 0, inf, false, "0", "2",
+       "steps of plain gradient sync before local SGD starts"}};
 }
 
 void build_local_sgd(const Strategy& s, std::int64_t step, StepPlan& plan) {
@@ -42,7 +45,8 @@ PolicyTiming local_sgd_timing(const StrategyConfig& c) {
   PolicyTiming t;
   const long long warmup = policy_option(c, "local_sgd_warmup"), period = policy_option(c, "local_sgd_period");
   if (warmup > 0)
-    t.changes.push_back({warmup, fmt::format("gradients synchronised every step for the {} warm-up steps of local SGD", warmup)});
+    t.changes.push_back(
+        {warmup, fmt::format("gradients synchronised every step for the {} warm-up steps of local SGD", warmup)});
   t.period = period;
   if (period > 1) t.steady = fmt::format("parameters averaged every {} steps", period);
   return t;

@@ -8,7 +8,8 @@ namespace ddplab {
 void build_sharded(const Strategy& s, std::int64_t step, StepPlan& plan, OpKind gather, OpKind spread) {
   const std::vector<int> backward = s.add_compute_pass(plan, step);
   std::vector<int> gathers, updates;
-  for (const Bucket& b : s.bucketing().buckets) gathers.push_back(s.add_op(plan, gather, b.id, {s.ready_op(backward, b.id)}));
+  for (const Bucket& b : s.bucketing().buckets)
+    gathers.push_back(s.add_op(plan, gather, b.id, {s.ready_op(backward, b.id)}));
   for (const Bucket& b : s.bucketing().buckets)
     updates.push_back(s.add_op(plan, OpKind::ShardOptimizer, b.id, {gathers[static_cast<std::size_t>(b.id)]}));
   for (const Bucket& b : s.bucketing().buckets) s.add_op(plan, spread, b.id, {updates[static_cast<std::size_t>(b.id)]});

@@ -53,8 +53,9 @@ Units units(const Strategy& s) {
 
 void build(const Strategy& s, StepPlan& plan, bool sync) {
   if (s.context().pipeline.schedule)
-    throw InputError("policy \"zero3\" cannot shard a split model ([parallel] tp or pp > 1): ZeRO-3 gathers "
-                     "parameter units around whole-batch passes (use zero1 or zero2 with a layout)");
+    throw InputError(
+        "policy \"zero3\" cannot shard a split model ([parallel] tp or pp > 1): ZeRO-3 gathers "
+        "parameter units around whole-batch passes (use zero1 or zero2 with a layout)");
   const bool prefetch = policy_option(s.config(), "zero3_prefetch") != 0;
   const Units u = units(s);
   const int layers = static_cast<int>(s.model().layers.size());
@@ -115,7 +116,8 @@ void build(const Strategy& s, StepPlan& plan, bool sync) {
   const auto gather = [&](int layer, int after) {
     for (int b : trigger[layer]) {
       const int reshard = at(forward_reshard, b);
-      at(backward_gather, b) = s.add_op(plan, OpKind::AllGather, b, {std::min(after, reshard), std::max(after, reshard)});
+      at(backward_gather, b) =
+          s.add_op(plan, OpKind::AllGather, b, {std::min(after, reshard), std::max(after, reshard)});
     }
   };
   gather(layers, last_forward);
@@ -133,7 +135,8 @@ void build(const Strategy& s, StepPlan& plan, bool sync) {
         // the reduce-scatters.
         std::vector<int> lowest;
         for (std::size_t b = 0; b < n; ++b)
-          if (u.first[b] == l) lowest.push_back(static_cast<int>(b)), s.add_op(plan, OpKind::Reshard, static_cast<int>(b), {id});
+          if (u.first[b] == l)
+            lowest.push_back(static_cast<int>(b)), s.add_op(plan, OpKind::Reshard, static_cast<int>(b), {id});
         gather(l, id);
         if (sync)
           for (int b : lowest) scatters.push_back(s.add_op(plan, OpKind::ReduceScatter, b, {id}));

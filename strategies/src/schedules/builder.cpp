@@ -33,7 +33,8 @@ bool Builder::sends_to(int k, int from, int to) const {
 void Builder::move(int k, int from, int to, Chunk c, RecvMode mode) {
   use_rounds(k + 1);
   if (c.count == 0) return;
-  if (from == to || k < 0) throw std::logic_error(s_.name + ": bad transfer " + std::to_string(from) + "->" + std::to_string(to));
+  if (from == to || k < 0)
+    throw std::logic_error(s_.name + ": bad transfer " + std::to_string(from) + "->" + std::to_string(to));
   if (sends_to(k, from, to))
     throw std::logic_error(s_.name + ": two sends " + std::to_string(from) + "->" + std::to_string(to) + " in step " +
                            std::to_string(k));

@@ -37,16 +37,14 @@ struct Transfer {
   int from = 0, to = 0;
   Chunk chunk;
   RecvMode mode = RecvMode::Reduce;
-  int q = 0;         // pipeline chunk
+  int q = 0;  // pipeline chunk
   std::vector<int> dependents;
-  int waiting = 0;   // dependencies not yet scheduled
-  int ready = 0;     // earliest round once they are
+  int waiting = 0;  // dependencies not yet scheduled
+  int ready = 0;    // earliest round once they are
 };
 
 // Default pipeline depth: one chunk per 32Ki elements of a half (128 KiB of float), between 1 and 8.
-int auto_pipeline(std::size_t half) {
-  return static_cast<int>(std::clamp<std::size_t>((half + 32767) / 32768, 1, 8));
-}
+int auto_pipeline(std::size_t half) { return static_cast<int>(std::clamp<std::size_t>((half + 32767) / 32768, 1, 8)); }
 
 }  // namespace
 
@@ -91,8 +89,9 @@ Schedule double_binary_tree_allreduce(int n, std::size_t count, int pipeline_chu
       };
       for (auto it = order.rbegin(); it != order.rend(); ++it)
         if (*it != 0)
-          up[static_cast<std::size_t>(*it)] = add(rank_of(tree, *it), rank_of(tree, parent[static_cast<std::size_t>(*it)]),
-                                                  part, RecvMode::Reduce, q, ups_into(*it));
+          up[static_cast<std::size_t>(*it)] =
+              add(rank_of(tree, *it), rank_of(tree, parent[static_cast<std::size_t>(*it)]), part, RecvMode::Reduce, q,
+                  ups_into(*it));
       for (int pos : order) {
         if (pos == 0) continue;
         const int pp = parent[static_cast<std::size_t>(pos)];

@@ -46,7 +46,8 @@ Schedule hierarchical_allreduce(int n, std::size_t count, int ranks_per_node) {
   if (nodes > 1) {
     for (int c = 0; c < L; ++c) {
       std::vector<int> group;
-      for (const Node& nd : node) group.push_back(nd.ranks[static_cast<std::size_t>(nd.owner[static_cast<std::size_t>(c)])]);
+      for (const Node& nd : node)
+        group.push_back(nd.ranks[static_cast<std::size_t>(nd.owner[static_cast<std::size_t>(c)])]);
       const std::vector<Chunk> parts = sched::split(chunks[static_cast<std::size_t>(c)], nodes);
       sched::group_ring_reduce_scatter(b, group, parts, k);
       sched::group_ring_all_gather(b, group, parts, k + nodes - 1);

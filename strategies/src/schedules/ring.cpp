@@ -9,7 +9,8 @@ namespace ddplab {
 
 Schedule ring_allreduce(int n, std::size_t count) {
   if (n < 1) throw InputError("ring_allreduce: world size must be >= 1");
-  Schedule s{"ring", Collective::Allreduce, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
+  Schedule s{
+      "ring", Collective::Allreduce, n, count, std::vector<std::vector<ScheduleStep>>(static_cast<std::size_t>(n)), {}};
   auto mod = [n](int x) { return ((x % n) + n) % n; };
   for (int r = 0; r < n; ++r) {
     auto& steps = s.ranks[static_cast<std::size_t>(r)];
@@ -17,12 +18,12 @@ Schedule ring_allreduce(int n, std::size_t count) {
     // Reduce-scatter: after step k, rank r holds the partial sum of chunk r-k-1 over k+2 ranks;
     // at the end rank r owns the full sum of chunk r+1.
     for (int k = 0; k < n - 1; ++k)
-      steps.push_back({{{next, chunk_of(count, n, mod(r - k))}},
-                       {{prev, chunk_of(count, n, mod(r - k - 1)), RecvMode::Reduce}}});
+      steps.push_back(
+          {{{next, chunk_of(count, n, mod(r - k))}}, {{prev, chunk_of(count, n, mod(r - k - 1)), RecvMode::Reduce}}});
     // All-gather: pass the finished chunks around the ring.
     for (int k = 0; k < n - 1; ++k)
-      steps.push_back({{{next, chunk_of(count, n, mod(r + 1 - k))}},
-                       {{prev, chunk_of(count, n, mod(r - k)), RecvMode::Copy}}});
+      steps.push_back(
+          {{{next, chunk_of(count, n, mod(r + 1 - k))}}, {{prev, chunk_of(count, n, mod(r - k)), RecvMode::Copy}}});
   }
   return s;
 }

@@ -42,7 +42,7 @@ Checkpoint read_checkpoint(const std::string& path);
 
 // Where two JSON values differ, as "key.path: A in the checkpoint, B now" lines joined by "; " (at most
 // `limit` of them, then "and N more"); keys in `ignored` (full dotted paths) may differ. "" when they agree.
-std::string json_differences(const nlohmann::json& saved, const nlohmann::json& now, const std::set<std::string>& ignored,
-                             std::size_t limit = 4);
+std::string json_differences(const nlohmann::json& saved, const nlohmann::json& now,
+                             const std::set<std::string>& ignored, std::size_t limit = 4);
 
 }  // namespace ddplab

@@ -30,11 +30,10 @@ constexpr std::string_view name_of(E value) {
 }
 
 template <class E>
-std::string to_string(E value)
-  requires requires { ChoiceNames<E>::names; }
-{
-  return std::string(name_of(value));
+std::string to_string(E value) requires requires {
+  ChoiceNames<E>::names;
 }
+{ return std::string(name_of(value)); }
 
 // The value named `text`, if any.
 template <class E>
@@ -59,8 +58,8 @@ std::string choice_names(std::string_view separator = ", ") {
 template <class E>
 E parse_choice(std::string_view text, InputLocation where = {}) {
   if (auto v = choice_from<E>(text)) return *v;
-  std::string detail = std::string(ChoiceNames<E>::what) + " \"" + std::string(text) + "\" is not one of " +
-                       choice_names<E>();
+  std::string detail =
+      std::string(ChoiceNames<E>::what) + " \"" + std::string(text) + "\" is not one of " + choice_names<E>();
   if (where.file.empty()) throw InputError((where.field.empty() ? "" : where.field + ": ") + detail, where.field);
   throw InputError(std::move(where), detail);
 }
@@ -76,30 +75,24 @@ E stored_choice(std::string_view text, std::string_view context) {
 
 // Streams (and GoogleTest's messages) print a choice as its name.
 template <class E>
-  requires requires { ChoiceNames<E>::names; }
-std::ostream& operator<<(std::ostream& os, E value) {
-  return os << name_of(value);
-}
+requires requires { ChoiceNames<E>::names; }
+std::ostream& operator<<(std::ostream& os, E value) { return os << name_of(value); }
 
 // nlohmann::json writes a choice as its name and reads it back by name (found by ADL). ddplab_core defines
 // JSON_DISABLE_ENUM_SERIALIZATION, so an enum without a name table cannot slip into JSON as a number.
 template <class Json, class E>
-  requires requires { ChoiceNames<E>::names; }
-void to_json(Json& j, E value) {
-  j = std::string(name_of(value));
-}
+requires requires { ChoiceNames<E>::names; }
+void to_json(Json& j, E value) { j = std::string(name_of(value)); }
 template <class Json, class E>
-  requires requires { ChoiceNames<E>::names; }
-void from_json(const Json& j, E& value) {
-  value = stored_choice<E>(j.template get<std::string>(), "JSON");
-}
+requires requires { ChoiceNames<E>::names; }
+void from_json(const Json& j, E& value) { value = stored_choice<E>(j.template get<std::string>(), "JSON"); }
 
 }  // namespace ddplab
 
 // fmt prints a choice as its name.
 namespace fmt {
 template <class E>
-  requires requires { ddplab::ChoiceNames<E>::names; }
+requires requires { ddplab::ChoiceNames<E>::names; }
 struct formatter<E> : formatter<std::string_view> {
   template <class Context>
   auto format(E value, Context& ctx) const {

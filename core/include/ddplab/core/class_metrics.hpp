@@ -32,7 +32,9 @@ std::vector<std::string> class_names(const std::string& dataset, int classes);
 // The evaluation of `run` at its step `step` (the last one when unset): its per-class table and its
 // confusion matrix. Throws InputError when the run has no such evaluation, or none with a
 // confusion matrix (stores older than schema version 5).
-std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& evaluations, std::optional<std::int64_t> step);
-std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& evaluations, std::optional<std::int64_t> step);
+std::string class_report_text(const RunRow& run, const std::vector<Evaluation>& evaluations,
+                              std::optional<std::int64_t> step);
+std::string class_report_csv(const RunRow& run, const std::vector<Evaluation>& evaluations,
+                             std::optional<std::int64_t> step);
 
 }  // namespace ddplab

@@ -11,14 +11,14 @@ namespace ddplab {
 
 struct FlightRecord {
   int rank = 0;
-  std::int64_t seq = 0;   // this rank's call number since the job's watchdog started (over all its runs)
-  std::int64_t step = -1; // training step (-1: outside the step loop)
-  std::string op;         // the plan op it belongs to ("sync_grads #2 on ring"), or empty
-  std::string call;       // "allreduce of 50890 f32", "point-to-point wait", ...
+  std::int64_t seq = 0;    // this rank's call number since the job's watchdog started (over all its runs)
+  std::int64_t step = -1;  // training step (-1: outside the step loop)
+  std::string op;          // the plan op it belongs to ("sync_grads #2 on ring"), or empty
+  std::string call;        // "allreduce of 50890 f32", "point-to-point wait", ...
   std::int64_t bytes = 0;
-  double start_s = 0;     // wall clock, seconds since the epoch
-  double end_s = -1;      // -1: still in flight when the recorder was dumped
-  bool failed = false;    // it ended with an error (end_s is when)
+  double start_s = 0;   // wall clock, seconds since the epoch
+  double end_s = -1;    // -1: still in flight when the recorder was dumped
+  bool failed = false;  // it ended with an error (end_s is when)
   bool in_flight() const { return end_s < 0; }
 };
 

@@ -18,9 +18,7 @@ struct JoinSchedule {
   std::int64_t batch = 1;             // per rank per step
 
   // Steps a rank's share gives it per epoch (its last batch may be short).
-  std::int64_t steps_of(int rank) const {
-    return (samples.at(static_cast<std::size_t>(rank)) + batch - 1) / batch;
-  }
+  std::int64_t steps_of(int rank) const { return (samples.at(static_cast<std::size_t>(rank)) + batch - 1) / batch; }
   // Steps every rank takes per epoch: the longest rank's.
   std::int64_t per_epoch() const {
     if (samples.empty() || batch < 1) throw InternalError("JoinSchedule: no ranks, or a batch below 1");
@@ -35,7 +33,8 @@ struct JoinSchedule {
     int n = 0;
     for (std::size_t r = 0; r < samples.size(); ++r) {
       bool takes = false;
-      for (std::int64_t s = first; s < first + steps && !takes; ++s) takes = !shadows(static_cast<int>(r), s % per_epoch());
+      for (std::int64_t s = first; s < first + steps && !takes; ++s)
+        takes = !shadows(static_cast<int>(r), s % per_epoch());
       n += takes;
     }
     return n;

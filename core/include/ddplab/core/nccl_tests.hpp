@@ -31,9 +31,9 @@ struct NcclTestsRow {
 };
 
 struct NcclTestsLog {
-  int ranks = 0;           // "Rank" lines, else derived from busbw / algbw = 2(n-1)/n
-  int ranks_per_node = 0;  // ranks on the first rank's host (0 when no Rank lines)
-  int iters = 0, warmup = 0;  // from the header line, 0 when absent
+  int ranks = 0;                     // "Rank" lines, else derived from busbw / algbw = 2(n-1)/n
+  int ranks_per_node = 0;            // ranks on the first rank's host (0 when no Rank lines)
+  int iters = 0, warmup = 0;         // from the header line, 0 when absent
   std::vector<std::string> devices;  // the Rank lines' device names, in rank order
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_gbs;  // "# Avg bus bandwidth"

@@ -10,7 +10,7 @@ struct ProcessIdentity {
   std::string host;        // gethostname
   std::string machine_id;  // /etc/machine-id: this installation, whatever its host name
   std::string boot_id;     // /proc/sys/kernel/random/boot_id: this kernel since its last boot
-  std::string pid_ns;   // /proc/self/ns/pid, e.g. "pid:[4026531836]": where `pid` means this process
+  std::string pid_ns;      // /proc/self/ns/pid, e.g. "pid:[4026531836]": where `pid` means this process
   std::int64_t pid = 0;
   std::int64_t start_ticks = 0;  // /proc/PID/stat start time (clock ticks since boot): tells a reused pid apart
 

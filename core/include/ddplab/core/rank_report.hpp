@@ -13,9 +13,9 @@ namespace ddplab {
 
 struct RankBreakdown {
   int rank = 0;
-  std::int64_t steps = 0;  // averaged over
+  std::int64_t steps = 0;                                                             // averaged over
   double compute_s = 0, optimizer_s = 0, comm_s = 0, exposed_comm_s = 0, step_s = 0;  // means per step
-  std::optional<Resources> resources;  // over the whole run, when stored
+  std::optional<Resources> resources;                                                 // over the whole run, when stored
 };
 
 struct RankReport {

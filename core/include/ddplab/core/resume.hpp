@@ -36,7 +36,7 @@ struct ResumePoint {
   std::size_t strategy_index = 0;  // the run's [[strategy]] in the scenario
   // Another number of ranks than the run had (elastic resume, runtime/elastic.hpp): a new run continues it.
   bool elastic() const { return world != run.info.world_size; }
-  int world = 0;                   // the ranks it resumes on
+  int world = 0;  // the ranks it resumes on
 };
 // The run `ddplab run SCENARIO --np WORLD --resume [RUN_ID]` continues: RUN_ID, or the newest failed,
 // interrupted or abandoned measured run of the scenario that has a checkpoint and that no run continues yet

@@ -31,10 +31,14 @@ inline double kendall_tau(const std::vector<double>& a, const std::vector<double
     for (std::size_t j = i + 1; j < n; ++j) {
       const double da = a[i] - a[j], db = b[i] - b[j];
       if (da == 0 && db == 0) continue;
-      if (da == 0) ++ties_a;
-      else if (db == 0) ++ties_b;
-      else if ((da > 0) == (db > 0)) ++concordant;
-      else ++discordant;
+      if (da == 0)
+        ++ties_a;
+      else if (db == 0)
+        ++ties_b;
+      else if ((da > 0) == (db > 0))
+        ++concordant;
+      else
+        ++discordant;
     }
   const double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
   return denom > 0 ? (concordant - discordant) / denom : std::nan("");

@@ -26,7 +26,7 @@ struct StepPattern {
   std::vector<StepSegment> segments;  // in run order, contiguous; the last is the steady state
 
   const StepSegment& steady() const { return segments.back(); }
-  std::int64_t period() const { return steady().length; }   // micro-steps per steady block
+  std::int64_t period() const { return steady().length; }       // micro-steps per steady block
   std::int64_t warmup_steps() const { return steady().first; }  // micro-steps before the steady state
   // The segment micro-step s falls in (index into segments).
   std::size_t segment_of(std::int64_t s) const;

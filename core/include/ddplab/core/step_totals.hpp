@@ -17,8 +17,8 @@ namespace ddplab {
 struct StepTotals {
   std::int64_t step = 0;
   int ranks = 0;
-  double slowest_s = 0;  // the slowest rank's step_s
-  double samples = 0;    // summed over ranks
+  double slowest_s = 0;                                                                   // the slowest rank's step_s
+  double samples = 0;                                                                     // summed over ranks
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0, bytes_sent = 0;  // summed over ranks
   // How many times a run goes through this step: 1 for a measured step, a warm-up segment's repeats for
   // the one simulated block that stands for all of them.
@@ -27,10 +27,10 @@ struct StepTotals {
 };
 
 struct WindowTotals {
-  double steps = 0;       // weighted
-  double time_s = 0;      // sum of the slowest ranks' step times
+  double steps = 0;   // weighted
+  double time_s = 0;  // sum of the slowest ranks' step times
   double samples = 0;
-  double rank_steps = 0;  // steps x ranks, weighted
+  double rank_steps = 0;                                                                  // steps x ranks, weighted
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0, bytes_sent = 0;  // sums over ranks and steps
 
   void add(const StepTotals& s) {

@@ -28,9 +28,9 @@ struct StoreError : InputError {
 };
 
 struct RunInfo {
-  std::string scenario;     // scenario name
-  std::string strategy;     // strategy name
-  std::string backend;      // what computed: "cpu", "cuda", "cuda-tf32", "cuda+mpi", "simgrid"
+  std::string scenario;  // scenario name
+  std::string strategy;  // strategy name
+  std::string backend;   // what computed: "cpu", "cuda", "cuda-tf32", "cuda+mpi", "simgrid"
   int world_size = 1;
   RunSource source = RunSource::Measured;
   std::string config_json;  // full resolved config (scenario + strategy + anything else)
@@ -69,13 +69,13 @@ struct Resources {
 struct RunRow {
   std::int64_t id = 0;
   RunInfo info;
-  std::string version;       // ddplab version that wrote it
+  std::string version;               // ddplab version that wrote it
   std::string started_at, ended_at;  // ISO-8601 UTC; ended_at empty while running
   // As stored, or Abandoned: stored "running" by a writer that is gone (liveness(writer) == Gone,
   // process_identity.hpp), so nothing will finish it (run_admin.hpp).
   RunStatus status = RunStatus::Running;
-  std::string writer;        // JSON ProcessIdentity of the process that began it; empty before schema version 10
-  std::string reason;        // why it did not complete (a watchdog report, a rank's error); often empty
+  std::string writer;  // JSON ProcessIdentity of the process that began it; empty before schema version 10
+  std::string reason;  // why it did not complete (a watchdog report, a rank's error); often empty
 };
 
 // Per-run aggregate used by report, simulate and the GUI (definitions: step_totals.hpp). A run that stored
@@ -85,17 +85,18 @@ struct RunRow {
 // one is averaged over every step after the first skip_steps (the last step always counts).
 struct RunSummary {
   RunRow run;
-  std::int64_t steps = 0;        // steps averaged over
-  std::int64_t skipped = 0;      // steps before them (warm-up, or summaries(skip_steps))
-  std::int64_t period = 1;       // micro-steps per steady block of the run's step pattern
-  std::int64_t warmup_steps = 0; // steps a run goes through before its steady state (a simulated run's repeats counted)
-  double warmup_s = 0;           // their time (sum of the slowest ranks' step times)
-  double samples_per_s = 0;      // samples / sum over steps of the slowest rank's step_s
-  double step_s = 0;             // mean over steps of the slowest rank's step_s
+  std::int64_t steps = 0;    // steps averaged over
+  std::int64_t skipped = 0;  // steps before them (warm-up, or summaries(skip_steps))
+  std::int64_t period = 1;   // micro-steps per steady block of the run's step pattern
+  std::int64_t warmup_steps =
+      0;                     // steps a run goes through before its steady state (a simulated run's repeats counted)
+  double warmup_s = 0;       // their time (sum of the slowest ranks' step times)
+  double samples_per_s = 0;  // samples / sum over steps of the slowest rank's step_s
+  double step_s = 0;         // mean over steps of the slowest rank's step_s
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;  // means over steps and ranks
-  double bytes_per_step = 0;     // mean bytes sent per rank per step
-  std::optional<double> final_loss;      // mean over ranks at the last step
-  std::optional<double> final_accuracy;  // last evaluation
+  double bytes_per_step = 0;                                              // mean bytes sent per rank per step
+  std::optional<double> final_loss;                                       // mean over ranks at the last step
+  std::optional<double> final_accuracy;                                   // last evaluation
 };
 
 // One `ddplab bench collectives` invocation (table bench_runs). Kept apart from `runs`, which holds training
@@ -105,11 +106,11 @@ struct BenchInfo {
   std::string backend;               // measured: the transport, "mpi" or "nccl"; simulated: "simgrid"
   int world_size = 1;
   int ranks_per_node = 1;
-  int iters = 0, warmup = 0;         // timed and untimed iterations per size
-  std::string config_json;           // resolved options (sizes, schedules, check, ...)
-  std::string host_info;             // JSON: hostname, cpu, cores, ...
-  bool simulated() const;            // `bench collectives --simulate`: a prediction, not a measurement
-  Transport transport() const;       // a measured bench's
+  int iters = 0, warmup = 0;    // timed and untimed iterations per size
+  std::string config_json;      // resolved options (sizes, schedules, check, ...)
+  std::string host_info;        // JSON: hostname, cpu, cores, ...
+  bool simulated() const;       // `bench collectives --simulate`: a prediction, not a measurement
+  Transport transport() const;  // a measured bench's
 };
 
 struct BenchRunRow {
@@ -122,7 +123,7 @@ struct BenchRunRow {
 // One line of a collective benchmark table (table collective_bench), as nccl-tests prints it:
 // algbw = bytes / time, busbw = algbw * factor (allreduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n).
 struct CollectiveBenchRow {
-  std::string schedule;                 // "ring", ..., "native"
+  std::string schedule;  // "ring", ..., "native"
   Collective collective = Collective::Allreduce;
   std::string type = "float";           // element type
   std::int64_t bytes = 0, count = 0;    // buffer size and elements
@@ -151,13 +152,13 @@ struct PingPongRow {
 struct ValidationRow {
   std::int64_t id = 0;
   std::string created_at;
-  std::string calibration;   // empty: the scenario's own links
-  std::string kind;          // "run" | "collective"
-  std::int64_t ref_id = 0;   // run id, or bench id
-  std::string label;         // strategy, or schedule
+  std::string calibration;  // empty: the scenario's own links
+  std::string kind;         // "run" | "collective"
+  std::int64_t ref_id = 0;  // run id, or bench id
+  std::string label;        // strategy, or schedule
   int world_size = 0;
-  std::int64_t bytes = 0;    // collective buffer size (0 for runs)
-  std::string metric;        // "step_s" | "comm_s" | "busbw_gbs"
+  std::int64_t bytes = 0;                             // collective buffer size (0 for runs)
+  std::string metric;                                 // "step_s" | "comm_s" | "busbw_gbs"
   double measured = 0, predicted = 0, error_pct = 0;  // error_pct = 100 (predicted - measured) / measured
 
   // A comparison, its error_pct computed (NaN when nothing positive was measured).
@@ -179,15 +180,15 @@ struct PredictionRow {
   std::string scenario, strategy;
   double target_accuracy = 0;
   int world_size = 0;
-  double global_batch = 0;  // samples per update
-  double updates = 0;       // to the target, from the fit
-  double step_s = 0;        // simulated steady time per micro-step
-  double time_s = 0;        // predicted training time to the target (warm-up included, evaluation not)
+  double global_batch = 0;                 // samples per update
+  double updates = 0;                      // to the target, from the fit
+  double step_s = 0;                       // simulated steady time per micro-step
+  double time_s = 0;                       // predicted training time to the target (warm-up included, evaluation not)
   std::optional<std::int64_t> sim_run_id;  // the simulated run it took its step time from
-  std::string fit_json;     // the statistical-efficiency fit and the measured points behind it
+  std::string fit_json;                    // the statistical-efficiency fit and the measured points behind it
   std::optional<double> measured_s;        // the mean training time to the target of measured_runs
   std::string measured_runs_json = "[]";   // measured runs at this world size and batch, outside the fit
-  std::string version;      // ddplab build
+  std::string version;                     // ddplab build
 };
 
 // One checkpoint of a measured run (table checkpoints, schema version 11): the folder holding each rank's
@@ -195,12 +196,12 @@ struct PredictionRow {
 struct CheckpointRow {
   std::int64_t run_id = 0;
   std::int64_t step = 0;
-  std::string path;          // folder: rank-R.ckpt for every rank
+  std::string path;  // folder: rank-R.ckpt for every rank
   int ranks = 0;
-  std::int64_t bytes = 0;    // all ranks' files
-  double write_s = 0;        // the slowest rank's write, fsync and rename
-  bool final = false;        // taken at the end of the run (after the policy's end-of-run work)
-  std::string created_at;    // ISO-8601 UTC
+  std::int64_t bytes = 0;  // all ranks' files
+  double write_s = 0;      // the slowest rank's write, fsync and rename
+  bool final = false;      // taken at the end of the run (after the policy's end-of-run work)
+  std::string created_at;  // ISO-8601 UTC
 };
 
 class Store {
@@ -220,11 +221,11 @@ class Store {
 
   const std::string& path() const { return path_; }
 
-  std::int64_t begin_run(const RunInfo& info);                   // status "running", this process its writer
-  void add_step(std::int64_t run, const StepMetrics& m);         // batched
-  void add_evaluation(std::int64_t run, const Evaluation& e);    // batched
-  void add_resources(std::int64_t run, const Resources& r);      // batched
-  void flush();                                                  // commits pending rows in one transaction
+  std::int64_t begin_run(const RunInfo& info);                 // status "running", this process its writer
+  void add_step(std::int64_t run, const StepMetrics& m);       // batched
+  void add_evaluation(std::int64_t run, const Evaluation& e);  // batched
+  void add_resources(std::int64_t run, const Resources& r);    // batched
+  void flush();                                                // commits pending rows in one transaction
   // Flushes, sets status, ended_at and the reason (empty: none).
   void finish_run(std::int64_t run, RunStatus status, const std::string& reason = "");
   void set_run_reason(std::int64_t run, const std::string& reason);  // a finished run's, learnt later by its launcher
@@ -237,14 +238,14 @@ class Store {
 
   std::vector<RunRow> runs() const;
   std::optional<RunRow> run(std::int64_t id) const;
-  std::vector<StepMetrics> steps(std::int64_t run) const;        // ordered by step, rank
-  std::vector<Evaluation> evaluations(std::int64_t run) const;   // ordered by step
-  std::vector<Resources> resources(std::int64_t run) const;      // ordered by rank
+  std::vector<StepMetrics> steps(std::int64_t run) const;       // ordered by step, rank
+  std::vector<Evaluation> evaluations(std::int64_t run) const;  // ordered by step
+  std::vector<Resources> resources(std::int64_t run) const;     // ordered by rank
   // skip_steps: leave each run's first steps (warm-up) out of the time and byte averages; the last step
   // always counts, and so does the final loss and accuracy.
   // A finished run's summary at skip_steps 0 is read from the cache finish_run wrote (schema version 8).
   RunSummary summary(std::int64_t run, int skip_steps = 0) const;
-  std::vector<RunSummary> summaries(int skip_steps = 0) const;   // every run, oldest first
+  std::vector<RunSummary> summaries(int skip_steps = 0) const;  // every run, oldest first
   // A run's steps collapsed over ranks (step_totals.hpp), ascending by step: a finished run's from the cache
   // finish_run wrote, a running one's (or an older store's) from its step rows.
   std::vector<StepTotals> totals(std::int64_t run) const;
@@ -253,11 +254,11 @@ class Store {
   std::optional<std::int64_t> latest_measured(const std::string& scenario, const std::string& strategy) const;
 
   // Collective benchmarks (schema version 2).
-  std::int64_t begin_bench(const BenchInfo& info);                            // status "running"
-  void add_bench_row(std::int64_t bench, const CollectiveBenchRow& row);       // batched
-  void finish_bench(std::int64_t bench, RunStatus status);          // flushes, sets status and ended_at
-  std::vector<BenchRunRow> benches() const;                                  // oldest first
-  std::vector<CollectiveBenchRow> bench_rows(std::int64_t bench) const;      // in insertion order
+  std::int64_t begin_bench(const BenchInfo& info);                        // status "running"
+  void add_bench_row(std::int64_t bench, const CollectiveBenchRow& row);  // batched
+  void finish_bench(std::int64_t bench, RunStatus status);                // flushes, sets status and ended_at
+  std::vector<BenchRunRow> benches() const;                               // oldest first
+  std::vector<CollectiveBenchRow> bench_rows(std::int64_t bench) const;   // in insertion order
 
   // Calibrations and validations (schema version 3). add_calibration writes the fit and its ping-pong rows in
   // one transaction; calibration(name) is the latest stored under that name.
@@ -265,8 +266,8 @@ class Store {
   std::vector<CalibrationRecord> calibrations() const;  // oldest first
   std::optional<CalibrationRecord> calibration(const std::string& name) const;
   std::vector<PingPongRow> pingpong_rows(std::int64_t calibration) const;  // by src, dst, bytes
-  void add_validations(const std::vector<ValidationRow>& rows);  // one transaction; created_at set here
-  std::vector<ValidationRow> validations() const;                // oldest first
+  void add_validations(const std::vector<ValidationRow>& rows);            // one transaction; created_at set here
+  std::vector<ValidationRow> validations() const;                          // oldest first
 
   // Time-to-accuracy predictions (schema version 6).
   void add_predictions(const std::vector<PredictionRow>& rows);  // one transaction; created_at, version set here
@@ -299,8 +300,9 @@ class Store {
   // 1: runs, steps, evaluations, resources. 2: + bench_runs, collective_bench. 3: + calibrations,
   // calibration_pingpong, validations. 4: + resources.peak_device_bytes. 5: + evaluations.confusion. 6: + predictions.
   // 7: + trace_events. 8: + step_totals, run_summaries (caches of finished runs). 9: runs may end "interrupted".
-  // 10: + runs.writer, runs.reason, flight_records. 11: + checkpoints. Older files are migrated in place when opened (in one transaction); newer ones are refused.
-  // A read-only Store reads files from kOldestReadable on without migrating them (what they lack reads as empty).
+  // 10: + runs.writer, runs.reason, flight_records. 11: + checkpoints. Older files are migrated in place when opened
+  // (in one transaction); newer ones are refused. A read-only Store reads files from kOldestReadable on without
+  // migrating them (what they lack reads as empty).
   static constexpr int kSchemaVersion = 11;
   static constexpr int kOldestReadable = 6;
   bool read_only() const { return read_only_; }

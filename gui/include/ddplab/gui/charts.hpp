@@ -1,7 +1,7 @@
 // The look and the tools every ddplab chart shares: palette, chart frame, axes that label readably,
 // legends that elide long names (full name on hover), point tooltips, and export to PNG, SVG and CSV.
-// Views own QCharts that they refill (or fill anew and swap in); axes are recreated with explicit ranges each time, since Qt Charts
-// axes do not follow points appended after attachAxis.
+// Views own QCharts that they refill (or fill anew and swap in); axes are recreated with explicit ranges each time,
+// since Qt Charts axes do not follow points appended after attachAxis.
 #pragma once
 #include <QChart>
 #include <QChartView>

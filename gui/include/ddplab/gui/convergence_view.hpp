@@ -52,9 +52,9 @@ class ConvergenceView : public View {
  public:
   static constexpr std::size_t kMaxPoints = 2000;      // per drawn series (LTTB)
   static constexpr std::size_t kPointBudget = 200000;  // over all of them: many runs get fewer points each
-  static constexpr std::size_t kMaxRuns = 100;          // drawn at once
-  static constexpr std::size_t kMaxLegend = 30;         // entries that fit at 1400x900; more: no legend
-  static constexpr int kRedrawMs = 300;                 // while curves arrive
+  static constexpr std::size_t kMaxRuns = 100;         // drawn at once
+  static constexpr std::size_t kMaxLegend = 30;        // entries that fit at 1400x900; more: no legend
+  static constexpr int kRedrawMs = 300;                // while curves arrive
 
   explicit ConvergenceView(QWidget* parent = nullptr);
   QString title() const override { return tr("Convergence"); }

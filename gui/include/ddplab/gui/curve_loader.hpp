@@ -40,17 +40,17 @@ class CurveLoader : public QObject {
   // Moves these runs to the front of what is left to read, in this order (the runs a view is about to draw).
   void prioritize(const std::vector<const RunRecord*>& runs);
 
-  const RunCurves* find(std::int64_t run) const;  // nullptr until read
+  const RunCurves* find(std::int64_t run) const;    // nullptr until read
   std::size_t pending() const { return pending_; }  // runs of the last load() not read yet
   bool idle() const { return pending_ == 0; }
-  QString error() const { return error_; }           // why the last load stopped early, if it did
-  std::size_t readCount() const { return read_; }    // runs read since construction (kept curves are not)
+  QString error() const { return error_; }         // why the last load stopped early, if it did
+  std::size_t readCount() const { return read_; }  // runs read since construction (kept curves are not)
 
   // Processes events until every requested curve is in (or the load failed); false on timeout.
   bool waitUntilIdle(int timeout_ms);
 
  signals:
-  void arrived();   // curves were added; idle() tells whether more will come
+  void arrived();  // curves were added; idle() tells whether more will come
   void failed(QString reason);
 
  private:

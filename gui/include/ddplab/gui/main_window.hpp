@@ -100,9 +100,9 @@ class MainWindow : public QMainWindow {
  private:
   void buildActions();
   void updateStatus();
-  bool loadInteractive(const QString& path);  // openStore + message box on failure
+  bool loadInteractive(const QString& path);         // openStore + message box on failure
   std::vector<const RunRecord*> drawnFirst() const;  // the runs whose curves to read first: selected, then shown
-  static QString fileStamp(const QString& path);  // size and mtime of the store and its WAL
+  static QString fileStamp(const QString& path);     // size and mtime of the store and its WAL
 
   QString path_;
   QString stamp_;

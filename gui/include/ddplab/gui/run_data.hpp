@@ -28,7 +28,8 @@ struct LoadError : InputError {
 // What a step spends outside compute, exposed communication and the optimizer (data loading, hand-offs):
 // step - compute - exposed comm - optimizer, never below 0.
 inline double other_s(double step_s, double compute_s, double exposed_comm_s, double optimizer_s) {
-  return step_s - compute_s - exposed_comm_s - optimizer_s > 0 ? step_s - compute_s - exposed_comm_s - optimizer_s : 0.0;
+  return step_s - compute_s - exposed_comm_s - optimizer_s > 0 ? step_s - compute_s - exposed_comm_s - optimizer_s
+                                                               : 0.0;
 }
 
 struct RunRecord {
@@ -63,15 +64,15 @@ struct BenchRecord {
 
 // One `ddplab validate` invocation: the comparisons it stored together (table validations).
 struct ValidationBatch {
-  std::string created_at;   // ISO-8601 UTC, as stored
-  std::string calibration;  // empty: each scenario's own [cluster] links
+  std::string created_at;           // ISO-8601 UTC, as stored
+  std::string calibration;          // empty: each scenario's own [cluster] links
   std::vector<ValidationRow> rows;  // in store order
 };
 
 struct StoreSnapshot {
   std::string path;
-  int schema = 0;  // the file's schema version (Store::schema)
-  std::vector<RunRecord> runs;  // oldest first, as Store::summaries() returns them
+  int schema = 0;                          // the file's schema version (Store::schema)
+  std::vector<RunRecord> runs;             // oldest first, as Store::summaries() returns them
   std::vector<ValidationRow> validations;  // oldest first, as Store::validations() returns them
   std::vector<PredictionRow> predictions;  // oldest first (`ddplab predict`)
   std::vector<BenchRecord> benches;        // oldest first

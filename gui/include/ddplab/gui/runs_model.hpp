@@ -15,8 +15,22 @@ class RunsTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column {
-    Id, Scenario, Strategy, Source, Backend, World, Status, Steps, StepMs, ComputeMs, CommMs, ExposedMs,
-    SamplesPerS, FinalLoss, FinalAccuracy, ColumnCount
+    Id,
+    Scenario,
+    Strategy,
+    Source,
+    Backend,
+    World,
+    Status,
+    Steps,
+    StepMs,
+    ComputeMs,
+    CommMs,
+    ExposedMs,
+    SamplesPerS,
+    FinalLoss,
+    FinalAccuracy,
+    ColumnCount
   };
   static constexpr int SortRole = Qt::UserRole;       // raw value for sorting
   static constexpr int RunIdRole = Qt::UserRole + 1;  // run id, whatever the column

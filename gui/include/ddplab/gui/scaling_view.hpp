@@ -1,6 +1,7 @@
 // The "Scaling" view: throughput and scaling efficiency against world size, one panel per scenario and
 // model (an MLP on CPU and ResNet-50 on GPUs never share an axis).
-//   - samples/s per strategy and per-rank batch: measured runs as points, simulated runs as a dashed line through the newest
+//   - samples/s per strategy and per-rank batch: measured runs as points, simulated runs as a dashed line through the
+//   newest
 //     simulation at each world size; log2 x, log y by default (simulated lines at scale span decades);
 //   - efficiency = samples/s at n / (samples/s at n0 x n / n0), n0 the line's smallest world size (measured:
 //     the mean of the runs at a size);

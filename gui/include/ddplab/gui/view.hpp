@@ -30,7 +30,7 @@ class RunColors {
   void assign(const std::vector<RunRecord>& runs, GroupBy by);
   GroupBy group() const { return by_; }
   QColor color(const RunRecord& run) const;
-  QString label(const RunRecord& run) const;      // the run's legend name: "#id strategy (n ranks)" or the group key
+  QString label(const RunRecord& run) const;  // the run's legend name: "#id strategy (n ranks)" or the group key
   QColor strategyColor(const std::string& strategy) const;
   bool knowsStrategy(const std::string& strategy) const { return strategy_slot_.count(strategy) > 0; }
 

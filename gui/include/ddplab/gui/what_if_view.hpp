@@ -42,7 +42,7 @@ struct WhatIfInputs {
   double bucket_kib = 25 * 1024;
   std::string schedule = "native", codec = "none";
   std::string network_model = "auto";  // SimOptions::network_model, as `ddplab simulate --network-model`
-  bool use_calibration = true;  // the scenario's [cluster] calibration, when it names one
+  bool use_calibration = true;         // the scenario's [cluster] calibration, when it names one
   // SimOptions::mode. "aggregated" by default, so that a change is re-simulated quickly even at large worlds
   // (docs/simulation.md gives where it parts from "exact"); "exact" for the reference.
   std::string mode = "aggregated";
@@ -50,7 +50,8 @@ struct WhatIfInputs {
 // The scenario's own values (at `world` ranks).
 WhatIfInputs inputs_of(const Scenario& scenario, const StrategyConfig& strategy, int world);
 // The scenario and strategy with the inputs applied (codec options kept only for the scenario's own codec).
-std::pair<Scenario, StrategyConfig> apply_inputs(const Scenario& scenario, const StrategyConfig& strategy, const WhatIfInputs& in);
+std::pair<Scenario, StrategyConfig> apply_inputs(const Scenario& scenario, const StrategyConfig& strategy,
+                                                 const WhatIfInputs& in);
 
 struct WhatIfRequest {
   std::uint64_t id = 0;
@@ -61,8 +62,8 @@ struct WhatIfRequest {
 };
 struct WhatIfResult {
   std::uint64_t id = 0;
-  std::string error;  // set when the inputs were refused or the simulation failed
-  SweepPoint base, what_if;  // at inputs.world: the scenario as written, and with the inputs
+  std::string error;                            // set when the inputs were refused or the simulation failed
+  SweepPoint base, what_if;                     // at inputs.world: the scenario as written, and with the inputs
   std::vector<std::pair<int, double>> scaling;  // what-if samples/s at 1, 2, 4, ... up to inputs.world
   std::string compute_origin, network_model;
   double wall_s = 0;  // the whole request
@@ -79,7 +80,7 @@ class WhatIfRunner : public QObject {
   ~WhatIfRunner() override;
   std::uint64_t submit(WhatIfRequest request);  // returns its id
   std::uint64_t latest() const { return next_ - 1; }
-  std::uint64_t ran() const;                    // requests simulated so far (stale ones skipped are not)
+  std::uint64_t ran() const;  // requests simulated so far (stale ones skipped are not)
 
  signals:
   void finished(const ddplab::gui::WhatIfResult& result);  // only the newest request's

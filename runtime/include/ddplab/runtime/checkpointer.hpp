@@ -47,7 +47,7 @@ class Checkpointer {
   Store* store_;
   std::int64_t run_;
   int every_, keep_;
-  std::string folder_;      // the run's
+  std::string folder_;  // the run's
   nlohmann::json identity_;
 };
 

@@ -30,7 +30,7 @@ class Cnn final : public Model {
   float* sync_grads(int layer) override;
   void absorb_sync_stats(int layer) override;
 
-  static constexpr float kBnEps = 1e-5f;       // PyTorch's BatchNorm2d defaults
+  static constexpr float kBnEps = 1e-5f;  // PyTorch's BatchNorm2d defaults
   static constexpr float kBnMomentum = 0.1f;
 
  private:

@@ -22,6 +22,7 @@ std::vector<LocalWork> codec_probe_works(std::size_t max_elements);
 
 // Every rank runs every work at once (loading the machine as training does), `reps` times after 2
 // warm-ups; device backends are timed with their events, host ones by the clock. Collective.
-std::vector<CodecWorkTiming> measure_codec_work(Communicator& comm, Ops& ops, int reps, std::size_t max_elements = 1u << 21);
+std::vector<CodecWorkTiming> measure_codec_work(Communicator& comm, Ops& ops, int reps,
+                                                std::size_t max_elements = 1u << 21);
 
 }  // namespace ddplab

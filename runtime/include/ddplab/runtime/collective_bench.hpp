@@ -30,25 +30,23 @@ struct CollectiveBenchOptions {
   std::vector<std::uint64_t> sizes;    // bytes of float32 data per rank (count = bytes / 4)
   std::vector<std::string> schedules;  // allreduce schedules from the registry, or "native"
   int iters = 20, warmup = 5;
-  int ranks_per_node = 1;              // for hierarchical schedules
-  bool check = true;                   // run the correctness pass
+  int ranks_per_node = 1;  // for hierarchical schedules
+  bool check = true;       // run the correctness pass
   // Where the reduced buffer lives: null, host memory (MPI); else this backend's memory, which a
   // communicator with ChunkMemory (NCCL) needs. Inputs are uploaded and results read back through it,
   // outside the timed iterations.
   Ops* device = nullptr;
-  std::string backend = "mpi";         // the transport, as stored (bench_runs.backend): "mpi" or "nccl"
-  FaultInjection fault;                // a test's: wrong (fault_injection.hpp); none by default
+  std::string backend = "mpi";  // the transport, as stored (bench_runs.backend): "mpi" or "nccl"
+  FaultInjection fault;         // a test's: wrong (fault_injection.hpp); none by default
 };
 
 // "1KiB:256MiB" (lo, 2 lo, 4 lo, ... up to hi, like nccl-tests -b/-e -f 2) or "4KiB,1MiB,64MiB".
 // Each size is a whole number of floats, at least one. Throws InputError naming the problem.
 std::vector<std::uint64_t> parse_size_list(std::string_view text);
 
-
-
 // Before a (schedule, size) is measured: for a progress display.
-using BenchProgress = std::function<void(const std::string& schedule, std::uint64_t bytes, std::size_t done,
-                                         std::size_t total)>;
+using BenchProgress =
+    std::function<void(const std::string& schedule, std::uint64_t bytes, std::size_t done, std::size_t total)>;
 // After it: the same row on every rank (times and #wrong are already reduced over ranks).
 using BenchRowSink = std::function<void(const CollectiveBenchRow& row)>;
 

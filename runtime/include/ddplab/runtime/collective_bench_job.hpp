@@ -22,11 +22,11 @@ namespace ddplab {
 int job_ranks_per_node(Communicator& comm, std::optional<int> given = std::nullopt);
 
 struct CollectiveBenchJob {
-  CollectiveBenchOptions options;     // backend names the transport ("mpi" or "nccl"); the job sets
-                                      // ranks_per_node and device
-  std::optional<int> ranks_per_node;  // job_ranks_per_node's `given`
-  double comm_timeout_s = 300;        // nccl: the watchdog's limit per collective
-  std::string db;                     // the results store rank 0 records the bench in
+  CollectiveBenchOptions options;                   // backend names the transport ("mpi" or "nccl"); the job sets
+                                                    // ranks_per_node and device
+  std::optional<int> ranks_per_node;                // job_ranks_per_node's `given`
+  double comm_timeout_s = 300;                      // nccl: the watchdog's limit per collective
+  std::string db;                                   // the results store rank 0 records the bench in
   nlohmann::json extra = nlohmann::json::object();  // more config entries to store, e.g. {"testbed": {...}}
 };
 

@@ -37,14 +37,15 @@ class Communicator {
 
   virtual void barrier() = 0;
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
-  virtual void allreduce_sum(float* data, std::size_t count) = 0;   // native collective, in place
+  virtual void allreduce_sum(float* data, std::size_t count) = 0;  // native collective, in place
   virtual void allreduce_sum(double* data, std::size_t count) = 0;
   virtual void allreduce_min(int* data, std::size_t count) = 0;
   // The backend's own collectives for the plan's calls ("native" schedule), in place.
-  virtual void allreduce_sum(void* data, std::size_t count, ElemType type) = 0;       // F32, F16, BF16 sums
-  virtual void all_gather(void* data, std::size_t bytes_per_rank) = 0;                // rank r's part at r * bytes
-  virtual void reduce_scatter_sum(float* data, std::size_t count) = 0;  // rank r ends with the sum of chunk_of(count, n, r)
-  virtual void all_gather_shards(float* data, std::size_t count) = 0;   // rank r contributes chunk_of(count, n, r)
+  virtual void allreduce_sum(void* data, std::size_t count, ElemType type) = 0;  // F32, F16, BF16 sums
+  virtual void all_gather(void* data, std::size_t bytes_per_rank) = 0;           // rank r's part at r * bytes
+  virtual void reduce_scatter_sum(float* data,
+                                  std::size_t count) = 0;  // rank r ends with the sum of chunk_of(count, n, r)
+  virtual void all_gather_shards(float* data, std::size_t count) = 0;  // rank r contributes chunk_of(count, n, r)
   // Root receives size() * bytes, rank-ordered; others may pass nullptr.
   virtual void gather(const void* send, std::size_t bytes, void* recv, int root) = 0;
 

@@ -19,7 +19,7 @@ struct DataError : InputError {
 struct Dataset {
   int features = 0;
   int classes = 0;
-  std::vector<float> images;          // size() x features, row-major
+  std::vector<float> images;  // size() x features, row-major
   std::vector<std::int32_t> labels;
   std::size_t size() const { return labels.size(); }
 };

@@ -12,5 +12,4 @@ namespace ddplab {
 // wall_s are left for the caller to fill.
 Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& comm, int batch);
 
-
 }  // namespace ddplab

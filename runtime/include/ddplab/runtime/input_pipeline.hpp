@@ -63,7 +63,7 @@ class InputPipeline {
   std::size_t batch_;
   const Sampler* sampler_ = nullptr;
   std::vector<std::pair<int, std::size_t>> steps_;  // (epoch, offset into that epoch's indices)
-  std::vector<std::size_t> idx_;                     // the indices of epoch idx_epoch_
+  std::vector<std::size_t> idx_;                    // the indices of epoch idx_epoch_
   int idx_epoch_ = -1;
   DeviceBuffer x_[2];
   std::int32_t* y_[2] = {nullptr, nullptr};

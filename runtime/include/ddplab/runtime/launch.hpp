@@ -16,7 +16,7 @@ bool under_mpi_launcher();
 struct LaunchPlan {
   std::vector<std::string> argv;  // mpirun ... <this executable> <args>
   bool oversubscribed = false;
-  int attempts = 1;               // launches execute tries while no rank starts (retry_unstarted)
+  int attempts = 1;  // launches execute tries while no rank starts (retry_unstarted)
   // > 0: at the first signal the launcher asks the ranks to stop after their step (request_stop, job_notes.hpp)
   // and signals mpirun only if the job is still there this many seconds later (ddplab run).
   double graceful_stop_s = 0;
@@ -54,12 +54,12 @@ struct JobEnd {
 };
 
 // Runs the plan in a process group of its own and waits, with a job folder of its own that the ranks find
-// through $DDPLAB_JOB_DIR (job_notes.hpp) and that is removed once the job has ended. A first SIGINT, SIGTERM or SIGHUP to the launcher is
-// forwarded to mpirun, which stops every rank (with graceful_stop_s, only once the ranks, asked to stop, have
-// not within that time); if the job is not gone kStopGraceS later, or at a second
-// signal, mpirun and every process it started on this machine are killed (SIGKILL), and so is any rank still
-// alive when mpirun has exited. SIGUSR1 is passed to mpirun, which passes it to every rank (their flight
-// recorders dump, watchdog.hpp). The launcher's own handlers are restored before it returns.
+// through $DDPLAB_JOB_DIR (job_notes.hpp) and that is removed once the job has ended. A first SIGINT, SIGTERM or SIGHUP
+// to the launcher is forwarded to mpirun, which stops every rank (with graceful_stop_s, only once the ranks, asked to
+// stop, have not within that time); if the job is not gone kStopGraceS later, or at a second signal, mpirun and every
+// process it started on this machine are killed (SIGKILL), and so is any rank still alive when mpirun has exited.
+// SIGUSR1 is passed to mpirun, which passes it to every rank (their flight recorders dump, watchdog.hpp). The
+// launcher's own handlers are restored before it returns.
 inline constexpr double kStopGraceS = 5.0;
 JobEnd execute(const LaunchPlan& plan);
 

@@ -35,12 +35,14 @@ std::vector<MessageTime> measure_exchange(Communicator& comm, Ops* device, const
 
 // The runtime's ring allreduce (ScheduleExecutor) of n x s bytes for each size s: one allreduce's mean
 // time over `iters` (at least 5) / 2(n-1) is the one-way time of its s-byte steps. Needs 2 ranks or more.
-std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes, int iters);
+std::vector<MessageTime> measure_ring(Communicator& comm, Ops* device, const std::vector<std::uint64_t>& sizes,
+                                      int iters);
 
 // Per-layer compute of an MLP of these widths at `batch`, on `ops`, averaged over the communicator's ranks
 // (which all compute at once, loading the machine as training does): forward (GEMM, bias, ReLU), backward
 // (the loss gradient counts with the last layer) and one update of every parameter by `opt`'s optimizer
-// (at lr 0), each the median of `reps`. Device backends are timed with their events (the kernels' time), host ones by the clock.
+// (at lr 0), each the median of `reps`. Device backends are timed with their events (the kernels' time), host ones by
+// the clock.
 struct MlpComputeTimes {
   std::vector<double> forward_s, backward_s;  // per layer, input layer first
   double optimizer_s = 0;

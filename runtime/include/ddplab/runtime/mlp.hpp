@@ -27,9 +27,9 @@ class Mlp final : public Model {
   float* start_backward() override;
 
   std::vector<int> layers_;
-  std::vector<DeviceBuffer> acts_;        // output of each layer (post-ReLU for hidden layers)
-  DeviceBuffer delta_a_, delta_b_;        // backward scratch: d(loss)/d(layer output)
-  float* delta_ = nullptr;                // d(loss)/d(output of the layer backward_layer handles next)
+  std::vector<DeviceBuffer> acts_;  // output of each layer (post-ReLU for hidden layers)
+  DeviceBuffer delta_a_, delta_b_;  // backward scratch: d(loss)/d(layer output)
+  float* delta_ = nullptr;          // d(loss)/d(output of the layer backward_layer handles next)
   float* next_ = nullptr;
 };
 

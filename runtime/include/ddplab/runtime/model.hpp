@@ -21,7 +21,7 @@ struct ParamInfo {
   std::string name;        // "layers.0.weight"
   std::size_t offset = 0;  // into the flat buffers, in elements
   std::size_t count = 0;
-  int layer = 0;           // the layer whose backward produces its gradient
+  int layer = 0;  // the layer whose backward produces its gradient
 };
 
 // Called once per parameter as soon as its gradient is complete, in the order backward produces them.

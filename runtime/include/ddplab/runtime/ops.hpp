@@ -36,17 +36,17 @@ class Ops {
   // C = alpha * op(A) * op(B) + beta * C, with op(A) M x K, op(B) K x N.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                     const float* b, int ldb, float beta, float* c, int ldc) = 0;
-  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;       // y[i,:] += bias
+  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;  // y[i,:] += bias
   // db = sum_i dy[i,:], or db += that with accumulate.
   virtual void bias_grad(const float* dy, float* db, int rows, int cols, bool accumulate = false) = 0;
-  virtual void relu(float* y, std::size_t n) = 0;                                   // in place
-  virtual void relu_backward(float* dx, const float* y, std::size_t n) = 0;         // dx *= (y > 0)
+  virtual void relu(float* y, std::size_t n) = 0;                            // in place
+  virtual void relu_backward(float* dx, const float* y, std::size_t n) = 0;  // dx *= (y > 0)
   // Mean softmax cross-entropy over `rows`; writes d(loss)/d(logits) into dlogits when non-null. With
   // class_weights (cols floats in this backend's memory), torch's CrossEntropyLoss(weight): the mean
   // weighted by each row's class weight, sum_i w[y_i] l_i / sum_i w[y_i], and its gradient.
   virtual double softmax_xent(const float* logits, const std::int32_t* labels, int rows, int cols, float* dlogits,
                               const float* class_weights = nullptr) = 0;
-  virtual void scale(float* x, std::size_t n, float alpha) = 0;                     // x *= alpha
+  virtual void scale(float* x, std::size_t n, float alpha) = 0;  // x *= alpha
 
   // Convolution, pooling and batch normalisation on NHWC images (n x h x w x c; rows are pixels).
   // im2col: col is (n*h*w) x (c*k*k), row (i, y, x) holding the k x k window around pixel (y, x) of image i

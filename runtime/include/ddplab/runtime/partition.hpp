@@ -65,7 +65,8 @@ std::vector<float> balanced_class_weights(const std::vector<std::size_t>& histog
 
 // Every rank's sampler as `d` describes it (iid: DistributedSampler), for rank `rank` of `world`. Under
 // uneven = "join" each rank takes its own share, whole.
-std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world, std::uint64_t seed);
+std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d, int rank, int world,
+                                      std::uint64_t seed);
 
 // Under uneven = "join": each rank's share, taken `batch` samples a step.
 JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch);

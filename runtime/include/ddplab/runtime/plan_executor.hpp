@@ -37,9 +37,9 @@ struct OpRecord {
 
 struct StepRecord {
   std::chrono::steady_clock::time_point start;  // OpRecord times are relative to this
-  double compute_s = 0;        // forward + backward (device backends: CUDA-event time of their kernels)
-  double comm_s = 0;           // comm ops in flight (one at a time on the comm thread); NCCL: their transfers' event time
-  double exposed_comm_s = 0;   // host: time the compute thread waited for comm; device: step - compute - optimizer
+  double compute_s = 0;  // forward + backward (device backends: CUDA-event time of their kernels)
+  double comm_s = 0;     // comm ops in flight (one at a time on the comm thread); NCCL: their transfers' event time
+  double exposed_comm_s = 0;  // host: time the compute thread waited for comm; device: step - compute - optimizer
   double optimizer_s = 0;
   double step_s = 0;
   std::uint64_t bytes_sent = 0;
@@ -57,8 +57,8 @@ class PlanExecutor {
   PlanExecutor& operator=(const PlanExecutor&) = delete;
 
   // Runs micro-step `step` on a batch already on the device. A worker with batch 0 has run out of data
-  // (data.uneven = "join"): it shadows the step, computing nothing and syncing zero gradients. Rebuilds buckets after the first sync step
-  // from the gradient-ready order seen (moving parameters and optimizer state to the new layout).
+  // (data.uneven = "join"): it shadows the step, computing nothing and syncing zero gradients. Rebuilds buckets after
+  // the first sync step from the gradient-ready order seen (moving parameters and optimizer state to the new layout).
   StepRecord run_step(std::int64_t step, const float* x, const std::int32_t* y, int batch);
 
   // Runs the policy's end-of-run plan (Strategy::finish_plan: local SGD's final average of the
@@ -110,31 +110,32 @@ class PlanExecutor {
   void sync_grads(const PlanOp& op, const Bucket& b, float* buf, OpRecord& out);  // through the codec
   void run_compute(const PlanOp& op, const StepPlan& plan, StepRecord& rec);
   void collective(const CollectiveCall& call, const std::string& schedule, void* buf, std::uint64_t& bytes);
-  void run_tp_sync(const PlanOp& op, OpRecord& out);  // on the compute thread
+  void run_tp_sync(const PlanOp& op, OpRecord& out);               // on the compute thread
   void run_p2p(const PlanOp& op, StepRecord& rec, OpRecord& out);  // PpSend, PpRecv on the comm thread
   void update(std::size_t offset, std::size_t count, std::vector<TensorSlice> tensors);  // the optimizer on a range
   double sum_squares_to_update() const;  // this rank's gradients that its plan's updates read
   void apply_layout();
-  void release_outside_shard(float* base, int bucket);  // Ops::release of a bucket's range of base but this rank's shard
+  void release_outside_shard(float* base,
+                             int bucket);  // Ops::release of a bucket's range of base but this rank's shard
   // Runs f on n elements at `device`: in place, or (staged_) on their copy in host_ and copied back.
   template <class F>
   void staged(float* device, std::size_t offset, std::size_t n, F f);
   void scale(float* x, std::size_t n, float alpha);  // device or host_ memory, as staged_ says
-  CodecCompute& bucket_compute();  // the codec compute where buckets live (staged_: host memory)
+  CodecCompute& bucket_compute();                    // the codec compute where buckets live (staged_: host memory)
 
   Communicator& comm_;
-  Communicator* tensor_ = nullptr;    // set_groups'
+  Communicator* tensor_ = nullptr;  // set_groups'
   Communicator* pipeline_ = nullptr;
   Ops& ops_;
   Model& model_;
-  StagePasses* passes_ = nullptr;     // the model's, under a pipeline or TP plan
-  std::vector<char> backward_seen_;   // by layer: a microbatch's backward ran this step (the next ones add)
+  StagePasses* passes_ = nullptr;    // the model's, under a pipeline or TP plan
+  std::vector<char> backward_seen_;  // by layer: a microbatch's backward ran this step (the next ones add)
   Strategy& strategy_;
   OptimizerConfig opt_;
   ScheduleExecutor exec_;
-  OptimizerState optimizer_;         // its per-parameter state follows the parameters' layout
-  DeviceBuffer norm_buf_;            // NormSync's one float, in the communicator's memory
-  double grad_sq_ = 0;               // GradNorm's sum of squares (after NormSync: over all ranks)
+  OptimizerState optimizer_;  // its per-parameter state follows the parameters' layout
+  DeviceBuffer norm_buf_;     // NormSync's one float, in the communicator's memory
+  double grad_sq_ = 0;        // GradNorm's sum of squares (after NormSync: over all ranks)
   // Device-memory backend with a host-memory communicator (cuda+mpi): each comm op copies its bucket to
   // host_ (page-locked, model-sized), communicates there, and copies the result back.
   bool staged_ = false;
@@ -143,7 +144,7 @@ class PlanExecutor {
   bool first_sync_done_ = false;
   Slowdown slowdown_;
   std::unique_ptr<CodecCompute> slowed_codec_;  // the codec's compute, stretched by slowdown_ (a straggler)
-  int forward_from_ = 0;     // the first layer of the plan's next whole-batch Forward chunk
+  int forward_from_ = 0;                        // the first layer of the plan's next whole-batch Forward chunk
   bool whole_ = false;       // gather_parameters has run since the last step: nothing to gather again
   int micro_in_window_ = 0;  // micro-steps accumulated since the last sync
   int grad_divisor_ = 0;     // set_grad_divisor's; 0 = every worker

@@ -51,13 +51,13 @@ class SplitModel final : public Model, public StagePasses {
 
  private:
   struct Layer {
-    CnnLayer shape;          // this rank's share of it (a split Linear's in or out divided by tp)
-    int global = 0;          // its index in the whole model
-    int chunk = 0;           // the rank's chunk it belongs to
+    CnnLayer shape;  // this rank's share of it (a split Linear's in or out divided by tp)
+    int global = 0;  // its index in the whole model
+    int chunk = 0;   // the rank's chunk it belongs to
     TpSplit split = TpSplit::None;
-    bool sums = false;       // a row-parallel layer's output, summed by the TP group before its bias
-    bool input_grad = false; // computes its input's gradient (not the model's first layer)
-    bool last = false;       // the model's last layer: the loss follows
+    bool sums = false;                      // a row-parallel layer's output, summed by the TP group before its bias
+    bool input_grad = false;                // computes its input's gradient (not the model's first layer)
+    bool last = false;                      // the model's last layer: the loss follows
     std::size_t in = 0, out = 0, next = 0;  // per sample: its input, its output, its output after the pool
   };
   // A run of a parameter's elements in the whole model: whole_offset, offset within the local tensor, count.
@@ -93,13 +93,13 @@ class SplitModel final : public Model, public StagePasses {
   std::size_t whole_count_ = 0;
   // By layer (or chunk): microbatch m's rows at slot(m, width). A send's buffer is per microbatch, as its
   // transfer may still be going on when the next microbatch's pass runs.
-  std::vector<DeviceBuffer> acts_;          // each layer's output (post-ReLU; a row layer's partial sum first)
-  std::vector<DeviceBuffer> pooled_;        // a pooling layer's output after the pool
-  std::vector<DeviceBuffer> in_, in_grad_;  // by chunk: its input from the stage before, the gradient sent back
-  std::vector<DeviceBuffer> out_grad_;      // by chunk: its output's gradient from the stage after
+  std::vector<DeviceBuffer> acts_;                  // each layer's output (post-ReLU; a row layer's partial sum first)
+  std::vector<DeviceBuffer> pooled_;                // a pooling layer's output after the pool
+  std::vector<DeviceBuffer> in_, in_grad_;          // by chunk: its input from the stage before, the gradient sent back
+  std::vector<DeviceBuffer> out_grad_;              // by chunk: its output's gradient from the stage after
   DeviceBuffer dlogits_, dx_a_, dx_b_, pre_, col_;  // pre_: a pooling layer's gradient before the pool
-  float* pending_dx_ = nullptr;             // where the last backward left its input's gradient
-  std::vector<std::vector<int>> next_;      // by chunk and microbatch: the next layer its forward runs
+  float* pending_dx_ = nullptr;                     // where the last backward left its input's gradient
+  std::vector<std::vector<int>> next_;              // by chunk and microbatch: the next layer its forward runs
   std::vector<int> rows_;
   std::vector<std::size_t> start_;  // by microbatch: its first row in the step's batch
   std::vector<double> losses_;

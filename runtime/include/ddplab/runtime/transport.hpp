@@ -10,10 +10,10 @@
 namespace ddplab {
 
 struct TransportComm {
-  std::string name = "mpi";              // "mpi" or "nccl": stored with the measurements
-  std::unique_ptr<Ops> device;           // nccl: the backend whose memory holds the buffers
-  std::unique_ptr<Communicator> nccl;    // nccl: bootstrapped over the MPI communicator
-  Communicator* comm = nullptr;          // what to measure on
+  std::string name = "mpi";            // "mpi" or "nccl": stored with the measurements
+  std::unique_ptr<Ops> device;         // nccl: the backend whose memory holds the buffers
+  std::unique_ptr<Communicator> nccl;  // nccl: bootstrapped over the MPI communicator
+  Communicator* comm = nullptr;        // what to measure on
 
   Ops* device_ops() const { return nccl ? device.get() : nullptr; }
 };

@@ -3,9 +3,9 @@
 // reported, naming this rank, the training step (set_step), the plan op (annotate), the call, and the ranks
 // that did not arrive. Those are found from the heartbeats every rank's monitor leaves in the job folder
 // (job_notes.hpp): a rank whose heartbeat stopped (stopped, hung in the kernel, dead) or that is not in a
-// call of the same step; without a job folder, the ranks a point-to-point wait receives from. The report goes to standard error and to this
-// rank's failure note in the job folder (job_notes.hpp), from which the launcher stores it as the run's
-// reason; then the whole job is aborted, so that a rank that is stopped or hung never keeps the others
+// call of the same step; without a job folder, the ranks a point-to-point wait receives from. The report goes to
+// standard error and to this rank's failure note in the job folder (job_notes.hpp), from which the launcher stores it
+// as the run's reason; then the whole job is aborted, so that a rank that is stopped or hung never keeps the others
 // waiting forever.
 // It is also a flight recorder: it keeps this rank's last kFlightRecords calls (op, call, bytes, step, start,
 // end or still in flight). They are dumped to the job folder ("flight-rank-R") on a timeout, on a failure
@@ -95,10 +95,11 @@ class WatchedCommunicator final : public Communicator {
 
   // A split of a watched communicator (split()): owned, watched with its own handler, and without heartbeats or
   // flight dumps, whose names are world ranks.
-  WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout, double abort_grace_s);
+  WatchedCommunicator(std::unique_ptr<Communicator> owned, double timeout_s, OnTimeout on_timeout,
+                      double abort_grace_s);
   void start();
   void monitor(int usr1);  // usr1: the SIGUSR1s seen before it started
-  struct Beat {  // a heartbeat note: "STEP IN_CALL WALL_MS"
+  struct Beat {            // a heartbeat note: "STEP IN_CALL WALL_MS"
     std::int64_t step = -1;
     int in_call = 0;
     std::int64_t wall_ms = 0;  // since the epoch

@@ -59,17 +59,17 @@ struct WorkFit {
 
 struct Calibration {
   std::string name;
-  std::string link_class;                // the transport measured: "mpi", "testbed" (MPI between its hosts) or "nccl"
+  std::string link_class;  // the transport measured: "mpi", "testbed" (MPI between its hosts) or "nccl"
   Transport transport() const { return link_class == "nccl" ? Transport::Nccl : Transport::Mpi; }
-  double latency_s = 0;                  // one-way, end to end
-  double bandwidth = 0;                  // bytes/s
-  std::vector<FactorSegment> segments;   // ascending from_bytes, the first from 0
-  std::vector<PingPongSample> samples;   // what was fitted (one-way times)
+  double latency_s = 0;                 // one-way, end to end
+  double bandwidth = 0;                 // bytes/s
+  std::vector<FactorSegment> segments;  // ascending from_bytes, the first from 0
+  std::vector<PingPongSample> samples;  // what was fitted (one-way times)
   // What the samples are: "pingpong" (one message at a time between a pair), "exchange" (every rank sends
   // to its right neighbour and receives from its left at once, in a loop) or "ring" (one step of the
   // runtime's ring allreduce, which is such an exchange, chained as training chains them).
   std::string fitted = "pingpong";
-  double crosstraffic_share = 0;         // by which `bandwidth` was raised over the samples' (fit_exchange)
+  double crosstraffic_share = 0;  // by which `bandwidth` was raised over the samples' (fit_exchange)
   // Compute, when a scenario was given: the backend that ran it (Ops::name(): "cpu", "cuda" or
   // "cuda-tf32"; "cpu" in calibrations stored before it was recorded), its MLP widths and batch,
   // per-layer times and the optimizer.
@@ -98,7 +98,7 @@ struct Calibration {
   // measured size and the next interval's first, where they interpolate the two fits' times linearly (an
   // interval's affine fit says nothing past its last sample; extrapolated, a noisy slope was 11% off there).
   FactorSegment factors_at(double bytes) const;
-  double predict(double bytes) const;  // t(s) above, with factors_at
+  double predict(double bytes) const;      // t(s) above, with factors_at
   double fitted_time(double bytes) const;  // the fit of the samples: t(s) at bandwidth / (1 + crosstraffic_share)
 
   nlohmann::json to_json() const;
@@ -144,22 +144,23 @@ struct RowsByNode {
 RowsByNode rows_by_node(const std::vector<PingPongRow>& rows, const std::vector<std::string>& node_of);
 
 // The medians over peers, per size, of rank 0's ping-pong rows: one link class's samples.
-std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows, const std::vector<std::uint64_t>& sizes);
+std::vector<PingPongSample> median_samples(const std::vector<PingPongRow>& rows,
+                                           const std::vector<std::uint64_t>& sizes);
 
 // What `ddplab calibrate` measured on the links, and how it is to be fitted.
 struct LinkMeasurements {
-  std::vector<PingPongRow> pingpong;        // rank 0 to every peer, per size
-  std::vector<std::string> node_of;         // rank r's node (host name)
+  std::vector<PingPongRow> pingpong;  // rank 0 to every peer, per size
+  std::vector<std::string> node_of;   // rank r's node (host name)
   std::vector<std::uint64_t> sizes;
-  std::vector<PingPongSample> exchange;     // fit "exchange" or "ring": one-way times under load
-  std::string fit = "ring";                 // "ring" | "exchange" | "pingpong"
-  std::string link_class = "mpi";           // "mpi" | "nccl" | "testbed"
+  std::vector<PingPongSample> exchange;  // fit "exchange" or "ring": one-way times under load
+  std::string fit = "ring";              // "ring" | "exchange" | "pingpong"
+  std::string link_class = "mpi";        // "mpi" | "nccl" | "testbed"
   double tolerance = 0.01;
 };
 struct LinkFit {
-  Calibration fit;                          // what the simulator uses (with its intra-node fit, if any)
-  Calibration pingpong;                     // the ping-pong fit, printed beside it (bandwidth 0 when it failed)
-  std::string intra_note;                   // why there is no intra-node fit though peers share rank 0's node
+  Calibration fit;         // what the simulator uses (with its intra-node fit, if any)
+  Calibration pingpong;    // the ping-pong fit, printed beside it (bandwidth 0 when it failed)
+  std::string intra_note;  // why there is no intra-node fit though peers share rank 0's node
 };
 // The network fit of a calibration: with peers both on rank 0's node and on others, the links between nodes
 // (the ring's steps are bound by them) are the main fit and those inside the node the intra-node fit. The
@@ -180,7 +181,7 @@ void set_mlp_compute(Calibration& c, const std::string& compute_backend, const s
 
 // The job a calibration was measured on, as the results store keeps it beside the fit.
 struct CalibrationJob {
-  std::string host_info;                // the job's host_info JSON (runtime's job_host_info)
+  std::string host_info;  // the job's host_info JSON (runtime's job_host_info)
   int world_size = 0;
   Backend backend = Backend::Cpu;
   nlohmann::json testbed;               // the test bed's run tag; null when not on the test bed

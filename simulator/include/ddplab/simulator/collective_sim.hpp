@@ -16,19 +16,19 @@ namespace ddplab {
 struct CollectiveSimRequest {
   ClusterConfig cluster;
   int world_size = 2;
-  std::vector<std::string> schedules;  // allreduce schedules; "native" is the transport's own (native.cpp)
-  std::vector<std::uint64_t> sizes;    // bytes of float32 per rank
+  std::vector<std::string> schedules;    // allreduce schedules; "native" is the transport's own (native.cpp)
+  std::vector<std::uint64_t> sizes;      // bytes of float32 per rank
   Transport transport = Transport::Mpi;  // what native replays as
-  SimOptions options;                  // network model, calibration
-  int ranks_per_node = 0;              // hierarchical schedules' consecutive ranks per node; 0: cluster.devices_per_node
+  SimOptions options;                    // network model, calibration
+  int ranks_per_node = 0;  // hierarchical schedules' consecutive ranks per node; 0: cluster.devices_per_node
 };
 
 // One row per schedule and size, in that order: time_us = the simulated collective (the last rank's end),
 // algbw and busbw as metrics.hpp defines them, #wrong none (nothing is computed). on_row sees each as it
 // is done. Each simulation runs in a child process (simulate_schedule). Throws InputError for
 // an unknown schedule, a world size below 1 or a size below 4 bytes.
-std::vector<CollectiveBenchRow> simulate_collective_bench(const CollectiveSimRequest& req,
-                                                          const std::function<void(const CollectiveBenchRow&)>& on_row = {});
+std::vector<CollectiveBenchRow> simulate_collective_bench(
+    const CollectiveSimRequest& req, const std::function<void(const CollectiveBenchRow&)>& on_row = {});
 
 // `ddplab bench collectives --simulate`: a simulated bench, stored in the results store as a measured one is
 // (backend "simgrid"), on the cluster of a scenario, of a preset or the default one.

@@ -18,17 +18,17 @@ struct Calibration;  // calibration.hpp
 // whole model, as the simulator takes them.
 struct ComputeSource {
   double compute_s = 0, optimizer_s = 0;
-  std::string kind;    // "scenario", "calibration", "run", "flops", "given"
-  std::string origin;  // for people: "measured run #12 (2 ranks on 2 cores)", ...
+  std::string kind;                    // "scenario", "calibration", "run", "flops", "given"
+  std::string origin;                  // for people: "measured run #12 (2 ranks on 2 cores)", ...
   std::optional<std::int64_t> run_id;  // kind "run"
 };
 
 // spec (`ddplab simulate --compute`):
 //   "auto"         the scenario's [cluster].compute_s; else the per-layer times of the calibration the scenario
 //                  names, when they measured its model, batch and backend; else the newest completed measured
-//                  run of the scenario and strategy, of its model and batch, that was not oversubscribed (one that was is passed over,
-//                  and the origin says so; with allow_oversubscribed it is taken, and its origin names its
-//                  ranks and cores); else the model's FLOPs at [cluster].device_flops;
+//                  run of the scenario and strategy, of its model and batch, that was not oversubscribed (one that was
+//                  is passed over, and the origin says so; with allow_oversubscribed it is taken, and its origin names
+//                  its ranks and cores); else the model's FLOPs at [cluster].device_flops;
 //   "calibration"  that calibration's per-layer times (an error when it has none for this model);
 //   "run:ID"       measured run ID (an error when it does not exist, is not a completed measured run, or
 //                  trained another model or batch; one measured with more ranks than cores on its host is

@@ -16,10 +16,10 @@
 namespace ddplab {
 
 struct FailureModel {
-  double node_mtbf_s = 0;   // one node's mean time between failures
+  double node_mtbf_s = 0;  // one node's mean time between failures
   int nodes = 1;
-  double checkpoint_s = 0;  // C: the job stalls this long to write a checkpoint
-  double restart_s = 0;     // R: from a failure to training again
+  double checkpoint_s = 0;                               // C: the job stalls this long to write a checkpoint
+  double restart_s = 0;                                  // R: from a failure to training again
   double mtbf_s() const { return node_mtbf_s / nodes; }  // M, the job's
 };
 

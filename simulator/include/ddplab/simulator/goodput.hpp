@@ -22,18 +22,18 @@
 namespace ddplab {
 
 struct GoodputOptions {
-  double target = 0;             // test accuracy
-  std::vector<int> worlds;       // world sizes to predict
-  double fit_below = 0;          // fit only the measured runs at a smaller global batch (0: every run)
-  SimOptions sim;                // how each world size is simulated (compute source, network model, ...)
+  double target = 0;        // test accuracy
+  std::vector<int> worlds;  // world sizes to predict
+  double fit_below = 0;     // fit only the measured runs at a smaller global batch (0: every run)
+  SimOptions sim;           // how each world size is simulated (compute source, network model, ...)
 };
 
 struct GoodputWorld {
   int world_size = 0;
-  double global_batch = 0;   // the scenario's batch x workers x accumulate_steps
-  double updates = 0;        // the fit's S(global_batch)
-  double micro_steps = 0;    // updates x accumulate_steps
-  double step_s = 0;         // simulated steady time per micro-step
+  double global_batch = 0;  // the scenario's batch x workers x accumulate_steps
+  double updates = 0;       // the fit's S(global_batch)
+  double micro_steps = 0;   // updates x accumulate_steps
+  double step_s = 0;        // simulated steady time per micro-step
   std::int64_t warmup_steps = 0;
   double warmup_s = 0;       // simulated time of the warm-up micro-steps
   double time_s = 0;         // training_time of micro_steps
@@ -48,9 +48,9 @@ struct GoodputWorld {
 struct GoodputPrediction {
   std::string strategy;
   NoiseScaleFit fit;
-  std::vector<BatchPoint> points;     // the measured runs the fit used
-  std::vector<std::int64_t> missed;   // measured runs that never reached the target (not in the fit)
-  std::string compute_origin;         // where the simulated compute came from (compute_source.hpp)
+  std::vector<BatchPoint> points;    // the measured runs the fit used
+  std::vector<std::int64_t> missed;  // measured runs that never reached the target (not in the fit)
+  std::string compute_origin;        // where the simulated compute came from (compute_source.hpp)
   std::vector<GoodputWorld> worlds;
 };
 

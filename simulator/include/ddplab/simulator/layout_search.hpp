@@ -33,7 +33,8 @@ struct LayoutSearch {
 // "auto" would; "auto" above kExactMaxLayoutWorld ranks samples every layout, pure DP too).
 // progress(done, total) after each.
 // zero_stages: each layout under every zero_stage_variants of the strategy too.
-LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world, const SweepSetup& setup,
-                            const std::function<void(int, int)>& progress = {}, bool zero_stages = false);
+LayoutSearch search_layouts(const Scenario& scenario, const StrategyConfig& strategy, int world,
+                            const SweepSetup& setup, const std::function<void(int, int)>& progress = {},
+                            bool zero_stages = false);
 
 }  // namespace ddplab

@@ -37,7 +37,7 @@ struct SimOptions {
   // network/crosstraffic: TCP acks load the reverse path. Unset: on under LV08, off under CM02 (an RDMA
   // fabric has no TCP acks).
   std::optional<bool> crosstraffic;
-  bool verbose = false;                // keep SimGrid's own log output (silenced by default)
+  bool verbose = false;  // keep SimGrid's own log output (silenced by default)
   // SimGrid surf/precision (s): events closer than this are handled as one. 0 = automatic, 1% of the link
   // latency (at least SimGrid's 1e-9 s); see sim::time_precision_for for why.
   double time_precision_s = 0;
@@ -131,12 +131,12 @@ struct SimStepResult {
   // The slowest rank's times (the rank whose step ended last). Without overlap (policy flat) the streams
   // take turns, so compute_s + comm_s + optimizer_s == step_s.
   double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
-  std::vector<std::uint64_t> bytes_sent;                   // per rank
+  std::vector<std::uint64_t> bytes_sent;                       // per rank
   std::map<std::pair<int, int>, std::uint64_t> bytes_between;  // (src, dst) -> bytes
-  double wall_s = 0;                                       // simulator wall time (fork to result)
-  std::uint64_t comms = 0;                                 // messages simulated
-  std::vector<SimRankTimes> ranks;                         // per rank
-  std::string schedule;                                    // the schedule actually replayed ("ring", ...)
+  double wall_s = 0;                                           // simulator wall time (fork to result)
+  std::uint64_t comms = 0;                                     // messages simulated
+  std::vector<SimRankTimes> ranks;                             // per rank
+  std::string schedule;                                        // the schedule actually replayed ("ring", ...)
 };
 
 // Elements of the flat gradient buffer are float32.
@@ -154,11 +154,11 @@ struct SimStepSpec {
 // Forward/Backward last compute_s split by their FLOPs; Optimizer/ShardOptimizer optimizer_s split by
 // element counts; codec work runs at the rate compute_s implies; every collective call is replayed
 // message by message on schedule_for_call (`native` as SimOptions::native says: Open MPI's choice, or
-// NCCL's on the cluster's fabric). For step >= accumulate_steps the buckets are first rebuilt from the expected ready order, as
-// the runtime does after its first sync step. Throws InputError for an unsupported strategy,
-// schedule or topology, RunFault when the simulation fails (the message names the world size).
-SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s, double optimizer_s,
-                            const SimOptions& = {}, const SimStepSpec& = {});
+// NCCL's on the cluster's fabric). For step >= accumulate_steps the buckets are first rebuilt from the expected ready
+// order, as the runtime does after its first sync step. Throws InputError for an unsupported strategy, schedule or
+// topology, RunFault when the simulation fails (the message names the world size).
+SimStepResult simulate_step(const Scenario&, const StrategyConfig&, int world_size, double compute_s,
+                            double optimizer_s, const SimOptions& = {}, const SimStepSpec& = {});
 
 // Micro-steps `steps` (any order the run goes through them: increasing) simulated back to back in one
 // simulation, as the runtime runs them: each rank starts a step when both its streams are done with the
@@ -184,12 +184,12 @@ struct SimPatternResult {
   // Steady state, per micro-step: the mean of the slowest rank's step_s, and means over the block's steps
   // and ranks of the parts (run_windows over step_rows: the store's summary of the run gives the same).
   double step_s = 0, compute_s = 0, comm_s = 0, exposed_comm_s = 0, optimizer_s = 0;
-  double samples_per_s = 0;     // samples of the steady block / its time
+  double samples_per_s = 0;  // samples of the steady block / its time
   std::int64_t warmup_steps = 0;
-  double warmup_s = 0;          // time to go through the warm-up (every repeat counted)
-  double wall_s = 0;            // simulator wall time
-  std::uint64_t comms = 0;      // messages simulated, all steps
-  std::string schedule;         // the schedule replayed
+  double warmup_s = 0;      // time to go through the warm-up (every repeat counted)
+  double wall_s = 0;        // simulator wall time
+  std::uint64_t comms = 0;  // messages simulated, all steps
+  std::string schedule;     // the schedule replayed
   // data.uneven = "join": the ranks' shares. The steady block is then repeated over a whole epoch, each rank
   // taking its share's samples at each step and none once it has run out (it still syncs, so the step
   // time does not change).
@@ -221,11 +221,11 @@ struct SweepSetup {
 
 struct SweepPoint {
   int world_size = 0;
-  SimPatternResult result;   // its samples_per_s counts workers only (dedicated parameter servers take no batch)
-  double efficiency = 0;     // samples_per_s / (workers * batch / (compute_s + optimizer_s / accumulate_steps)): against
-                             // the same micro-steps with no communication
-  std::int64_t run_id = 0;   // the simulated run written to the store
-  MemoryCheck memory;        // the device that needs the most, against cluster.device_memory (memory.hpp)
+  SimPatternResult result;  // its samples_per_s counts workers only (dedicated parameter servers take no batch)
+  double efficiency = 0;    // samples_per_s / (workers * batch / (compute_s + optimizer_s / accumulate_steps)): against
+                            // the same micro-steps with no communication
+  std::int64_t run_id = 0;  // the simulated run written to the store
+  MemoryCheck memory;       // the device that needs the most, against cluster.device_memory (memory.hpp)
   // Model FLOPs utilisation: the model's forward and backward FLOPs (its table's, per sample) x samples_per_s,
   // over world x cluster.device_flops; none without device_flops.
   std::optional<double> mfu;

@@ -45,9 +45,11 @@ NoiseScaleFit fit_noise_scale(const std::vector<BatchPoint>& points);
 std::optional<double> steps_to_accuracy(const std::vector<Evaluation>& evaluations, double target);
 
 // The store's completed measured runs of this scenario (by name) and strategy (by name), of the scenario's
-// model (runs of another model are passed over), that reached `target`, as points: global batch = batch size x workers x accumulate_steps, updates = micro-steps /
-// accumulate_steps. Runs that never reached the target are listed in `missed` when given.
-std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario& scenario, const StrategyConfig& strategy,
-                                              double target, std::vector<std::int64_t>* missed = nullptr);
+// model (runs of another model are passed over), that reached `target`, as points: global batch = batch size x workers
+// x accumulate_steps, updates = micro-steps / accumulate_steps. Runs that never reached the target are listed in
+// `missed` when given.
+std::vector<BatchPoint> measured_batch_points(const Store& store, const Scenario& scenario,
+                                              const StrategyConfig& strategy, double target,
+                                              std::vector<std::int64_t>* missed = nullptr);
 
 }  // namespace ddplab

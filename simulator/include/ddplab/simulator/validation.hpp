@@ -21,12 +21,12 @@
 namespace ddplab {
 
 struct ValidationOptions {
-  std::string calibration;               // name; empty: the latest stored, if any
+  std::string calibration;  // name; empty: the latest stored, if any
   std::string network_model = "auto";
-  int warmup = 2;                        // steps skipped at the start of each run, at least
-  std::string compute = "auto";          // "auto" (the calibration's when it fits the run), "calibration", "measured"
-  bool runs_only = false;                // leave the collective benches out
-  double large_error_pct = 10.0;         // step errors beyond this get their likely causes (diagnosis.hpp)
+  int warmup = 2;                 // steps skipped at the start of each run, at least
+  std::string compute = "auto";   // "auto" (the calibration's when it fits the run), "calibration", "measured"
+  bool runs_only = false;         // leave the collective benches out
+  double large_error_pct = 10.0;  // step errors beyond this get their likely causes (diagnosis.hpp)
 };
 
 // Where one run's step goes, measured and predicted (medians of whole steady blocks).
@@ -42,14 +42,14 @@ struct RunValidation {
 };
 
 struct ValidationReport {
-  std::string calibration;                       // the one used, or empty
-  std::shared_ptr<const Calibration> fit;        // its fit, or null
-  std::vector<ValidationRow> rows;               // as stored in table validations
+  std::string calibration;                 // the one used, or empty
+  std::shared_ptr<const Calibration> fit;  // its fit, or null
+  std::vector<ValidationRow> rows;         // as stored in table validations
   std::vector<RunValidation> runs;
   // Per world size, measured and predicted step times of the runs, in the same order (for Kendall's tau).
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> ranking;
-  std::vector<std::string> not_compared;         // configurations of another transport than the calibration's
-  std::vector<std::string> errors;               // configurations that could not be replayed, each named
+  std::vector<std::string> not_compared;  // configurations of another transport than the calibration's
+  std::vector<std::string> errors;        // configurations that could not be replayed, each named
 };
 
 // Validates the store's measured runs and benches and stores the rows (table validations). The constructor
@@ -60,8 +60,8 @@ class StoreValidation {
  public:
   StoreValidation(Store& store, const ValidationOptions& options);
   ~StoreValidation();
-  const std::string& calibration() const;     // empty: the scenarios' own links
-  const Calibration* fit() const;             // its fit, or null
+  const std::string& calibration() const;  // empty: the scenarios' own links
+  const Calibration* fit() const;          // its fit, or null
   ValidationReport run(const std::function<void(const ValidationRow&)>& on_row = {});
 
  private:

@@ -14,10 +14,10 @@ namespace ddplab {
 
 struct Bucket {
   int id = 0;
-  std::vector<int> params;     // parameter indices, in the bucket's buffer order
-  std::size_t offset = 0;      // first element in the gradient buffer
-  std::size_t count = 0;       // elements
-  BucketLayout layout;         // tensors relative to the bucket (for codecs)
+  std::vector<int> params;  // parameter indices, in the bucket's buffer order
+  std::size_t offset = 0;   // first element in the gradient buffer
+  std::size_t count = 0;    // elements
+  BucketLayout layout;      // tensors relative to the bucket (for codecs)
 };
 
 struct Bucketing {

@@ -47,18 +47,35 @@ struct BucketLayout {
 //   ScatterAdd                    c groups of k (index, value) pairs into n elements
 //   MatMul, MatMulTN, MatMulNT    an n x c by c x k product (or its transposed forms), accumulated in double
 //   Orthogonalize                 the k columns of an n x k matrix
-enum class WorkKind { Fill, Divide, Add, Sub, Copy, ToHalf, FromHalf, TopK, ZeroAt, ScatterAdd, MatMul, MatMulTN, MatMulNT, Orthogonalize };
+enum class WorkKind {
+  Fill,
+  Divide,
+  Add,
+  Sub,
+  Copy,
+  ToHalf,
+  FromHalf,
+  TopK,
+  ZeroAt,
+  ScatterAdd,
+  MatMul,
+  MatMulTN,
+  MatMulNT,
+  Orthogonalize
+};
 struct LocalWork {
   WorkKind kind = WorkKind::Fill;
   std::size_t n = 0, c = 0, k = 0;
   ElemType type = ElemType::F32;
   // Spelled out: the CUDA plugin compiles this header as C++17 (no defaulted comparisons).
-  bool operator==(const LocalWork& o) const { return kind == o.kind && n == o.n && c == o.c && k == o.k && type == o.type; }
+  bool operator==(const LocalWork& o) const {
+    return kind == o.kind && n == o.n && c == o.c && k == o.k && type == o.type;
+  }
 };
-const char* work_name(WorkKind k);               // "fill", "to_half", "topk", "matmul_tn", ...
+const char* work_name(WorkKind k);  // "fill", "to_half", "topk", "matmul_tn", ...
 // What calibration times separately: the kind's name, and for casts the half type ("to_half.bf16").
 std::string work_key(const LocalWork& w);
-std::vector<WorkKind> work_kinds();              // every kind, in enum order
+std::vector<WorkKind> work_kinds();  // every kind, in enum order
 // The two sizes calibration fits a kind's time by (seconds = fixed + a x units + b x extra). `units` is the
 // pass over memory: elements, bytes (Copy), pairs (ScatterAdd), matrix elements n x c (products) or n x k
 // (Orthogonalize). `extra` is what grows with the kind's second dimension: top-k's sort of the k chosen
@@ -76,8 +93,8 @@ double work_bytes(const LocalWork& w);  // memory read and written, for the byte
 struct CollectiveCall {
   Collective collective = Collective::Allreduce;
   ElemType type = ElemType::F32;
-  std::size_t count = 0;   // elements contributed per rank
-  std::string label;       // "fp16", "powersgd.P", ...
+  std::size_t count = 0;                     // elements contributed per rank
+  std::string label;                         // "fp16", "powersgd.P", ...
   std::vector<LocalWork> before{}, after{};  // local work before and after this collective (encode, decode, products)
 };
 
@@ -92,7 +109,7 @@ struct PlanChange {
 // for all_gather, buf holds world * count elements and this rank's contribution is at rank * count).
 using CollectiveFn = std::function<void(const CollectiveCall& call, void* buf)>;
 
-class CodecCompute;  // codec_compute.hpp: where run() does its local work
+class CodecCompute;                  // codec_compute.hpp: where run() does its local work
 CodecCompute& host_codec_compute();  // on host memory
 
 class Codec {
@@ -109,8 +126,8 @@ class Codec {
   // All local work goes through `compute`, in whose memory grad lives (device memory for the CUDA
   // backend's Ops::codec_compute()); so do the buffers handed to `collective`, and the codec's state.
   // Keep using one compute per codec object: state made by another is moved over (through the host).
-  virtual void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective,
-                   CodecCompute& compute) = 0;
+  virtual void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step,
+                   const CollectiveFn& collective, CodecCompute& compute) = 0;
   // The same on host memory (host_codec_compute()). Subclasses add `using Codec::run;` to keep it visible.
   void run(const BucketLayout& bucket, float* grad, int world_size, std::int64_t step, const CollectiveFn& collective);
   // The state a codec carries from step to step (error feedback, PowerSGD's warm-start Q), as host copies
@@ -132,8 +149,8 @@ class Codec {
 using CodecOptions = OptionValues;
 
 struct CodecInfo {
-  std::string name;     // "none", "fp16", "bf16", "topk", "powersgd"
-  std::string summary;  // one line
+  std::string name;                 // "none", "fp16", "bf16", "topk", "powersgd"
+  std::string summary;              // one line
   std::vector<OptionSpec> options;  // its codec_options (options.hpp); make_codec checks them first
   std::unique_ptr<Codec> (*make)(const CodecOptions&, std::uint64_t seed);
 };

@@ -38,25 +38,26 @@ class CodecCompute {
 
   // ---- memory (bytes) ----
   virtual void* alloc(std::size_t bytes) = 0;  // zero-filled; never null (a 0-byte request gets a valid pointer)
-  virtual void free(void* p) = 0;               // null is fine
-  virtual void upload(void* dst, const void* host, std::size_t bytes) = 0;  // host may be reused on return
+  virtual void free(void* p) = 0;              // null is fine
+  virtual void upload(void* dst, const void* host, std::size_t bytes) = 0;    // host may be reused on return
   virtual void download(void* host, const void* src, std::size_t bytes) = 0;  // complete on return
-  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within this memory; no overlap
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;       // within this memory; no overlap
   // The compute whose memory alloc() hands out, which frees it: this one, or a decorator's inner compute
   // (a straggler's slowed compute lives only as long as its executor; the codec's buffers outlive it).
   virtual CodecCompute& owner() { return *this; }
 
   // ---- element-wise float32 ----
   virtual void fill(float* x, std::size_t n, float value) = 0;
-  virtual void divide(float* x, std::size_t n, float w) = 0;                          // x[i] /= w
-  virtual void add(float* x, const float* y, std::size_t n) = 0;                      // x[i] += y[i]
-  virtual void sub(float* out, const float* a, const float* b, std::size_t n) = 0;   // out[i] = a[i] - b[i]
+  virtual void divide(float* x, std::size_t n, float w) = 0;                        // x[i] /= w
+  virtual void add(float* x, const float* y, std::size_t n) = 0;                    // x[i] += y[i]
+  virtual void sub(float* out, const float* a, const float* b, std::size_t n) = 0;  // out[i] = a[i] - b[i]
 
   // ---- element-wise float32 for optimizers (each a float expression in the order written) ----
-  virtual void scale(float* x, std::size_t n, float a) = 0;                           // x[i] *= a
+  virtual void scale(float* x, std::size_t n, float a) = 0;  // x[i] *= a
   // y[i] = a * x[i] + b * y[i]; with b == 0, y[i] = a * x[i] (y is not read, so it may hold anything).
   virtual void axpby(float* y, const float* x, std::size_t n, float a, float b) = 0;
-  virtual void ema_square(float* v, const float* x, std::size_t n, float beta) = 0;  // v[i] = beta*v[i] + (1-beta)*x[i]*x[i]
+  virtual void ema_square(float* v, const float* x, std::size_t n,
+                          float beta) = 0;  // v[i] = beta*v[i] + (1-beta)*x[i]*x[i]
   // y[i] = a * (m[i] / (sqrt(v[i]) / v_scale + eps)) + b * y[i]; b == 0 as in axpby. Adam's and RMSprop's step.
   virtual void add_rms_ratio(float* y, const float* m, const float* v, std::size_t n, float a, float b, float v_scale,
                              float eps) = 0;
@@ -77,7 +78,8 @@ class CodecCompute {
   // For g = 0 .. groups-1, for j = 0 .. per_group-1: dense[p.index] += p.value, p = pairs[g * per_group + j].
   // Each group's indices are distinct, so the sum at every index runs in group (rank) order. Throws
   // RunFault naming the index when one is >= n (dense is then unspecified).
-  virtual void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups, std::size_t per_group) = 0;
+  virtual void scatter_add(float* dense, std::size_t n, const IndexValue* pairs, std::size_t groups,
+                           std::size_t per_group) = 0;
 
   // ---- small dense linear algebra on row-major float matrices, accumulating in double ----
   // p (n x k) = m (n x c) * q (c x k)

@@ -34,7 +34,7 @@ inline std::uint16_t float_to_f16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7e00u | (mant >> 13));
   }
   const int e = static_cast<int>(exp) - 127 + 15;  // biased f16 exponent
-  if (e >= 0x1f) return sign | 0x7c00u;           // too large even before rounding: inf
+  if (e >= 0x1f) return sign | 0x7c00u;            // too large even before rounding: inf
   if (e >= 1) {                                    // normal f16: drop 13 mantissa bits, round to nearest even
     std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
     const std::uint32_t rem = mant & 0x1fffu;
@@ -85,22 +85,27 @@ inline bool have_f16c() {
   }();
   return yes;
 }
-__attribute__((target("avx,f16c"))) inline std::size_t f16c_sum(std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_sum(std::uint16_t* a, const std::uint16_t* b,
+                                                                std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
     const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a + i), _mm256_cvtps_ph(_mm256_add_ps(x, y), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a + i),
+                     _mm256_cvtps_ph(_mm256_add_ps(x, y), _MM_FROUND_TO_NEAREST_INT));
   }
   return i;  // elements done
 }
-__attribute__((target("avx,f16c"))) inline std::size_t f16c_from_floats(const float* in, std::uint16_t* out, std::size_t n) {
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_from_floats(const float* in, std::uint16_t* out,
+                                                                        std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   return i;
 }
-__attribute__((target("avx,f16c"))) inline std::size_t f16c_to_floats(const std::uint16_t* in, float* out, std::size_t n) {
+__attribute__((target("avx,f16c"))) inline std::size_t f16c_to_floats(const std::uint16_t* in, float* out,
+                                                                      std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
@@ -111,8 +116,12 @@ __attribute__((target("avx,f16c"))) inline std::size_t f16c_to_floats(const std:
 
 // ---- sums, as the executor reduces them ----
 
-inline std::uint16_t f16_add(std::uint16_t a, std::uint16_t b) { return float_to_f16(f16_to_float(a) + f16_to_float(b)); }
-inline std::uint16_t bf16_add(std::uint16_t a, std::uint16_t b) { return float_to_bf16(bf16_to_float(a) + bf16_to_float(b)); }
+inline std::uint16_t f16_add(std::uint16_t a, std::uint16_t b) {
+  return float_to_f16(f16_to_float(a) + f16_to_float(b));
+}
+inline std::uint16_t bf16_add(std::uint16_t a, std::uint16_t b) {
+  return float_to_bf16(bf16_to_float(a) + bf16_to_float(b));
+}
 
 // acc[i] = acc[i] + in[i] in the element type (F32, F16 or BF16). Reducing ranks in a fixed order with
 // this gives every rank the same bits. IndexValue pairs cannot be summed: throws InternalError.
@@ -140,7 +149,8 @@ inline void sum_into(ElemType type, void* acc, const void* in, std::size_t n) {
       for (std::size_t i = 0; i < n; ++i) a[i] = bf16_add(a[i], b[i]);
       return;
     }
-    case ElemType::IndexValue: break;
+    case ElemType::IndexValue:
+      break;
   }
   throw InternalError(std::string("sum_into: cannot sum elements of type ") + elem_name(type));
 }

@@ -51,8 +51,8 @@ class ParallelLayout {
 
 // The checks of [parallel] that need the rest of the scenario but no world size: microbatches dividing
 // train.batch_size, the schedule's name (pipeline.hpp's registry) and its conditions (an interleaved one:
-// virtual_stages >= 2, pp >= 2, microbatches a multiple of pp; otherwise virtual_stages = 1), parameter servers without model
-// parallelism. Throws ScenarioError with the offending value's file:line:col.
+// virtual_stages >= 2, pp >= 2, microbatches a multiple of pp; otherwise virtual_stages = 1), parameter servers without
+// model parallelism. Throws ScenarioError with the offending value's file:line:col.
 void validate_parallel(const Scenario& scenario);
 // The layout of the scenario at `world` ranks, or ScenarioError at [parallel]'s position when it does not
 // fit (`what` names the command's world: "--np 6", "--world 12").

@@ -1,9 +1,9 @@
 // The memory a rank of a strategy keeps on its device while it trains, part by part: what ddplab's runtime
 // allocates for it (fp32 parameters, gradients and optimizer state; the codec's state; the activations a
 // batch keeps for backward: in 16 bits under [train] precision = "bf16" or "fp16", and with recompute =
-// "full" each numbered block's input plus one block's outputs at a time), and what the simulator holds against `cluster.device_memory`. One definition,
-// built from the registries: the optimizer's state slots, the policy's shards (Strategy::optimizer_ranges)
-// and the codec's state_bytes.
+// "full" each numbered block's input plus one block's outputs at a time), and what the simulator holds against
+// `cluster.device_memory`. One definition, built from the registries: the optimizer's state slots, the policy's shards
+// (Strategy::optimizer_ranges) and the codec's state_bytes.
 //
 // Held between steps: under ZeRO-2 (PolicyInfo::zero) a rank's gradients are its shard, the pages it gave
 // back after each bucket's reduce-scatter being taken again by the next backward (a transient, as below).
@@ -44,7 +44,8 @@ struct DeviceMemory {
 DeviceMemory device_memory(const Strategy& strategy, int rank, const OptimizerInfo& optimizer, std::int64_t step);
 
 // The rank that needs the most (the first of them), and its memory, over every rank of the strategy.
-std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer, std::int64_t step);
+std::pair<int, DeviceMemory> largest_device_memory(const Strategy& strategy, const OptimizerInfo& optimizer,
+                                                   std::int64_t step);
 
 // "4.2 GiB (parameters 1.1 GiB, gradients 1.1 GiB, optimizer 2.0 GiB)": the total, then the parts that
 // are not zero.

@@ -9,10 +9,10 @@
 namespace ddplab {
 
 struct ParamSpec {
-  std::string name;        // "layers.2.weight"
-  std::size_t rows = 0;    // a matrix's rows (out features); a vector's length
-  std::size_t cols = 1;    // a matrix's columns (in features); 1 for a vector
-  int layer = 0;           // the layer whose backward produces its gradient
+  std::string name;                // "layers.2.weight"
+  std::size_t rows = 0;            // a matrix's rows (out features); a vector's length
+  std::size_t cols = 1;            // a matrix's columns (in features); 1 for a vector
+  int layer = 0;                   // the layer whose backward produces its gradient
   std::vector<std::size_t> shape;  // the full shape; rows = shape[0], cols = the product of the rest
   std::size_t count() const { return rows * cols; }
 };

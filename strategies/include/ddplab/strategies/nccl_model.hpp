@@ -24,13 +24,13 @@ namespace ddplab {
 // What NCCL's tuner sees of a cluster. Bandwidths are effective bytes/s per direction.
 struct NcclFabric {
   int ranks_per_node = 1;
-  int nics_per_node = 1;     // NIC stripes a ring or tree spreads over (one channel per NIC)
-  std::string arch;          // "ampere" | "hopper" | "" (unknown: Ampere's constants)
-  bool nvls = false;         // NVLink SHARP in the node's switch
-  double intra_bw = 0;       // one device's link to its node's switch
-  double nic_bw = 0;         // one NIC
-  double intra_wire_s = 0;   // the platform's route latency device -> device in a node
-  double inter_wire_s = 0;   // and device -> device across nodes (the hop latencies below include it)
+  int nics_per_node = 1;    // NIC stripes a ring or tree spreads over (one channel per NIC)
+  std::string arch;         // "ampere" | "hopper" | "" (unknown: Ampere's constants)
+  bool nvls = false;        // NVLink SHARP in the node's switch
+  double intra_bw = 0;      // one device's link to its node's switch
+  double nic_bw = 0;        // one NIC
+  double intra_wire_s = 0;  // the platform's route latency device -> device in a node
+  double inter_wire_s = 0;  // and device -> device across nodes (the hop latencies below include it)
 };
 
 struct NcclChoice {

@@ -21,14 +21,14 @@ class CodecCompute;
 // One update of `count` parameters. Every pointer is in the compute's memory.
 struct OptimizerUpdate {
   float* params = nullptr;
-  float* grads = nullptr;               // the gradients (overwritten: scaled, weight decay added)
-  std::vector<float*> state;            // OptimizerInfo::state_slots buffers of count floats, zero at first
-  float* scratch = nullptr;             // count floats of scratch when OptimizerInfo::scratch, else null
+  float* grads = nullptr;     // the gradients (overwritten: scaled, weight decay added)
+  std::vector<float*> state;  // OptimizerInfo::state_slots buffers of count floats, zero at first
+  float* scratch = nullptr;   // count floats of scratch when OptimizerInfo::scratch, else null
   std::size_t count = 0;
   // The tensors the range holds, whole, offsets from its start (per-tensor rules: LARS, LAMB).
   std::vector<TensorSlice> tensors;
-  std::int64_t t = 1;                   // this update's number, from 1
-  float lr = 0;                         // this update's learning rate (lr_plan's)
+  std::int64_t t = 1;  // this update's number, from 1
+  float lr = 0;        // this update's learning rate (lr_plan's)
   float weight_decay = 0;
   // Multiplies the gradients before anything else: 1 / K for K accumulated micro-steps, times the global
   // norm clipping factor. 1 = untouched.
@@ -42,11 +42,11 @@ class Optimizer {
 };
 
 struct OptimizerInfo {
-  std::string name;     // "sgd", "adam", ...
-  std::string summary;  // one line, with the formula's source
+  std::string name;                 // "sgd", "adam", ...
+  std::string summary;              // one line, with the formula's source
   std::vector<OptionSpec> options;  // its optimizer_options
-  int state_slots = 0;  // per-parameter float buffers it keeps (momentum, moments)
-  bool scratch = false;  // needs a per-parameter scratch buffer
+  int state_slots = 0;              // per-parameter float buffers it keeps (momentum, moments)
+  bool scratch = false;             // needs a per-parameter scratch buffer
   // Scales each tensor's step by a trust ratio of norms over the whole tensor: an update must hold whole
   // tensors, so a policy that shards the optimizer (ZeRO-1, parameter servers) cannot run it.
   bool per_tensor = false;
@@ -69,7 +69,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptionV
 // The decay after warm-up: lr times factor(t, total), t the update number after warm-up from 0, total the
 // updates after warm-up (at least 1).
 struct LrScheduleInfo {
-  std::string name;     // "constant", "cosine", "step"
+  std::string name;  // "constant", "cosine", "step"
   std::string summary;
   std::vector<OptionSpec> options;  // its lr_schedule_options
   double (*factor)(const OptionValues& options, std::int64_t t, std::int64_t total) = nullptr;
@@ -79,15 +79,15 @@ const LrScheduleInfo* find_lr_schedule(const std::string& name);
 
 // A run's learning rate at every update: the scaling rule, the warm-up and the schedule together.
 struct LrPlan {
-  double base = 0;          // [train].lr, meant for base_batch
-  double peak = 0;          // base scaled to the global batch (lr_scale)
+  double base = 0;  // [train].lr, meant for base_batch
+  double peak = 0;  // base scaled to the global batch (lr_scale)
   int global_batch = 0, base_batch = 0;
   std::string scale_rule = "none";  // "none" | "linear" | "sqrt"
-  int warmup = 0;           // updates of linear warm-up: update t < warmup gets peak * (t + 1) / warmup
+  int warmup = 0;                   // updates of linear warm-up: update t < warmup gets peak * (t + 1) / warmup
   std::string schedule = "constant";
   OptionValues schedule_options;
-  std::int64_t total = 1;   // updates in the run
-  double lr(std::int64_t t) const;  // update t, from 0
+  std::int64_t total = 1;             // updates in the run
+  double lr(std::int64_t t) const;    // update t, from 0
   static LrPlan constant(double lr);  // the same rate at every update
   // "lr 0.05 x 4 (linear scaling: global batch 256 / 64) = 0.2, warm-up 100 updates, cosine decay over 838".
   std::string describe() const;

@@ -15,13 +15,13 @@ enum class OptionKind { Integer, Number, Boolean };
 struct OptionSpec {
   std::string name;
   OptionKind kind = OptionKind::Integer;
-  double min = 0;                                          // Integer, Number: the smallest accepted value
-  double max = std::numeric_limits<double>::infinity();    // and the largest
-  bool min_excluded = false;                               // Number: min itself refused ("in (0, 1]")
-  std::string fallback;                                    // the value when unset, as text
-  std::string example;                                     // a valid value other than the fallback
-  std::string help;                                        // one line: what it does
-  bool max_excluded = false;                               // Number: max itself refused ("in [0, 1)")
+  double min = 0;                                        // Integer, Number: the smallest accepted value
+  double max = std::numeric_limits<double>::infinity();  // and the largest
+  bool min_excluded = false;                             // Number: min itself refused ("in (0, 1]")
+  std::string fallback;                                  // the value when unset, as text
+  std::string example;                                   // a valid value other than the fallback
+  std::string help;                                      // one line: what it does
+  bool max_excluded = false;                             // Number: max itself refused ("in [0, 1)")
   // What a value must be: "an integer >= 1", "a number >= 0", "in (0, 1]", "in [0, 1)", "true or false".
   std::string requirement() const;
 };

@@ -28,8 +28,8 @@ struct PipeOp {
 };
 
 struct PipelineInfo {
-  std::string name;     // "gpipe", "1f1b", "interleaved"
-  std::string summary;  // one line, with its source
+  std::string name;          // "gpipe", "1f1b", "interleaved"
+  std::string summary;       // one line, with its source
   bool interleaved = false;  // runs chunks >= 2 per rank; then microbatches must be a multiple of stages
   std::vector<PipeOp> (*order)(const PipelineShape& shape, int stage) = nullptr;  // every pass of `stage`, once
 };

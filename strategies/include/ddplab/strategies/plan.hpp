@@ -1,7 +1,8 @@
 // The step plan: what a strategy does in one (micro-)step, as a DAG of ops over two streams per rank.
 // Compute ops run in order on the compute stream; comm ops run in order on the comm stream, but TpSync,
-// which the compute stream runs (on_compute_stream); an op starts once its dependencies are done. The runtime executes it with real tensors (a communication thread), the
-// simulator as SimGrid activities, so both move the same bytes between the same ranks.
+// which the compute stream runs (on_compute_stream); an op starts once its dependencies are done. The runtime executes
+// it with real tensors (a communication thread), the simulator as SimGrid activities, so both move the same bytes
+// between the same ranks.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -34,32 +35,32 @@ enum class OpKind {
   // Global-norm clipping ([train].clip_grad_norm): after every gradient the updates read is synced and
   // before any update, GradNorm sums the squares of the gradients this rank updates; where ranks update
   // different shards, NormSync allreduces that sum, so every rank clips by the same norm.
-  GradNorm,        // compute: sum of squares of this rank's synced gradients (index -1)
-  NormSync,        // comm: allreduce of the per-rank sums of squares, one float (index -1; the sum, kept in
-                   // double on one rank, goes through float here: sharded and dense plans may clip 1e-7 apart)
+  GradNorm,  // compute: sum of squares of this rank's synced gradients (index -1)
+  NormSync,  // comm: allreduce of the per-rank sums of squares, one float (index -1; the sum, kept in
+             // double on one rank, goes through float here: sharded and dense plans may clip 1e-7 apart)
   // SyncBatchNorm (LayerSpec::sync_channels), every micro-step, on the critical path:
-  SyncBnStats,     // comm: layer `index`'s per-channel sums and squares and row count summed over ranks
-                   // (2 channels + 1 floats), between the forward chunk that took them and the next
-  SyncBnGrads,     // comm: layer `index`'s per-channel gradient sums summed over ranks (2 channels floats),
-                   // between its backward and the backward of the layer below, which needs them
+  SyncBnStats,  // comm: layer `index`'s per-channel sums and squares and row count summed over ranks
+                // (2 channels + 1 floats), between the forward chunk that took them and the next
+  SyncBnGrads,  // comm: layer `index`'s per-channel gradient sums summed over ranks (2 channels floats),
+                // between its backward and the backward of the layer below, which needs them
   // Pipeline parallelism ([parallel] pp > 1): a stage's plan holds every microbatch's passes in its pipeline
   // schedule's order (pipeline.hpp); the activations of a microbatch, and in backward their gradients,
   // move point to point between neighbouring stages of the rank's pipeline:
-  PpSend,          // comm: microbatch `microbatch`'s activations (or gradients) of chunk `chunk` to stage `peer`
-  PpRecv,          // comm: the same from stage `peer`; the pass that needs them waits for it
+  PpSend,  // comm: microbatch `microbatch`'s activations (or gradients) of chunk `chunk` to stage `peer`
+  PpRecv,  // comm: the same from stage `peer`; the pass that needs them waits for it
   // Tensor parallelism ([parallel] tp > 1), on the critical path, over the rank's TP group:
-  TpSync,          // comm: layer `index`'s allreduce for microbatch `microbatch`: a row-parallel layer's output
-                   // in forward, a column-parallel layer's input gradient in backward (`gradient`). It runs
-                   // on the compute stream, the pass waiting for it as Megatron-LM's layers do, so that the
-                   // comm stream's DP sync overlaps the pass around it
+  TpSync,  // comm: layer `index`'s allreduce for microbatch `microbatch`: a row-parallel layer's output
+           // in forward, a column-parallel layer's input gradient in backward (`gradient`). It runs
+           // on the compute stream, the pass waiting for it as Megatron-LM's layers do, so that the
+           // comm stream's DP sync overlaps the pass around it
   // Activation recomputation ([train] recompute = "full"; the simulator replays it, the runtime refuses it):
-  Recompute,       // compute: the forward of layers up to `index` of microbatch `microbatch` (a numbered block's,
-                   // in segments ending at its row-parallel layers' TpSync), run again right before the block's
-                   // backward because only the block's input was kept
+  Recompute,  // compute: the forward of layers up to `index` of microbatch `microbatch` (a numbered block's,
+              // in segments ending at its row-parallel layers' TpSync), run again right before the block's
+              // backward because only the block's input was kept
   // ZeRO-3 (PolicyInfo::zero = 3): a rank keeps only its shard of the parameters between their uses; each
   // bucket is a parameter unit (FSDP's), all-gathered (AllGather) before the forward and again before the
   // backward that need it, and given back after them:
-  Reshard,         // compute: bucket `index`'s parameters outside this rank's shard given back (no FLOPs)
+  Reshard,  // compute: bucket `index`'s parameters outside this rank's shard given back (no FLOPs)
 };
 
 // The ranks a comm op's collectives run over: the rank's DP group (every rank without [parallel]) or its
@@ -71,13 +72,13 @@ bool is_comm(OpKind k);
 bool on_compute_stream(OpKind k);
 
 struct PlanOp {
-  int id = 0;                          // index in StepPlan::ops
+  int id = 0;  // index in StepPlan::ops
   OpKind kind = OpKind::Forward;
-  int index = 0;                       // layer (Backward) or bucket (the rest); -1 = not applicable
-  std::vector<int> deps;               // ids of ops that must finish first (always earlier in the list)
-  double flops = 0;                    // compute ops: work estimate for the whole micro-batch
-  std::vector<CollectiveCall> calls;   // comm ops: what goes on the wire, in order
-  std::string schedule;                // comm ops: the schedule each call runs on ("native" = the backend's)
+  int index = 0;                      // layer (Backward) or bucket (the rest); -1 = not applicable
+  std::vector<int> deps;              // ids of ops that must finish first (always earlier in the list)
+  double flops = 0;                   // compute ops: work estimate for the whole micro-batch
+  std::vector<CollectiveCall> calls;  // comm ops: what goes on the wire, in order
+  std::string schedule;               // comm ops: the schedule each call runs on ("native" = the backend's)
   // Pipeline plans: the microbatch of a Forward, Backward, PpSend or PpRecv (-1: the whole micro-step), and
   // which of the rank's model chunks it belongs to (interleaved schedules; 0 otherwise).
   int microbatch = -1;
@@ -128,9 +129,9 @@ std::string schedule_name_for_call(const CollectiveCall& call, const std::string
                                    const NativeReplay& native_as);
 
 struct StepPlan {
-  std::int64_t step = 0;       // micro-step number
-  bool sync = true;            // false: gradients only accumulate this micro-step (no comm, no optimizer)
-  std::vector<PlanOp> ops;     // topologically ordered
+  std::int64_t step = 0;    // micro-step number
+  bool sync = true;         // false: gradients only accumulate this micro-step (no comm, no optimizer)
+  std::vector<PlanOp> ops;  // topologically ordered
   nlohmann::json to_json() const;
   // The same ops (kinds, indices, dependencies, work and calls): the step number does not count.
   bool same_ops(const StepPlan& other) const;

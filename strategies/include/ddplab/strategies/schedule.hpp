@@ -53,15 +53,15 @@ struct ScheduleStep {
 // protocol's fixed start-up, its per-hop latency beyond the wire's, and the bytes it puts on the wire per
 // byte of payload (LL sends a 4-byte flag with every 4 bytes of data). The runtime's schedules have none.
 struct ScheduleTiming {
-  double start_s = 0;        // once, before the first step
-  double intra_hop_s = 0;    // before each send to a rank on the same node
-  double inter_hop_s = 0;    // before each send to a rank on another node
-  double wire_factor = 1;    // wire bytes per payload byte
-  int ranks_per_node = 1;    // which sends cross nodes
+  double start_s = 0;      // once, before the first step
+  double intra_hop_s = 0;  // before each send to a rank on the same node
+  double inter_hop_s = 0;  // before each send to a rank on another node
+  double wire_factor = 1;  // wire bytes per payload byte
+  int ranks_per_node = 1;  // which sends cross nodes
   // Steps whose sends may be in flight at once (NCCL's buffer slots): a step waits for its receives, and
   // for its own sends only `pipeline_depth` steps later. 1 = lock-step, as the runtime's schedules run.
   int pipeline_depth = 1;
-  std::string protocol;      // "LL" | "LL128" | "Simple"; "" = none
+  std::string protocol;  // "LL" | "LL128" | "Simple"; "" = none
   bool operator==(const ScheduleTiming&) const = default;
   // The delay before a step of `rank` whose sends go to `peers`: the slowest hop's.
   template <class Peers>
@@ -76,12 +76,12 @@ struct ScheduleTiming {
 };
 
 struct Schedule {
-  std::string name;        // "ring", ...
+  std::string name;  // "ring", ...
   Collective collective = Collective::Allreduce;
   int world_size = 1;
-  std::size_t count = 0;   // elements
+  std::size_t count = 0;                         // elements
   std::vector<std::vector<ScheduleStep>> ranks;  // ranks[r] = the steps of rank r
-  ScheduleTiming timing;   // a backend model's protocol costs (none for the runtime's schedules)
+  ScheduleTiming timing;                         // a backend model's protocol costs (none for the runtime's schedules)
 
   // Bytes rank r sends for elements of `elem_bytes` bytes.
   std::size_t bytes_sent(int rank, std::size_t elem_bytes) const;
@@ -92,9 +92,9 @@ struct Schedule {
 struct NcclFabric;  // nccl_model.hpp
 struct ScheduleParams {
   int world_size = 1;
-  std::size_t count = 0;      // elements
-  int ranks_per_node = 1;     // consecutive ranks share a node (hierarchical schedules); divides world_size or not
-  int servers = 0;            // parameter server schedules: dedicated server ranks (0 = every rank serves a shard)
+  std::size_t count = 0;   // elements
+  int ranks_per_node = 1;  // consecutive ranks share a node (hierarchical schedules); divides world_size or not
+  int servers = 0;         // parameter server schedules: dedicated server ranks (0 = every rank serves a shard)
   const NcclFabric* nccl = nullptr;  // the simulator's `native` on NCCL: the fabric NCCL's choice depends on
 };
 
@@ -123,8 +123,8 @@ Schedule recursive_doubling_allreduce(int world_size, std::size_t count);
 // on transport "mpi", Open MPI 4.1's fixed choice of allreduce algorithm by world size and buffer bytes
 // (ring, recursive_doubling or halving_doubling); the ring otherwise (Open MPI's other collectives are not
 // modelled; NCCL's choice needs the fabric: schedule_for_call builds it from ScheduleParams::nccl).
-std::string native_schedule(Transport transport, Collective collective, int world_size,
-                            std::size_t count, std::size_t elem_bytes);
+std::string native_schedule(Transport transport, Collective collective, int world_size, std::size_t count,
+                            std::size_t elem_bytes);
 
 // NCCL-style double binary tree: two complementary trees, each reducing then broadcasting half the buffer,
 // pipelined in `pipeline_chunks` chunks per half (0: chosen from count, 32Ki-element chunks, 1 to 8).
@@ -146,9 +146,9 @@ Schedule ps_pull(int world_size, std::size_t count, int servers);
 
 // The registered schedules. Adding one = one file defining its builder + one line in schedules.cpp + one test.
 struct ScheduleInfo {
-  std::string name;         // "ring"
-  Collective collective;    // allreduce, reduce_scatter, all_gather, push or pull
-  std::string summary;      // one line for --help and docs
+  std::string name;                                    // "ring"
+  Collective collective;                               // allreduce, reduce_scatter, all_gather, push or pull
+  std::string summary;                                 // one line for --help and docs
   Schedule (*build)(const ScheduleParams&) = nullptr;  // null for the backend's own collective
   // Capability: the backend's own collective (ncclAllReduce, MPI_Allreduce, ...), `native`. It has no
   // Schedule in the runtime; the simulator replays it as a NativeReplay (plan.hpp) says.
@@ -166,7 +166,8 @@ std::vector<std::string> allreduce_schedule_names();
 
 // Throws InputError naming the known schedules when `name` is not a registered one (or not of the given
 // collective), and for `native`, which has no Schedule of its own (resolve it first: schedule_for_call).
-Schedule make_schedule(const std::string& name, const ScheduleParams& params, Collective collective = Collective::Allreduce);
+Schedule make_schedule(const std::string& name, const ScheduleParams& params,
+                       Collective collective = Collective::Allreduce);
 Schedule make_schedule(const std::string& name, int world_size, std::size_t count);
 
 }  // namespace ddplab

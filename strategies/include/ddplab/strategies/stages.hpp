@@ -43,7 +43,8 @@ std::size_t largest_stage_parameters(const std::vector<StageSpec>& stages);
 // microbatches of 1 sample, parameters per device 450.9M / ... (by stage); bubble 27.3% of the step at equal
 // pass times". The bubble is pipeline_makespan's (the schedule's dependencies), against the same passes
 // without waiting.
-std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout, const std::vector<StageSpec>& stages);
+std::string describe_stages(const Scenario& scenario, const ParallelLayout& layout,
+                            const std::vector<StageSpec>& stages);
 
 // The ranks of `group` on the node of its first, ranks_per_node to a node.
 int group_ranks_per_node(const std::vector<int>& group, int ranks_per_node);

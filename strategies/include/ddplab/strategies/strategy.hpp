@@ -21,8 +21,8 @@ namespace ddplab {
 struct StrategyContext {
   int world_size = 1;
   int ranks_per_node = 1;
-  int batch_size = 1;       // per rank per micro-step, for the compute estimates
-  std::uint64_t seed = 1;   // codec randomness (PowerSGD's initial Q), identical on every rank
+  int batch_size = 1;           // per rank per micro-step, for the compute estimates
+  std::uint64_t seed = 1;       // codec randomness (PowerSGD's initial Q), identical on every rank
   bool clip_grad_norm = false;  // updates wait for the global gradient norm (GradNorm, NormSync ops)
   // [parallel] pp > 1: the model is this stage's (pipeline_stage), world_size and ranks_per_node are its DP
   // group's, and the compute pass runs the stage's microbatches in the schedule's order.
@@ -64,10 +64,10 @@ struct PolicyTiming {
 struct PolicyInfo {
   std::string name;
   std::string summary;
-  bool bucketed;          // buckets follow the caps (else one bucket holds every gradient)
+  bool bucketed;  // buckets follow the caps (else one bucket holds every gradient)
   Shards shards;
   void (*build)(const Strategy& strategy, std::int64_t step, StepPlan& plan);  // the ops of one sync step
-  PolicyTiming (*timing)(const StrategyConfig&) = nullptr;  // nullptr: every optimizer step alike
+  PolicyTiming (*timing)(const StrategyConfig&) = nullptr;                     // nullptr: every optimizer step alike
   // Work at the end of a run, as plan ops that need no batch (comm and optimizer only); nullptr: none.
   // Local SGD ends on the average of the ranks' models.
   void (*finish)(const Strategy& strategy, StepPlan& plan) = nullptr;

@@ -28,8 +28,8 @@ std::string format_rate(std::uint64_t bits_per_s);  // "1gbit", "100mbit", "1500
 struct Subnet {
   std::uint32_t network = 0;  // host order
   int prefix_len = 24;
-  std::string text() const;                        // "10.77.0.0/24"
-  std::uint32_t capacity() const;                  // usable host addresses
+  std::string text() const;        // "10.77.0.0/24"
+  std::uint32_t capacity() const;  // usable host addresses
   bool contains(std::uint32_t addr) const;
 };
 // An IPv4 network in a private range (RFC 1918), "a.b.c.d/len" with len 8..30 and no host bits set.
@@ -41,7 +41,7 @@ std::optional<std::uint32_t> parse_ipv4(std::string_view text);
 struct Options {
   int hosts = 0;
   std::uint64_t rate_bps = 0;
-  std::string delay;          // as given; empty = none
+  std::string delay;  // as given; empty = none
   double delay_s = 0;
   Subnet subnet;
 };
@@ -58,13 +58,13 @@ struct State {
   std::string phase = "creating";  // "creating" until every piece exists, then "up"
   int hosts = 0;
   std::uint64_t rate_bps = 0;
-  std::string delay;               // empty = none
-  std::string subnet;              // "10.77.0.0/24"
-  std::string bridge;              // ddpl-br
-  std::string bridge_ip;           // the root namespace's address on the bridge (mpirun's end), with /len
-  std::string agent, hostfile;     // files written into the state folder
-  std::string created_at;          // ISO-8601 UTC
-  long pid = 0;                    // the `up` process
+  std::string delay;            // empty = none
+  std::string subnet;           // "10.77.0.0/24"
+  std::string bridge;           // ddpl-br
+  std::string bridge_ip;        // the root namespace's address on the bridge (mpirun's end), with /len
+  std::string agent, hostfile;  // files written into the state folder
+  std::string created_at;       // ISO-8601 UTC
+  long pid = 0;                 // the `up` process
   std::vector<Node> nodes;
 
   std::string rate() const { return format_rate(rate_bps); }
