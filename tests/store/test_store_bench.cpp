@@ -221,6 +221,30 @@ TEST(StoreBench, FinishRejectsBadStatusAndUnknownBench) {
       StoreError);
 }
 
+// A name this version does not know, in a store written by another: a StoreError naming the file, not a
+// guess and not another kind of error (the fuzzer found it first).
+TEST(StoreBench, AnUnknownStoredCollectiveIsAStoreErrorNamingTheFile) {
+  TempDir dir;
+  const auto file = dir.file("results.db");
+  {
+    Store store(file);
+    const auto id = store.begin_bench(sample_bench());
+    store.add_bench_row(id, bench_row("ring", 4096, 10, 0));
+    store.finish_bench(id, RunStatus::Completed);
+  }
+  RawDb(file).exec("UPDATE collective_bench SET collective = 'gather'");
+  const Store store(file, Store::Access::ReadOnly);
+  try {
+    store.bench_rows(1);
+    FAIL() << "an unknown collective was read";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("collective \"gather\" is not one of allreduce"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(store.benches().at(0).status, RunStatus::Completed);  // the rest of the store still reads
+}
+
 TEST(StoreMigration, Version1FileIsMigratedInPlace) {
   TempDir dir;
   const auto old_file = dir.file("v1.db"), new_file = dir.file("new.db");
