@@ -1,3 +1,4 @@
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/cnn.hpp"
 
 #include <algorithm>
@@ -166,7 +167,7 @@ float* Cnn::start_backward() {
 }
 
 void Cnn::backward_layer(int layer, bool accumulate) {
-  if (!training_) throw std::logic_error("Cnn::backward_layer in evaluation mode (set_training(true) first)");
+  if (!training_) throw InternalError("Cnn::backward_layer in evaluation mode (set_training(true) first)");
   if (pending_ >= 0) {  // the sync layer above: its input gradient, now that its sums are summed
     norm_input_grad(static_cast<std::size_t>(pending_), pending_dy_);
     pending_ = -1;

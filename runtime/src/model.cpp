@@ -40,24 +40,23 @@ void Model::begin_forward(const float* x, int batch) {
 
 void Model::forward_through(int last) {
   if (last < next_layer_ || last >= num_layers())
-    throw std::logic_error(spec_.name + "::forward_through(" + std::to_string(last) + ") after layer " +
-                           std::to_string(next_layer_ - 1) + " of " + std::to_string(num_layers()));
+    throw InternalError(spec_.name + "::forward_through(" + std::to_string(last) + ") after layer " +
+                        std::to_string(next_layer_ - 1) + " of " + std::to_string(num_layers()));
   run_layers(next_layer_, last + 1);
   next_layer_ = last + 1;
   if (next_layer_ == num_layers()) logits_ = logits();
 }
 
 float* Model::sync_stats(int layer) {
-  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics");
+  throw InternalError(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics");
 }
 
 void Model::absorb_sync_stats(int layer) {
-  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) +
-                         " has no SyncBatchNorm statistics to absorb");
+  throw InternalError(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm statistics to absorb");
 }
 
 float* Model::sync_grads(int layer) {
-  throw std::logic_error(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm gradient sums");
+  throw InternalError(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm gradient sums");
 }
 
 double Model::loss(const std::int32_t* labels) { return ops_.softmax_xent(logits_, labels, batch_, classes_, nullptr); }

@@ -40,8 +40,8 @@ std::size_t OptimizerState::packed(std::size_t offset, std::size_t count) const 
     if (offset >= c.offset && offset + count <= c.offset + c.count) return at + (offset - c.offset);
     at += c.count;
   }
-  throw std::logic_error("OptimizerState: an update of [" + std::to_string(offset) + ", " +
-                         std::to_string(offset + count) + ") outside the state this rank keeps");
+  throw InternalError("OptimizerState: an update of [" + std::to_string(offset) + ", " +
+                      std::to_string(offset + count) + ") outside the state this rank keeps");
 }
 
 std::vector<float> OptimizerState::full(std::size_t slot, std::size_t n) const {
@@ -50,7 +50,7 @@ std::vector<float> OptimizerState::full(std::size_t slot, std::size_t n) const {
   ops_.to_host(packed_host.data(), state_.at(slot).data(), held_count_);
   std::size_t at = 0;
   for (const Chunk& c : held_) {
-    if (c.offset + c.count > n) throw std::logic_error("OptimizerState::full: a held range beyond the buffer");
+    if (c.offset + c.count > n) throw InternalError("OptimizerState::full: a held range beyond the buffer");
     std::copy_n(packed_host.begin() + static_cast<std::ptrdiff_t>(at), c.count,
                 out.begin() + static_cast<std::ptrdiff_t>(c.offset));
     at += c.count;
@@ -62,7 +62,7 @@ void OptimizerState::set_full(std::size_t slot, const std::vector<float>& values
   std::vector<float> packed_host;
   packed_host.reserve(held_count_);
   for (const Chunk& c : held_) {
-    if (c.offset + c.count > values.size()) throw std::logic_error("OptimizerState::set_full: too few values");
+    if (c.offset + c.count > values.size()) throw InternalError("OptimizerState::set_full: too few values");
     packed_host.insert(packed_host.end(), values.begin() + static_cast<std::ptrdiff_t>(c.offset),
                        values.begin() + static_cast<std::ptrdiff_t>(c.offset + c.count));
   }
@@ -73,7 +73,7 @@ void OptimizerState::set_full(std::size_t slot, const std::vector<float>& values
 
 void OptimizerState::reshard(std::vector<Chunk> held, const std::vector<std::vector<float>>& full_slots) {
   if (!full_slots.empty() && full_slots.size() != state_.size())
-    throw std::logic_error("OptimizerState::reshard: one full copy per slot needed");
+    throw InternalError("OptimizerState::reshard: one full copy per slot needed");
   held_ = std::move(held);
   allocate();
   for (std::size_t i = 0; i < full_slots.size(); ++i) set_full(i, full_slots[i]);

@@ -1,3 +1,4 @@
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/model_parallel.hpp"
 
 #include <tuple>
@@ -71,8 +72,8 @@ RankParallel::RankParallel(const Scenario& sc, Communicator& world, int ranks_pe
   tp_ = world.split(c.pp * l.dp() + c.dp);
   pp_ = world.split(c.dp * l.tp() + c.tp);
   if (dp_->rank() != c.dp || tp_->rank() != c.tp || pp_->rank() != c.pp)
-    throw std::logic_error(fmt::format("RankParallel: {} is rank {} / {} / {} of its DP / TP / PP groups",
-                                       describe_rank(world.rank()), dp_->rank(), tp_->rank(), pp_->rank()));
+    throw InternalError(fmt::format("RankParallel: {} is rank {} / {} / {} of its DP / TP / PP groups",
+                                    describe_rank(world.rank()), dp_->rank(), tp_->rank(), pp_->rank()));
 }
 
 std::unique_ptr<Model> RankParallel::make_model(Ops& ops, const ModelConfig& model, int batch) const {
@@ -87,7 +88,7 @@ void RankParallel::attach(PlanExecutor& executor) {
 
 std::vector<float> RankParallel::whole_parameters(Model& model) {
   auto* split_model = dynamic_cast<SplitModel*>(&model);
-  if (!split_model) throw std::logic_error("RankParallel::whole_parameters: not a split model");
+  if (!split_model) throw InternalError("RankParallel::whole_parameters: not a split model");
   std::vector<float> whole = coord_.dp == 0 ? split_model->whole_contribution(coord_.tp == 0)
                                             : std::vector<float>(split_model->whole_params(), 0.0f);
   world_.allreduce_sum(whole.data(), whole.size());  // one share per element, zeros elsewhere: exact

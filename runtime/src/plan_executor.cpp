@@ -27,7 +27,7 @@ PlanExecutor::PlanExecutor(Communicator& comm, Ops& ops, Model& model, Strategy&
       optimizer_(ops, opt, strategy.optimizer_ranges(comm.rank())),
       staged_(ops.device_memory() && comm.chunk_memory() == nullptr) {
   if ((opt.clip_grad_norm > 0) != strategy_.context().clip_grad_norm)
-    throw std::logic_error(
+    throw InternalError(
         "PlanExecutor: clip_grad_norm must be set in both the optimizer and the strategy's context "
         "(whose plan then holds the norm's ops), or in neither");
   if (strategy_.policy().zero >= 2 && !ops.can_release())
@@ -188,11 +188,11 @@ void PlanExecutor::run_compute(const PlanOp& op, const StepPlan&, StepRecord& re
       release_outside_shard(model_.params(), op.index);
       break;
     case OpKind::TpSync:
-      if (!tensor_) throw std::logic_error("PlanExecutor: a TP plan without set_groups");
+      if (!tensor_) throw InternalError("PlanExecutor: a TP plan without set_groups");
       run_tp_sync(op, rec.ops[static_cast<std::size_t>(op.id)]);
       break;
     default:
-      throw std::logic_error(std::string("not a compute op: ") + op_name(op.kind));
+      throw InternalError(std::string("not a compute op: ") + op_name(op.kind));
   }
   // No synchronize: a device backend's kernels stay queued. Comm ops are ordered after them on the device
   // (NCCL's stream waits on the compute stream; staging's to_host waits for it), and run_step times them
@@ -219,7 +219,7 @@ StepRecord PlanExecutor::run_step(std::int64_t step, const float* x, const std::
   batch_ = batch;
   if (!first_sync_done_) observed_order_.clear();  // the order of this micro-step's backward
   if (strategy_.context().pipeline.schedule && !passes_)
-    throw std::logic_error("PlanExecutor: a pipeline or TP plan needs set_groups before its first step");
+    throw InternalError("PlanExecutor: a pipeline or TP plan needs set_groups before its first step");
   if (passes_) {
     passes_->begin_step(x, y, batch, strategy_.context().pipeline.shape.microbatches);
     backward_seen_.assign(static_cast<std::size_t>(model_.num_layers()), 0);

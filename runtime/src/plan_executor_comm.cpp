@@ -70,7 +70,7 @@ void PlanExecutor::collective(const CollectiveCall& call, const std::string& sch
 
 void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
   const PipelineStage& pipe = strategy_.context().pipeline;
-  if (!pipe.schedule) throw std::logic_error("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
+  if (!pipe.schedule) throw InternalError("PlanExecutor::set_groups: the strategy's plan has no pipeline stage");
   passes_ = model_.stage_passes();
   if (!passes_)
     throw InputError("PlanExecutor: model " + model_.spec().name + " cannot run a pipeline stage or a TP share");
@@ -87,7 +87,7 @@ void PlanExecutor::set_groups(Communicator* tensor, Communicator* pipeline) {
 void PlanExecutor::run_tp_sync(const PlanOp& op, OpRecord& out) {
   const StagePasses::Span span = passes_->tp_sum(op.microbatch, op.index, op.gradient);
   if (!is_backend_native(op.schedule) || op.calls.size() != 1)
-    throw std::logic_error("PlanExecutor: a TP allreduce runs as one native call");
+    throw InternalError("PlanExecutor: a TP allreduce runs as one native call");
   CollectiveCall call = op.calls.front();
   call.count = span.count;  // the plan's is nominal: an epoch's short last batch has fewer rows
   tensor_->annotate(std::string("TpSync #") + std::to_string(op.index) + " microbatch " +
@@ -120,7 +120,7 @@ void PlanExecutor::run_p2p(const PlanOp& op, StepRecord& rec, OpRecord& out) {
 
 void PlanExecutor::run_comm(const PlanOp& op, StepRecord& rec, OpRecord& out) {
   if (op.kind == OpKind::PpSend || op.kind == OpKind::PpRecv) {
-    if (!pipeline_) throw std::logic_error("PlanExecutor: a pipeline plan without set_groups");
+    if (!pipeline_) throw InternalError("PlanExecutor: a pipeline plan without set_groups");
     return run_p2p(op, rec, out);
   }
   if (op.kind == OpKind::SyncBnStats || op.kind == OpKind::SyncBnGrads) return run_sync_bn(op, out);
@@ -165,14 +165,13 @@ void PlanExecutor::sync_grads(const PlanOp& op, const Bucket& b, float* buf, OpR
       [&](const CollectiveCall& call, void* wire) {
         if (call_no >= op.calls.size() || op.calls[call_no].count != call.count ||
             op.calls[call_no].type != call.type || op.calls[call_no].collective != call.collective)
-          throw std::logic_error("codec " + strategy_.codec().name() +
-                                 " issued a collective its plan did not announce");
+          throw InternalError("codec " + strategy_.codec().name() + " issued a collective its plan did not announce");
         ++call_no;
         collective(call, op.schedule, wire, out.bytes);
       },
       slowed_codec_ ? *slowed_codec_ : bucket_compute());
   if (call_no != op.calls.size())
-    throw std::logic_error("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
+    throw InternalError("codec " + strategy_.codec().name() + " issued fewer collectives than planned");
   // The codec averaged over every rank; under join the sum is over the ranks still training.
   if (grad_divisor_ > 0 && grad_divisor_ != n)
     scale(buf, b.count, static_cast<float>(n) / static_cast<float>(grad_divisor_));
@@ -212,7 +211,7 @@ void PlanExecutor::run_bucket_comm(const PlanOp& op, OpRecord& out) {
         collective(op.calls.at(0), schedule, buf, out.bytes);
         break;
       default:
-        throw std::logic_error(std::string("not a comm op: ") + op_name(op.kind));
+        throw InternalError(std::string("not a comm op: ") + op_name(op.kind));
     }
   });
   // ZeRO-2: only this rank's shard of the reduced gradients is read from here on.

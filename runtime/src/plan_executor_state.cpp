@@ -2,6 +2,7 @@
 // released ranges and ZeRO-3's whole model, the bucket rebuild after the first sync step, and checkpoints.
 #include <algorithm>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/runtime/plan_executor.hpp"
 #include "parameter_order.hpp"
 
@@ -43,8 +44,8 @@ void PlanExecutor::apply_layout() {
 
 void PlanExecutor::save(Checkpoint& c) {
   if (micro_in_window_ != 0)
-    throw std::logic_error("PlanExecutor::save: inside an accumulation window (" + std::to_string(micro_in_window_) +
-                           " micro-steps accumulated)");
+    throw InternalError("PlanExecutor::save: inside an accumulation window (" + std::to_string(micro_in_window_) +
+                        " micro-steps accumulated)");
   gather_parameters();
   const auto& info = model_.param_info();
   std::vector<float> flat(model_.num_params());
@@ -63,8 +64,7 @@ void PlanExecutor::save(Checkpoint& c) {
 }
 
 void PlanExecutor::load(const Checkpoint& c, const std::string& what) {
-  if (first_sync_done_ || micro_in_window_ != 0)
-    throw std::logic_error("PlanExecutor::load: the executor has run steps");
+  if (first_sync_done_ || micro_in_window_ != 0) throw InternalError("PlanExecutor::load: the executor has run steps");
   const nlohmann::json& ex = c.meta.value("executor", nlohmann::json::object());
   if (ex.contains("rebuilt_order") && !ex["rebuilt_order"].is_null()) {
     // The buckets as DDP rebuilt them after the first sync, from the order that step saw.

@@ -229,8 +229,8 @@ void SplitModel::forward(int m, int chunk, int last) {
   int& next = next_.at(sz(chunk)).at(sz(m));
   const StageChunk& ch = pipe_.chunks[sz(chunk)];
   if (last < next || last >= ch.end)
-    throw std::logic_error(fmt::format("SplitModel: forward of microbatch {} chunk {} through layer {} (next is {})", m,
-                                       chunk, last, next));
+    throw InternalError(fmt::format("SplitModel: forward of microbatch {} chunk {} through layer {} (next is {})", m,
+                                    chunk, last, next));
   const int n = static_cast<int>(rows(m));
   for (int l = next; l <= last; ++l) {
     const Layer& y = layers_[sz(l)];
@@ -277,7 +277,7 @@ void SplitModel::backward(int m, int l, bool accumulate) {
   float* dx = l == ch.first ? (y.input_grad ? in_grad_[sz(y.chunk)].data() + slot(m, y.in) : nullptr)
                             : (delta == dx_a_.data() ? dx_b_.data() : dx_a_.data());
   pending_dx_ = dx;
-  if (!delta) throw std::logic_error(fmt::format("SplitModel: backward of layer {} before the layer after it", l));
+  if (!delta) throw InternalError(fmt::format("SplitModel: backward of layer {} before the layer after it", l));
   const int rn = static_cast<int>(n);
   float* act = acts_[sz(l)].data() + slot(m, y.out);
   // Back through the pool and the ReLU to d(loss)/d(output) of the layer's own operation.
@@ -302,11 +302,11 @@ void SplitModel::backward(int m, int l, bool accumulate) {
 StagePasses::Span SplitModel::tp_sum(int m, int l, bool gradient) {
   const Layer& y = layers_.at(sz(l));
   if (!gradient) {
-    if (!y.sums) throw std::logic_error(fmt::format("SplitModel: layer {} has no partial output to sum", l));
+    if (!y.sums) throw InternalError(fmt::format("SplitModel: layer {} has no partial output to sum", l));
     return {acts_[sz(l)].data() + slot(m, y.out), rows(m) * y.out};
   }
   if (y.split != TpSplit::Column || !y.input_grad)
-    throw std::logic_error(fmt::format("SplitModel: layer {} has no partial input gradient to sum", l));
+    throw InternalError(fmt::format("SplitModel: layer {} has no partial input gradient to sum", l));
   const bool first = l == pipe_.chunks[sz(y.chunk)].first;
   float* dx = first ? in_grad_[sz(y.chunk)].data() + slot(m, y.in) : pending_dx_;
   return {dx, rows(m) * y.in};
@@ -322,7 +322,7 @@ StagePasses::Span SplitModel::boundary(int m, int chunk, bool gradient, bool sen
   const std::size_t in = layers_[sz(ch.first)].in, out = layers_[sz(ch.end - 1)].next;
   const bool input_side = gradient == send;  // a forward receive or a backward send: the chunk's input
   if (input_side ? first_place(chunk) : last_place(chunk))
-    throw std::logic_error(
+    throw InternalError(
         fmt::format("SplitModel: chunk {} has no {} from another stage", chunk, input_side ? "input" : "output"));
   if (input_side) return {(send ? in_grad_[c] : in_[c]).data() + slot(m, in), rows(m) * in};
   return {send ? output_of(m, ch.end - 1) : out_grad_[c].data() + slot(m, out), rows(m) * out};
@@ -337,14 +337,14 @@ double SplitModel::step_loss() const {
 }
 
 void SplitModel::run_layers(int, int) {
-  throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::forward)");
+  throw InternalError("SplitModel runs microbatch by microbatch (StagePasses::forward)");
 }
-const float* SplitModel::logits() const { throw std::logic_error("SplitModel: logits are per microbatch"); }
+const float* SplitModel::logits() const { throw InternalError("SplitModel: logits are per microbatch"); }
 float* SplitModel::start_backward() {
-  throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)");
+  throw InternalError("SplitModel runs microbatch by microbatch (StagePasses::backward)");
 }
 void SplitModel::backward_layer(int, bool) {
-  throw std::logic_error("SplitModel runs microbatch by microbatch (StagePasses::backward)");
+  throw InternalError("SplitModel runs microbatch by microbatch (StagePasses::backward)");
 }
 
 }  // namespace ddplab

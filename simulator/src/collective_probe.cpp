@@ -16,6 +16,8 @@
 
 #include "aggregate.hpp"
 
+#include "ddplab/core/error.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace ddplab::sim {
@@ -106,8 +108,8 @@ void CollectiveProbes::run(const Where& where) {
     for (std::size_t gi = 0; gi < set.groups.size(); ++gi) {
       const std::vector<int>& group = set.groups[gi];
       if (static_cast<int>(group.size()) != params.world_size)
-        throw std::logic_error(fmt::format("simulator: a DP group of {} ranks probed with a schedule of {}",
-                                           group.size(), params.world_size));
+        throw InternalError(fmt::format("simulator: a DP group of {} ranks probed with a schedule of {}", group.size(),
+                                        params.world_size));
       if (aggregated)
         phases.push_back(std::make_unique<Phases>(phases_for_call(e.call, k.schedule, params, where.native_as)));
       const Phases* ph = aggregated ? phases.back().get() : nullptr;
@@ -186,7 +188,7 @@ void CollectiveProbes::save(const std::string& path, const Key& k, const Entry& 
 ProbeOutcome CollectiveProbes::outcome(int rank, const Strategy& s, const PlanOp& op,
                                        const CollectiveCall& call) const {
   const auto it = entries_.find(key(rank, s, op, call));
-  if (it == entries_.end()) throw std::logic_error("simulator: a DP collective call that was not probed");
+  if (it == entries_.end()) throw InternalError("simulator: a DP collective call that was not probed");
   const Member& m = member_.at(rank);
   ProbeOutcome out = it->second.by_member.at(m.group).at(m.index);
   if (m.probed) return out;

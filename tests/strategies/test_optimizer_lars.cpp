@@ -42,7 +42,7 @@ TEST(OptimizerLars, TrustRatioPerTensor) {
 TEST(OptimizerLars, NeedsWholeTensors) {
   test::UpdateSetup s;
   s.tensors = {};  // a shard's update lists none
-  EXPECT_THROW(test::run_updates("lars", {}, s), std::logic_error);
+  EXPECT_THROW(test::run_updates("lars", {}, s), InternalError);
 }
 
 }  // namespace

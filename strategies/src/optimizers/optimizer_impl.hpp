@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 #include "ddplab/strategies/optimizer.hpp"
 
@@ -49,8 +50,8 @@ inline void require_tensors(const OptimizerUpdate& u, const char* optimizer) {
   std::size_t covered = 0;
   for (const TensorSlice& t : u.tensors) covered += t.count();
   if (u.tensors.empty() || covered != u.count)
-    throw std::logic_error(std::string(optimizer) + ": an update must list the whole tensors it holds (" +
-                           std::to_string(covered) + " of " + std::to_string(u.count) + " elements listed)");
+    throw InternalError(std::string(optimizer) + ": an update must list the whole tensors it holds (" +
+                        std::to_string(covered) + " of " + std::to_string(u.count) + " elements listed)");
 }
 
 std::unique_ptr<Optimizer> make_sgd(const OptionValues&);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ddplab/core/error.hpp"
 #include "ddplab/strategies/pipeline.hpp"
 #include "pipelines.hpp"
 
@@ -81,13 +82,13 @@ double pipeline_makespan(const PipelineInfo& schedule, const PipelineShape& shap
   double makespan = 0;
   for (int s = 0; s < P; ++s) {
     if (next[static_cast<std::size_t>(s)] != orders[static_cast<std::size_t>(s)].size())
-      throw std::logic_error(fmt::format("pipeline schedule {}: stage {} waits forever at pass {}", schedule.name, s,
-                                         next[static_cast<std::size_t>(s)]));
+      throw InternalError(fmt::format("pipeline schedule {}: stage {} waits forever at pass {}", schedule.name, s,
+                                      next[static_cast<std::size_t>(s)]));
     makespan = std::max(makespan, free_at[static_cast<std::size_t>(s)]);
   }
   if (done.size() != static_cast<std::size_t>(2 * shape.microbatches * places))
-    throw std::logic_error(fmt::format("pipeline schedule {}: {} passes run, not {}", schedule.name, done.size(),
-                                       2 * shape.microbatches * places));
+    throw InternalError(fmt::format("pipeline schedule {}: {} passes run, not {}", schedule.name, done.size(),
+                                    2 * shape.microbatches * places));
   return makespan;
 }
 

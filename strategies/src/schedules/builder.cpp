@@ -34,10 +34,10 @@ void Builder::move(int k, int from, int to, Chunk c, RecvMode mode) {
   use_rounds(k + 1);
   if (c.count == 0) return;
   if (from == to || k < 0)
-    throw std::logic_error(s_.name + ": bad transfer " + std::to_string(from) + "->" + std::to_string(to));
+    throw InternalError(s_.name + ": bad transfer " + std::to_string(from) + "->" + std::to_string(to));
   if (sends_to(k, from, to))
-    throw std::logic_error(s_.name + ": two sends " + std::to_string(from) + "->" + std::to_string(to) + " in step " +
-                           std::to_string(k));
+    throw InternalError(s_.name + ": two sends " + std::to_string(from) + "->" + std::to_string(to) + " in step " +
+                        std::to_string(k));
   steps_of(from, k)[static_cast<std::size_t>(k)].sends.push_back({to, c});
   steps_of(to, k)[static_cast<std::size_t>(k)].recvs.push_back({from, c, mode});
 }

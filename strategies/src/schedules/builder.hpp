@@ -15,7 +15,7 @@ class Builder {
   Builder(std::string name, Collective collective, int world_size, std::size_t count);
 
   // In round k, `from` sends chunk c to `to`, which adds it into (Reduce) or overwrites (Copy) the same
-  // range of its buffer. Empty chunks are dropped. Throws std::logic_error if `from` already sends to
+  // range of its buffer. Empty chunks are dropped. Throws InternalError if `from` already sends to
   // `to` in round k (a bug in the builder calling this).
   void move(int k, int from, int to, Chunk c, RecvMode mode);
   // Makes the schedule at least `rounds` steps long (rounds whose transfers were all empty still count).
