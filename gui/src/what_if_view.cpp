@@ -311,9 +311,11 @@ void WhatIfView::openOnNewestScenario() {
   const auto& runs = ctx_.snapshot->runs;
   const auto newest = std::max_element(runs.begin(), runs.end(),
                                        [](const RunRecord& a, const RunRecord& b) { return a.id() < b.id(); });
-  auto open = [this](std::size_t i, const QString& why) {
+  // `rebuilt`: the entry's scenario was replaced, so its strategies and inputs are filled again.
+  auto open = [this](std::size_t i, const QString& why, bool rebuilt) {
     origin_->setText(why);
     if (scenario_->currentIndex() != static_cast<int>(i)) return scenario_->setCurrentIndex(static_cast<int>(i));
+    if (rebuilt) return scenarioChanged();
     submit();
   };
   if (newest == runs.end()) {
@@ -323,9 +325,11 @@ void WhatIfView::openOnNewestScenario() {
   const std::string name = newest->info().scenario;
   for (std::size_t i = 0; i < scenarios_.size(); ++i)
     if (scenarios_[i].name == name)
-      return open(i, tr("Scenario %1 (%2): the store's newest run, #%3, is of it.")
-                         .arg(QString::fromStdString(name), scenario_->itemText(static_cast<int>(i)))
-                         .arg(newest->id()));
+      return open(i,
+                  tr("Scenario %1 (%2): the store's newest run, #%3, is of it.")
+                      .arg(QString::fromStdString(name), scenario_->itemText(static_cast<int>(i)))
+                      .arg(newest->id()),
+                  false);
   std::optional<StoredScenario> stored;
   QString why;
   try {
@@ -353,7 +357,6 @@ void WhatIfView::openOnNewestScenario() {
     scenario_->addItem(tr("%1 (from the store)").arg(QString::fromStdString(name)), key);
     at = scenario_->count() - 1;
   }
-  if (scenario_->currentIndex() == at) scenarioChanged();  // same entry, new content: refill the strategies
   open(static_cast<std::size_t>(at),
        tr("Scenario %1 as the store holds it: the newest run, #%2, is of it; no file here is. Its model, training and "
           "cluster are run #%3's, its %4 strategies those of its %5 completed measured runs; calibration: %6.")
@@ -363,7 +366,8 @@ void WhatIfView::openOnNewestScenario() {
            .arg(stored->scenario.strategies.size())
            .arg(stored->runs)
            .arg(stored->calibration.empty() ? tr("none of its transport in the store")
-                                            : QString::fromStdString(stored->calibration)));
+                                            : QString::fromStdString(stored->calibration)),
+       true);
 }
 
 void WhatIfView::scenarioChanged() {
