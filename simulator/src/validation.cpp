@@ -24,9 +24,6 @@ bool on_testbed(const std::string& config_json) {
   return cfg.is_object() && cfg.contains("testbed");
 }
 
-// A calibration describes one transport: NCCL between GPUs, or MPI (on the test bed too).
-Transport transport_of(const Calibration& c) { return c.transport(); }
-
 // The run's own compute (medians of its steady blocks) brought to one worker's micro-step and one update, as
 // simulate --compute run:ID does with its means; a straggler's rows without the stretch it had.
 ComputeSource own_compute(const Scenario& sc, int world, const std::vector<StepMetrics>& rows,
@@ -56,7 +53,7 @@ struct StoreValidation::Impl {
 
   // True (and noted) when a configuration ran over another transport than the calibration measured.
   bool other_transport(Transport transport, const std::string& what) {
-    if (!report.fit || transport == transport_of(*report.fit)) return false;
+    if (!report.fit || transport == report.fit->transport()) return false;
     const auto other = latest_of.find(transport);
     report.not_compared.push_back(fmt::format("{} ran over {}, calibration \"{}\" measured {}: not compared{}", what,
                                               transport, report.calibration, report.fit->link_class,
@@ -73,7 +70,7 @@ struct StoreValidation::Impl {
     for (const auto& c : all) {
       if (c.name == report.calibration) record = c;  // the latest of that name, as load_calibration takes it
       try {
-        latest_of[transport_of(Calibration::from_json(nlohmann::json::parse(c.fit_json)))] = c.name;
+        latest_of[Calibration::from_json(nlohmann::json::parse(c.fit_json)).transport()] = c.name;
       } catch (const std::exception&) {  // a malformed one is reported when named, not here
       }
     }
