@@ -14,6 +14,7 @@ set(_fuzz_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 add_compile_options(-fsanitize=fuzzer-no-link ${_fuzz_flags})
 add_link_options(${_fuzz_flags})
 set(DDPLAB_FUZZ_LINK -fsanitize=fuzzer)
+include(DdplabFastBuild)
 add_subdirectory(core)
 add_subdirectory(strategies)
 enable_testing()

@@ -12,7 +12,7 @@ PKGS=(
   libcli11-dev libfmt-dev libspdlog-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2 procps
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev clang-format lld
   slurm-wlm munge
   sqlite3
 )

@@ -10,25 +10,14 @@
 #include <set>
 
 #include "ddplab/runtime/data.hpp"
+#include "temp_dir.hpp"
 
 namespace ddplab {
 namespace {
 namespace fs = std::filesystem;
+using test::TempDir;
 
 const char* kDir = "/usr/share/datasets/fashion-mnist";
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ddplab-data-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 void write_gz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");

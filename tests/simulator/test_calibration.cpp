@@ -12,7 +12,7 @@
 namespace ddplab {
 namespace {
 
-constexpr double kL = 5e-6, kB = 10e9;  // 5 us, 10 GB/s
+constexpr double kFitL = 5e-6, kFitB = 10e9;  // 5 us, 10 GB/s
 
 // Known factors: small messages at full latency and half the bandwidth; a middle band with 3x latency and
 // 80% of it; large messages at 10x latency and the full bandwidth (as eager -> rendezvous switches do).
@@ -26,15 +26,15 @@ std::vector<PingPongSample> synthetic() {
   std::vector<PingPongSample> x;
   for (std::uint64_t s = 1024; s <= (64ull << 20); s *= 2) {
     const FactorSegment f = truth(s);
-    x.push_back({s, f.lat_factor * kL + static_cast<double>(s) / (f.bw_factor * kB)});
+    x.push_back({s, f.lat_factor * kFitL + static_cast<double>(s) / (f.bw_factor * kFitB)});
   }
   return x;
 }
 
 TEST(CalibrationFit, RecoversLatencyBandwidthAndPiecewiseFactors) {
   const Calibration c = fit_pingpong(synthetic());
-  EXPECT_NEAR(c.latency_s, kL, 0.01 * kL);
-  EXPECT_NEAR(c.bandwidth, kB, 0.01 * kB);
+  EXPECT_NEAR(c.latency_s, kFitL, 0.01 * kFitL);
+  EXPECT_NEAR(c.bandwidth, kFitB, 0.01 * kFitB);
   ASSERT_EQ(c.segments.size(), 3u);
   for (std::uint64_t from : {0ull, 64ull << 10, 1ull << 20}) {
     const FactorSegment& got = c.segment_for(static_cast<double>(from));
@@ -57,11 +57,11 @@ TEST(CalibrationFit, SizesBetweenIntervalsInterpolateTheirFits) {
 
 TEST(CalibrationFit, PlainAlphaBetaIsOneInterval) {
   std::vector<PingPongSample> x;
-  for (std::uint64_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, kL + static_cast<double>(s) / kB});
+  for (std::uint64_t s = 1024; s <= (16u << 20); s *= 4) x.push_back({s, kFitL + static_cast<double>(s) / kFitB});
   const Calibration c = fit_pingpong(x);
   ASSERT_EQ(c.segments.size(), 1u);
-  EXPECT_NEAR(c.latency_s, kL, 1e-3 * kL);
-  EXPECT_NEAR(c.bandwidth, kB, 1e-3 * kB);
+  EXPECT_NEAR(c.latency_s, kFitL, 1e-3 * kFitL);
+  EXPECT_NEAR(c.bandwidth, kFitB, 1e-3 * kFitB);
   EXPECT_NEAR(c.segments[0].lat_factor, 1, 1e-6);
   EXPECT_NEAR(c.segments[0].bw_factor, 1, 1e-6);
 }

@@ -20,7 +20,6 @@ namespace ddplab {
 namespace {
 
 using test::mlp_layout;
-SimOptions mode(const std::string& m, SimOptions o = test::alpha_beta()) { return test::with_mode(m, o); }
 
 TEST(FoldedReplay, IsTheExactReplayWhereNoOtherReplicasFlowSharesALink) {
   struct Case {
@@ -40,8 +39,8 @@ TEST(FoldedReplay, IsTheExactReplayWhereNoOtherReplicasFlowSharesALink) {
     const Scenario sc = mlp_layout(c.tp, c.pp, c.micro, c.schedule);
     const int world = c.tp * c.pp * c.dp;
     const StrategyConfig st = test::strategy_config(c.policy, c.sched);
-    const auto exact = simulate_steps(sc, st, world, 0.02, 0.001, {3}, mode("exact"), 1).front();
-    const auto folded = simulate_steps(sc, st, world, 0.02, 0.001, {3}, mode("folded"), 1).front();
+    const auto exact = simulate_steps(sc, st, world, 0.02, 0.001, {3}, test::with_mode("exact"), 1).front();
+    const auto folded = simulate_steps(sc, st, world, 0.02, 0.001, {3}, test::with_mode("folded"), 1).front();
     const std::string what = fmt::format("TP {} x PP {} x DP {}, {} on {}", c.tp, c.pp, c.dp, c.policy, c.sched);
     // To 1e-6: a ring's chunks differ by an element between ranks, which the other replicas' copies leave out.
     EXPECT_NEAR(folded.step_s, exact.step_s, 1e-6 * exact.step_s) << what;
@@ -76,8 +75,8 @@ TEST(FoldedReplay, MirroredReceivesLoadTheReplayedRanksLinks) {
   tcp.network_model = "LV08";
   tcp.crosstraffic = true;
   const StrategyConfig st = test::strategy_config("flat", "ring");
-  const auto exact = simulate_steps(sc, st, 8, 0.001, 0.0, {3}, mode("exact", tcp), 1).front();
-  const auto folded = simulate_steps(sc, st, 8, 0.001, 0.0, {3}, mode("folded", tcp), 1).front();
+  const auto exact = simulate_steps(sc, st, 8, 0.001, 0.0, {3}, test::with_mode("exact", tcp), 1).front();
+  const auto folded = simulate_steps(sc, st, 8, 0.001, 0.0, {3}, test::with_mode("folded", tcp), 1).front();
   EXPECT_NEAR(folded.step_s, exact.step_s, 1e-9 * exact.step_s);
   EXPECT_GT(exact.comm_s, 0.5 * exact.step_s) << "the DP ring is not what the step waits for";
 }
@@ -90,7 +89,7 @@ TEST(FoldedReplay, RanksEveryLayoutAsTheExactReplayOnDgxNodes) {
 TEST(FoldedReplay, IsForModelParallelLayoutsOnly) {
   const Scenario sc = test::small_mlp_scenario("pure-dp");
   try {
-    (void)simulate_steps(sc, test::strategy_config("overlap", "ring"), 4, 0.01, 0.0, {3}, mode("folded"), 1);
+    (void)simulate_steps(sc, test::strategy_config("overlap", "ring"), 4, 0.01, 0.0, {3}, test::with_mode("folded"), 1);
     FAIL() << "folded accepted a pure data-parallel world";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("folded mode replays one replica of a model-parallel layout"),

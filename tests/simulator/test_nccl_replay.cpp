@@ -15,7 +15,7 @@
 namespace ddplab {
 namespace {
 
-void expect_close(double got, double expected, double rel) { EXPECT_NEAR(got, expected, rel * expected) << got; }
+void expect_within(double got, double expected, double rel) { EXPECT_NEAR(got, expected, rel * expected) << got; }
 
 TEST(NcclReplay, TimingAddsStartStepDelaysAndWireBytes) {
   // Two ranks on the default star, one step each way; CM02 without cross-traffic: a message takes
@@ -23,12 +23,12 @@ TEST(NcclReplay, TimingAddsStartStepDelaysAndWireBytes) {
   const ClusterConfig c;
   Schedule s = make_schedule("ring", ScheduleParams{2, 1 << 20, 1, 0}, Collective::Allreduce);  // 2 steps of 2 MiB
   const double plain = simulate_schedule(c, s, 4, test::alpha_beta()).step_s;
-  expect_close(plain, 2 * (2 * c.link_latency + (2u << 20) / c.link_bandwidth), 1e-3);
+  expect_within(plain, 2 * (2 * c.link_latency + (2u << 20) / c.link_bandwidth), 1e-3);
   s.timing.start_s = 50e-6;
   s.timing.intra_hop_s = s.timing.inter_hop_s = 7e-6;
   s.timing.wire_factor = 2;
   const SimStepResult r = simulate_schedule(c, s, 4, test::alpha_beta());
-  expect_close(r.step_s, 50e-6 + 2 * (7e-6 + 2 * c.link_latency + 2 * (2u << 20) / c.link_bandwidth), 1e-3);
+  expect_within(r.step_s, 50e-6 + 2 * (7e-6 + 2 * c.link_latency + 2 * (2u << 20) / c.link_bandwidth), 1e-3);
   EXPECT_EQ(r.bytes_sent[0], 4u << 20);  // payload, not wire bytes
 }
 
@@ -53,7 +53,7 @@ TEST(NcclReplay, NvlsOnOneH100NodeTakesItsAnalyticTime) {
     const CollectiveBenchRow row = native_row("dgx-h100", 8, bytes, "exact");
     const double fill = 2 * 16 * 8 * chunk;
     const double t = 25e-6 + (bytes + fill) * 9.0 / 8.0 / (c.intra_bandwidth * c.intra_efficiency * 0.85);
-    expect_close(row.time_us * 1e-6, t, 0.01);
+    expect_within(row.time_us * 1e-6, t, 0.01);
   }
 }
 
@@ -72,7 +72,7 @@ TEST(NcclReplay, AggregatedAgreesWithExact) {
   for (const std::uint64_t bytes : {std::uint64_t{64} << 10, std::uint64_t{4} << 20, std::uint64_t{256} << 20}) {
     const double exact = native_row("dgx-a100", 32, bytes, "exact").time_us;
     const double agg = native_row("dgx-a100", 32, bytes, "aggregated").time_us;
-    expect_close(agg, exact, 0.02);
+    expect_within(agg, exact, 0.02);
   }
 }
 

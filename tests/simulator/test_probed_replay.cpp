@@ -27,7 +27,6 @@ namespace ddplab {
 namespace {
 
 using test::mlp_layout;
-SimOptions mode(const std::string& m, SimOptions o = test::alpha_beta()) { return test::with_mode(m, o); }
 
 struct Case {
   int tp, pp, dp, micro;
@@ -39,8 +38,8 @@ struct Case {
 double probed_error(const Scenario& sc, const Case& c, const SimOptions& base) {
   const int world = c.tp * c.pp * c.dp;
   const StrategyConfig st = test::strategy_config(c.policy, c.sched);
-  const auto exact = simulate_steps(sc, st, world, 0.02, 0.001, {3}, mode("exact", base), 1).front();
-  const auto probed = simulate_steps(sc, st, world, 0.02, 0.001, {3}, mode("probed", base), 1).front();
+  const auto exact = simulate_steps(sc, st, world, 0.02, 0.001, {3}, test::with_mode("exact", base), 1).front();
+  const auto probed = simulate_steps(sc, st, world, 0.02, 0.001, {3}, test::with_mode("probed", base), 1).front();
   const std::string what = fmt::format("TP {} x PP {} x DP {}, {} on {}", c.tp, c.pp, c.dp, c.policy, c.sched);
   EXPECT_EQ(probed.ranks.size(), exact.ranks.size()) << what;
   // Replica 0 sends what it sends in the exact replay: the probe's tally, taken once per call.
@@ -94,7 +93,7 @@ TEST(ProbedReplay, AMemoOfProbesGivesTheSameStep) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("ddplab-memo-{}", ::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  SimOptions o = mode("probed");
+  SimOptions o = test::with_mode("probed");
   const auto plain = simulate_steps(sc, st, 16, 0.002, 0.0, {3}, o, 1).front();
   o.probe_memo = dir.string();
   const auto first = simulate_steps(sc, st, 16, 0.002, 0.0, {3}, o, 1).front();
@@ -121,7 +120,7 @@ TEST(ProbedReplay, AMemoOfProbesGivesTheSameStep) {
 TEST(ProbedReplay, RefusesRanksThatDifferWithoutALayout) {
   auto refusal = [](Scenario sc, const StrategyConfig& st) -> std::string {
     try {
-      (void)simulate_steps(sc, st, 4, 0.01, 0.0, {3}, mode("probed"), 1);
+      (void)simulate_steps(sc, st, 4, 0.01, 0.0, {3}, test::with_mode("probed"), 1);
     } catch (const std::exception& e) {
       return e.what();
     }

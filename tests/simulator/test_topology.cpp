@@ -15,18 +15,18 @@
 namespace ddplab {
 namespace {
 
-constexpr double kB = 10e9 / 8;  // NIC bytes/s per direction
-constexpr double kL = 2e-6;      // s per NIC link
-constexpr double kIB = 100e9;    // intra-node bytes/s per direction
-constexpr double kIL = 0.5e-6;   // s per intra-node link
+constexpr double kNicB = 10e9 / 8;  // NIC bytes/s per direction
+constexpr double kNicL = 2e-6;      // s per NIC link
+constexpr double kIB = 100e9;       // intra-node bytes/s per direction
+constexpr double kIL = 0.5e-6;      // s per intra-node link
 constexpr std::size_t kBytes = 64u << 20;
 
 using test::alpha_beta;
 
 ClusterConfig nodes_of(int devices, std::string intra = "nvswitch", std::string nics = "per_device") {
   ClusterConfig c;
-  c.link_bandwidth = kB;
-  c.link_latency = kL;
+  c.link_bandwidth = kNicB;
+  c.link_latency = kNicL;
   c.devices_per_node = devices;
   c.intra = std::move(intra);
   c.intra_bandwidth = kIB;
@@ -61,18 +61,18 @@ TEST(SimulatorTopology, NvswitchNodesPointToPoint) {
   const double S = kBytes;
   expect_close(p2p_time(c, 8, 0, 1), S / kIB + 2 * kIL);  // device -> NVSwitch -> device
   expect_close(p2p_time(c, 8, 2, 3), S / kIB + 2 * kIL);
-  expect_close(p2p_time(c, 8, 0, 5), S / kB + 2 * kL);  // own NIC out, zero-latency uplinks, peer's NIC in
+  expect_close(p2p_time(c, 8, 0, 5), S / kNicB + 2 * kNicL);  // own NIC out, zero-latency uplinks, peer's NIC in
   // One NIC per node, behind the NVSwitch: the route adds the two devices' NVLink hops.
-  expect_close(p2p_time(nodes_of(4, "nvswitch", "per_node"), 8, 0, 5), S / kB + 2 * kL + 2 * kIL);
+  expect_close(p2p_time(nodes_of(4, "nvswitch", "per_node"), 8, 0, 5), S / kNicB + 2 * kNicL + 2 * kIL);
 }
 
 TEST(SimulatorTopology, PerDeviceNicsCarryParallelFlowsPerNodeNicShares) {
   const std::vector<std::pair<int, int>> all{{0, 4}, {1, 5}, {2, 6}, {3, 7}};  // every device to its peer
   const double S = kBytes;
   const auto own = simulate_schedule(nodes_of(4), transfers(8, all), 1, alpha_beta());
-  expect_close(own.step_s, S / kB + 2 * kL);
+  expect_close(own.step_s, S / kNicB + 2 * kNicL);
   const auto shared = simulate_schedule(nodes_of(4, "nvswitch", "per_node"), transfers(8, all), 1, alpha_beta());
-  expect_close(shared.step_s, 4 * S / kB + 2 * kL + 2 * kIL);
+  expect_close(shared.step_s, 4 * S / kNicB + 2 * kNicL + 2 * kIL);
 }
 
 TEST(SimulatorTopology, PcieTree) {
@@ -85,8 +85,8 @@ TEST(SimulatorTopology, PcieTree) {
 
 TEST(SimulatorTopology, NodeOverrideSlowsThatNodesNics) {
   ClusterConfig c = nodes_of(2);
-  c.nodes.push_back({1, kB / 2, std::nullopt});
-  expect_close(p2p_time(c, 4, 0, 2), kBytes / (kB / 2) + 2 * kL);
+  c.nodes.push_back({1, kNicB / 2, std::nullopt});
+  expect_close(p2p_time(c, 4, 0, 2), kBytes / (kNicB / 2) + 2 * kNicL);
   expect_close(p2p_time(c, 4, 0, 1), kBytes / kIB + 2 * kIL);  // intra-node untouched
 }
 
@@ -98,13 +98,13 @@ double ring_time(int n, double bw, double route_latency, std::size_t count = kBy
 TEST(SimulatorTopology, FullBisectionFatTreeMatchesTheStar) {
   for (int n : {8, 16, 32}) {
     ClusterConfig star;
-    star.link_bandwidth = kB;
-    star.link_latency = kL;
+    star.link_bandwidth = kNicB;
+    star.link_latency = kNicL;
     ClusterConfig tree = star;
     tree.topology = "fat_tree";  // sized to the world: full bisection
     const auto s = simulate_schedule(star, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
     const auto t = simulate_schedule(tree, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
-    expect_close(s.step_s, ring_time(n, kB, 2 * kL));
+    expect_close(s.step_s, ring_time(n, kNicB, 2 * kNicL));
     EXPECT_NEAR(t.step_s, s.step_s, 0.02 * s.step_s) << "n=" << n;
   }
 }
@@ -113,8 +113,8 @@ TEST(SimulatorTopology, OversubscribedFatTreeSlowsCrossSwitchTraffic) {
   // 2 edge switches of 4 nodes; each node sends to its counterpart under the other edge switch.
   const std::vector<std::pair<int, int>> cross{{0, 4}, {1, 5}, {2, 6}, {3, 7}};
   ClusterConfig full;
-  full.link_bandwidth = kB;
-  full.link_latency = kL;
+  full.link_bandwidth = kNicB;
+  full.link_latency = kNicL;
   full.topology = "fat_tree";
   full.fat_tree = "2;4,2;1,4;1,1";  // 4 uplinks per edge switch: 1:1
   ClusterConfig over = full;
@@ -122,10 +122,10 @@ TEST(SimulatorTopology, OversubscribedFatTreeSlowsCrossSwitchTraffic) {
   const double S = kBytes;
   const double t_full = simulate_schedule(full, transfers(8, cross), 1, alpha_beta()).step_s;
   const double t_over = simulate_schedule(over, transfers(8, cross), 1, alpha_beta()).step_s;
-  expect_close(t_full, S / kB + 4 * kL);      // 4 links: up, up, down, down
-  expect_close(t_over, 2 * S / kB + 4 * kL);  // two flows per uplink
+  expect_close(t_full, S / kNicB + 4 * kNicL);      // 4 links: up, up, down, down
+  expect_close(t_over, 2 * S / kNicB + 4 * kNicL);  // two flows per uplink
   // Under one edge switch nothing changes.
-  expect_close(simulate_schedule(over, transfers(8, {{0, 1}, {2, 3}}), 1, alpha_beta()).step_s, S / kB + 2 * kL);
+  expect_close(simulate_schedule(over, transfers(8, {{0, 1}, {2, 3}}), 1, alpha_beta()).step_s, S / kNicB + 2 * kNicL);
 }
 
 TEST(SimulatorTopology, FatTreeOfMultiDeviceNodes) {
@@ -134,8 +134,8 @@ TEST(SimulatorTopology, FatTreeOfMultiDeviceNodes) {
   c.fat_tree = "1;2;1;1";  // one switch, two nodes; fabric links carry a node's 4 NICs
   const double S = kBytes;
   expect_close(p2p_time(c, 8, 0, 1), S / kIB + 2 * kIL);
-  expect_close(p2p_time(c, 8, 1, 6), S / kB + 2 * kL + 2 * kL);  // NICs + leaf up + leaf down
-  EXPECT_DOUBLE_EQ(sim::fabric_bandwidth(c), 4 * kB);
+  expect_close(p2p_time(c, 8, 1, 6), S / kNicB + 2 * kNicL + 2 * kNicL);  // NICs + leaf up + leaf down
+  EXPECT_DOUBLE_EQ(sim::fabric_bandwidth(c), 4 * kNicB);
 }
 
 TEST(SimulatorTopology, DragonflyAndTorusRunARing) {
@@ -146,17 +146,17 @@ TEST(SimulatorTopology, DragonflyAndTorusRunARing) {
       const int n = 16;
       const auto r = simulate_schedule(c, ring_allreduce(n, kBytes / 4), 4, alpha_beta());
       // No faster than the NICs' bandwidth allows; within 3x of the star (longer routes add latency only).
-      const double floor = ring_time(n, kB, 0) * (devices == 1 ? 1.0 : 0.5);
+      const double floor = ring_time(n, kNicB, 0) * (devices == 1 ? 1.0 : 0.5);
       EXPECT_GT(r.step_s, floor) << topo << " devices " << devices;
-      EXPECT_LT(r.step_s, 3 * ring_time(n, kB, 2 * kL)) << topo << " devices " << devices;
+      EXPECT_LT(r.step_s, 3 * ring_time(n, kNicB, 2 * kNicL)) << topo << " devices " << devices;
     }
   }
   ClusterConfig torus;
   torus.topology = "torus";
   torus.torus = "2,2";
-  torus.link_bandwidth = kB;
-  torus.link_latency = kL;
-  expect_close(p2p_time(torus, 4, 0, 1), kBytes / kB + kL);  // neighbours: one torus link
+  torus.link_bandwidth = kNicB;
+  torus.link_latency = kNicL;
+  expect_close(p2p_time(torus, 4, 0, 1), kBytes / kNicB + kNicL);  // neighbours: one torus link
   torus.torus = "2,1";
   EXPECT_THROW(p2p_time(torus, 4, 0, 1), std::exception);  // 2 leaves for 4 nodes
 }
@@ -173,28 +173,28 @@ TEST(SimulatorTopology, FullMeshOfHostsGivesEachPeerItsOwnLink) {
   const double S = kBytes;
   ClusterConfig full = full_of(1);
   ClusterConfig star = nodes_of(1);
-  expect_close(p2p_time(full, 4, 0, 3), S / kB + kL);  // one pair link, not NIC + NIC
+  expect_close(p2p_time(full, 4, 0, 3), S / kNicB + kNicL);  // one pair link, not NIC + NIC
   // Rank 0 sends to its 3 peers at once: private links on the mesh, one shared NIC on the star.
   const std::vector<std::pair<int, int>> fan_out{{0, 1}, {0, 2}, {0, 3}};
-  expect_close(simulate_schedule(full, transfers(4, fan_out), 1, alpha_beta()).step_s, S / kB + kL);
-  expect_close(simulate_schedule(star, transfers(4, fan_out), 1, alpha_beta()).step_s, 3 * S / kB + 2 * kL);
+  expect_close(simulate_schedule(full, transfers(4, fan_out), 1, alpha_beta()).step_s, S / kNicB + kNicL);
+  expect_close(simulate_schedule(star, transfers(4, fan_out), 1, alpha_beta()).step_s, 3 * S / kNicB + 2 * kNicL);
   // Every rank to every other at once (an all-to-all): still one link's time each.
   std::vector<std::pair<int, int>> all_to_all;
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 4; ++b)
       if (a != b) all_to_all.emplace_back(a, b);
-  expect_close(simulate_schedule(full, transfers(4, all_to_all), 1, alpha_beta()).step_s, S / kB + kL);
-  expect_close(simulate_schedule(star, transfers(4, all_to_all), 1, alpha_beta()).step_s, 3 * S / kB + 2 * kL);
+  expect_close(simulate_schedule(full, transfers(4, all_to_all), 1, alpha_beta()).step_s, S / kNicB + kNicL);
+  expect_close(simulate_schedule(star, transfers(4, all_to_all), 1, alpha_beta()).step_s, 3 * S / kNicB + 2 * kNicL);
   // fabric_bandwidth and fabric_latency set the pair links.
-  full.fabric_bandwidth = kB / 4;
-  full.fabric_latency = 5 * kL;
-  expect_close(p2p_time(full, 4, 1, 2), S / (kB / 4) + 5 * kL);
+  full.fabric_bandwidth = kNicB / 4;
+  full.fabric_latency = 5 * kNicL;
+  expect_close(p2p_time(full, 4, 1, 2), S / (kNicB / 4) + 5 * kNicL);
 }
 
 TEST(SimulatorTopology, FullMeshRingMatchesAlphaBeta) {
   for (int n : {2, 8, 16}) {
     const auto r = simulate_schedule(full_of(1), ring_allreduce(n, kBytes / 4), 4, alpha_beta());
-    expect_close(r.step_s, ring_time(n, kB, kL));  // every ring step crosses one pair link
+    expect_close(r.step_s, ring_time(n, kNicB, kNicL));  // every ring step crosses one pair link
   }
 }
 
@@ -202,26 +202,27 @@ TEST(SimulatorTopology, FullMeshOfNodesKeepsTheirNics) {
   const double S = kBytes;
   // 3 nodes of 2 devices, a NIC per device; pair links carry one NIC's bandwidth, not the node's two.
   ClusterConfig c = full_of(2);
-  c.fabric_bandwidth = kB;
-  expect_close(p2p_time(c, 6, 0, 1), S / kIB + 2 * kIL);  // inside a node: NVSwitch
-  expect_close(p2p_time(c, 6, 0, 2), S / kB + 3 * kL);    // NIC, pair link, NIC
+  c.fabric_bandwidth = kNicB;
+  expect_close(p2p_time(c, 6, 0, 1), S / kIB + 2 * kIL);      // inside a node: NVSwitch
+  expect_close(p2p_time(c, 6, 0, 2), S / kNicB + 3 * kNicL);  // NIC, pair link, NIC
   // Node 0's devices to nodes 1 and 2: two private pair links, each flow at full speed...
   const std::vector<std::pair<int, int>> to_two{{0, 2}, {1, 4}};
-  expect_close(simulate_schedule(c, transfers(6, to_two), 1, alpha_beta()).step_s, S / kB + 3 * kL);
+  expect_close(simulate_schedule(c, transfers(6, to_two), 1, alpha_beta()).step_s, S / kNicB + 3 * kNicL);
   // ...while both to node 1 share the pair link n0-n1.
   const std::vector<std::pair<int, int>> to_one{{0, 2}, {1, 3}};
-  expect_close(simulate_schedule(c, transfers(6, to_one), 1, alpha_beta()).step_s, 2 * S / kB + 3 * kL);
+  expect_close(simulate_schedule(c, transfers(6, to_one), 1, alpha_beta()).step_s, 2 * S / kNicB + 3 * kNicL);
   // On the star the node's uplink carries both NICs: no difference.
-  expect_close(simulate_schedule(nodes_of(2), transfers(6, to_one), 1, alpha_beta()).step_s, S / kB + 2 * kL);
+  expect_close(simulate_schedule(nodes_of(2), transfers(6, to_one), 1, alpha_beta()).step_s, S / kNicB + 2 * kNicL);
   // One NIC per node still binds on the mesh: flows to two nodes share it, behind the NVSwitch hop.
   const ClusterConfig shared = full_of(2, "per_node");
-  expect_close(simulate_schedule(shared, transfers(6, to_two), 1, alpha_beta()).step_s, 2 * S / kB + 3 * kL + 2 * kIL);
+  expect_close(simulate_schedule(shared, transfers(6, to_two), 1, alpha_beta()).step_s,
+               2 * S / kNicB + 3 * kNicL + 2 * kIL);
   // A node override gives that node a NIC of its own (the others stay bare hosts on their pair links).
   ClusterConfig over = full_of(1);
-  over.nodes.push_back({1, kB / 2, std::nullopt});
-  expect_close(p2p_time(over, 3, 0, 1), S / (kB / 2) + 2 * kL);  // pair link, then node 1's NIC
-  expect_close(p2p_time(over, 3, 0, 2), S / kB + kL);
-  EXPECT_GE(sim::tcp_gamma_for(over), 16.0 * kB * 2 * 3 * kL);  // the route through a NIC is covered
+  over.nodes.push_back({1, kNicB / 2, std::nullopt});
+  expect_close(p2p_time(over, 3, 0, 1), S / (kNicB / 2) + 2 * kNicL);  // pair link, then node 1's NIC
+  expect_close(p2p_time(over, 3, 0, 2), S / kNicB + kNicL);
+  EXPECT_GE(sim::tcp_gamma_for(over), 16.0 * kNicB * 2 * 3 * kNicL);  // the route through a NIC is covered
 }
 
 TEST(SimulatorTopology, FullMeshAggregatedAgreesWithExact) {

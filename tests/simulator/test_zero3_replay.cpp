@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kRanks = 4;
 
-Scenario scenario() {
+Scenario zero3_scenario() {
   Scenario sc = test::small_mlp_scenario("zero3");
   sc.model.layers = {784, 512, 512, 512, 10};
   return sc;
@@ -39,7 +39,7 @@ double ring_seconds(const CollectiveCall& call, const ClusterConfig& cluster) {
 }
 
 TEST(Zero3Replay, WithoutComputeTheStepIsItsCollectivesBackToBack) {
-  const Scenario sc = scenario();
+  const Scenario sc = zero3_scenario();
   const StrategyConfig c = config("zero3", false);
   const SimStepResult r = simulate_step(sc, c, kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
   Strategy s(c, ModelSpec::mlp(sc.model.layers), strategy_context(sc, kRanks, 1));
@@ -62,7 +62,7 @@ TEST(Zero3Replay, WithoutComputeTheStepIsItsCollectivesBackToBack) {
 }
 
 TEST(Zero3Replay, PrefetchHidesTheNextUnitsGatherBehindCompute) {
-  const Scenario sc = scenario();
+  const Scenario sc = zero3_scenario();
   const SimStepResult comm_only =
       simulate_step(sc, config("zero3", false), kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
   // Compute as long as the communication: without prefetch every gather waits for the chunk before it.
@@ -82,7 +82,7 @@ TEST(Zero3Replay, PrefetchHidesTheNextUnitsGatherBehindCompute) {
 }
 
 TEST(Zero3Replay, WhereCommunicationDominatesItIsSlowerThanZeroOneByItsBytes) {
-  const Scenario sc = scenario();
+  const Scenario sc = zero3_scenario();
   const SimStepResult one = simulate_step(sc, config("zero1"), kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
   const SimStepResult three = simulate_step(sc, config("zero3"), kRanks, 1e-7, 0.0, test::alpha_beta(), {1, 1});
   std::uint64_t bytes_one = 0, bytes_three = 0;

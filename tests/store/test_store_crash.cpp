@@ -18,20 +18,20 @@ using ddplab::test::TempDir;
 
 namespace {
 
-constexpr int kBatch = 50;     // rows per transaction
-constexpr int kKillAfter = 8;  // committed batches the parent waits for before SIGKILL
-constexpr int kRanks = 2;
+constexpr int kCrashBatch = 50;  // rows per transaction
+constexpr int kKillAfter = 8;    // committed batches the parent waits for before SIGKILL
+constexpr int kCrashRanks = 2;
 
 // The child: begins a run, reports its id, then writes steps forever, sending one byte on the pipe
 // after each committed batch. It never returns; any error exits with a non-zero status.
 [[noreturn]] void writer_child(const std::string& file, int out_fd) {
   try {
-    Store store(file, kBatch);
+    Store store(file, kCrashBatch);
     std::int64_t id = store.begin_run(sample_info());
     if (write(out_fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) _exit(3);
     std::int64_t rows = 0;
     for (std::int64_t step = 0;; ++step)
-      for (int rank = 0; rank < kRanks; ++rank) {
+      for (int rank = 0; rank < kCrashRanks; ++rank) {
         StepMetrics m;
         m.step = step;
         m.rank = rank;
@@ -39,8 +39,8 @@ constexpr int kRanks = 2;
         m.samples = 32;
         m.bytes_sent = 4096;
         m.loss = 1.0 / static_cast<double>(step + 1);
-        store.add_step(id, m);  // commits by itself every kBatch rows
-        if (++rows % kBatch == 0) {
+        store.add_step(id, m);  // commits by itself every kCrashBatch rows
+        if (++rows % kCrashBatch == 0) {
           char c = 'b';
           if (write(out_fd, &c, 1) != 1) _exit(4);
         }
@@ -99,11 +99,11 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
 
   // At least every batch it reported, and only whole batches: rows 0..n-1 in write order.
   auto steps = store.steps(id);
-  EXPECT_GE(steps.size(), static_cast<std::size_t>(kKillAfter * kBatch));
-  EXPECT_EQ(steps.size() % kBatch, 0u) << "a partial batch survived";
+  EXPECT_GE(steps.size(), static_cast<std::size_t>(kKillAfter * kCrashBatch));
+  EXPECT_EQ(steps.size() % kCrashBatch, 0u) << "a partial batch survived";
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    ASSERT_EQ(steps[i].step, static_cast<std::int64_t>(i / kRanks)) << i;
-    ASSERT_EQ(steps[i].rank, static_cast<int>(i % kRanks)) << i;
+    ASSERT_EQ(steps[i].step, static_cast<std::int64_t>(i / kCrashRanks)) << i;
+    ASSERT_EQ(steps[i].rank, static_cast<int>(i % kCrashRanks)) << i;
     ASSERT_DOUBLE_EQ(steps[i].loss, 1.0 / static_cast<double>(steps[i].step + 1));
   }
 
@@ -111,7 +111,7 @@ TEST(StoreCrash, SigkillMidRunKeepsCommittedBatches) {
   store.finish_run(id, RunStatus::Failed);
   auto s = store.summary(id);
   EXPECT_EQ(s.run.status, RunStatus::Failed);
-  EXPECT_EQ(s.steps, static_cast<std::int64_t>(steps.size() / kRanks));
+  EXPECT_EQ(s.steps, static_cast<std::int64_t>(steps.size() / kCrashRanks));
 }
 
 // The same, many times over, with the kill landing at different points of a transaction.
@@ -145,8 +145,8 @@ TEST(StoreCrash, RepeatedKillsNeverCorrupt) {
     RawDb raw(file);
     ASSERT_EQ(raw.text("PRAGMA integrity_check"), "ok") << "round " << round;
     auto n = raw.integer("SELECT COUNT(*) FROM steps WHERE run_id = " + std::to_string(id));
-    EXPECT_GE(n, (1 + round) * kBatch) << "round " << round;
-    EXPECT_EQ(n % kBatch, 0) << "round " << round;
+    EXPECT_GE(n, (1 + round) * kCrashBatch) << "round " << round;
+    EXPECT_EQ(n % kCrashBatch, 0) << "round " << round;
   }
   Store store(file);
   EXPECT_EQ(store.runs().size(), 5u);

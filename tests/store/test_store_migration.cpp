@@ -34,7 +34,7 @@ std::string old_store(const TempDir& dir, int version) {
 }
 
 // Every table, index and trigger's definition, whitespace collapsed: what "the same schema" means here.
-std::string schema_of(const std::string& file) {
+std::string schema_text(const std::string& file) {
   RawDb raw(file);
   std::string all = raw.text(
       "SELECT group_concat(type || ' ' || name || ': ' || sql, char(10)) FROM "
@@ -124,8 +124,8 @@ TEST_P(StoreMigration, ReadsOrMigratesKeepingEveryRowAndEndsWithTodaysSchema) {
   EXPECT_EQ(raw.text("SELECT COUNT(*) FROM pragma_foreign_key_check"), "0");
   const std::string fresh = dir.file("fresh.db");
   Store{fresh};
-  EXPECT_NE(schema_of(fresh).find("'failed','interrupted'"), std::string::npos) << schema_of(fresh);
-  EXPECT_EQ(schema_of(file), schema_of(fresh));
+  EXPECT_NE(schema_text(fresh).find("'failed','interrupted'"), std::string::npos) << schema_text(fresh);
+  EXPECT_EQ(schema_text(file), schema_text(fresh));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPastVersion, StoreMigration, testing::Range(1, Store::kSchemaVersion),

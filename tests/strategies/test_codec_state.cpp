@@ -15,7 +15,7 @@ namespace {
 constexpr int kWorld = 3, kBefore = 4, kAfter = 3;
 
 // A bucket with a matrix PowerSGD compresses and a vector it sends plainly.
-BucketLayout bucket() {
+BucketLayout state_bucket() {
   BucketLayout b;
   b.id = 2;
   b.tensors = {{0, 12, 10}, {120, 12, 1}};
@@ -23,10 +23,10 @@ BucketLayout bucket() {
   return b;
 }
 
-std::vector<std::vector<float>> grads(std::int64_t step) {
+std::vector<std::vector<float>> step_grads(std::int64_t step) {
   std::mt19937 rng(static_cast<unsigned>(1000 + step));
   std::normal_distribution<float> d;
-  std::vector<std::vector<float>> g(kWorld, std::vector<float>(bucket().count));
+  std::vector<std::vector<float>> g(kWorld, std::vector<float>(state_bucket().count));
   for (auto& r : g)
     for (float& v : r) v = d(rng);
   return g;
@@ -63,7 +63,7 @@ std::vector<std::vector<std::vector<float>>> run(std::vector<std::unique_ptr<Cod
                                                  std::int64_t last) {
   std::vector<std::vector<std::vector<float>>> out;
   for (std::int64_t s = first; s < last; ++s) {
-    const auto step = testing::run_codec_step(testing::raw(codecs), bucket(), grads(s), s);
+    const auto step = testing::run_codec_step(testing::raw(codecs), state_bucket(), step_grads(s), s);
     EXPECT_TRUE(step.ok) << "step " << s;
     out.push_back(step.grads);
   }

@@ -6,8 +6,8 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, bool decoupled, double b1 = 0.9,
-                                           double b2 = 0.999, double eps = 1e-8) {
+std::vector<std::vector<double>> adam_reference(const test::UpdateSetup& s, bool decoupled, double b1 = 0.9,
+                                                double b2 = 0.999, double eps = 1e-8) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), m(s.n(), 0.0), v(s.n(), 0.0);
   std::vector<std::vector<double>> out;
   for (std::size_t t = 1; t <= s.grads.size(); ++t) {
@@ -31,7 +31,7 @@ TEST(OptimizerAdam, FirstUpdateClosedFormThenTheRecurrence) {
   test::UpdateSetup s;
   s.lr = 1e-2f;
   const auto got = test::run_updates("adam", {{"eps", "1e-3"}}, s);  // eps large enough to matter
-  const auto want = reference(s, false, 0.9, 0.999, 1e-3);
+  const auto want = adam_reference(s, false, 0.9, 0.999, 1e-3);
   for (std::size_t i = 0; i < s.n(); ++i) {
     const double d = s.grads[0][i] + s.weight_decay * static_cast<double>(s.p0[i]);
     EXPECT_NEAR(want[0][i], s.p0[i] - s.lr * d / (std::abs(d) + 1e-3), 1e-12) << "closed form, element " << i;
@@ -44,7 +44,7 @@ TEST(OptimizerAdam, AdamWDecaysTheParametersApart) {
   s.lr = 1e-2f;
   s.weight_decay = 0.1f;
   const auto adamw = test::run_updates("adamw", {{"beta1", "0.8"}, {"beta2", "0.99"}}, s);
-  const auto want = reference(s, true, 0.8, 0.99);
+  const auto want = adam_reference(s, true, 0.8, 0.99);
   for (int t = 0; t < 3; ++t) test::expect_params(adamw[t], want[t], t + 1);
   // And it is not Adam: the L2 term would have passed through the moments.
   const auto adam = test::run_updates("adam", {{"beta1", "0.8"}, {"beta2", "0.99"}}, s);

@@ -5,7 +5,7 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double b1, double b2, double eps) {
+std::vector<std::vector<double>> lamb_reference(const test::UpdateSetup& s, double b1, double b2, double eps) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), m(s.n(), 0.0), v(s.n(), 0.0), step(s.n());
   std::vector<std::vector<double>> out;
   for (std::size_t t = 1; t <= s.grads.size(); ++t) {
@@ -29,7 +29,7 @@ TEST(OptimizerLamb, TrustRatioOfAdamsStepPerTensor) {
   test::UpdateSetup s;
   s.lr = 1e-2f;
   const auto got = test::run_updates("lamb", {}, s);
-  const auto want = reference(s, 0.9, 0.999, 1e-6);
+  const auto want = lamb_reference(s, 0.9, 0.999, 1e-6);
   for (int t = 0; t < 3; ++t) test::expect_params(got[t], want[t], t + 1);
   // Each tensor moves by lr ||w|| in norm at every update, whatever the gradient's scale.
   const TensorSlice& matrix = s.tensors[0];

@@ -5,8 +5,8 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double momentum, double eta, double eps,
-                                           bool exclude_vectors) {
+std::vector<std::vector<double>> lars_reference(const test::UpdateSetup& s, double momentum, double eta, double eps,
+                                                bool exclude_vectors) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), buf(s.n(), 0.0);
   std::vector<std::vector<double>> out;
   for (std::size_t t = 0; t < s.grads.size(); ++t) {
@@ -30,11 +30,11 @@ TEST(OptimizerLars, TrustRatioPerTensor) {
   test::UpdateSetup s;
   s.lr = 2.0f;
   const auto got = test::run_updates("lars", {{"eta", "0.02"}}, s);
-  const auto want = reference(s, 0.9, 0.02, 1e-9, true);
+  const auto want = lars_reference(s, 0.9, 0.02, 1e-9, true);
   for (int t = 0; t < 3; ++t) test::expect_params(got[t], want[t], t + 1);
   // The third gradient is the first over ten: the ratio undoes the scale, so the matrix's step does not shrink.
   const auto all = test::run_updates("lars", {{"eta", "0.02"}, {"exclude_vectors", "false"}}, s);
-  const auto want_all = reference(s, 0.9, 0.02, 1e-9, false);
+  const auto want_all = lars_reference(s, 0.9, 0.02, 1e-9, false);
   for (int t = 0; t < 3; ++t) test::expect_params(all[t], want_all[t], t + 1);
   EXPECT_NE(all[0][6], got[0][6]);  // the bias took the trust ratio this time
 }

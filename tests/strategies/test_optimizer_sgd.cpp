@@ -6,8 +6,8 @@
 namespace ddplab {
 namespace {
 
-std::vector<std::vector<double>> reference(const test::UpdateSetup& s, double momentum, double dampening,
-                                           bool nesterov) {
+std::vector<std::vector<double>> sgd_reference(const test::UpdateSetup& s, double momentum, double dampening,
+                                               bool nesterov) {
   std::vector<double> p(s.p0.begin(), s.p0.end()), buf(s.n(), 0.0);
   std::vector<std::vector<double>> out;
   for (std::size_t t = 0; t < s.grads.size(); ++t) {
@@ -35,10 +35,10 @@ TEST(OptimizerSgd, FollowsTorchSgdWithAndWithoutMomentum) {
                         Case{{{"momentum", "0.8"}, {"dampening", "0.3"}}, 0.8, 0.3, false},
                         Case{{{"nesterov", "true"}}, 0.9, 0, true}}) {
     const auto got = test::run_updates("sgd", c.options, s);
-    const auto want = reference(s, c.momentum, c.dampening, c.nesterov);
+    const auto want = sgd_reference(s, c.momentum, c.dampening, c.nesterov);
     for (int t = 0; t < 3; ++t) {
-      SCOPED_TRACE(testing::Message() << "momentum " << c.momentum << " dampening " << c.dampening << " nesterov "
-                                      << c.nesterov);
+      SCOPED_TRACE(::testing::Message() << "momentum " << c.momentum << " dampening " << c.dampening << " nesterov "
+                                        << c.nesterov);
       test::expect_params(got[t], want[t], t + 1);
     }
   }
@@ -48,7 +48,7 @@ TEST(OptimizerSgd, GradScaleIsTheMeanOfAccumulatedGradients) {
   test::UpdateSetup s;
   s.grad_scale = 0.25f;  // four micro-steps summed
   const auto got = test::run_updates("sgd", {}, s);
-  const auto want = reference(s, 0.9, 0, false);
+  const auto want = sgd_reference(s, 0.9, 0, false);
   for (int t = 0; t < 3; ++t) test::expect_params(got[t], want[t], t + 1);
 }
 

@@ -16,11 +16,11 @@ namespace ddplab {
 namespace {
 
 // 784-64-32-16-10: four layers, the boundaries' activations 4 B x width per sample.
-const ModelSpec kMlp = ModelSpec::mlp({784, 64, 32, 16, 10});
+const ModelSpec kPipelineMlp = ModelSpec::mlp({784, 64, 32, 16, 10});
 
 TEST(PipelinePlan, StagesHoldConsecutiveLayersAndTheirParameters) {
   const PipelineInfo& s = *find_pipeline_schedule("1f1b");
-  const StageModel a = pipeline_stage(kMlp, s, {2, 4, 1}, 0), b = pipeline_stage(kMlp, s, {2, 4, 1}, 1);
+  const StageModel a = pipeline_stage(kPipelineMlp, s, {2, 4, 1}, 0), b = pipeline_stage(kPipelineMlp, s, {2, 4, 1}, 1);
   EXPECT_EQ(a.model.layers.size(), 2u);
   EXPECT_EQ(a.model.parameter_count(), 784u * 64 + 64 + 64 * 32 + 32);
   EXPECT_EQ(b.model.parameter_count(), 32u * 16 + 16 + 16 * 10 + 10);
@@ -34,15 +34,15 @@ TEST(PipelinePlan, StagesHoldConsecutiveLayersAndTheirParameters) {
 
   // Interleaved, 2 stages x 2 chunks: rank 0 holds layers 0 and 2 (Megatron-LM's order), rank 1 layers 1 and 3.
   const PipelineInfo& il = *find_pipeline_schedule("interleaved");
-  const StageModel i0 = pipeline_stage(kMlp, il, {2, 4, 2}, 0);
+  const StageModel i0 = pipeline_stage(kPipelineMlp, il, {2, 4, 2}, 0);
   ASSERT_EQ(i0.stage.chunks.size(), 2u);
   EXPECT_EQ(i0.model.layers[0].name, "layers.0");
   EXPECT_EQ(i0.model.layers[1].name, "layers.2");
   EXPECT_EQ(i0.stage.chunks[1].input_bytes, 4 * 32) << "chunk 1 of rank 0 follows chunk 0 of rank 1 (layer 1)";
   EXPECT_EQ(i0.stage.chunks[1].output_bytes, 4 * 16);
 
-  EXPECT_THROW(pipeline_stage(kMlp, il, {4, 4, 2}, 0), ddplab::InputError) << "8 chunks of 4 layers";
-  ModelSpec bn = kMlp;
+  EXPECT_THROW(pipeline_stage(kPipelineMlp, il, {4, 4, 2}, 0), ddplab::InputError) << "8 chunks of 4 layers";
+  ModelSpec bn = kPipelineMlp;
   bn.layers[1].sync_channels = 64;
   EXPECT_THROW(pipeline_stage(bn, s, {2, 4, 1}, 0), ddplab::InputError);
 }
@@ -73,7 +73,7 @@ Strategy stage_strategy(const std::string& schedule, const PipelineShape& shape,
   c.name = policy;
   c.policy = policy;
   c.schedule = "ring";
-  StageModel sm = pipeline_stage(kMlp, *find_pipeline_schedule(schedule), shape, stage);
+  StageModel sm = pipeline_stage(kPipelineMlp, *find_pipeline_schedule(schedule), shape, stage);
   StrategyContext ctx{2, 1, 32, 1, false, sm.stage};
   return Strategy(c, sm.model, ctx);
 }
@@ -141,7 +141,7 @@ TEST(PipelinePlan, BytesAreTheBoundaryActivationsOfAMicrobatch) {
     }
     if (op.kind == OpKind::Forward) forward_flops += op.flops;
   }
-  EXPECT_DOUBLE_EQ(forward_flops, 32 * (kMlp.layers[0].forward_flops + kMlp.layers[1].forward_flops))
+  EXPECT_DOUBLE_EQ(forward_flops, 32 * (kPipelineMlp.layers[0].forward_flops + kPipelineMlp.layers[1].forward_flops))
       << "the microbatches' forwards add up to the stage's forward of the batch";
 }
 
@@ -152,14 +152,14 @@ TEST(PipelinePlan, StageSpecsFollowTheLayout) {
   sc.parallel.pp = 2;
   sc.parallel.microbatches = 4;
   const ParallelLayout layout(sc.parallel, 8);
-  const auto specs = stage_specs(sc, kMlp, layout, 4);
+  const auto specs = stage_specs(sc, kPipelineMlp, layout, 4);
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[1].context.world_size, 4);
   EXPECT_EQ(specs[1].context.ranks_per_node, 4) << "tp-dp-pp: a stage's DP group is 4 adjacent ranks";
   EXPECT_EQ(specs[1].context.pipeline.stage, 1);
   EXPECT_EQ(specs[1].model.layers.size(), 2u);
   sc.parallel.placement = "tp-pp-dp";
-  EXPECT_EQ(stage_specs(sc, kMlp, ParallelLayout(sc.parallel, 8), 4)[0].context.ranks_per_node, 2)
+  EXPECT_EQ(stage_specs(sc, kPipelineMlp, ParallelLayout(sc.parallel, 8), 4)[0].context.ranks_per_node, 2)
       << "tp-pp-dp: replicas are 2 ranks apart";
   EXPECT_EQ(group_ranks_per_node({0, 2, 4, 6}, 4), 2);
 }

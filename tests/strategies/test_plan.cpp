@@ -12,7 +12,7 @@
 namespace ddplab {
 namespace {
 
-const ModelSpec kMlp = ModelSpec::mlp({784, 1024, 1024, 1024, 10});
+const ModelSpec kWideMlp = ModelSpec::mlp({784, 1024, 1024, 1024, 10});
 
 std::vector<int> params_of(const Bucketing& b, int bucket) {
   return b.buckets.at(static_cast<std::size_t>(bucket)).params;
@@ -20,14 +20,14 @@ std::vector<int> params_of(const Bucketing& b, int bucket) {
 
 TEST(Bucketing, DefaultCapsGiveDdpsAssignmentInReverseParameterOrder) {
   // Parameters: 0 w0 (784x1024), 1 b0, 2 w1 (1024x1024, 4 MiB), 3 b1, 4 w2, 5 b2, 6 w3 (1024x10), 7 b3.
-  const Bucketing b = make_buckets(kMlp, reverse_parameter_order(kMlp), 25u << 20, 1u << 20);
+  const Bucketing b = make_buckets(kWideMlp, reverse_parameter_order(kWideMlp), 25u << 20, 1u << 20);
   ASSERT_EQ(b.buckets.size(), 2u);
   // The first bucket closes once it reaches 1 MiB: b3, w3, b2 are small, w2 takes it past the cap.
   EXPECT_EQ(params_of(b, 0), (std::vector<int>{7, 6, 5, 4}));
   EXPECT_EQ(params_of(b, 1), (std::vector<int>{3, 2, 1, 0}));
   EXPECT_EQ(b.buckets[0].count, 10u + 10240u + 1024u + 1048576u);
   EXPECT_EQ(b.buckets[1].offset, b.buckets[0].count);
-  EXPECT_EQ(b.total, kMlp.parameter_count());
+  EXPECT_EQ(b.total, kWideMlp.parameter_count());
   // Gradient-as-bucket-view: parameters sit back to back in bucket order.
   EXPECT_EQ(b.grad_offset[7], 0u);
   EXPECT_EQ(b.grad_offset[6], 10u);
@@ -38,18 +38,18 @@ TEST(Bucketing, DefaultCapsGiveDdpsAssignmentInReverseParameterOrder) {
 }
 
 TEST(Bucketing, CapsSmallerThanATensorGiveOneTensorPerBucketAndZeroMeansOneBucket) {
-  const Bucketing small = make_buckets(kMlp, reverse_parameter_order(kMlp), 1, 1);
-  EXPECT_EQ(small.buckets.size(), kMlp.params.size());
-  const Bucketing one = make_buckets(kMlp, reverse_parameter_order(kMlp), 0, 0);
+  const Bucketing small = make_buckets(kWideMlp, reverse_parameter_order(kWideMlp), 1, 1);
+  EXPECT_EQ(small.buckets.size(), kWideMlp.params.size());
+  const Bucketing one = make_buckets(kWideMlp, reverse_parameter_order(kWideMlp), 0, 0);
   EXPECT_EQ(one.buckets.size(), 1u);
-  EXPECT_THROW(make_buckets(kMlp, {0, 1, 2}, 1, 1), ddplab::InputError);
-  EXPECT_THROW(make_buckets(kMlp, {0, 0, 2, 3, 4, 5, 6, 7}, 1, 1), ddplab::InputError);
+  EXPECT_THROW(make_buckets(kWideMlp, {0, 1, 2}, 1, 1), ddplab::InputError);
+  EXPECT_THROW(make_buckets(kWideMlp, {0, 0, 2, 3, 4, 5, 6, 7}, 1, 1), ddplab::InputError);
 }
 
 TEST(Strategy, BucketsAreRebuiltFromTheObservedReadyOrder) {
   StrategyConfig c;
   c.policy = "overlap";
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   // Backward produces each layer's weight, then its bias.
   const std::vector<int> observed{6, 7, 4, 5, 2, 3, 0, 1};
   EXPECT_TRUE(s.observe_ready_order(observed));
@@ -67,13 +67,13 @@ std::vector<std::string> kinds(const StepPlan& p) {
 
 TEST(Policies, FlatSyncsOneBucketAfterBackward) {
   StrategyConfig c;  // flat, native
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
                                                 "sync_grads0", "optimizer0"}));
   EXPECT_EQ(p.ops[5].deps, std::vector<int>{4});
   ASSERT_EQ(p.ops[5].calls.size(), 1u);
-  EXPECT_EQ(p.ops[5].calls[0].count, kMlp.parameter_count());
+  EXPECT_EQ(p.ops[5].calls[0].count, kWideMlp.parameter_count());
   EXPECT_EQ(p.ops[5].schedule, "native");
   // Forward FLOPs: 2 per weight per sample plus bias and ReLU.
   EXPECT_NEAR(p.ops[0].flops, 64.0 * (2.0 * (784 * 1024 + 2 * 1024 * 1024 + 1024 * 10) + 2.0 * (3 * 1024 + 10)), 1.0);
@@ -109,7 +109,7 @@ TEST(Policies, OverlapStartsEachBucketWhenItsLastGradientIsReady) {
   StrategyConfig c;
   c.policy = "overlap";
   c.schedule = "ring";
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
                                                 "sync_grads0", "sync_grads1", "optimizer0", "optimizer1"}));
@@ -124,7 +124,7 @@ TEST(Policies, AccumulationSyncsEveryKthMicroStepOnly) {
   StrategyConfig c;
   c.policy = "overlap";
   c.accumulate_steps = 3;
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   for (int step = 0; step < 6; ++step) {
     const StepPlan p = s.plan(step);
     const bool comm = std::any_of(p.ops.begin(), p.ops.end(), [](const PlanOp& o) { return is_comm(o.kind); });
@@ -137,7 +137,7 @@ TEST(Policies, LocalSgdWarmsUpThenAveragesParametersEveryPeriod) {
   StrategyConfig c;
   c.policy = "local_sgd";
   c.policy_options = {{"local_sgd_warmup", "2"}, {"local_sgd_period", "3"}};
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   auto count = [](const StepPlan& p, OpKind k) {
     return std::count_if(p.ops.begin(), p.ops.end(), [&](const PlanOp& o) { return o.kind == k; });
   };
@@ -153,7 +153,7 @@ TEST(Policies, Zero1ReduceScattersUpdatesItsShardAndAllGathers) {
   StrategyConfig c;
   c.policy = "zero1";
   c.schedule = "ring";
-  Strategy s(c, kMlp, {4, 1, 64, 1});
+  Strategy s(c, kWideMlp, {4, 1, 64, 1});
   const StepPlan p = s.plan(0);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"forward", "backward3", "backward2", "backward1", "backward0",
                                                 "reduce_scatter0", "reduce_scatter1", "shard_optimizer0",
@@ -162,7 +162,7 @@ TEST(Policies, Zero1ReduceScattersUpdatesItsShardAndAllGathers) {
   EXPECT_EQ(p.ops[5].calls[0].collective, Collective::ReduceScatter);
 }
 
-Scenario parse(const std::string& strategy) { return parse_scenario("[[strategy]]\n" + strategy, "x.toml"); }
+Scenario parse_strategy(const std::string& strategy) { return parse_scenario("[[strategy]]\n" + strategy, "x.toml"); }
 
 std::string validation_error(const Scenario& sc) {
   try {
@@ -210,13 +210,14 @@ TEST(Validation, NamesTheFileLineAndFieldOfBadStrategies) {
             dir +
                 "bad_policy.toml:3:10: strategy[0].policy must be one of \"flat\", \"bucketed\", \"overlap\", "
                 "\"local_sgd\", \"zero1\", \"zero2\", \"zero3\", \"ps\", got \"sometimes\"");
-  EXPECT_EQ(validation_error(parse("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
-  const std::string opt = validation_error(parse("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
+  EXPECT_EQ(validation_error(parse_strategy("codec = \"zip\"\n")).substr(0, 29), "x.toml:2:9: strategy[0].codec");
+  const std::string opt = validation_error(parse_strategy("codec = \"topk\"\ncodec_options = { ratio = 2 }\n"));
   EXPECT_EQ(opt.substr(0, opt.find(' ')), "x.toml:3:27:") << opt;
   EXPECT_NE(opt.find("ratio"), std::string::npos) << opt;
-  EXPECT_NE(validation_error(parse("policy = \"zero1\"\ncodec = \"fp16\"\n")).find("must be \"none\" with policy"),
-            std::string::npos);
-  EXPECT_EQ(validation_error(parse("policy = \"overlap\"\nschedule = \"ring\"\ncodec = \"powersgd\"\n")), "");
+  EXPECT_NE(
+      validation_error(parse_strategy("policy = \"zero1\"\ncodec = \"fp16\"\n")).find("must be \"none\" with policy"),
+      std::string::npos);
+  EXPECT_EQ(validation_error(parse_strategy("policy = \"overlap\"\nschedule = \"ring\"\ncodec = \"powersgd\"\n")), "");
 }
 
 }  // namespace

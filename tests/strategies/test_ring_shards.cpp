@@ -10,7 +10,7 @@
 namespace ddplab {
 namespace {
 
-double value(std::size_t r, std::size_t i) { return static_cast<double>((r + 1) * 1000 + i % 251); }
+double shard_value(std::size_t r, std::size_t i) { return static_cast<double>((r + 1) * 1000 + i % 251); }
 
 TEST(RingShards, ReduceScatterLeavesEachRankTheSumOfItsChunk) {
   for (int n = 1; n <= 17; ++n)
@@ -21,7 +21,7 @@ TEST(RingShards, ReduceScatterLeavesEachRankTheSumOfItsChunk) {
       std::vector<std::vector<double>> bufs(static_cast<std::size_t>(n), std::vector<double>(count));
       std::vector<double> ref(count, 0.0);
       for (std::size_t r = 0; r < bufs.size(); ++r)
-        for (std::size_t i = 0; i < count; ++i) ref[i] += bufs[r][i] = value(r, i);
+        for (std::size_t i = 0; i < count; ++i) ref[i] += bufs[r][i] = shard_value(r, i);
       run_in_memory(s, bufs);
       for (int r = 0; r < n; ++r) {
         const Chunk c = chunk_of(count, n, r);
@@ -43,7 +43,7 @@ TEST(RingShards, AllGatherSpreadsEveryChunkEverywhere) {
       for (int r = 0; r < n; ++r) {
         const Chunk c = chunk_of(count, n, r);
         for (std::size_t i = c.offset; i < c.offset + c.count; ++i)
-          bufs[static_cast<std::size_t>(r)][i] = ref[i] = value(static_cast<std::size_t>(r), i);
+          bufs[static_cast<std::size_t>(r)][i] = ref[i] = shard_value(static_cast<std::size_t>(r), i);
       }
       run_in_memory(s, bufs);
       for (int r = 0; r < n; ++r) EXPECT_EQ(bufs[static_cast<std::size_t>(r)], ref) << "n=" << n << " count=" << count;

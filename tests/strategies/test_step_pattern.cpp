@@ -10,7 +10,7 @@
 namespace ddplab {
 namespace {
 
-const ModelSpec kMlp = ModelSpec::mlp({784, 64, 32, 10});
+const ModelSpec kStepMlp = ModelSpec::mlp({784, 64, 32, 10});
 
 StrategyConfig config(const std::string& policy, const std::string& codec, int accumulate) {
   StrategyConfig c;
@@ -50,7 +50,7 @@ TEST(StepPattern, EveryRegisteredStrategyDescribesItsPlans) {
         if (policy.shards != Shards::None && codec.name != "none") continue;  // refused by validate_strategies
         const StrategyConfig c = config(policy.name, codec.name, accumulate);
         const std::string what = policy.name + "/" + codec.name + " K=" + std::to_string(accumulate);
-        const Plans plans(c, kMlp);
+        const Plans plans(c, kStepMlp);
         const StepPattern p = plans.initial.pattern();
         ASSERT_FALSE(p.segments.empty()) << what;
         EXPECT_EQ(p.segments.front().first, 0) << what;
@@ -88,7 +88,7 @@ TEST(StepPattern, PowerSgdWarmsUpUntilStartIter) {
   StrategyConfig c = config("overlap", "powersgd", 1);
   c.codec_options["start_iter"] = "1000";
   c.bucket_cap = c.first_bucket_cap = 0;  // one bucket: the rebuild changes nothing
-  const StepPattern p = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
+  const StepPattern p = Strategy(c, kStepMlp, {4, 1, 16, 1}).pattern();
   ASSERT_EQ(p.segments.size(), 2u);
   EXPECT_EQ(p.segments[0].first, 0);
   EXPECT_EQ(p.segments[0].length, 1);
@@ -101,7 +101,7 @@ TEST(StepPattern, PowerSgdWarmsUpUntilStartIter) {
 TEST(StepPattern, LocalSgdWarmupThenBlocksOfItsPeriod) {
   StrategyConfig c = config("local_sgd", "none", 1);
   c.policy_options = {{"local_sgd_warmup", "20"}, {"local_sgd_period", "4"}};
-  const StepPattern p = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
+  const StepPattern p = Strategy(c, kStepMlp, {4, 1, 16, 1}).pattern();
   EXPECT_EQ(p.warmup_steps(), 20);
   EXPECT_EQ(p.period(), 4);
   EXPECT_NE(p.steady().what.find("averaged every 4 steps"), std::string::npos) << p.steady().what;
@@ -109,7 +109,7 @@ TEST(StepPattern, LocalSgdWarmupThenBlocksOfItsPeriod) {
   // first step's plans already show on this MLP only when buckets match; here they differ).
   c.policy_options["local_sgd_warmup"] = "0";
   c.bucket_cap = c.first_bucket_cap = 0;
-  const StepPattern q = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
+  const StepPattern q = Strategy(c, kStepMlp, {4, 1, 16, 1}).pattern();
   EXPECT_EQ(q.warmup_steps(), 0);
   EXPECT_EQ(q.period(), 4);
   EXPECT_EQ(q.segments.size(), 1u);
@@ -118,7 +118,7 @@ TEST(StepPattern, LocalSgdWarmupThenBlocksOfItsPeriod) {
 TEST(StepPattern, AccumulationBlocksAreItsWindows) {
   StrategyConfig c = config("overlap", "none", 4);
   c.bucket_cap = c.first_bucket_cap = 0;
-  const StepPattern p = Strategy(c, kMlp, {4, 1, 16, 1}).pattern();
+  const StepPattern p = Strategy(c, kStepMlp, {4, 1, 16, 1}).pattern();
   ASSERT_EQ(p.segments.size(), 1u);
   EXPECT_EQ(p.period(), 4);
   EXPECT_NE(p.steady().what.find("4 micro-steps per optimizer step"), std::string::npos);

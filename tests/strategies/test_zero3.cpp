@@ -134,16 +134,16 @@ std::vector<int> check_plan(const Strategy& s, const StepPlan& p) {
   return gathers;
 }
 
-const ModelSpec kMlp = ModelSpec::mlp({784, 256, 128, 10});
+const ModelSpec kZeroMlp = ModelSpec::mlp({784, 256, 128, 10});
 
 TEST(Zero3, EveryPassFindsItsUnitsGatheredAndEveryUnitEndsGivenBack) {
   // One bucket per tensor or several tensors, and a layer's weight and bias apart.
   for (std::size_t cap : {std::size_t{1024}, std::size_t{100000}, std::size_t{1} << 22})
     for (bool prefetch : {true, false}) {
       SCOPED_TRACE("bucket_cap " + std::to_string(cap) + (prefetch ? ", prefetch" : ", no prefetch"));
-      Strategy s(zero3(cap, cap / 4 + 1, prefetch), kMlp, {4, 1, 32, 1});
+      Strategy s(zero3(cap, cap / 4 + 1, prefetch), kZeroMlp, {4, 1, 32, 1});
       for (int step : {0, 1}) {
-        if (step == 1) s.observe_ready_order(kMlp.expected_ready_order());
+        if (step == 1) s.observe_ready_order(kZeroMlp.expected_ready_order());
         const std::vector<int> gathers = check_plan(s, s.plan(step));
         // A unit the forward's last chunk uses stays whole into the backward: one gather; the others two.
         for (int g : gathers) EXPECT_TRUE(g == 1 || g == 2);
@@ -239,7 +239,7 @@ TEST(Zero3, PrefetchGathersTheNextUnitWhileTheCurrentOneComputes) {
 TEST(Zero3, AccumulatingMicroStepsGatherAndGiveBackWithoutSyncingGradients) {
   StrategyConfig c = zero3(100000, 20000);
   c.accumulate_steps = 2;
-  Strategy s(c, kMlp, {4, 1, 32, 1});
+  Strategy s(c, kZeroMlp, {4, 1, 32, 1});
   const StepPlan quiet = s.plan(0), sync = s.plan(1);
   EXPECT_FALSE(quiet.sync);
   check_plan(s, quiet);
@@ -276,9 +276,9 @@ TEST(Zero3, ShardsTravelInTheTrainingPrecision) {
     StrategyConfig c = zero3(100000, 20000);
     c.policy = policy;
     StrategyContext ctx{4, 1, 32, 1};
-    const StepPlan fp32 = Strategy(c, kMlp, ctx).plan(0);
+    const StepPlan fp32 = Strategy(c, kZeroMlp, ctx).plan(0);
     ctx.activations = ElemType::BF16;
-    const StepPlan bf16 = Strategy(c, kMlp, ctx).plan(0);
+    const StepPlan bf16 = Strategy(c, kZeroMlp, ctx).plan(0);
     ASSERT_EQ(fp32.ops.size(), bf16.ops.size());
     int shards = 0;
     for (std::size_t i = 0; i < fp32.ops.size(); ++i) {
