@@ -17,15 +17,12 @@
 #include "ddplab/core/run_admin.hpp"
 #include "ddplab/core/scenario.hpp"
 #include "ddplab/core/store.hpp"
-#include "ddplab/strategies/model_library.hpp"
-#include "ddplab/strategies/layout.hpp"
-#include "ddplab/strategies/stages.hpp"
 #include "ddplab/strategies/strategy.hpp"
 #include "ddplab/runtime/communicator.hpp"
-#include "ddplab/runtime/model_parallel.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "ddplab/runtime/trainer.hpp"
 #include "ddplab/runtime/launch.hpp"
+#include "ddplab/runtime/run_preflight.hpp"
 #include "ddplab/runtime/transport.hpp"
 #include "ddplab/testbed/testbed.hpp"
 
@@ -46,12 +43,7 @@ std::int64_t last_run_id(const std::string& db) {
 
 int run_scenario(const RunRequest& req) {
   Scenario sc = load_validated_scenario(req.scenario);
-  if (!sc.model.trainable()) {  // model tables are for `ddplab simulate`
-    const auto at = sc.model.where.find("type");
-    throw InputError(InputLocation::at(at != sc.model.where.end() ? at->second : req.scenario, "model.type"),
-                     "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + to_string(sc.model.type) +
-                         "\" model (" + sc.model.table + ") can only be simulated: ddplab simulate " + req.scenario);
-  }
+  require_trainable_model(sc);
   if (req.max_steps) sc.train.max_steps = *req.max_steps;
   if (req.batch_size) sc.train.batch_size = *req.batch_size;
   if (req.seed) sc.train.seed = *req.seed;
@@ -91,45 +83,7 @@ int run_scenario(const RunRequest& req) {
     resume = find_resume_point(store, sc, bed || req.np ? np : 0, *req.resume > 0 ? req.resume : std::nullopt);
     np = resume->world;
   }
-  if (np < 1) throw InputError("--np must be at least 1, got " + std::to_string(np), "--np");
-  if (req.fault.kind != FaultKind::None && req.fault.rank >= np)
-    throw InputError(fmt::format("--inject-fault {}: rank {} is not one of the job's {} ranks",
-                                 fault_injection_text(req.fault), req.fault.rank, np),
-                     "--inject-fault");
-  scenario_layout(sc, np, fmt::format("{} ranks", np));
-  require_runnable_layout(sc);
-  // Rules that depend on the world size (a parameter server needs a worker besides its servers): say so now,
-  // not after mpirun started and the strategies before this one trained. A split model's strategies are
-  // made per stage, over its DP group.
-  const ScenarioStages stages = scenario_stages(sc, np, 1);
-  for (const auto& st : sc.strategies) {
-    // The executor refuses it too (Ops::can_release), but only once mpirun started and earlier strategies ran.
-    if (find_policy(st.policy)->zero >= 2 && sc.train.backend != Backend::Cpu) {
-      const auto at = st.where.find("policy");
-      throw ScenarioError(
-          InputLocation::at(at != st.where.end() ? at->second : req.scenario,
-                            fmt::format("strategy[{}].policy", &st - sc.strategies.data())),
-          fmt::format("strategy \"{}\": policy \"{}\" gives back {}, which backend \"{}\" cannot do "
-                      "(its buffers are whole allocations); the cpu backend runs it, and ddplab simulate "
-                      "models it on any cluster",
-                      st.name, st.policy, released_memory(*find_policy(st.policy)), sc.train.backend));
-    }
-    try {
-      if (stages.split())
-        for (const StageSpec& stage : stages.stages) Strategy(st, stage.model, stage.context);
-      else
-        Strategy(st, model_spec_for(sc.model), strategy_context(sc, np, 1));
-    } catch (const InputError& e) {
-      throw e.prefixed(
-          fmt::format("{}: strategy \"{}\" cannot run on {} rank{}: ", req.scenario, st.name, np, np == 1 ? "" : "s"));
-    }
-  }
-  for (int r = 0; r < np; ++r)
-    if (const double f = sc.cluster.compute_factor(r); !(f >= 1))
-      throw InputError(InputLocation{.file = req.scenario, .field = "cluster.stragglers"},
-                       fmt::format("cluster.stragglers make rank {} faster (factor {}): a real run can only "
-                                   "slow a rank down (factor >= 1); ddplab simulate accepts it",
-                                   r, f));
+  preflight_run(sc, np, req.fault);
   require_writable_store(req.db);
   std::int64_t before = last_run_id(req.db);
   if (resume) {
