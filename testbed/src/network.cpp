@@ -54,24 +54,6 @@ Inventory scan() {
   return inv;
 }
 
-struct NodeHealth {
-  bool ns = false, veth_root = false, addr = false;
-  std::string qdisc_out, qdisc_in;  // "tbf 1gbit", "netem+tbf 1gbit", "-" when missing
-  bool out_ok = false, in_ok = false;
-  bool ok() const { return ns && veth_root && addr && out_ok && in_ok; }
-};
-
-struct Health {
-  bool bridge = false, files = false;
-  std::vector<NodeHealth> nodes;
-  std::vector<std::string> leftovers;  // "netns ddpl-h7", "link ddpl-v7": prefixed, not in the state
-  bool whole(const State& s) const {
-    bool all = s.phase == "up" && bridge && files && leftovers.empty();
-    for (const auto& n : nodes) all = all && n.ok();
-    return all;
-  }
-};
-
 // The tbf shaping `dev` (in namespace ns, or the root one when empty): "tbf 1gbit", and whether it has the rate.
 std::pair<std::string, bool> shaper(const std::string& ns, const std::string& dev, std::uint64_t rate_bps) {
   Args argv = {"tc"};
@@ -310,11 +292,9 @@ std::vector<std::string> teardown(const State* s) {
   return removed;
 }
 
-std::string yes_no(bool ok) { return ok ? "ok" : "MISSING"; }
-
 }  // namespace
 
-int up(const Options& opt) {
+State up(const Options& opt) {
   require_root("up");
   const std::string dir = state_dir();
   Lock lock(dir);
@@ -358,28 +338,23 @@ int up(const Options& opt) {
   }
   s.phase = "up";
   write_state(s, state_path());
-  std::printf("test bed up: %d hosts on bridge %s (%s), every NIC shaped to %s both ways%s\n", s.hosts,
-              s.bridge.c_str(), s.subnet.c_str(), s.rate().c_str(),
-              s.delay.empty() ? "" : (", plus " + s.delay + " one-way delay (netem)").c_str());
-  for (const auto& n : s.nodes) std::printf("  %-10s %s\n", n.ns.c_str(), n.ip.c_str());
-  std::printf("state %s; use it with `ddplab run SCENARIO --testbed`, remove it with `ddplab testbed down`\n",
-              state_path().c_str());
-  return 0;
+  return s;
 }
 
-int down() {
+DownReport down() {
   require_root("down");
   const std::string dir = state_dir();
   Lock lock(dir);
+  DownReport report;
   std::optional<State> s;
   try {
     s = read_state(state_path());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddplab testbed down: %s; removing every %s object instead\n", e.what(), kPrefix);
+    report.unreadable = e.what();
   }
-  auto removed = teardown(s ? &*s : nullptr);
-  if (std::remove(state_path().c_str()) == 0) removed.push_back("file " + state_path());
-  for (const auto& r : removed) std::printf("removed %s\n", r.c_str());
+  report.was_up = s.has_value();
+  report.removed = teardown(s ? &*s : nullptr);
+  if (std::remove(state_path().c_str()) == 0) report.removed.push_back("file " + state_path());
   // Veths of deleted namespaces go away asynchronously: give the kernel a few seconds.
   Inventory left = scan();
   for (int i = 0; i < 50 && (!left.netns.empty() || !left.links.empty()); ++i) {
@@ -388,52 +363,24 @@ int down() {
   }
   if (!left.netns.empty() || !left.links.empty())
     throw RunFault("some " + std::string(kPrefix) + " objects survived `down`; see `ddplab testbed status`");
-  if (removed.empty() && !s) std::printf("no test bed was up\n");
-  return 0;
+  return report;
 }
 
-int status() {
+StatusReport status() {
   require_root("status");
-  std::optional<State> s;
-  std::string unreadable;
+  StatusReport report;
   try {
-    s = read_state(state_path());
+    report.state = read_state(state_path());
   } catch (const std::exception& e) {
-    unreadable = e.what();
+    report.unreadable = e.what();
   }
-  const Inventory inv = scan();
-  const Health h = inspect(s ? &*s : nullptr, inv);
-  if (!unreadable.empty()) std::printf("%s\n", unreadable.c_str());
-  if (!s && h.leftovers.empty() && unreadable.empty()) {
-    std::printf("no test bed is up (no state at %s, no %s objects)\n", state_path().c_str(), kPrefix);
-    return 1;
-  }
-  if (s) {
-    std::printf("test bed: %s, %d hosts at %s%s, subnet %s, created %s by pid %ld\nstate: %s\n", s->phase.c_str(),
-                s->hosts, s->rate().c_str(), s->delay.empty() ? "" : (" + " + s->delay + " delay").c_str(),
-                s->subnet.c_str(), s->created_at.c_str(), s->pid, state_path().c_str());
-    std::printf("bridge %s %s: %s; agent and hostfile: %s\n", s->bridge.c_str(), s->bridge_ip.c_str(),
-                yes_no(h.bridge).c_str(), yes_no(h.files).c_str());
-    // Each piece is followed by "ok" or "MISSING"; a shaper at another rate than the state's is marked "!".
-    auto shown = [](const std::string& q, bool ok) { return q == "-" ? std::string("MISSING") : ok ? q : q + " !"; };
-    std::printf("%-4s %-18s %-18s %-26s %-16s %-16s\n", "host", "namespace", "ip", "veths (bridge/host)", "qdisc out",
-                "qdisc in");
-    for (std::size_t i = 0; i < s->nodes.size(); ++i) {
-      const Node& n = s->nodes[i];
-      const NodeHealth& nh = h.nodes[i];
-      std::printf("%-4zu %-18s %-18s %-26s %-16s %-16s\n", i, (n.ns + " " + yes_no(nh.ns)).c_str(),
-                  (n.ip + " " + yes_no(nh.addr)).c_str(),
-                  (n.veth_root + "/" + n.veth_ns + " " + yes_no(nh.veth_root)).c_str(),
-                  shown(nh.qdisc_out, nh.out_ok).c_str(), shown(nh.qdisc_in, nh.in_ok).c_str());
-    }
-  }
-  for (const auto& l : h.leftovers) std::printf("leftover (in no state file): %s\n", l.c_str());
-  if (s && h.whole(*s)) {
-    std::printf("whole: every piece exists and is shaped to %s\n", s->rate().c_str());
-    return 0;
-  }
-  std::printf("incomplete or left over from a crash: run `ddplab testbed down` to remove it\n");
-  return 3;
+  report.health = inspect(report.state ? &*report.state : nullptr, scan());
+  return report;
+}
+
+int StatusReport::exit_code() const {
+  if (!state && health.leftovers.empty() && unreadable.empty()) return 1;
+  return state && health.whole(*state) ? 0 : 3;
 }
 
 State require_up(std::optional<int> np) {

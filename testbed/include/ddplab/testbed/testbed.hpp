@@ -97,11 +97,43 @@ nlohmann::json run_tag(const State& s);
 // 1 ms of traffic (64 KiB minimum) and 20 ms of queue.
 std::vector<std::string> tbf_args(std::uint64_t rate_bps);
 
-// Operations on the real network (root and iproute2 needed); they print what they did and return the exit
-// code. Failures throw with the command line, its exit status and stderr.
-int up(const Options& opt);  // refuses when a test bed or leftovers exist
-int down();                  // removes what the state lists, then any prefixed leftovers
-int status();                // 0: up and whole; 1: nothing up; 3: incomplete or leftovers
+// What `status` finds of each piece of the state, and the prefixed objects no state lists.
+struct NodeHealth {
+  bool ns = false, veth_root = false, addr = false;
+  std::string qdisc_out, qdisc_in;  // "tbf 1gbit", "netem+tbf 1gbit", "-" when missing
+  bool out_ok = false, in_ok = false;
+  bool ok() const { return ns && veth_root && addr && out_ok && in_ok; }
+};
+
+struct Health {
+  bool bridge = false, files = false;
+  std::vector<NodeHealth> nodes;
+  std::vector<std::string> leftovers;  // "netns ddpl-h7", "link ddpl-v7": prefixed, not in the state
+  bool whole(const State& s) const {
+    bool all = s.phase == "up" && bridge && files && leftovers.empty();
+    for (const auto& n : nodes) all = all && n.ok();
+    return all;
+  }
+};
+
+// Operations on the real network (root and iproute2 needed); the CLI prints what they return. Failures
+// throw with the command line, its exit status and stderr.
+State up(const Options& opt);  // refuses when a test bed or leftovers exist; returns the state, now "up"
+
+struct DownReport {
+  std::vector<std::string> removed;  // "netns ddpl-h0", "link ddpl-br", "file /run/...": what was deleted
+  bool was_up = false;               // a state file was read
+  std::string unreadable;            // why the state file could not be read (every prefixed object went)
+};
+DownReport down();  // removes what the state lists, then any prefixed leftovers
+
+struct StatusReport {
+  std::optional<State> state;
+  std::string unreadable;  // why the state file could not be read
+  Health health;
+  int exit_code() const;  // 0: up and whole; 1: nothing up; 3: incomplete or leftovers
+};
+StatusReport status();
 
 // The state of a test bed that is up and whole, for `run --testbed`; throws telling what to do otherwise,
 // also when `np` (the user's --np) is given and differs from the host count.
