@@ -80,10 +80,7 @@ class Stmt {
   // A choice stored by name (choices.hpp); a name this version does not know is a store it cannot read.
   template <class E>
   E choice(int c) const {
-    const std::string t = text(c);
-    if (const auto v = choice_from<E>(t)) return *v;
-    throw StoreError(fmt::format("results store {}: {} \"{}\" is not one of {}", *path_, ChoiceNames<E>::what, t,
-                                 choice_names<E>()));
+    return stored_choice<E, StoreError>(text(c), "results store " + *path_);
   }
   // NULL reads back as NaN.
   double real(int c) const {

@@ -65,12 +65,13 @@ E parse_choice(std::string_view text, InputLocation where = {}) {
 }
 
 // A value read back from storage the program wrote itself: an unknown name is a broken invariant unless
-// the caller treats it as input (a store from a newer version), so it throws InputError naming `context`.
-template <class E>
+// the caller treats it as input (a store from a newer version), so it throws Err (InputError unless the
+// reader has its own kind, as the results store has) naming `context`.
+template <class E, class Err = InputError>
 E stored_choice(std::string_view text, std::string_view context) {
   if (auto v = choice_from<E>(text)) return *v;
-  throw InputError(std::string(context) + ": " + std::string(ChoiceNames<E>::what) + " \"" + std::string(text) +
-                   "\" is not one of " + choice_names<E>());
+  throw Err(std::string(context) + ": " + std::string(ChoiceNames<E>::what) + " \"" + std::string(text) +
+            "\" is not one of " + choice_names<E>());
 }
 
 // Streams (and GoogleTest's messages) print a choice as its name.
