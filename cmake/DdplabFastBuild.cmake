@@ -1,8 +1,15 @@
 # What keeps a clean build of the whole suite inside CI's budget on 2 cores (docs/testing.md, "Suite time").
 
-# The tests and the CLI compile in batches of sources (CMake's unity build): their heavy headers (GoogleTest,
-# CLI11, nlohmann/json) are parsed once a batch, not once a file. Turn it off to rebuild one test file alone.
-option(DDPLAB_UNITY_BUILD "Compile the tests and the CLI in batches of sources" ON)
+# The tests, the CLI, core and strategies compile in batches of sources (CMake's unity build): their heavy
+# headers (GoogleTest, CLI11, nlohmann/json, ddplab's own) are parsed once a batch, not once a file. A batch
+# shares one anonymous namespace, so file-local names must differ within a target. Turn it off to rebuild
+# one file alone while editing it.
+option(DDPLAB_UNITY_BUILD "Compile the tests, the CLI, core and strategies in batches of sources" ON)
+
+# ddplab_unity(TARGET): batches of 8 sources.
+function(ddplab_unity target)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ${DDPLAB_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 8)
+endfunction()
 
 # Precompiled headers: the standard and third-party headers that nearly every source of a target includes are
 # parsed once a target, not once a source. ddplab's own headers stay out: they change often.
