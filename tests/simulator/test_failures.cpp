@@ -42,7 +42,9 @@ TEST(Failures, DalysIntervalIsTheMinimumOfTheExpectedTime) {
     EXPECT_NEAR(expected_wall_time(work, daly, f) / best, 1.0, 1e-4) << "minimum at " << at << " s, Daly says " << daly;
     EXPECT_NEAR(daly / at, 1.0, 0.05);
     // Young's first-order interval is close when checkpoints are short against the MTBF.
-    if (f.checkpoint_s < 0.01 * f.mtbf_s()) EXPECT_NEAR(young_interval(f) / daly, 1.0, 0.1);
+    if (f.checkpoint_s < 0.01 * f.mtbf_s()) {
+      EXPECT_NEAR(young_interval(f) / daly, 1.0, 0.1);
+    }
   }
 }
 
