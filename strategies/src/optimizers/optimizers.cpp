@@ -23,6 +23,9 @@ OptionSpec unit_interval(const char* name, const char* fallback, const char* exa
 OptionSpec positive(const char* name, const char* fallback, const char* example, const char* help) {
   return {name, OptionKind::Number, 0, inf, true, fallback, example, help};
 }
+OptionSpec flag(const char* name, const char* fallback, const char* example, const char* help) {
+  return {.name = name, .kind = OptionKind::Boolean, .max = 1, .fallback = fallback, .example = example, .help = help};
+}
 std::vector<OptionSpec> adam_options(const char* eps) {
   return {unit_interval("beta1", "0.9", "0.95", "decay of the first moment"),
           unit_interval("beta2", "0.999", "0.98", "decay of the second moment"),
@@ -62,12 +65,7 @@ const std::vector<OptimizerInfo>& optimizers() {
        .summary = "SGD with momentum (and Nesterov), as torch.optim.SGD",
        .options = {unit_interval("momentum", "0.9", "0.0", "decay of the momentum buffer (0 = plain SGD)"),
                    unit_interval("dampening", "0", "0.1", "share of the gradient left out of the momentum buffer"),
-                   {.name = "nesterov",
-                    .kind = OptionKind::Boolean,
-                    .max = 1,
-                    .fallback = "false",
-                    .example = "true",
-                    .help = "step along g + momentum * buf"}},
+                   flag("nesterov", "false", "true", "step along g + momentum * buf")},
        .state_slots = 1,
        .bytes_per_param = 20,
        .make = make_sgd},
@@ -97,12 +95,7 @@ const std::vector<OptimizerInfo>& optimizers() {
        .options = {unit_interval("momentum", "0.9", "0.0", "decay of the momentum buffer"),
                    positive("eta", "0.001", "0.02", "trust coefficient"),
                    positive("eps", "1e-9", "1e-8", "added to the trust ratio's denominator"),
-                   {.name = "exclude_vectors",
-                    .kind = OptionKind::Boolean,
-                    .max = 1,
-                    .fallback = "true",
-                    .example = "false",
-                    .help = "biases keep the plain learning rate and no weight decay"}},
+                   flag("exclude_vectors", "true", "false", "biases keep the plain learning rate and no weight decay")},
        .state_slots = 1,
        .per_tensor = true,
        .bytes_per_param = 28,
