@@ -18,3 +18,11 @@ wait_for_steps() {
   done
   return 1
 }
+
+# mono_ms: milliseconds on the monotonic clock (/proc/uptime, 10 ms steps). Durations use it, not `date`:
+# a VM's wall clock can be stepped while a check runs (CI saw a 5 s jump inside one 7 s test).
+mono_ms() {
+  local up
+  read -r up _ </proc/uptime
+  echo $(( ${up%.*} * 1000 + 10#${up#*.} * 10 ))
+}

@@ -55,9 +55,9 @@ resume)
   grep -q "checkpoint at step 20 could not be loaded on rank $victim" "$work/out" || fail "the damaged file's rank not named"
   [[ $(sqlite3 "$db" "select status || ' ' || (select count(*) from steps) || ' ' || (select group_concat(step) from checkpoints) from runs where id = 1") == "failed $steps_before 10" ]] ||
     fail "the run was touched, or the damaged checkpoint kept"
-  start=$(date +%s%N)
+  start=$(mono_ms)
   timeout 150 "$ddplab" run "$scenario" --np "$np" --db "$db" --resume >>"$work/out" 2>&1 || fail "the resumed run failed"
-  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  ms=$(( $(mono_ms) - start ))
   grep -q "^ddplab: resuming run 1 (.*, failed) from its checkpoint at step 10" "$work/out" || fail "resume not announced"
   for q in "select id, strategy, status from runs order by id" \
            "select r.strategy, s.step, s.rank, printf('%.17g', s.loss), s.samples from steps s join runs r on r.id = s.run_id order by 1, 2, 3" \
@@ -134,14 +134,14 @@ perturb)
   ;;
 rank-dies)
   victim=$((np - 1))
-  start=$(date +%s)
+  start=$(mono_ms)
   timeout 120 "$ddplab" run "$scenario" --np "$np" --db "$db" --inject-fault "exit:$victim:5" >"$work/out" 2>&1
   rc=$?
   [[ $rc -ne 0 ]] || fail "run succeeded"
   [[ $rc -ne 124 ]] || fail "job hung after rank $victim died"
   grep -q "rank $victim step 5" "$work/out" || fail "dying rank not named"
   "$ddplab" report --db "$db" --csv | grep -q ",failed," || fail "run not marked failed"
-  echo "job ended $(( $(date +%s) - start ))s after start, exit $rc"
+  echo "job ended $(( ($(mono_ms) - start) / 1000 ))s after start, exit $rc"
   ;;
 interrupt-*)
   # SIGTERM or SIGINT to the launcher mid-run (or two SIGINTs): every rank stops within 5 s, the launcher exits
@@ -149,7 +149,7 @@ interrupt-*)
   # together after a step and store every step; a second kills the job, keeping the steps flushed so far.
   sig=${check#interrupt-}
   start_long_run
-  start=$(date +%s%N)
+  start=$(mono_ms)
   case $sig in
   twice) kill -INT $launcher; sleep 0.05; kill -INT $launcher; want=130 ;;
   INT) kill -INT $launcher; want=130 ;;
@@ -157,7 +157,7 @@ interrupt-*)
   esac
   wait $launcher
   rc=$?
-  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  ms=$(( $(mono_ms) - start ))
   [[ $rc -eq $want ]] || fail "launcher exited $rc after SIG$sig, expected $want"
   [[ $ms -lt 5000 ]] || fail "the job took $ms ms to stop"
   [[ $(sqlite3 "$db" "select status from runs") == interrupted ]] || fail "run not stored as interrupted"
@@ -229,11 +229,11 @@ hang)
   start_long_run -e 's/^\[train\]/[train]\ncomm_timeout_s = 3/'
   pid=$(rank_pid "$victim")
   [[ -n $pid ]] || { kill -9 $launcher; fail "rank $victim not found"; }
-  start=$(date +%s%N)
+  start=$(mono_ms)
   kill -STOP "$pid"
   wait $launcher
   rc=$?
-  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  ms=$(( $(mono_ms) - start ))
   [[ $rc -ne 0 ]] || fail "the job succeeded with rank $victim stopped"
   [[ $ms -lt 8000 ]] || fail "the job took $ms ms to end (timeout 3 s + 5 s)"
   sleep 0.5

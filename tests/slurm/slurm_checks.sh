@@ -129,10 +129,10 @@ scancel)
   job=$(DDPLAB=$ddplab sbatch --parsable -n 4 -o "$work/job-%j.out" "$job_script" "$work/long.toml" "$db") ||
     fail "sbatch exited $?"
   wait_for_steps "$db" || fail "job $job stored no step within 60 s"
-  t0=$(date +%s.%N)
+  t0=$(mono_ms)
   scancel "$job" || fail "scancel exited $?"
   wait_gone "$job" 30 || fail "job $job still in the queue 30 s after scancel"
-  t1=$(date +%s.%N)
+  t1=$(mono_ms)
   status=$(sqlite3 "$db" "select status || ': ' || reason from runs where id = 1")
   [[ $status == "interrupted: stopped on request after step "* ]] || fail "run 1 stored as '$status', not interrupted"
   last=${status##*after step }
@@ -142,7 +142,7 @@ scancel)
   [[ $(sqlite3 "$db" "select count(*) from runs") == 1 ]] || fail "a strategy after the cancelled one started"
   leftover=$(pgrep -f "$work/long.toml" || true)
   [[ -z $leftover ]] || fail "processes left after the job ended: $leftover"
-  awk -v a="$t0" -v b="$t1" -v s="$status" 'BEGIN { printf "scancel to the job leaving the queue: %.2f s; run 1 %s\n", b - a, s }'
+  awk -v a="$t0" -v b="$t1" -v s="$status" 'BEGIN { printf "scancel to the job leaving the queue: %.2f s; run 1 %s\n", (b - a) / 1000, s }'
   ;;
 *)
   fail "unknown check $check"
