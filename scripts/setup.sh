@@ -10,7 +10,8 @@ PKGS=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev
   libtomlplusplus-dev libsqlite3-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libspdlog-dev zlib1g-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
+  python3-torch
   iproute2 procps
   clang libclang-rt-14-dev clang-format lld
   slurm-wlm munge

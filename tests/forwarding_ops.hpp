@@ -62,6 +62,7 @@ class ForwardingOps : public Ops {
     in_->batch_norm_backward(dy, x, r, c, mean, var, g, eps, sums, count, dx);
   }
   CodecCompute& codec_compute() override { return in_->codec_compute(); }
+  TransformerKernels* transformer() override { return in_->transformer(); }
   void prefetch(void* dst, const void* host, std::size_t bytes) override { in_->prefetch(dst, host, bytes); }
   void wait_prefetch() override { in_->wait_prefetch(); }
   void bind_thread() override { in_->bind_thread(); }

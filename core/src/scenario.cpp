@@ -41,9 +41,28 @@ std::size_t ModelConfig::parameter_count() const {
   return n;
 }
 
+int GptConfig::mlp_units() const {
+  if (ffn > 0) return ffn;
+  return activation == GptActivation::SwiGlu ? (8 * dim / 3 + 7) / 8 * 8 : 4 * dim;
+}
+
 nlohmann::json ModelConfig::to_json() const {
   using nlohmann::json;
   if (type == ModelType::Table) return {{"type", to_string(type)}, {"table", table}};
+  if (type == ModelType::Gpt)
+    return {{"type", to_string(type)},
+            {"blocks", gpt.blocks},
+            {"dim", gpt.dim},
+            {"heads", gpt.heads},
+            {"kv_heads", gpt.kv()},
+            {"ffn", gpt.mlp_units()},
+            {"seq", gpt.seq},
+            {"vocab", gpt.vocab},
+            {"norm", to_string(gpt.norm)},
+            {"activation", to_string(gpt.activation)},
+            {"position", to_string(gpt.position)},
+            {"tied", gpt.tied},
+            {"bias", gpt.bias}};
   if (type == ModelType::Cnn)
     return {{"type", to_string(type)}, {"image", image},     {"conv", conv}, {"kernel", kernel},
             {"hidden", hidden},        {"classes", classes}, {"bn", bn}};
@@ -55,6 +74,20 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   m.type = stored_choice<ModelType>(j.at("type").get<std::string>(), "stored model");
   if (m.type == ModelType::Table) {
     m.table = j.at("table").get<std::string>();
+  } else if (m.type == ModelType::Gpt) {
+    GptConfig& g = m.gpt;
+    g.blocks = j.at("blocks").get<int>();
+    g.dim = j.at("dim").get<int>();
+    g.heads = j.at("heads").get<int>();
+    g.kv_heads = j.at("kv_heads").get<int>();
+    g.ffn = j.at("ffn").get<int>();
+    g.seq = j.at("seq").get<int>();
+    g.vocab = j.at("vocab").get<int>();
+    g.norm = stored_choice<GptNorm>(j.at("norm").get<std::string>(), "stored model");
+    g.activation = stored_choice<GptActivation>(j.at("activation").get<std::string>(), "stored model");
+    g.position = stored_choice<GptPosition>(j.at("position").get<std::string>(), "stored model");
+    g.tied = j.at("tied").get<bool>();
+    g.bias = j.at("bias").get<bool>();
   } else if (m.type == ModelType::Cnn) {
     m.image = j.at("image").get<std::vector<int>>();
     m.conv = j.at("conv").get<std::vector<int>>();
@@ -69,10 +102,14 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
 }
 
 int ModelConfig::input_features() const {
+  if (type == ModelType::Gpt) return gpt.seq;
   return type == ModelType::Cnn ? image.at(0) * image.at(1) * image.at(2) : layers.front();
 }
 
-int ModelConfig::output_classes() const { return type == ModelType::Cnn ? classes : layers.back(); }
+int ModelConfig::output_classes() const {
+  if (type == ModelType::Gpt) return gpt.vocab;
+  return type == ModelType::Cnn ? classes : layers.back();
+}
 
 namespace {
 
@@ -118,9 +155,43 @@ void read_cnn(const Reader& r, const toml::table& t, ModelConfig& m) {
   }
 }
 
+// A GPT's keys, besides the ones every type has (check_keys in read_model lists them too).
+constexpr std::array kGptKeys{"blocks", "dim",        "heads",    "kv_heads", "ffn",  "seq",
+                              "vocab",  "activation", "position", "norm",     "tied", "bias"};
+
+void read_gpt(const Reader& r, const toml::table& t, GptConfig& g) {
+  const std::string p = "model.";
+  r.read_int(t, p, "blocks", g.blocks, 1, "must be a positive integer (transformer blocks)");
+  r.read_int(t, p, "dim", g.dim, 1, "must be a positive integer (the model's width)");
+  r.read_int(t, p, "heads", g.heads, 1, "must be a positive integer");
+  r.read_int(t, p, "kv_heads", g.kv_heads, 0, "must be 0 (as many as heads) or a positive integer");
+  r.read_int(t, p, "ffn", g.ffn, 0, "must be 0 (the activation's default) or a positive integer");
+  r.read_int(t, p, "seq", g.seq, 1, "must be a positive integer (tokens per sequence)");
+  r.read_int(t, p, "vocab", g.vocab, 2, "must be an integer of 2 or more");
+  r.read_choice(t, p, "norm", g.norm);
+  r.read_choice(t, p, "activation", g.activation);
+  r.read_choice(t, p, "position", g.position);
+  r.read_bool(t, p, "tied", g.tied);
+  r.read_bool(t, p, "bias", g.bias);
+  const auto at = [&](const char* key) { return t.get(key) ? t.get(key)->source() : t.source(); };
+  if (g.dim % g.heads)
+    r.fail(at("heads"), fmt::format("model.heads: {} heads do not divide model.dim = {}", g.heads, g.dim));
+  if (g.heads % g.kv())
+    r.fail(at("kv_heads"),
+           fmt::format("model.kv_heads: {} key/value heads do not divide the {} query heads (grouped-query "
+                       "attention shares each among an equal number)",
+                       g.kv(), g.heads));
+  if (g.position == GptPosition::Rotary && g.head_dim() % 2)
+    r.fail(at("position"), fmt::format("model.position = \"rope\" rotates pairs of a head's features: the head "
+                                       "width model.dim / model.heads = {} must be even",
+                                       g.head_dim()));
+}
+
 void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std::string& scenario_path) {
   const std::string p = "model.";
-  r.check_keys(t, p, {"type", "layers", "table", "image", "conv", "kernel", "hidden", "classes", "bn"});
+  r.check_keys(t, p, {"type",    "layers", "table",  "image",      "conv",     "kernel",   "hidden",
+                      "classes", "bn",     "blocks", "dim",        "heads",    "kv_heads", "ffn",
+                      "seq",     "vocab",  "norm",   "activation", "position", "tied",     "bias"});
   r.read_choice(t, p, "type", m.type);
   r.read_int_array(t, p, "layers", m.layers, 2,
                    "must be an array of at least 2 positive integers (input, hidden..., classes)");
@@ -129,10 +200,18 @@ void read_model(const Reader& r, const toml::table& t, ModelConfig& m, const std
   for (const char* key : {"image", "conv", "kernel", "hidden", "classes", "bn"})
     if (m.type != ModelType::Cnn && t.get(key))
       r.fail(*t.get(key), p + key, "applies to model.type \"cnn\" only (set type = \"cnn\")");
+  for (const char* key : kGptKeys)
+    if (m.type != ModelType::Gpt && t.get(key))
+      r.fail(*t.get(key), p + key, "applies to model.type \"gpt\" only (set type = \"gpt\")");
   if (m.type == ModelType::Cnn) {
     read_cnn(r, t, m);
     if (const toml::node* layers = t.get("layers"))
       r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a CNN's layers come from conv and hidden)");
+  }
+  if (m.type == ModelType::Gpt) {
+    read_gpt(r, t, m.gpt);
+    if (const toml::node* layers = t.get("layers"))
+      r.fail(*layers, "model.layers", "applies to model.type \"mlp\" only (a GPT's depth is model.blocks)");
   }
   const toml::node* table = t.get("table");
   if (m.type != ModelType::Table) {
@@ -165,7 +244,8 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
       t, p,
       {"dataset", "path", "synthetic_train", "synthetic_test", "partition", "alpha", "classes_per_rank", "skew",
        "uneven", "join_divide_by_initial", "balance", "augment_rotate", "augment_scale", "augment_shift"});
-  r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic"});
+  r.read_choice(t, p, "dataset", d.dataset, {"fashion-mnist", "synthetic", "fortunes"});
+  if (d.dataset == "fortunes") d.path = kFortunesPath;
   r.read_string(t, p, "path", d.path);
   r.read_int(t, p, "synthetic_train", d.synthetic_train, 1, "must be a positive integer");
   r.read_int(t, p, "synthetic_test", d.synthetic_test, 1, "must be a positive integer");
@@ -209,6 +289,32 @@ void read_data(const Reader& r, const toml::table& t, DataConfig& d) {
     if (const toml::node* n = t.get(key); n && d.partition != partition)
       r.fail(n->source(), fmt::format("data.{} applies to data.partition = \"{}\" only (data.partition is \"{}\")", key,
                                       partition, d.partition));
+}
+
+// A GPT reads token sequences and nothing else does: [model] type "gpt" and [data] dataset "fortunes" go
+// together, with its byte vocabulary and a shuffle over every sequence (the label-based splits need classes).
+void check_model_data(const Reader& r, const toml::table& root, const Scenario& sc) {
+  const toml::node* type = root.at_path("model.type").node();
+  const toml::node* dataset = root.at_path("data.dataset").node();
+  const bool gpt = sc.model.type == ModelType::Gpt, text = sc.data.dataset == "fortunes";
+  if (gpt && !text)
+    r.fail(dataset ? dataset->source() : type->source(),
+           fmt::format("model.type = \"gpt\" trains on text: set data.dataset = \"fortunes\" (data.dataset is \"{}\")",
+                       sc.data.dataset));
+  if (text && !gpt)
+    r.fail(*dataset, "data.dataset",
+           fmt::format("\"fortunes\" is byte-level text for model.type = \"gpt\" (model.type is \"{}\")",
+                       to_string(sc.model.type)));
+  if (!gpt) return;
+  if (sc.model.gpt.vocab != 256)
+    r.fail(root.at_path("model.vocab").node()->source(),
+           fmt::format("model.vocab: data.dataset = \"fortunes\" is byte-level text, a vocabulary of 256 (not {})",
+                       sc.model.gpt.vocab));
+  if (sc.data.partition != "iid")
+    r.fail(root.at_path("data.partition").node()->source(),
+           fmt::format("data.partition = \"{}\" splits by class labels: a GPT's samples are text sequences, "
+                       "split with \"iid\" only",
+                       sc.data.partition));
 }
 
 void read_train(const Reader& r, const toml::table& t, TrainConfig& tr) {
@@ -562,6 +668,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   }
   if (auto t = r.section(root, "model")) read_model(r, *t, sc.model, path);
   if (auto t = r.section(root, "data")) read_data(r, *t, sc.data);
+  check_model_data(r, root, sc);
   if (auto t = r.section(root, "train")) read_train(r, *t, sc.train);
   if (auto t = r.section(root, "cluster")) read_cluster(r, *t, sc.cluster);
   if (auto t = r.section(root, "parallel")) read_parallel(r, *t, sc.parallel);

@@ -12,6 +12,7 @@
 #include "ddplab/core/error.hpp"
 #include "ddplab/runtime/ops.hpp"
 #include "host_layers.hpp"
+#include "host_transformer.hpp"
 #include "ddplab/strategies/codec_compute.hpp"
 
 namespace ddplab {
@@ -31,6 +32,7 @@ class CpuOps final : public HostLayerOps {
  public:
   std::string name() const override { return "cpu"; }
   CodecCompute& codec_compute() override { return host_codec_compute(); }
+  TransformerKernels* transformer() override { return &blas_transformer_kernels(); }
   float* alloc(std::size_t n) override { return alloc_zeroed<float>(n); }
   void free(float* p) override { std::free(p); }
   std::int32_t* alloc_labels(std::size_t n) override { return alloc_zeroed<std::int32_t>(n); }

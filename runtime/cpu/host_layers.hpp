@@ -2,6 +2,7 @@
 // the cpu and reference backends (the CUDA kernels are checked against them). Sums accumulate in double.
 #pragma once
 #include "ddplab/runtime/ops.hpp"
+#include "ddplab/runtime/transformer_kernels.hpp"
 
 namespace ddplab::host_layers {
 
@@ -28,6 +29,7 @@ namespace ddplab {
 class HostLayerOps : public Ops {
  public:
   bool can_release() const override { return true; }
+  TransformerKernels* transformer() override { return &host_transformer_kernels(); }
   std::size_t release(float* p, std::size_t n) override;
   void im2col(const float* x, float* col, int n, int h, int w, int c, int k) override {
     host_layers::im2col(x, col, n, h, w, c, k);

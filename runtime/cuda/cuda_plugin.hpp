@@ -12,7 +12,7 @@ class Ops;
 // Bump when the Ops or Communicator interface (runtime/include/ddplab/runtime/ops.hpp, communicator.hpp;
 // the plugin implements both) or these signatures change: the loader refuses a plugin of another version
 // instead of calling through a mismatched vtable.
-#define DDPLAB_CUDA_PLUGIN_ABI 8
+#define DDPLAB_CUDA_PLUGIN_ABI 9
 
 extern "C" {
 // DDPLAB_CUDA_PLUGIN_ABI of the plugin.

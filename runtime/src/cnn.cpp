@@ -60,15 +60,7 @@ std::vector<float> cnn_initial_params(const std::vector<CnnLayer>& layout, std::
 }
 
 void Cnn::init(std::uint64_t seed) {
-  const std::vector<float> ordered = cnn_initial_params(layout_, seed);
-  std::vector<float> host(num_params());
-  std::size_t at = 0;
-  for (const ParamInfo& p : param_info()) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
-                host.begin() + static_cast<std::ptrdiff_t>(p.offset));
-    at += p.count;
-  }
-  ops_.to_device(params(), host.data(), host.size());
+  load_ordered_params(cnn_initial_params(layout_, seed));
   // Running statistics: mean 0, variance 1.
   std::vector<float> running(running_.size(), 0.0f);
   for (std::size_t l = 0; l < layout_.size(); ++l)

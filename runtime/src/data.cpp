@@ -79,17 +79,18 @@ std::vector<std::size_t> DistributedSampler::indices(int epoch) const {
 
 void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::size_t first, int count, float* images,
                   std::int32_t* labels) {
-  const std::size_t f = static_cast<std::size_t>(d.features);
+  const std::size_t f = static_cast<std::size_t>(d.features), y = static_cast<std::size_t>(d.labels_per_sample);
   for (int i = 0; i < count; ++i) {
     const std::size_t s = idx[first + static_cast<std::size_t>(i)];
     std::memcpy(images + static_cast<std::size_t>(i) * f, d.images.data() + s * f, f * sizeof(float));
-    labels[i] = d.labels[s];
+    std::memcpy(labels + static_cast<std::size_t>(i) * y, d.labels.data() + s * y, y * sizeof(std::int32_t));
   }
 }
 
 Dataset load_scenario_data(const Scenario& s, bool train) {
   const int features = s.model.input_features(), classes = s.model.output_classes();
   const bool cnn = s.model.type == ModelType::Cnn;
+  if (s.data.dataset == "fortunes") return load_fortunes(s.data.path, s.model.gpt.seq, train);
   Dataset d = s.data.dataset == "synthetic" ? make_synthetic(train ? s.data.synthetic_train : s.data.synthetic_test,
                                                              features, classes, s.train.seed + (train ? 0 : 1))
                                             : load_fashion_mnist(s.data.path, train);

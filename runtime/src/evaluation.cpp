@@ -8,17 +8,17 @@
 namespace ddplab {
 
 Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& comm, int batch) {
-  const int classes = model.classes();
+  const int classes = model.classes(), per = model.labels_per_sample();
   const std::size_t n = test.size(), r = static_cast<std::size_t>(comm.rank()),
                     w = static_cast<std::size_t>(comm.size());
   const std::size_t first = n * r / w, last = n * (r + 1) / w;
   // Accumulator layout: confusion (classes^2), then loss sum, then sample count.
   std::vector<double> acc(static_cast<std::size_t>(classes * classes) + 2, 0.0);
   DeviceBuffer x(ops, static_cast<std::size_t>(batch) * test.features);
-  std::int32_t* y = ops.alloc_labels(static_cast<std::size_t>(batch));
-  std::vector<float> host_x(static_cast<std::size_t>(batch) * test.features),
-      logits(static_cast<std::size_t>(batch) * classes);
-  std::vector<std::int32_t> host_y(static_cast<std::size_t>(batch));
+  const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(per);
+  std::int32_t* y = ops.alloc_labels(rows);
+  std::vector<float> host_x(static_cast<std::size_t>(batch) * test.features), logits(rows * classes);
+  std::vector<std::int32_t> host_y(rows);
   std::vector<std::size_t> idx(last - first);
   model.set_training(false);  // batch norm: running statistics
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = first + i;
@@ -26,12 +26,13 @@ Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& c
     const int b = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), idx.size() - at));
     gather_batch(test, idx, at, b, host_x.data(), host_y.data());
     ops.to_device(x.data(), host_x.data(), static_cast<std::size_t>(b) * test.features);
-    ops.labels_to_device(y, host_y.data(), static_cast<std::size_t>(b));
+    const int n = b * per;  // loss rows: samples, or a language model's tokens
+    ops.labels_to_device(y, host_y.data(), static_cast<std::size_t>(n));
     const float* out = model.forward(x.data(), b);
-    acc[acc.size() - 2] += model.loss(y) * b;
-    acc.back() += b;
-    ops.to_host(logits.data(), out, static_cast<std::size_t>(b) * classes);
-    for (int i = 0; i < b; ++i) {
+    acc[acc.size() - 2] += model.loss(y) * n;
+    acc.back() += n;
+    ops.to_host(logits.data(), out, static_cast<std::size_t>(n) * classes);
+    for (int i = 0; i < n; ++i) {
       const float* row = logits.data() + static_cast<std::size_t>(i) * classes;
       const int pred = static_cast<int>(std::max_element(row, row + classes) - row);
       acc[static_cast<std::size_t>(host_y[static_cast<std::size_t>(i)] * classes + pred)] += 1;
@@ -49,6 +50,10 @@ Evaluation evaluate(Model& model, Ops& ops, const Dataset& test, Communicator& c
   e.test_accuracy = m.accuracy;
   e.macro_precision = m.macro_precision;
   e.macro_recall = m.macro_recall;
+  if (per > 1) {  // a language model: next-token accuracy; its vocabulary-square confusion is not stored
+    e.classes = 0;
+    e.confusion.clear();
+  }
   return e;
 }
 

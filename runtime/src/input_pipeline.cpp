@@ -12,11 +12,12 @@ namespace ddplab {
 InputPipeline::InputPipeline(Ops& ops, const Dataset& data, int batch_size)
     : ops_(ops), data_(data), batch_(static_cast<std::size_t>(batch_size)) {
   const std::size_t features = static_cast<std::size_t>(data.features);
+  const std::size_t labels = batch_ * static_cast<std::size_t>(data.labels_per_sample);
   for (int s = 0; s < 2; ++s) {
     x_[s] = DeviceBuffer(ops, batch_ * features);
-    y_[s] = ops.alloc_labels(batch_);
+    y_[s] = ops.alloc_labels(labels);
     host_x_[s] = static_cast<float*>(ops.alloc_host(batch_ * features * sizeof(float)));
-    host_y_[s] = static_cast<std::int32_t*>(ops.alloc_host(batch_ * sizeof(std::int32_t)));
+    host_y_[s] = static_cast<std::int32_t*>(ops.alloc_host(labels * sizeof(std::int32_t)));
   }
   loader_ = std::thread([this] { loader_loop(); });
 }
@@ -68,7 +69,8 @@ void InputPipeline::do_load(const Load& l, const std::vector<std::size_t>& idx) 
   }
   const std::size_t n = static_cast<std::size_t>(l.count);
   ops_.prefetch(x_[l.slot].data(), host_x_[l.slot], n * static_cast<std::size_t>(data_.features) * sizeof(float));
-  ops_.prefetch(y_[l.slot], host_y_[l.slot], n * sizeof(std::int32_t));
+  ops_.prefetch(y_[l.slot], host_y_[l.slot],
+                n * static_cast<std::size_t>(data_.labels_per_sample) * sizeof(std::int32_t));
 }
 
 void InputPipeline::loader_loop() {

@@ -40,17 +40,7 @@ Mlp::Mlp(Ops& ops, std::vector<int> layers, int max_batch)
   delta_b_ = DeviceBuffer(ops_, static_cast<std::size_t>(max_batch) * widest);
 }
 
-void Mlp::init(std::uint64_t seed) {
-  const std::vector<float> ordered = mlp_initial_params(layers_, seed);
-  std::vector<float> host(num_params());
-  std::size_t at = 0;
-  for (const ParamInfo& p : param_info()) {
-    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
-                host.begin() + static_cast<std::ptrdiff_t>(p.offset));
-    at += p.count;
-  }
-  ops_.to_device(params(), host.data(), host.size());
-}
+void Mlp::init(std::uint64_t seed) { load_ordered_params(mlp_initial_params(layers_, seed)); }
 
 void Mlp::run_layers(int first, int end) {
   const float* in = first == 0 ? input_ : acts_[static_cast<std::size_t>(first) - 1].data();

@@ -1,9 +1,11 @@
 #include "ddplab/runtime/model.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "ddplab/core/error.hpp"
 #include "ddplab/runtime/cnn.hpp"
+#include "ddplab/runtime/gpt.hpp"
 #include "ddplab/runtime/mlp.hpp"
 
 namespace ddplab {
@@ -59,10 +61,12 @@ float* Model::sync_grads(int layer) {
   throw InternalError(spec_.name + ": layer " + std::to_string(layer) + " has no SyncBatchNorm gradient sums");
 }
 
-double Model::loss(const std::int32_t* labels) { return ops_.softmax_xent(logits_, labels, batch_, classes_, nullptr); }
+double Model::loss(const std::int32_t* labels) {
+  return ops_.softmax_xent(logits_, labels, batch_ * labels_per_sample_, classes_, nullptr);
+}
 
 double Model::loss_grad(const std::int32_t* labels) {
-  return ops_.softmax_xent(logits_, labels, batch_, classes_, start_backward(),
+  return ops_.softmax_xent(logits_, labels, batch_ * labels_per_sample_, classes_, start_backward(),
                            class_weights_.size() ? class_weights_.data() : nullptr);
 }
 
@@ -86,6 +90,20 @@ void Model::set_class_weights(const std::vector<float>& w) {
                         std::to_string(classes_) + " classes");
   class_weights_ = DeviceBuffer(ops_, w.size());
   ops_.to_device(class_weights_.data(), w.data(), w.size());
+}
+
+void Model::load_ordered_params(const std::vector<float>& ordered) {
+  if (ordered.size() != num_params())
+    throw InternalError(spec_.name + "::load_ordered_params: " + std::to_string(ordered.size()) + " values for " +
+                        std::to_string(num_params()) + " parameters");
+  std::vector<float> host(num_params());
+  std::size_t at = 0;
+  for (const ParamInfo& p : info_) {
+    std::copy_n(ordered.begin() + static_cast<std::ptrdiff_t>(at), p.count,
+                host.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    at += p.count;
+  }
+  ops_.to_device(params(), host.data(), host.size());
 }
 
 void Model::set_offsets(const std::vector<std::size_t>& offsets) {
@@ -114,10 +132,13 @@ std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_ba
       return std::make_unique<Mlp>(ops, model.layers, max_batch);
     case ModelType::Cnn:
       return std::make_unique<Cnn>(ops, model, max_batch);
+    case ModelType::Gpt:
+      return std::make_unique<Gpt>(ops, model.gpt, max_batch);
     case ModelType::Table:
       break;
   }
-  throw InputError("the runtime trains model types \"mlp\" and \"cnn\", not \"" + to_string(model.type) + "\"");
+  throw InputError("the runtime trains model types \"mlp\", \"cnn\" and \"gpt\", not \"" + to_string(model.type) +
+                   "\"");
 }
 
 }  // namespace ddplab

@@ -34,7 +34,7 @@ void require_runnable_layout(const Scenario& sc) {
                     it != where.end() ? it->second : split_at, what, split, why));
   };
   const TrainConfig& tr = sc.train;
-  if (!sc.model.trainable())
+  if (!sc.model.trainable() || sc.model.type == ModelType::Gpt)
     refuse(sc.model.where, "type", fmt::format("model.type = \"{}\"", sc.model.type), "the MLP and the CNN split");
   if (sc.model.type == ModelType::Cnn && sc.model.bn != "none")
     refuse(sc.model.where, "bn", fmt::format("model.bn = \"{}\"", sc.model.bn),

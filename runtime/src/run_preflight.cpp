@@ -52,10 +52,16 @@ void require_strategies(const Scenario& sc, int np) {
 }  // namespace
 
 void require_trainable_model(const Scenario& sc) {
-  if (sc.model.trainable()) return;
-  throw InputError(setting_at(sc, sc.model.where, "type", "model.type"),
-                   "ddplab run trains model.type \"mlp\" and \"cnn\"; a \"" + to_string(sc.model.type) + "\" model (" +
-                       sc.model.table + ") can only be simulated: ddplab simulate " + sc.path);
+  if (!sc.model.trainable())
+    throw InputError(setting_at(sc, sc.model.where, "type", "model.type"),
+                     "ddplab run trains model.type \"mlp\", \"cnn\" and \"gpt\"; a \"" + to_string(sc.model.type) +
+                         "\" model (" + sc.model.table + ") can only be simulated: ddplab simulate " + sc.path);
+  // Only the host backends have TransformerKernels (Ops::transformer).
+  if (sc.model.type == ModelType::Gpt && sc.train.backend != Backend::Cpu)
+    throw InputError(setting_at(sc, sc.train.where, "backend", "train.backend"),
+                     fmt::format("model.type = \"gpt\": the {} backend has no transformer kernels yet; train it with "
+                                 "train.backend = \"cpu\"",
+                                 sc.train.backend));
 }
 
 void preflight_run(const Scenario& sc, int np, const FaultInjection& fault) {

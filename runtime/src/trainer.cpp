@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -113,13 +114,18 @@ StrategyOutcome final_check(StrategyRun& r, Checkpointer& checkpointer, Training
 // rank's step times, loss averaged over ranks).
 void print_summary(StrategyRun& r, const TrainingState& state, double wall, const Evaluation& final_eval, bool ok) {
   const RankParallel& rp = r.place.rp;
-  std::printf(
-      "%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  test acc %.4f%s\n",
-      r.st.name.c_str(), r.comm.size(), static_cast<long long>(state.step), format_duration(wall).c_str(),
-      static_cast<double>(state.samples_total) / wall, state.last_loss, rp.loss_rank(), final_eval.test_accuracy,
-      !ok          ? ""
-      : rp.split() ? "  each share identical across its DP group"
-                   : "  params identical on all ranks");
+  // A language model's held-out figures are per token: loss in nats, its perplexity, next-token accuracy.
+  const std::string held_out =
+      r.place.model->labels_per_sample() > 1
+          ? fmt::format("val loss {:.4f} (perplexity {:.2f}, next-token acc {:.4f})", final_eval.test_loss,
+                        std::exp(final_eval.test_loss), final_eval.test_accuracy)
+          : fmt::format("test acc {:.4f}", final_eval.test_accuracy);
+  std::printf("%-12s %d ranks  %lld steps in %s  %.0f samples/s (wall clock)  last loss %.4f (rank %d)  %s%s\n",
+              r.st.name.c_str(), r.comm.size(), static_cast<long long>(state.step), format_duration(wall).c_str(),
+              static_cast<double>(state.samples_total) / wall, state.last_loss, rp.loss_rank(), held_out.c_str(),
+              !ok          ? ""
+              : rp.split() ? "  each share identical across its DP group"
+                           : "  params identical on all ranks");
   std::fflush(stdout);
 }
 

@@ -42,7 +42,9 @@ Placement::Placement(const Scenario& sc, const StrategyConfig& st, Communicator&
                : nullptr),
       plan_comm(nccl ? *nccl : comm),
       backend_name(sc.train.backend == Backend::CudaMpi ? ops->name() + "+mpi" : ops->name()),
-      eval_batch(std::max(sc.train.batch_size, 500)),
+      // Evaluation in batches of at least 500 loss rows: images, or a language model's tokens.
+      eval_batch(
+          std::max(sc.train.batch_size, (500 + sc.model.labels_per_sample() - 1) / sc.model.labels_per_sample())),
       ranks_per_node(local_ranks(comm.size())),
       rp(sc, comm, ranks_per_node),
       model(initial_model(sc, rp, *ops, comm, eval_batch)),

@@ -3,6 +3,7 @@
 
 #include "ddplab/core/error.hpp"
 #include "ddplab/strategies/cnn_layout.hpp"
+#include "ddplab/strategies/gpt.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -212,6 +213,8 @@ ModelSpec model_spec_for(const ModelConfig& model) {
       return ModelSpec::mlp(model.layers);
     case ModelType::Cnn:
       return cnn_model_spec(cnn_layout(model));
+    case ModelType::Gpt:
+      return gpt_model_spec(model.gpt);
     case ModelType::Table:
       return load_model_table(model.table);
   }

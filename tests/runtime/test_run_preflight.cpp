@@ -61,12 +61,31 @@ TEST(RunPreflight, AModelTableIsForTheSimulator) {
     require_trainable_model(sc);
     FAIL() << "a model table was accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(
-                  "p.toml:2:8: ddplab run trains model.type \"mlp\" and \"cnn\"; a \"table\" model (gpt2_xl)", 0),
-              0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind(
+            "p.toml:2:8: ddplab run trains model.type \"mlp\", \"cnn\" and \"gpt\"; a \"table\" model (gpt2_xl)", 0),
+        0u)
         << e.what();
   }
   EXPECT_NO_THROW(require_trainable_model(parse_scenario(kDdp, "p.toml")));
+}
+
+TEST(RunPreflight, AGptRunsOnTheCpuBackendAndUnsplit) {
+  const std::string gpt = "[model]\ntype = \"gpt\"\n[data]\ndataset = \"fortunes\"\n";
+  EXPECT_NO_THROW(require_trainable_model(parse_scenario(gpt + kDdp, "p.toml")));
+  try {
+    require_trainable_model(parse_scenario(gpt + "[train]\nbackend = \"cuda\"\n" + kDdp, "p.toml"));
+    FAIL() << "a GPT on the cuda backend was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "p.toml:6:11: model.type = \"gpt\": the cuda backend has no transformer kernels "
+              "yet; train it with train.backend = \"cpu\"");
+  }
+  EXPECT_NE(refusal(gpt + "[parallel]\ntp = 2\n" + kDdp, 2)
+                .find("model.type = \"gpt\": the runtime does not run it "
+                      "on a split model (parallel.tp = 2) yet"),
+            std::string::npos)
+      << refusal(gpt + "[parallel]\ntp = 2\n" + kDdp, 2);
 }
 
 }  // namespace

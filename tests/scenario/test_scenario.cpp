@@ -381,7 +381,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "2:10: model.layers must be an array of at least 2 positive integers (input, hidden..., "
                     "classes), got \"784-10\""},
         InvalidCase{"bad_model_type",
-                    "2:8: model.type must be one of \"mlp\", \"cnn\", \"table\", got \"transformer\""},
+                    "2:8: model.type must be one of \"mlp\", \"cnn\", \"gpt\", \"table\", got \"transformer\""},
         InvalidCase{"cnn_even_kernel", "3:10: model.kernel must be odd (the convolutions keep the image size), got 4"},
         InvalidCase{"cnn_odd_pool",
                     "3:8: model.conv: block 3 of 3 would max-pool a 7 x 7 image (odd): use fewer conv "
@@ -393,7 +393,8 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"bad_topology",
                     "2:12: cluster.topology must be one of \"star\", \"full\", \"fat_tree\", "
                     "\"dragonfly\", \"torus\", got \"fat-tree\""},
-        InvalidCase{"bad_dataset", "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", got \"mnist\""},
+        InvalidCase{"bad_dataset",
+                    "2:11: data.dataset must be one of \"fashion-mnist\", \"synthetic\", \"fortunes\", got \"mnist\""},
         InvalidCase{"empty_path", "2:8: data.path must be a non-empty string, got \"\""},
         InvalidCase{"duplicate_strategy",
                     "8:8: strategy[2].name must be unique (strategy[0] has the same name), got \"a\""},
@@ -637,4 +638,56 @@ TEST(ScenarioCluster, ErrorsNameFileLineColumn) {
   EXPECT_EQ(parse_error("[cluster]\n[[cluster.nodes]]\nnode = 1\nlink_bandwith = 3\n"),
             "fake/inline.toml:4:1: unknown key cluster.nodes[0].link_bandwith (did you mean "
             "cluster.nodes[0].link_bandwidth?)");
+}
+
+// ---- the GPT ----
+
+TEST(ScenarioGpt, GptTinyTomlAndItsJson) {
+  const Scenario s = load_scenario(std::string(DDPLAB_SOURCE_DIR) + "/scenarios/gpt-tiny.toml");
+  EXPECT_EQ(s.model.type, ModelType::Gpt);
+  EXPECT_EQ(s.model.gpt.blocks, 4);
+  EXPECT_EQ(s.model.gpt.kv(), 4);
+  EXPECT_EQ(s.model.gpt.mlp_units(), 512);
+  EXPECT_EQ(s.model.input_features(), 128);
+  EXPECT_EQ(s.model.output_classes(), 256);
+  EXPECT_EQ(s.model.labels_per_sample(), 128);
+  EXPECT_EQ(s.data.path, kFortunesPath);
+  // Stored resolved (kv_heads and ffn as numbers), and read back to the same model.
+  EXPECT_EQ(s.model.to_json().at("kv_heads"), 4);
+  EXPECT_EQ(ModelConfig::from_json(s.model.to_json()).to_json(), s.model.to_json());
+  GptConfig llama;
+  llama.activation = GptActivation::SwiGlu;
+  EXPECT_EQ(llama.mlp_units(), 344);  // 8 x 128 / 3 = 341.3, up to a multiple of 8
+}
+
+TEST(ScenarioGpt, ImpossibleShapesAndPairingsAreRefused) {
+  const std::string gpt = "[model]\ntype = \"gpt\"\n";
+  const std::string text = "[data]\ndataset = \"fortunes\"\n";
+  EXPECT_EQ(parse_error(gpt + "heads = 3\n" + text),
+            "fake/inline.toml:3:9: model.heads: 3 heads do not divide model.dim = 128");
+  EXPECT_EQ(parse_error(gpt + "kv_heads = 3\n" + text),
+            "fake/inline.toml:3:12: model.kv_heads: 3 key/value heads do not divide the 4 query heads (grouped-query "
+            "attention shares each among an equal number)");
+  EXPECT_EQ(parse_error(gpt + "dim = 12\nheads = 4\nposition = \"rope\"\n" + text),
+            "fake/inline.toml:5:12: model.position = \"rope\" rotates pairs of a head's features: the head width "
+            "model.dim / model.heads = 3 must be even");
+  EXPECT_EQ(parse_error(gpt + "norm = \"batch\"\n" + text),
+            "fake/inline.toml:3:8: model.norm must be one of \"layernorm\", \"rmsnorm\", got \"batch\"");
+  EXPECT_EQ(parse_error(gpt),
+            "fake/inline.toml:2:8: model.type = \"gpt\" trains on text: set data.dataset = \"fortunes\" (data.dataset "
+            "is \"fashion-mnist\")");
+  EXPECT_EQ(parse_error(text),
+            "fake/inline.toml:2:11: data.dataset \"fortunes\" is byte-level text for model.type = "
+            "\"gpt\" (model.type is \"mlp\"), got \"fortunes\"");
+  EXPECT_EQ(parse_error(gpt + "vocab = 512\n" + text),
+            "fake/inline.toml:3:9: model.vocab: data.dataset = \"fortunes\" is byte-level text, a vocabulary of 256 "
+            "(not 512)");
+  EXPECT_EQ(parse_error(gpt + text + "partition = \"dirichlet\"\n"),
+            "fake/inline.toml:5:13: data.partition = \"dirichlet\" splits by class labels: a GPT's samples are text "
+            "sequences, split with \"iid\" only");
+  EXPECT_EQ(parse_error("[model]\nheads = 2\n"),
+            "fake/inline.toml:2:9: model.heads applies to model.type \"gpt\" only (set type = \"gpt\"), got 2");
+  EXPECT_EQ(parse_error(gpt + "layers = [1, 2]\n" + text),
+            "fake/inline.toml:3:10: model.layers applies to model.type \"mlp\" only (a GPT's depth is model.blocks), "
+            "got [1, 2]");
 }

@@ -29,7 +29,10 @@ void expect_table_complete(std::size_t values) {
 }
 
 TEST(Choices, EveryValueHasOneNameThatReadsBack) {
-  expect_table_complete<ModelType>(3);
+  expect_table_complete<ModelType>(4);
+  expect_table_complete<GptNorm>(2);
+  expect_table_complete<GptActivation>(2);
+  expect_table_complete<GptPosition>(2);
   expect_table_complete<Backend>(3);
   expect_table_complete<Transport>(2);
   expect_table_complete<Collective>(6);
@@ -68,7 +71,7 @@ TEST(Choices, UnknownTextIsAnInputErrorNamingTheFieldAndTheChoices) {
     EXPECT_EQ(e.file(), "s.toml");
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(e.field(), "model.type");
-    EXPECT_NE(std::string(e.what()).find("model type \"rnn\" is not one of mlp, cnn, table"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("model type \"rnn\" is not one of mlp, cnn, gpt, table"), std::string::npos)
         << e.what();
   }
 }

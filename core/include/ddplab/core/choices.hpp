@@ -15,14 +15,38 @@ namespace ddplab {
 template <class E>
 struct ChoiceNames;
 
-// [model] type: "mlp" and "cnn" are trained by the runtime; "table" is a model table (simulation only).
-enum class ModelType { Mlp, Cnn, Table };
+// [model] type: "mlp", "cnn" and "gpt" are trained by the runtime; "table" is a model table (simulation only).
+enum class ModelType { Mlp, Cnn, Gpt, Table };
 template <>
 struct ChoiceNames<ModelType> {
   static constexpr std::string_view what = "model type";
-  static constexpr std::array names{std::pair{ModelType::Mlp, std::string_view("mlp")},
-                                    std::pair{ModelType::Cnn, std::string_view("cnn")},
-                                    std::pair{ModelType::Table, std::string_view("table")}};
+  static constexpr std::array names{
+      std::pair{ModelType::Mlp, std::string_view("mlp")}, std::pair{ModelType::Cnn, std::string_view("cnn")},
+      std::pair{ModelType::Gpt, std::string_view("gpt")}, std::pair{ModelType::Table, std::string_view("table")}};
+};
+
+// A GPT's parts ([model] norm, activation, position): GPT-2's are LayerNorm, GELU (tanh approximation) and
+// learned positions; Llama's RMSNorm, SwiGLU and rotary embeddings.
+enum class GptNorm { LayerNorm, RmsNorm };
+template <>
+struct ChoiceNames<GptNorm> {
+  static constexpr std::string_view what = "norm";
+  static constexpr std::array names{std::pair{GptNorm::LayerNorm, std::string_view("layernorm")},
+                                    std::pair{GptNorm::RmsNorm, std::string_view("rmsnorm")}};
+};
+enum class GptActivation { Gelu, SwiGlu };
+template <>
+struct ChoiceNames<GptActivation> {
+  static constexpr std::string_view what = "activation";
+  static constexpr std::array names{std::pair{GptActivation::Gelu, std::string_view("gelu")},
+                                    std::pair{GptActivation::SwiGlu, std::string_view("swiglu")}};
+};
+enum class GptPosition { Learned, Rotary };
+template <>
+struct ChoiceNames<GptPosition> {
+  static constexpr std::string_view what = "position embedding";
+  static constexpr std::array names{std::pair{GptPosition::Learned, std::string_view("learned")},
+                                    std::pair{GptPosition::Rotary, std::string_view("rope")}};
 };
 
 // [train] backend: OpenBLAS + MPI; cuBLAS + NCCL; cuBLAS with MPI collectives staged through host memory.

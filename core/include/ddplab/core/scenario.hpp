@@ -26,8 +26,24 @@ struct ScenarioError : InputError {
 inline constexpr std::array<std::string_view, 5> kBuiltinModelTables{"resnet50", "bert_large", "gpt2_xl", "llama2_7b",
                                                                      "gpt3_175b"};
 
+// type "gpt": a decoder-only transformer over byte tokens (strategies/gpt.hpp). `blocks` transformer blocks
+// of width `dim`, `heads` query heads sharing `kv_heads` key/value heads (grouped-query attention; 0 = heads),
+// an MLP of `ffn` units (0: 4 dim for GELU, 8 dim / 3 rounded up to a multiple of 8 for SwiGLU), a context of
+// `seq` tokens, and the output layer tied to the token embedding unless tied = false.
+struct GptConfig {
+  int blocks = 4, dim = 128, heads = 4, kv_heads = 0, ffn = 0, seq = 128, vocab = 256;
+  GptNorm norm = GptNorm::LayerNorm;
+  GptActivation activation = GptActivation::Gelu;
+  GptPosition position = GptPosition::Learned;
+  bool tied = true, bias = true;
+  int kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  int head_dim() const { return dim / heads; }
+  int mlp_units() const;  // ffn, or its default
+  bool operator==(const GptConfig&) const = default;
+};
+
 struct ModelConfig {
-  ModelType type = ModelType::Mlp;  // mlp and cnn are trained by the runtime; table is simulation only
+  ModelType type = ModelType::Mlp;  // mlp, cnn and gpt are trained by the runtime; table is simulation only
   std::vector<int> layers{784, 1024, 1024, 1024, 10};  // type "mlp": input, hidden..., classes
   // type "cnn" (strategies/cnn_layout.hpp): per entry of `conv` a block of k x k convolution ("same"
   // padding, stride 1), batch normalisation unless bn = "none", ReLU and 2 x 2 max-pool; then fully connected
@@ -43,18 +59,26 @@ struct ModelConfig {
   // type "table": a built-in name (kBuiltinModelTables) or the path of a table file, resolved against the
   // scenario file's directory; strategies/ loads it (model_library.hpp).
   std::string table;
+  GptConfig gpt;                             // type "gpt"
   std::map<std::string, std::string> where;  // field -> "path:line:col" of its value, for later errors
   std::size_t parameter_count() const;       // type "mlp": sum of in*out + out over layers (default: 2,913,290)
-  int input_features() const;                // "mlp", "cnn": the features of one sample (784 for Fashion-MNIST)
-  int output_classes() const;                // "mlp", "cnn"
-  bool trainable() const { return type == ModelType::Mlp || type == ModelType::Cnn; }  // the runtime can train it
+  // The floats of one sample: 784 for a Fashion-MNIST image; a GPT's sequence of seq token ids.
+  int input_features() const;
+  int output_classes() const;  // the classes; a GPT's vocabulary
+  // Labels of one sample: 1, or a GPT's seq (each position's next token).
+  int labels_per_sample() const { return type == ModelType::Gpt ? gpt.seq : 1; }
+  bool trainable() const { return type != ModelType::Table; }  // the runtime can train it
   // As stored with a run (its type's fields only), and back: what a stored run trained.
   nlohmann::json to_json() const;
   static ModelConfig from_json(const nlohmann::json& j);  // throws nlohmann::json::exception when incomplete
 };
 
+inline constexpr const char* kFortunesPath = "/usr/share/games/fortunes";
+
 struct DataConfig {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "synthetic"
+  // "fashion-mnist" | "synthetic" | "fortunes" (byte-level English text, Debian's fortunes package, for a GPT;
+  // its path defaults to kFortunesPath)
+  std::string dataset = "fashion-mnist";
   std::string path = "/usr/share/datasets/fashion-mnist";
   int synthetic_train = 4096;  // sample counts for "synthetic"
   int synthetic_test = 1024;

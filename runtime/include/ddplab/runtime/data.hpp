@@ -16,12 +16,15 @@ struct DataError : InputError {
   using InputError::InputError;
 };
 
+// Images and their classes, or a language model's token sequences (features = seq token ids held as floats,
+// labels_per_sample = seq next tokens, classes = the vocabulary).
 struct Dataset {
   int features = 0;
   int classes = 0;
-  std::vector<float> images;  // size() x features, row-major
-  std::vector<std::int32_t> labels;
-  std::size_t size() const { return labels.size(); }
+  int labels_per_sample = 1;
+  std::vector<float> images;         // size() x features, row-major
+  std::vector<std::int32_t> labels;  // size() x labels_per_sample
+  std::size_t size() const { return labels.size() / static_cast<std::size_t>(labels_per_sample); }
 };
 
 // Fashion-MNIST's per-pixel mean and standard deviation over the training set (pixels scaled to [0, 1]).
@@ -33,6 +36,14 @@ inline constexpr float kFashionMnistStd = 0.3530f;
 Dataset load_idx(const std::string& images_path, const std::string& labels_path);
 // train = true: train-*-idx?-ubyte.gz, else t10k-*. Normalised with the constants above.
 Dataset load_fashion_mnist(const std::string& dir, bool train);
+
+// Byte-level text from the fortune files in `dir` (Debian's fortunes package): every regular file without
+// an extension, in name order, split into fortunes at its "%" lines. Every tenth fortune (the 10th, 20th, ...)
+// is held out for validation (train = false), the rest train. Each set's bytes, the fortunes in order and each
+// followed by "%\n", are cut into sequences of seq tokens, each labelled with the next seq (the last byte of
+// one sequence's labels is the first of the next sequence's input). Throws DataError naming the folder when it
+// holds no fortunes.
+Dataset load_fortunes(const std::string& dir, int seq, bool train);
 
 // A learnable synthetic task for tests: `classes` Gaussian clusters in `features` dimensions.
 Dataset make_synthetic(int samples, int features, int classes, std::uint64_t seed);
@@ -69,7 +80,7 @@ class DistributedSampler : public Sampler {
   bool shuffle_;
 };
 
-// Copies the samples at idx[first, first+count) into contiguous batch buffers.
+// Copies the samples at idx[first, first+count) into contiguous batch buffers (labels: labels_per_sample each).
 void gather_batch(const Dataset& d, const std::vector<std::size_t>& idx, std::size_t first, int count, float* images,
                   std::int32_t* labels);
 

@@ -92,6 +92,8 @@ class Model {
   std::size_t num_params() const { return params_.size(); }
   const std::vector<ParamInfo>& param_info() const { return info_; }
   int classes() const { return classes_; }
+  // Labels (loss rows) per sample: 1, or a GPT's tokens per sequence. The loss is the mean over every row.
+  int labels_per_sample() const { return labels_per_sample_; }
   int input_features() const { return features_; }
   int max_batch() const { return max_batch_; }
 
@@ -103,10 +105,13 @@ class Model {
   virtual const float* logits() const = 0;
   // Where d(loss)/d(logits) goes (batch_ x classes), the start of the next backward_layer walk.
   virtual float* start_backward() = 0;
+  // Copies parameters given in parameter order (what the *_initial_params functions draw) to their offsets.
+  void load_ordered_params(const std::vector<float>& ordered);
   float* param(int i) { return params() + info_[static_cast<std::size_t>(i)].offset; }
   float* grad(int i) { return grads() + info_[static_cast<std::size_t>(i)].offset; }
 
   Ops& ops_;
+  int labels_per_sample_ = 1;
   int batch_ = 0;
   const float* input_ = nullptr;
 
@@ -121,7 +126,7 @@ class Model {
   std::vector<std::vector<int>> layer_params_;
 };
 
-// The scenario's model (type "mlp" or "cnn") on ops, for batches of up to max_batch samples. Throws
+// The scenario's model (type "mlp", "cnn" or "gpt") on ops, for batches of up to max_batch samples. Throws
 // InputError for a model the runtime cannot train (a table).
 std::unique_ptr<Model> make_model(Ops& ops, const ModelConfig& model, int max_batch);
 

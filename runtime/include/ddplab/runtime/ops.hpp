@@ -14,7 +14,8 @@
 
 namespace ddplab {
 
-class CodecCompute;  // ddplab/strategies/codec_compute.hpp
+class CodecCompute;        // ddplab/strategies/codec_compute.hpp
+class TransformerKernels;  // transformer_kernels.hpp
 
 // The CUDA plugin implements this class across dlopen: bump DDPLAB_CUDA_PLUGIN_ABI
 // (runtime/cuda/cuda_plugin.hpp) when its virtual functions change.
@@ -117,6 +118,8 @@ class Ops {
   // Where codecs do their local work on this backend's memory (Codec::run's compute): host_codec_compute()
   // for host backends, kernels on this backend's stream for CUDA. Lives as long as the backend. (Not pure
   // so that wrappers need not forward it, but every backend overrides it; inline, as above, for the plugin.)
+  // A GPT's kernels besides the GEMMs (transformer_kernels.hpp), or nullptr where this backend has none.
+  virtual TransformerKernels* transformer() { return nullptr; }
   virtual CodecCompute& codec_compute() {
     throw std::logic_error("backend " + name() + " has no codec compute (Ops::codec_compute not overridden)");
   }
