@@ -1,12 +1,13 @@
 // Google Benchmark: one training step's compute (forward + backward + SGD) of the default MLP on one thread,
 // what the CPU runtime spends its time on besides the wire; and one update of its 2.9M parameters by each
-// registry optimizer (the optimizer_s of a step), side by side.
+// registry optimizer (the optimizer_s of a step), side by side; the CNN and the GPT steps likewise.
 #include <benchmark/benchmark.h>
 
 #include <random>
 
 #include "ddplab/runtime/augment.hpp"
 #include "ddplab/runtime/cnn.hpp"
+#include "ddplab/runtime/gpt.hpp"
 #include "ddplab/runtime/mlp.hpp"
 #include "ddplab/runtime/model_optimizer.hpp"
 
@@ -17,10 +18,12 @@ namespace {
 // own FLOP count (its layer table, as the simulator sees it).
 void train_steps(benchmark::State& state, Ops& ops, Model& model, int batch) {
   std::vector<float> x(static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.input_features()));
-  std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.labels_per_sample()));
   std::mt19937 rng(1);
   std::normal_distribution<float> d;
   for (float& v : x) v = d(rng);
+  if (model.labels_per_sample() > 1)  // a language model's input is token ids
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((7 * i + 3) % 256);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % 10);
   OptimizerConfig sgd;
   sgd.lr = LrPlan::constant(0.01);
@@ -61,6 +64,25 @@ void BM_CnnStep(benchmark::State& state, const std::string& bn) {
 }
 BENCHMARK_CAPTURE(BM_CnnStep, none, std::string("none"))->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CnnStep, local, std::string("local"))->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond);
+
+// scenarios/gpt-tiny.toml's GPT (4 blocks of width 128, 4 heads, 128-token sequences, GPT-2's parts) and the
+// same with Llama's (RMSNorm, SwiGLU, RoPE, 2 key/value heads); samples are sequences.
+void BM_GptStep(benchmark::State& state, bool llama) {
+  const int batch = static_cast<int>(state.range(0));
+  GptConfig g;
+  if (llama) {
+    g.kv_heads = 2, g.norm = GptNorm::RmsNorm, g.activation = GptActivation::SwiGlu;
+    g.position = GptPosition::Rotary, g.bias = false;
+  }
+  auto ops = make_ops("cpu");
+  Gpt model(*ops, g, batch);
+  model.init(1);
+  train_steps(state, *ops, model, batch);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(batch) * g.seq, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_GptStep, gpt2, false)->Arg(16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GptStep, llama, true)->Arg(16)->Unit(benchmark::kMillisecond);
 
 // One update of every parameter (lr 0: the parameters stay put), after one real backward for the gradients.
 void BM_OptimizerUpdate(benchmark::State& state, const std::string& name) {
