@@ -218,8 +218,10 @@ std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, con
     held = partition_dataset(train.labels, train.classes, world, d, seed).samples;
   std::vector<std::vector<std::size_t>> hist(held.size(),
                                              std::vector<std::size_t>(static_cast<std::size_t>(train.classes), 0));
+  const auto per = static_cast<std::size_t>(train.labels_per_sample);  // a sequence counts each of its tokens
   for (std::size_t r = 0; r < held.size(); ++r)
-    for (std::size_t i : held[r]) ++hist[r][static_cast<std::size_t>(train.labels[i])];
+    for (std::size_t i : held[r])
+      for (std::size_t k = 0; k < per; ++k) ++hist[r][static_cast<std::size_t>(train.labels[i * per + k])];
   return hist;
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ddplab/runtime/data.hpp"
+#include "ddplab/runtime/partition.hpp"
 #include "temp_dir.hpp"
 
 namespace ddplab {
@@ -152,6 +153,62 @@ TEST(Synthetic, IsDeterministicAndLearnable) {
   EXPECT_EQ(a.labels, b.labels);
   std::set<int> classes(a.labels.begin(), a.labels.end());
   EXPECT_EQ(classes.size(), 3u);
+}
+
+// Ten fortunes over two files: the tenth is held out; index files (.dat) and links are not read.
+TEST(Fortunes, EveryTenthFortuneIsHeldOutAndLabelsAreTheNextBytes) {
+  TempDir dir("ddplab-fortunes");
+  std::string a, b;
+  for (int i = 0; i < 6; ++i) a += "fortune " + std::to_string(i) + "\n%\n";
+  for (int i = 6; i < 10; ++i) b += "fortune " + std::to_string(i) + "\nsecond line\n%\n";
+  dir.write("a", a);
+  dir.write("b", b);
+  dir.write("a.dat", std::string(64, '\x01'));
+  fs::create_symlink(dir.file("a"), dir.file("a.u8"));
+  const Dataset val = load_fortunes(dir.path().string(), 4, false);
+  // The held-out set is fortune 9 followed by "%\n": 29 bytes, so 7 sequences of 4 with their next bytes.
+  const std::string held = "fortune 9\nsecond line\n%\n";
+  ASSERT_EQ(val.size(), (held.size() - 1) / 4);
+  EXPECT_EQ(val.features, 4);
+  EXPECT_EQ(val.labels_per_sample, 4);
+  EXPECT_EQ(val.classes, 256);
+  for (std::size_t i = 0; i < val.images.size(); ++i) {
+    EXPECT_EQ(val.images[i], static_cast<float>(held[i])) << i;
+    EXPECT_EQ(val.labels[i], held[i + 1]) << i;
+  }
+  const Dataset train = load_fortunes(dir.path().string(), 4, true);
+  std::string rest;
+  for (int i = 0; i < 9; ++i) rest += "fortune " + std::to_string(i) + (i >= 6 ? "\nsecond line\n%\n" : "\n%\n");
+  EXPECT_EQ(train.size(), (rest.size() - 1) / 4);
+  // A rank's histogram counts every token of its sequences: 2 ranks of ceil(n / 2) (padded by wrapping).
+  DataConfig iid;
+  std::size_t tokens = 0;
+  for (const auto& h : class_histograms(train, iid, 2, 1))
+    tokens += std::accumulate(h.begin(), h.end(), std::size_t{0});
+  EXPECT_EQ(tokens, 2 * ((train.size() + 1) / 2) * 4);
+}
+
+TEST(Fortunes, AFolderWithoutFortunesIsNamed) {
+  TempDir dir("ddplab-fortunes");
+  try {
+    load_fortunes(dir.path().string(), 8, true);
+    FAIL() << "an empty folder gave a data set";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(dir.path().string() + ": no fortune files", 0), 0u) << e.what();
+  }
+  dir.write("short", "ab\n");
+  try {
+    load_fortunes(dir.path().string(), 8, true);
+    FAIL() << "3 bytes gave a sequence of 8";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("less than one sequence of 8 tokens"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Fortunes, DebiansPackageGivesTheDocumentedSplit) {
+  if (!fs::exists(kFortunesPath)) GTEST_SKIP() << kFortunesPath << " missing: apt-get install fortunes";
+  EXPECT_EQ(load_fortunes(kFortunesPath, 128, true).size(), 18078u);
+  EXPECT_EQ(load_fortunes(kFortunesPath, 128, false).size(), 2052u);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ std::unique_ptr<Sampler> make_sampler(const Dataset& train, const DataConfig& d,
 // Under uneven = "join": each rank's share, taken `batch` samples a step.
 JoinSchedule join_schedule(const Dataset& train, const DataConfig& d, int world, std::uint64_t seed, int batch);
 
-// What each rank holds, by class: for a fixed split its share, for iid the first epoch's indices.
+// What each rank holds, by class: for a fixed split its share, for iid the first epoch's indices (a language
+// model's sequences count every label token).
 std::vector<std::vector<std::size_t>> class_histograms(const Dataset& train, const DataConfig& d, int world,
                                                        std::uint64_t seed);
 
