@@ -2,7 +2,7 @@
 # Whole-job checks through the ddplab command: training leaves bit-identical parameters on every rank, a
 # perturbed rank is caught and named, and a rank that dies ends the job instead of hanging it.
 # usage: train_checks.sh DDPLAB SCENARIO NP CHECK
-#   (CHECK: identical | resume | interrupt-resume | elastic | perturb | rank-dies | rank-signal | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler)
+#   (CHECK: identical | resume | interrupt-resume | elastic | perturb | rank-dies | rank-signal | interrupt-TERM | interrupt-INT | interrupt-twice | abandoned | hang | desync | partitioned | straggler | single-rank)
 set -u
 ddplab=$1 scenario=$2 np=$3 check=$4
 work=$(mktemp -d /tmp/ddplab-train-XXXXXX)
@@ -346,6 +346,24 @@ balance)
     last=$(sqlite3 "$db" "select avg(loss) from steps where run_id = $run and step >= (select max(step) - 2 from steps where run_id = $run)")
     awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }' || fail "run $run: loss $first -> $last did not fall"
   done
+  ;;
+single-rank)
+  # The job's global batch on one rank: the same sequences each step (a DistributedSampler deals one
+  # permutation), so every step's loss, the ranks' mean, matches within 1e-5 relative; only the order of the
+  # sums differs. Both runs identical on their ranks besides.
+  "$ddplab" run "$scenario" --np "$np" --db "$db" >"$work/out" 2>&1 || fail "the run on $np ranks exited $?"
+  batch=$(sed -n 's/^batch_size = //p' "$scenario")
+  "$ddplab" run "$scenario" --np 1 --batch-size $((batch * np)) --db "$work/one.db" >>"$work/out" 2>&1 ||
+    fail "the run on 1 rank exited $?"
+  q="select step, printf('%.17g', avg(loss)) from steps group by step order by step"
+  sqlite3 -separator ' ' "$db" "$q" >"$work/many"
+  sqlite3 -separator ' ' "$work/one.db" "$q" >"$work/one"
+  [[ $(wc -l <"$work/many") -gt 5 && $(wc -l <"$work/many") == $(wc -l <"$work/one") ]] ||
+    fail "$(wc -l <"$work/many") steps on $np ranks, $(wc -l <"$work/one") on 1"
+  worst=$(paste -d ' ' "$work/many" "$work/one" |
+    awk '{ d = ($2 - $4) / $4; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.3g", m }')
+  echo "largest relative difference of a step's loss: $worst" | tee -a "$work/out"
+  awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }' || fail "a step's loss differs by $worst (relative) from the single rank's"
   ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac
