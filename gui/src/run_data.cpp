@@ -36,6 +36,8 @@ std::string RunRecord::model() const {
   };
   if (known == ModelType::Mlp) return std::string("mlp ").append(joined("layers"));
   if (known == ModelType::Cnn) return std::string("cnn ").append(joined("conv"));
+  if (known == ModelType::Gpt)  // blocks x width
+    return "gpt " + m.value("blocks", nlohmann::json()).dump() + "x" + m.value("dim", nlohmann::json()).dump();
   if (known == ModelType::Table) {
     std::string t = m.value("table", "?");
     const auto slash = t.find_last_of('/');

@@ -34,6 +34,19 @@ class RunsViewTest : public gui_fixture::StoreTest {
  private slots:
   void initTestCase() { QVERIFY(makeStore()); }
 
+  // What the charts call each run's model: its type and shape, from the stored config.
+  void modelLabelsNameTheTypeAndShape() {
+    auto label = [](const std::string& model) {
+      RunRecord r;
+      r.summary.run.info.config_json = R"({"model":)" + model + "}";
+      return r.model();
+    };
+    QCOMPARE(label(R"({"type":"mlp","layers":[784,64,10]})"), std::string("mlp 784-64-10"));
+    QCOMPARE(label(R"({"type":"cnn","conv":[16,32]})"), std::string("cnn 16-32"));
+    QCOMPARE(label(R"({"type":"gpt","blocks":4,"dim":128,"heads":4})"), std::string("gpt 4x128"));
+    QCOMPARE(label(R"({"type":"table","table":"/x/models/gpt2_xl.csv"})"), std::string("gpt2_xl.csv"));
+  }
+
   void cellsMatchTheStoresSummaries() {
     MainWindow w;
     QString error;

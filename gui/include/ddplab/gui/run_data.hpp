@@ -43,8 +43,8 @@ struct RunRecord {
   bool finished() const { return summary.run.status == RunStatus::Completed; }
   // Still being written (by a live writer, or one on another machine): its steps may still grow.
   bool running() const { return summary.run.status == RunStatus::Running; }
-  // The model the run trained (config "model", e.g. "mlp 784-256-256-10" or "resnet50"): charts never share
-  // an axis between runs of different models or backends.
+  // The model the run trained (config "model", e.g. "mlp 784-256-256-10", "gpt 4x128" or "resnet50"): charts never
+  // share an axis between runs of different models or backends.
   std::string model() const;
 };
 
