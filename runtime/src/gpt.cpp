@@ -48,19 +48,20 @@ TransformerKernels& kernels_of(Ops& ops) {
 
 std::vector<float> gpt_initial_params(const GptConfig& g, std::uint64_t seed) {
   const ModelSpec spec = gpt_model_spec(g);
+  const std::vector<GptLayer> layers = gpt_layers(g);
   Normal normal(seed);
   const double residual_std = 0.02 / std::sqrt(2.0 * g.blocks);
   std::vector<float> out;
   out.reserve(spec.parameter_count());
   for (const ParamSpec& p : spec.params) {
-    const bool norm = p.name.find(".ln_") != std::string::npos || p.name.rfind("ln_f.", 0) == 0;
+    const GptOp op = layers[sz(p.layer)].op;
+    const bool bias = ends_with(p.name, ".bias");
+    const double sd = op == GptOp::AttnProj || op == GptOp::FcOut ? residual_std : 0.02;  // the residual projections
     for (std::size_t i = 0; i < p.count(); ++i) {
-      if (norm)
-        out.push_back(ends_with(p.name, ".weight") ? 1.0f : 0.0f);
-      else if (ends_with(p.name, ".bias"))
-        out.push_back(0.0f);
+      if (gpt_norm(op))
+        out.push_back(bias ? 0.0f : 1.0f);
       else
-        out.push_back(static_cast<float>(normal() * (ends_with(p.name, "c_proj.weight") ? residual_std : 0.02)));
+        out.push_back(bias ? 0.0f : static_cast<float>(normal() * sd));
     }
   }
   return out;
@@ -77,8 +78,9 @@ Gpt::Gpt(Ops& ops, const GptConfig& g, int max_batch)
   for (int l = 0; l < num_layers(); ++l) {
     act_.emplace_back(ops_, rows * sz(width(l)));
     const GptOp op = layers_[sz(l)].op;
-    const bool norm = op == GptOp::Norm1 || op == GptOp::Norm2 || op == GptOp::NormF;
-    stats_.emplace_back(ops_, norm ? 2 * rows : op == GptOp::Attention ? sz(max_batch) * sz(g.heads) * sz(g.seq) : 0);
+    stats_.emplace_back(ops_, gpt_norm(op)             ? 2 * rows
+                              : op == GptOp::Attention ? sz(max_batch) * sz(g.heads) * sz(g.seq)
+                                                       : 0);
   }
   dres_ = DeviceBuffer(ops_, rows * sz(g.dim));
   dnorm_ = DeviceBuffer(ops_, rows * sz(g.dim));

@@ -53,6 +53,9 @@ struct GptLayer {
   int block = -1;  // the transformer block; -1 for embed, ln_f and lm_head
 };
 
+// LayerNorm or RMSNorm: ln_1, ln_2 and ln_f.
+inline bool gpt_norm(GptOp op) { return op == GptOp::Norm1 || op == GptOp::Norm2 || op == GptOp::NormF; }
+
 // The layers of `g`, in execution order (the ModelSpec's layer order).
 std::vector<GptLayer> gpt_layers(const GptConfig& g);
 // Floats per token of layer `op`'s output (its activation, what its backward receives the gradient of).
