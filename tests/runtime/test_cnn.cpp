@@ -165,19 +165,8 @@ TEST_P(CnnGradients, EveryParameterMatchesFiniteDifferences) {
 
 TEST_P(CnnGradients, CpuAgreesWithReferenceAndAccumulationAdds) {
   Net cpu("cpu", GetParam()), ref("reference", GetParam());
-  for (Net* n : {&cpu, &ref}) {
-    n->model.forward(n->x.data(), n->batch);
-    n->model.backward(n->y.data());
-  }
-  for (std::size_t i = 0; i < cpu.model.num_params(); ++i)
-    ASSERT_NEAR(cpu.model.grads()[i], ref.model.grads()[i], 1e-4 + 1e-3 * std::abs(ref.model.grads()[i])) << i;
-  // A second micro-step on the same batch, accumulated: twice the gradient.
-  const std::vector<float> once(cpu.model.grads(), cpu.model.grads() + cpu.model.num_params());
-  cpu.model.forward(cpu.x.data(), cpu.batch);
-  cpu.model.loss_grad(cpu.y.data());
-  for (int l = cpu.model.num_layers() - 1; l >= 0; --l) cpu.model.backward_layer(l, true);
-  for (std::size_t i = 0; i < once.size(); ++i)
-    ASSERT_NEAR(cpu.model.grads()[i], 2 * once[i], 1e-5 + 1e-4 * std::abs(once[i])) << i;
+  test::expect_backends_agree_and_accumulation_adds(cpu.model, ref.model, cpu.x.data(), cpu.y.data(), cpu.batch, 1e-4,
+                                                    1e-3, 1e-5, 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Bn, CnnGradients, testing::Values("none", "local"));

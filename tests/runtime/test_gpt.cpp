@@ -74,18 +74,8 @@ TEST_P(GptGradients, EveryParameterMatchesFiniteDifferences) {
 
 TEST_P(GptGradients, CpuAgreesWithReferenceAndAccumulationAdds) {
   GptNet cpu(config(), "cpu"), ref(config(), "reference");
-  for (GptNet* n : {&cpu, &ref}) {
-    n->model.forward(n->tokens.data(), n->batch);
-    n->model.backward(n->labels.data());
-  }
-  for (std::size_t i = 0; i < cpu.model.num_params(); ++i)
-    ASSERT_NEAR(cpu.model.grads()[i], ref.model.grads()[i], 1e-5 + 1e-4 * std::abs(ref.model.grads()[i])) << i;
-  const std::vector<float> once(cpu.model.grads(), cpu.model.grads() + cpu.model.num_params());
-  cpu.model.forward(cpu.tokens.data(), cpu.batch);
-  cpu.model.loss_grad(cpu.labels.data());
-  for (int l = cpu.model.num_layers() - 1; l >= 0; --l) cpu.model.backward_layer(l, true);
-  for (std::size_t i = 0; i < once.size(); ++i)
-    ASSERT_NEAR(cpu.model.grads()[i], 2 * once[i], 1e-6 + 1e-5 * std::abs(once[i])) << i;
+  test::expect_backends_agree_and_accumulation_adds(cpu.model, ref.model, cpu.tokens.data(), cpu.labels.data(),
+                                                    cpu.batch, 1e-5, 1e-4, 1e-6, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Parts, GptGradients, testing::Values("gpt2", "llama"));
